@@ -1,0 +1,64 @@
+# offlab — one entry point for every job. `make demo` and `make test` are the two that matter.
+SHELL := /bin/bash
+.DEFAULT_GOAL := demo
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+OFFLAB  := $(VENV)/bin/offlab
+CARGO   ?= cargo
+APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod
+BENCH_APT_PKGS := libdpdk-dev pkg-config valgrind
+
+.PHONY: setup deps venv build demo test test-rust test-python bench fuzz clean
+
+## setup: system tools (apt), the Python venv with offlab installed, and the Rust build
+setup: deps venv build
+
+deps:
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+build:
+	$(CARGO) build --release --workspace --quiet
+
+## demo: install what is missing, build, run the quick plan, write the report
+demo: setup
+	$(OFFLAB) run --plan quick
+
+## test: every test (Rust unit/property/kernel-differential, Python unit/integration)
+test: setup test-rust test-python
+
+test-rust:
+	$(CARGO) test --release --workspace
+
+test-python:
+	$(PY) -m pytest -q
+
+## bench: engine vs DPDK (and the kernel), side by side in one run
+bench: setup
+	@missing=$$(for p in $(BENCH_APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	$(PY) benches/run.py
+
+## fuzz: each cargo-fuzz target for FUZZ_SECONDS (not part of CI)
+FUZZ_SECONDS ?= 60
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+clean:
+	rm -rf target $(VENV) benches/peer/build

@@ -1,0 +1,3 @@
+"""offlab: the network offload lab."""
+
+__version__ = "0.1.0"
