@@ -1,0 +1,65 @@
+"""Unit tests of the runner's pure parts: pairing, verdicts, the document splice.
+
+Run: python3 -m unittest discover -s benches -p 'test_*.py'
+"""
+
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import run
+
+
+def line(side, workload, value, pair, depth=None, reprime=None, digest="d", allocs=0):
+    return {"side": side, "workload": workload, "value": value, "pair": pair, "unit": "Mpps",
+            "depth": depth, "reprime_ns_per_pkt": reprime, "digest": digest,
+            "heap_allocs": allocs if side == "engine" else None}
+
+
+class PairingTest(unittest.TestCase):
+    def test_ratios_pair_runs_of_the_same_pair(self):
+        lines = [line("dpdk", "w", 10.0, 0), line("engine", "w", 30.0, 0),
+                 line("dpdk", "w", 20.0, 1), line("engine", "w", 20.0, 1)]
+        groups = run.group(lines)
+        self.assertEqual(run.pair_ratios(groups[("dpdk", "w")], groups[("engine", "w")]), [3.0, 1.0])
+
+    def test_ratio_without_reprime_removes_each_sides_own_cost(self):
+        dpdk = run.Samples([line("dpdk", "w", 20.0, 0, reprime=10.0)])  # 50 ns - 10
+        engine = run.Samples([line("engine", "w", 50.0, 0, reprime=5.0)])  # 20 ns - 5
+        self.assertEqual(run.without_reprime(dpdk, engine), "2.67×")
+
+
+class VerdictTest(unittest.TestCase):
+    goal = run.Goal("W1", 1.5)
+
+    def test_faster_but_merging_less_does_not_count(self):
+        self.assertIn("merges less", run.verdict(self.goal, 3.0, 16.0, 2.0))
+
+    def test_goal_met_and_missed(self):
+        self.assertEqual(run.verdict(self.goal, 1.5, 4.0, 4.0), "yes")
+        self.assertEqual(run.verdict(self.goal, 1.49, 4.0, 4.0), "**no**")
+
+    def test_digest_mismatch_is_a_problem(self):
+        lines = [line("dpdk", "gro_tcp4_f1_burst", 10.0, 0, depth=32.0, digest="a"),
+                 line("engine", "gro_tcp4_f1_burst", 20.0, 0, depth=32.0, digest="b")]
+        _, problems = run.compared_rows(run.group(lines))
+        self.assertEqual(len(problems), 1)
+
+    def test_allocations_are_summed_and_named(self):
+        lines = [line("engine", "a", 1.0, 0, allocs=0), line("engine", "b", 1.0, 0, allocs=3)]
+        self.assertEqual(run.allocation_summary(lines), (3, ["b"]))
+
+
+class DocumentTest(unittest.TestCase):
+    def test_splice_keeps_the_hand_written_parts(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = Path(tmp) / "benchmarks.md"
+            doc.write_text(f"intro\n{run.BEGIN}\nold\n{run.END}\nanalysis\n")
+            with mock.patch.object(run, "DOC", doc):
+                run.write_doc("new table")
+            self.assertEqual(doc.read_text(), f"intro\n{run.BEGIN}\nnew table\n{run.END}\nanalysis\n")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,135 @@
+//! Choosing a summing kernel once, at first use.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use super::{fold64, portable};
+
+/// The summing implementations. All give bit-identical partial sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    Portable,
+    Avx2,
+    Avx512,
+}
+
+impl Kernel {
+    /// Every kernel this CPU can run, slowest first.
+    pub fn available() -> impl Iterator<Item = Kernel> {
+        [Kernel::Portable, Kernel::Avx2, Kernel::Avx512]
+            .into_iter()
+            .filter(|k| k.is_supported())
+    }
+
+    pub fn is_supported(self) -> bool {
+        match self {
+            Kernel::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => std::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Portable => "portable",
+            Kernel::Avx2 => "avx2",
+            Kernel::Avx512 => "avx512",
+        }
+    }
+}
+
+const UNKNOWN: u8 = 0;
+static CHOSEN: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// The fastest kernel this CPU supports (detected once, then cached).
+#[inline]
+pub fn kernel() -> Kernel {
+    match CHOSEN.load(Ordering::Relaxed) {
+        1 => Kernel::Portable,
+        2 => Kernel::Avx2,
+        3 => Kernel::Avx512,
+        _ => detect(),
+    }
+}
+
+#[cold]
+fn detect() -> Kernel {
+    let best = Kernel::available().last().unwrap_or(Kernel::Portable);
+    let code = match best {
+        Kernel::Portable => 1,
+        Kernel::Avx2 => 2,
+        Kernel::Avx512 => 3,
+    };
+    CHOSEN.store(code, Ordering::Relaxed);
+    best
+}
+
+/// Kernels accumulate into 64-bit lanes; a gigabyte per call keeps every lane far from
+/// overflowing whatever the slice length.
+const MAX_CHUNK: usize = 1 << 30;
+
+/// [`super::sum`] with an explicit kernel (for tests and benchmarks). A kernel the CPU
+/// lacks falls back to the portable one.
+pub fn sum_with(kernel: Kernel, data: &[u8], initial: u32) -> u32 {
+    let kernel = if kernel.is_supported() {
+        kernel
+    } else {
+        Kernel::Portable
+    };
+    sum_supported(kernel, data, initial)
+}
+
+/// Sum with a kernel already known to run on this CPU.
+#[inline]
+pub(super) fn sum_supported(kernel: Kernel, data: &[u8], initial: u32) -> u32 {
+    let data_sum = if data.len() <= MAX_CHUNK {
+        fold64(sum_le(kernel, data))
+    } else {
+        fold64(
+            data.chunks(MAX_CHUNK)
+                .map(|chunk| u64::from(fold64(sum_le(kernel, chunk))))
+                .sum(),
+        )
+    };
+    // The kernels add little-endian words; swapping the folded result gives the
+    // big-endian sum (RFC 1071 section 2(B)). `initial` is already big-endian.
+    u32::from(fold64(
+        u64::from(data_sum.swap_bytes()) + u64::from(initial),
+    ))
+}
+
+/// Below this length the SIMD kernels' fixed cost (setup and the horizontal sum)
+/// outweighs their speed, so the portable loop runs instead.
+const SIMD_MIN_LEN: usize = 128;
+/// Below this length AVX2 beats AVX-512 (fewer lanes to reduce, no wide-vector warm-up).
+const AVX512_MIN_LEN: usize = 512;
+
+#[inline]
+fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
+    match kernel {
+        _ if data.len() < SIMD_MIN_LEN => portable::sum_le(data),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 if data.len() >= AVX512_MIN_LEN => super::x86::sum_avx512(data),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 | Kernel::Avx2 => super::x86::sum_avx2(data),
+        _ => portable::sum_le(data),
+    }
+}
+
+/// Runs one kernel on the whole slice, bypassing the size thresholds (tests only).
+#[cfg(test)]
+pub(super) fn sum_le_exact(kernel: Kernel, data: &[u8]) -> u64 {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => super::x86::sum_avx512(data),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => super::x86::sum_avx2(data),
+        _ => portable::sum_le(data),
+    }
+}

@@ -1,0 +1,167 @@
+use super::*;
+
+/// A deterministic, irregular byte pattern so every lane and carry path is exercised.
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state >> 8) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_matches_reference_for_every_length_and_alignment() {
+    const MAX_LEN: usize = 9001;
+    let random = pattern(MAX_LEN + 64, 7);
+    // All-ones data maximises carries out of every lane.
+    let all_ones = vec![0xffu8; MAX_LEN + 64];
+    for source in [&random, &all_ones] {
+        for align in 0..64 {
+            let data = &source[align..align + MAX_LEN];
+            // The reference sum of each prefix, grown one byte at a time.
+            let mut running: u64 = 0;
+            for len in 0..=MAX_LEN {
+                if len > 0 {
+                    let byte = u64::from(data[len - 1]);
+                    running += if (len - 1) % 2 == 0 { byte << 8 } else { byte };
+                }
+                let expected = fold64(running);
+                for kernel in Kernel::available() {
+                    // The kernel itself on every length (no size thresholds)...
+                    let exact = fold64(dispatch::sum_le_exact(kernel, &data[..len])).swap_bytes();
+                    assert_eq!(
+                        exact,
+                        expected,
+                        "kernel {} alone, len {len} align {align}",
+                        kernel.name()
+                    );
+                    // ...and through the dispatcher.
+                    assert_eq!(
+                        fold(sum_with(kernel, &data[..len], 0)),
+                        expected,
+                        "kernel {} len {len} align {align}",
+                        kernel.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reference_is_the_plain_definition() {
+    assert_eq!(reference(&[]), 0);
+    assert_eq!(reference(&[0xab]), 0xab00);
+    assert_eq!(reference(&[0xff, 0xff, 0x00, 0x01]), 0x0001);
+    assert_eq!(reference(&[0x80, 0x00, 0x80, 0x00]), 0x0001);
+}
+
+proptest::proptest! {
+    #[test]
+    fn fast_sum_equals_reference_on_random_data(
+        data in proptest::collection::vec(proptest::num::u8::ANY, 0..9002),
+        skip in 0usize..64,
+        initial in 0u32..0x10000,
+    ) {
+        let data = &data[skip.min(data.len())..];
+        let expected = fold(combine(initial, u32::from(reference(data)), 0));
+        for kernel in Kernel::available() {
+            proptest::prop_assert_eq!(fold(sum_with(kernel, data, initial)), expected);
+        }
+    }
+}
+
+#[test]
+fn worked_example_from_rfc_1071() {
+    // RFC 1071 section 3: words 0001 f203 f4f5 f6f7 sum to ddf2.
+    let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+    assert_eq!(fold(sum(&data, 0)), 0xddf2);
+    assert_eq!(of(&data), !0xddf2);
+}
+
+#[test]
+fn real_ipv4_header_checksums_to_zero() {
+    // 45 00 00 3c 1c 46 40 00 40 06 b1 e6 ac 10 0a 63 ac 10 0a 0c (checksum b1e6)
+    let header = [
+        0x45, 0x00, 0x00, 0x3c, 0x1c, 0x46, 0x40, 0x00, 0x40, 0x06, 0xb1, 0xe6, 0xac, 0x10, 0x0a,
+        0x63, 0xac, 0x10, 0x0a, 0x0c,
+    ];
+    assert_eq!(of(&header), 0);
+    let mut zeroed = header;
+    zeroed[10] = 0;
+    zeroed[11] = 0;
+    assert_eq!(of(&zeroed), 0xb1e6);
+}
+
+#[test]
+fn combine_handles_odd_offsets() {
+    let data = pattern(1001, 3);
+    for split in [0, 1, 2, 499, 500, 1000, 1001] {
+        let (a, b) = data.split_at(split);
+        assert_eq!(
+            fold(combine(sum(a, 0), sum(b, 0), split)),
+            reference(&data),
+            "split {split}"
+        );
+    }
+}
+
+#[test]
+fn initial_value_is_added() {
+    let data = pattern(77, 9);
+    let pseudo = 0x1234;
+    assert_eq!(
+        fold(sum(&data, pseudo)),
+        fold(combine(pseudo, sum(&data, 0), 0))
+    );
+}
+
+#[test]
+fn pseudo_headers_match_their_byte_layout() {
+    let src = Ipv4Addr::new(192, 168, 1, 1);
+    let dst = Ipv4Addr::new(10, 0, 0, 42);
+    let mut v4 = Vec::new();
+    v4.extend_from_slice(&src.octets());
+    v4.extend_from_slice(&dst.octets());
+    v4.extend_from_slice(&[0, 6, 0x05, 0xdc]);
+    assert_eq!(fold(pseudo_header_v4(src, dst, 6, 1500)), reference(&v4));
+
+    let src6: Ipv6Addr = "fd00::1".parse().unwrap();
+    let dst6: Ipv6Addr = "fd00:ffff::abcd:2".parse().unwrap();
+    let mut v6 = Vec::new();
+    v6.extend_from_slice(&src6.octets());
+    v6.extend_from_slice(&dst6.octets());
+    v6.extend_from_slice(&70_000u32.to_be_bytes());
+    v6.extend_from_slice(&[0, 0, 0, 17]);
+    assert_eq!(
+        fold(pseudo_header_v6(&src6, &dst6, 17, 70_000)),
+        reference(&v6)
+    );
+}
+
+#[test]
+fn incremental_update_equals_recomputation() {
+    let mut data = pattern(40, 11);
+    data[10] = 0;
+    data[11] = 0;
+    let check = of(&data);
+    // Change a 16-bit word.
+    let old16 = u16::from_be_bytes([data[4], data[5]]);
+    data[4..6].copy_from_slice(&0xbeefu16.to_be_bytes());
+    let after16 = of(&data);
+    assert_eq!(update16(check, old16, 0xbeef), after16);
+    // Change a 32-bit word.
+    let old32 = u32::from_be_bytes([data[12], data[13], data[14], data[15]]);
+    data[12..16].copy_from_slice(&0x0a00_0001u32.to_be_bytes());
+    assert_eq!(update32(after16, old32, 0x0a00_0001), of(&data));
+}
+
+#[test]
+fn update16_never_yields_negative_zero_for_real_headers() {
+    // RFC 1624 section 3 example: eqn 3 gives 0x0000 where eqn 2 gave 0xffff.
+    assert_eq!(update16(0xdd2f, 0x5555, 0x3285), 0x0000);
+}

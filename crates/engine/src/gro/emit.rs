@@ -1,0 +1,102 @@
+//! Finalizing a run: the head's header with lengths, IPv4 header checksums and the
+//! checksum-partial transport checksum rewritten, plus a description of the offload
+//! for the virtio-net header (kernel `tcp4_gro_complete`, `udp_gro_complete`).
+
+use super::coalesce::{Run, RunL4};
+use super::flow::{Shape, Transport};
+use crate::checksum;
+use crate::wire::{Ipv4Packet, Ipv6Packet, TcpFlags, TcpPacket, UdpPacket};
+
+const IPV6_FIXED_LEN: usize = 40;
+const UDP_HEADER_LEN: usize = 8;
+const TCP_PROTOCOL: u8 = 6;
+const UDP_PROTOCOL: u8 = 17;
+/// Where the checksum field sits in a TCP / UDP header.
+const TCP_CHECKSUM_OFFSET: u16 = 16;
+const UDP_CHECKSUM_OFFSET: u16 = 6;
+
+/// What a merged packet needs from its virtio-net header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Offload {
+    pub transport: Transport,
+    pub inner_v6: bool,
+    /// The head carried CWR (virtio GSO_ECN).
+    pub ecn: bool,
+    pub segment_size: u16,
+    pub headers_len: u16,
+    /// Innermost transport header offset and its checksum field's offset in it.
+    pub csum_start: u16,
+    pub csum_offset: u16,
+}
+
+/// Rewrites `header` (the run's head header) for the merged packet of `run`.
+/// Lengths fit 16 bits: every run respects the 65535-byte cap.
+pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
+    let payload = run.payload_total();
+    let l4 = usize::from(shape.ip_offset) + usize::from(shape.ip_header_len);
+    let l4_len = usize::from(run.headers_len) - l4 + payload;
+    let ip = usize::from(shape.ip_offset)..l4;
+    let l4_sum = set_ip_length(header, ip, shape.ip_v6, l4_len, transport_protocol(shape.transport));
+    let mut ecn = false;
+    let csum_offset = match &run.l4 {
+        RunL4::Tcp(t) => {
+            let mut tcp = TcpPacket::new_unchecked(&mut header[l4..usize::from(run.headers_len)]);
+            tcp.set_flags(tcp.flags() | run.end_flags);
+            tcp.set_checksum(checksum::fold(l4_sum));
+            ecn = t.head.flags.contains(TcpFlags::CWR);
+            TCP_CHECKSUM_OFFSET
+        }
+        RunL4::Udp { .. } => {
+            let mut udp = UdpPacket::new_unchecked(&mut header[l4..l4 + UDP_HEADER_LEN]);
+            udp.set_len(l4_len as u16);
+            udp.set_checksum(checksum::fold(l4_sum));
+            UDP_CHECKSUM_OFFSET
+        }
+    };
+    if let (Some(t), Some(outer)) = (&shape.tunnel, &run.outer) {
+        let outer_ip = usize::from(shape.l2_len)..usize::from(shape.l2_len) + usize::from(t.outer_header_len);
+        let outer_l4 = outer_ip.end;
+        let outer_l4_len = run.outer_ip_len as usize - usize::from(t.outer_header_len);
+        let seed = set_ip_length(header, outer_ip, t.outer_v6, outer_l4_len, UDP_PROTOCOL);
+        let mut udp = UdpPacket::new_unchecked(&mut header[outer_l4..outer_l4 + UDP_HEADER_LEN]);
+        udp.set_len(outer_l4_len as u16);
+        // A present outer checksum becomes the pseudo-header seed (kernel
+        // `udp4_gro_complete`); segmentation completes it per segment.
+        if outer.udp_checksum != 0 {
+            udp.set_checksum(checksum::fold(seed));
+        }
+    }
+    Offload {
+        transport: shape.transport,
+        inner_v6: shape.ip_v6,
+        ecn,
+        segment_size: run.seg_size,
+        headers_len: run.headers_len,
+        csum_start: l4 as u16,
+        csum_offset,
+    }
+}
+
+/// Sets the length of the IP header at `ip` for `l4_len` transport bytes, refreshes an
+/// IPv4 header checksum, and returns the pseudo-header sum for `protocol`.
+fn set_ip_length(header: &mut [u8], ip: core::ops::Range<usize>, v6: bool, l4_len: usize, protocol: u8) -> u32 {
+    let ip_header_len = ip.len();
+    let bytes = &mut header[ip];
+    if v6 {
+        let mut p = Ipv6Packet::new_unchecked(bytes);
+        p.set_payload_len((ip_header_len - IPV6_FIXED_LEN + l4_len) as u16);
+        checksum::pseudo_header_v6(&p.src_addr(), &p.dst_addr(), protocol, l4_len as u32)
+    } else {
+        let mut p = Ipv4Packet::new_unchecked(bytes);
+        p.set_total_len((ip_header_len + l4_len) as u16);
+        p.fill_checksum();
+        checksum::pseudo_header_v4(p.src_addr(), p.dst_addr(), protocol, l4_len as u16)
+    }
+}
+
+fn transport_protocol(t: Transport) -> u8 {
+    match t {
+        Transport::Tcp => TCP_PROTOCOL,
+        Transport::Udp => UDP_PROTOCOL,
+    }
+}

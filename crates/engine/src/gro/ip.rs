@@ -1,0 +1,142 @@
+//! IP-layer facts of one packet and the IP merge rules (kernel `inet_gro_receive`,
+//! `inet_gro_flush`, `ipv6_gro_receive`, `ipv6_gro_flush`).
+
+use super::reason::Reason;
+use crate::wire::layout::{IpLayer, IpVersion};
+use crate::wire::{Ipv4Packet, Ipv6Packet};
+
+/// The IPv4 flags byte and its reserved ("evil") bit, which `Ipv4Packet` does not name;
+/// the kernel refuses to coalesce packets that set it.
+const IPV4_FLAGS_BYTE: usize = 6;
+const IPV4_RESERVED_FLAG: u8 = 0x80;
+const IPV4_PLAIN_HEADER_LEN: usize = 20;
+
+/// What the merge rules need from one IP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IpFacts {
+    pub v6: bool,
+    /// TTL or hop limit.
+    pub ttl: u8,
+    /// TOS or traffic class.
+    pub tos: u8,
+    /// IPv4 don't-fragment (false for IPv6).
+    pub df: bool,
+    /// IPv4 identification (0 for IPv6).
+    pub id: u16,
+}
+
+/// How a run's IPv4 IDs advance, decided when its second packet arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdMode {
+    Undecided,
+    /// Packet `n` of the run carries the head's ID + n.
+    Incrementing,
+    /// Every packet carries the head's ID (allowed only with DF).
+    Fixed,
+}
+
+/// Reads one IP header whose bounds `parse_frame` has checked, and applies the rules
+/// that refuse the packet on its own: IPv4 options, fragments, a bad header checksum.
+pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
+    let header = frame.get(layer.offset..layer.offset + layer.header_len).ok_or(Reason::HeaderTooLong)?;
+    if layer.is_fragment {
+        return Err(Reason::Fragment);
+    }
+    match layer.version {
+        IpVersion::V4 => {
+            if layer.header_len != IPV4_PLAIN_HEADER_LEN {
+                return Err(Reason::IpOptions);
+            }
+            let ip = Ipv4Packet::new_unchecked(header);
+            if ip.is_fragment() || header[IPV4_FLAGS_BYTE] & IPV4_RESERVED_FLAG != 0 {
+                return Err(Reason::Fragment);
+            }
+            if !header_checksum_ok(header) {
+                return Err(Reason::BadIpChecksum);
+            }
+            Ok(IpFacts { v6: false, ttl: ip.ttl(), tos: ip.tos(), df: ip.dont_frag(), id: ip.ident() })
+        }
+        IpVersion::V6 => {
+            let ip = Ipv6Packet::new_unchecked(header);
+            Ok(IpFacts { v6: true, ttl: ip.hop_limit(), tos: ip.traffic_class(), df: false, id: 0 })
+        }
+    }
+}
+
+/// Whether a 20-byte IPv4 header sums to 0xffff. Ten words summed inline: the general
+/// `checksum::sum` costs more in setup than this whole header on the per-packet path.
+fn header_checksum_ok(header: &[u8]) -> bool {
+    let mut total: u32 = header.chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    total = (total & 0xffff) + (total >> 16);
+    total = (total & 0xffff) + (total >> 16);
+    total == 0xffff
+}
+
+/// Whether `pkt` may join a run whose head is `head` and which holds `count` packets.
+/// Returns the run's ID mode after this packet.
+pub(crate) fn can_join(head: &IpFacts, mode: IdMode, pkt: &IpFacts, count: u16) -> Result<IdMode, Reason> {
+    if head.v6 {
+        if pkt.tos != head.tos {
+            return Err(Reason::TrafficClassDiffers);
+        }
+        if pkt.ttl != head.ttl {
+            return Err(Reason::HopLimitDiffers);
+        }
+        return Ok(mode);
+    }
+    if pkt.ttl != head.ttl {
+        return Err(Reason::TtlDiffers);
+    }
+    if pkt.tos != head.tos {
+        return Err(Reason::TosDiffers);
+    }
+    if pkt.df != head.df {
+        return Err(Reason::DfDiffers);
+    }
+    let offset = pkt.id.wrapping_sub(head.id);
+    let mode = match mode {
+        IdMode::Undecided if pkt.df && offset == 0 => IdMode::Fixed,
+        IdMode::Undecided => IdMode::Incrementing,
+        decided => decided,
+    };
+    let expected = if mode == IdMode::Fixed { 0 } else { count };
+    if offset != expected {
+        return Err(Reason::IpIdNotSequential);
+    }
+    Ok(mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(ttl: u8, tos: u8, df: bool, id: u16) -> IpFacts {
+        IpFacts { v6: false, ttl, tos, df, id }
+    }
+
+    #[test]
+    fn ip_id_must_increment_by_position() {
+        let head = v4(64, 0, false, 100);
+        assert_eq!(can_join(&head, IdMode::Undecided, &v4(64, 0, false, 101), 1), Ok(IdMode::Incrementing));
+        assert_eq!(can_join(&head, IdMode::Incrementing, &v4(64, 0, false, 102), 2), Ok(IdMode::Incrementing));
+        assert_eq!(
+            can_join(&head, IdMode::Incrementing, &v4(64, 0, false, 104), 2),
+            Err(Reason::IpIdNotSequential)
+        );
+    }
+
+    #[test]
+    fn fixed_ip_id_needs_df() {
+        let head = v4(64, 0, true, 7);
+        assert_eq!(can_join(&head, IdMode::Undecided, &v4(64, 0, true, 7), 1), Ok(IdMode::Fixed));
+        assert_eq!(can_join(&head, IdMode::Fixed, &v4(64, 0, true, 7), 5), Ok(IdMode::Fixed));
+        let no_df = v4(64, 0, false, 7);
+        assert_eq!(can_join(&no_df, IdMode::Undecided, &no_df, 1), Err(Reason::IpIdNotSequential));
+    }
+
+    #[test]
+    fn id_wraps_around() {
+        let head = v4(64, 0, false, 0xffff);
+        assert_eq!(can_join(&head, IdMode::Undecided, &v4(64, 0, false, 0), 1), Ok(IdMode::Incrementing));
+    }
+}

@@ -1,0 +1,323 @@
+//! Generic receive offload in software: a flow table that coalesces frames of one flow
+//! into one large packet, following the Linux kernel's rules.
+//!
+//! Frames are offered one at a time with [`Gro::push`] under an opaque caller id. A
+//! frame is either kept (`Ok(Held)`: it opened a run or joined one) or handed back
+//! (`Err(Refusal)`: forward it as it is; the reason is counted). Runs come out through
+//! the `out` callback as a [`Merged`]: fresh header bytes, the payload ranges of the
+//! caller's frames in order (`Part { id, payload }`, nothing copied), and the
+//! virtio-net header that describes the offload. A run leaves the table when a packet
+//! ends it (PSH, FIN, a shorter segment, a cap), when a packet of its flow cannot join
+//! it (the run is delivered first, so a flow stays in order), when the table is full
+//! (the oldest run goes), on [`Gro::flush`] and on [`Gro::flush_older_than`].
+//!
+//! A run of one packet comes out the same way, as its own header and one part, with
+//! `segments == 1`, no GSO type and DATA_VALID (its checksums were verified or
+//! validated). A merged run's transport checksum is left checksum-partial (the
+//! pseudo-header sum, virtio NEEDS_CSUM with `csum_start`/`csum_offset`).
+//!
+//! # Merge rules
+//!
+//! A flow is identified by its L2 header (MACs, VLAN tags), IP addresses and protocol,
+//! IPv6 flow label and extension headers, and ports; for VXLAN/Geneve also by the outer
+//! addresses, ports, the whole tunnel header (VNI, flags, Geneve options) and the inner
+//! Ethernet header. Frames that differ there are different flows. Within a flow:
+//!
+//! | Rule (kernel source)                                  | Outcome when broken            | Reason |
+//! |-------------------------------------------------------|--------------------------------|--------|
+//! | Frame parses (`parse_frame`)                           | refused                        | `Unparseable` |
+//! | Innermost transport is TCP or UDP                      | refused                        | `NotTcpOrUdp` |
+//! | Tunnel is VXLAN or Geneve (not GRE, not Geneve OAM)    | refused                        | `TunnelUnsupported` |
+//! | IPv4 header is 20 bytes (no options), inner and outer  | refused                        | `IpOptions` |
+//! | Not a fragment; IPv4 reserved flag clear (`inet_gro_receive`) | refused                 | `Fragment` |
+//! | No bytes after the IP packet (`tot_len == gro_len`)    | refused                        | `Padded` |
+//! | IPv4 header checksum verifies (always, `ip_fast_csum`) | refused                        | `BadIpChecksum` |
+//! | TCP/UDP (and non-zero outer UDP) checksum verifies, unless `csum_validated` | refused | `BadL4Checksum` |
+//! | UDP checksum non-zero (`udp_gro_receive_segment`)      | refused                        | `UdpZeroChecksum` |
+//! | Payload not empty                                      | refused                        | `NoPayload` |
+//! | No SYN, RST, URG; ACK set                              | refused                        | `Syn` `Rst` `Urg` `NoAck` |
+//! | A run does not start with PSH or FIN                   | refused                        | `Psh` `Fin` |
+//! | CWR only on a run's first segment (`tcp_gro_receive`)  | run delivered, new run         | `Cwr` |
+//! | Equal TTL, TOS, DF; IPv6 traffic class, hop limit (`inet_gro_flush`, `ipv6_gro_flush`) | run delivered, new run | `TtlDiffers` `TosDiffers` `DfDiffers` `TrafficClassDiffers` `HopLimitDiffers` |
+//! | IPv4 ID = head's + n, or fixed when DF (decided by the 2nd packet), per IP layer | run delivered, new run | `IpIdNotSequential` |
+//! | Equal TCP data offset and option bytes                 | run delivered, new run         | `OptionsDiffer` |
+//! | Equal TCP flags except PSH/FIN/CWR (ECE, NS)           | run delivered, new run         | `FlagsDiffer` |
+//! | Equal ACK number, equal window                         | run delivered, new run         | `AckDiffers` `WindowDiffers` |
+//! | Payload ≤ the head's (TCP `len <= mss`; UDP length ≤ head's) | run delivered, new run   | `SizeDiffers` |
+//! | TCP sequence = end of held data                        | run delivered, new run         | `NotContiguous` |
+//! | Outermost IP length stays ≤ `max_bytes` (65535, `skb_gro_receive`) | run delivered, new run | `SizeCap` |
+//! | PSH / FIN merged                                       | merged, run delivered          | `PshEnd` `FinEnd` |
+//! | Payload shorter than the head's                        | merged, run delivered          | `ShortSegment` |
+//! | Segments reach `max_segments_tcp` / `_udp` (UDP: 64, `UDP_GRO_CNT_MAX`) | merged, run delivered | `SegmentCap` |
+//! | Table full                                             | oldest run delivered           | `TableFull` |
+//!
+//! "Run delivered, new run": the held run goes out first, then the packet starts a new
+//! run (unless it has PSH/FIN, then it is refused as `Psh`/`Fin`). A refused packet whose
+//! flow is held also delivers that run first, so nothing of a flow is reordered.
+//!
+//! # Memory and cost
+//!
+//! Everything is allocated in [`Gro::new`]: per flow a 256-byte header slot, the run
+//! state and one id per allowed segment (`GroState` for 1024 flows with the default
+//! caps is about 0.9 MiB). `push` parses once, hashes the flow's addresses and ports,
+//! probes an open-addressing index and compares a few fields; it never allocates.
+
+mod coalesce;
+mod emit;
+mod facts;
+mod flow;
+mod ip;
+mod reason;
+mod stats;
+mod table;
+mod tcp;
+mod tunnel;
+mod udp;
+mod vnet;
+
+use core::ops::Range;
+
+pub use reason::Reason;
+pub use stats::{FlushCause, GroStats};
+pub use table::HEADER_CAP;
+
+use crate::virtio;
+use crate::wire::parse::ParseOptions;
+use coalesce::{can_coalesce, Limits, Run, Verdict};
+use facts::{Facts, L4Facts};
+use table::{AgeCursor, Table};
+
+/// Capacities and caps of a [`Gro`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroConfig {
+    /// Flows held at once; when full, the oldest run is delivered.
+    pub max_flows: usize,
+    /// Segments per TCP run. The kernel bounds TCP runs by bytes only; 64 segments bind
+    /// only below a 1 KiB MSS and keep a flow's id list at 512 bytes.
+    pub max_segments_tcp: u16,
+    /// Segments per UDP run (the kernel's `UDP_GRO_CNT_MAX` is 64).
+    pub max_segments_udp: u16,
+    /// Largest outermost IP packet a run may grow to (at most 65535).
+    pub max_bytes: usize,
+}
+
+impl Default for GroConfig {
+    fn default() -> Self {
+        GroConfig { max_flows: 1024, max_segments_tcp: 64, max_segments_udp: 64, max_bytes: 65535 }
+    }
+}
+
+/// What the caller knows about a received frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxMeta {
+    /// The transport checksums were validated (virtio DATA_VALID, or the NIC said so).
+    pub csum_validated: bool,
+    /// The caller's clock, any unit; used by [`Gro::flush_older_than`].
+    pub now: u64,
+}
+
+/// One piece of a merged packet's payload: a byte range of the caller's frame `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub id: u64,
+    pub payload: Range<u32>,
+}
+
+/// A run delivered by the table.
+#[derive(Debug)]
+pub struct Merged<'a> {
+    /// Every header up to the payload, with lengths and IPv4 header checksums fixed and
+    /// the transport checksum seeded (checksum-partial) when `segments > 1`; the head
+    /// frame's own header bytes when `segments == 1`.
+    pub header: &'a [u8],
+    /// The payload, in order.
+    pub parts: &'a [Part],
+    pub vnet: virtio::Header,
+    pub segments: u16,
+}
+
+/// A frame that was kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// It started a run.
+    NewFlow,
+    /// It joined a run (which may already have been delivered, if the frame ended it).
+    Merged,
+}
+
+/// A frame that was not kept: forward it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    NotMerged { reason: Reason },
+}
+
+impl Refusal {
+    pub fn reason(&self) -> Reason {
+        match *self {
+            Refusal::NotMerged { reason } => reason,
+        }
+    }
+}
+
+/// The GRO engine: a bounded flow table, reusable across batches.
+pub struct Gro {
+    limits: Limits,
+    parse: ParseOptions,
+    table: Table,
+    /// Scratch for the parts of the run being delivered.
+    parts: Vec<Part>,
+    stats: GroStats,
+}
+
+impl Gro {
+    pub fn new(cfg: GroConfig) -> Self {
+        Self::with_parse_options(cfg, ParseOptions::DEFAULT)
+    }
+
+    /// A table that recognises tunnels as `parse` says (e.g. VXLAN on port 8472 too).
+    pub fn with_parse_options(cfg: GroConfig, parse: ParseOptions) -> Self {
+        let limits = Limits {
+            max_bytes: cfg.max_bytes.min(usize::from(u16::MAX)),
+            max_segments_tcp: cfg.max_segments_tcp.max(1),
+            max_segments_udp: cfg.max_segments_udp.max(1),
+        };
+        let segment_cap = usize::from(limits.max_segments_tcp.max(limits.max_segments_udp));
+        Gro {
+            limits,
+            parse,
+            table: Table::new(cfg.max_flows, segment_cap, Run::blank()),
+            parts: Vec::with_capacity(segment_cap),
+            stats: GroStats::default(),
+        }
+    }
+
+    /// Offers one frame under the caller's `id`. The caller keeps the frame's bytes
+    /// until a [`Merged`] naming `id` has been emitted (or the frame was refused).
+    pub fn push(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        meta: RxMeta,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        self.stats.packets_in += 1;
+        let facts = match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
+            Ok(facts) => facts,
+            Err(refused) => {
+                // Deliver what the frame's flow holds first, so the flow stays in order.
+                if let Some((shape, hash)) = refused.flow {
+                    if let Some(slot) = self.table.find(&shape, hash, frame) {
+                        self.deliver(slot, FlushCause::Rule(refused.reason), out);
+                    }
+                }
+                return Err(self.refuse(refused.reason));
+            }
+        };
+        if let Some(slot) = self.table.find(&facts.shape, facts.hash, frame) {
+            let held = self.table.slot(slot);
+            match can_coalesce(&held.run, &held.header, frame, &facts, &self.limits) {
+                Verdict::Join { ids, ends } => {
+                    self.table.slot_mut(slot).run.append(&facts, ids);
+                    self.table.push_id(slot, id);
+                    self.stats.merged += 1;
+                    if let Some(reason) = ends {
+                        self.deliver(slot, FlushCause::Rule(reason), out);
+                    }
+                    return Ok(Held::Merged);
+                }
+                Verdict::Restart(reason) => self.deliver(slot, FlushCause::Rule(reason), out),
+            }
+        }
+        self.open(id, frame, &facts, meta.now, out)
+    }
+
+    /// Delivers every held run, oldest first.
+    pub fn flush(&mut self, out: &mut impl FnMut(Merged<'_>)) {
+        while let Some(slot) = self.table.oldest() {
+            self.deliver(slot, FlushCause::Explicit, out);
+        }
+    }
+
+    /// Delivers the runs whose first packet arrived at least `age` before `now`
+    /// (`now - opened >= age`, on the clock given in [`RxMeta::now`]), oldest first.
+    /// Runs open in clock order, so the walk stops at the first younger run.
+    pub fn flush_older_than(&mut self, now: u64, age: u64, out: &mut impl FnMut(Merged<'_>)) {
+        let mut cursor = AgeCursor::start(&self.table);
+        while let Some(slot) = cursor.next(&self.table) {
+            if now.saturating_sub(self.table.slot(slot).run.opened_at) < age {
+                break;
+            }
+            self.deliver(slot, FlushCause::Aged, out);
+        }
+    }
+
+    pub fn stats(&self) -> &GroStats {
+        &self.stats
+    }
+
+    /// Runs currently held.
+    pub fn held_flows(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Starts a run with `facts`' frame, making room if the table is full.
+    fn open(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        facts: &Facts,
+        now: u64,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        if let L4Facts::Tcp(tcp) = &facts.l4 {
+            if let Err(reason) = tcp::can_open(tcp) {
+                return Err(self.refuse(reason));
+            }
+        }
+        if self.table.is_full() {
+            if let Some(oldest) = self.table.oldest() {
+                self.deliver(oldest, FlushCause::Rule(Reason::TableFull), out);
+            }
+        }
+        let run = Run::open(facts, now);
+        let header = frame.get(..facts.headers_len).unwrap_or(&[]);
+        let Some(slot) = self.table.open(facts.shape, facts.hash, header, run, id) else {
+            return Err(self.refuse(Reason::TableFull));
+        };
+        self.stats.flows_opened += 1;
+        if run.is_full(&self.limits) {
+            self.deliver(slot, FlushCause::Rule(Reason::SegmentCap), out);
+        }
+        Ok(Held::NewFlow)
+    }
+
+    fn refuse(&mut self, reason: Reason) -> Refusal {
+        self.stats.count_refusal(reason);
+        Refusal::NotMerged { reason }
+    }
+
+    /// Emits the run in `slot` through `out` and frees the slot.
+    fn deliver(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
+        let (held, ids) = self.table.parts_of(slot);
+        let run = held.run;
+        self.parts.clear();
+        let start = u32::from(run.headers_len);
+        for (i, &id) in ids.iter().enumerate() {
+            let len = if i + 1 == ids.len() { run.last_len } else { run.seg_size };
+            self.parts.push(Part { id, payload: start..start + u32::from(len) });
+        }
+        let header = &mut held.header[..usize::from(run.headers_len)];
+        let vnet = if run.segments > 1 {
+            let offload = emit::finalize(&held.shape, &run, header);
+            vnet::merged(&offload)
+        } else {
+            vnet::single()
+        };
+        out(Merged { header, parts: &self.parts, vnet, segments: run.segments });
+        self.stats.count_flush(cause, run.segments);
+        self.table.close(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,249 @@
+//! The bounded flow table: fixed slots allocated once, an open-addressing hash index
+//! (linear probing, backward-shift deletion, no tombstones), and a list of slots in the
+//! order their runs opened, for evicting the oldest and flushing by age.
+//!
+//! Every slot holds its run's head header (copied once, up to [`HEADER_CAP`] bytes),
+//! the run state and the caller ids of its packets; payload bytes stay with the caller.
+
+use super::coalesce::Run;
+use super::flow::{self, Shape};
+
+/// Bytes of header a slot holds (Ethernet + VLANs + outer IPv6 + UDP + Geneve with
+/// options + inner Ethernet + IPv6 + TCP with options fits; longer headers are refused).
+pub const HEADER_CAP: usize = 256;
+
+const NIL: u32 = u32::MAX;
+const EMPTY: u64 = 0;
+
+/// One held flow.
+pub(crate) struct Slot {
+    pub shape: Shape,
+    pub hash: u64,
+    pub header: [u8; HEADER_CAP],
+    pub run: Run,
+    older: u32,
+    newer: u32,
+}
+
+pub(crate) struct Table {
+    slots: Vec<Slot>,
+    /// `segment_cap` ids per slot.
+    ids: Vec<u64>,
+    segment_cap: usize,
+    free: Vec<u32>,
+    /// Entry = (hash's high 32 bits << 32) | (slot + 1); 0 = empty.
+    index: Vec<u64>,
+    mask: usize,
+    oldest: u32,
+    newest: u32,
+}
+
+impl Table {
+    /// A table of `max_flows` slots (at least one), each holding up to `segment_cap` ids.
+    pub fn new(max_flows: usize, segment_cap: usize, blank: Run) -> Table {
+        let max_flows = max_flows.clamp(1, u32::MAX as usize / 4);
+        let index_len = (max_flows * 2).next_power_of_two();
+        let blank_slot = || Slot {
+            shape: blank_shape(),
+            hash: 0,
+            header: [0; HEADER_CAP],
+            run: blank,
+            older: NIL,
+            newer: NIL,
+        };
+        Table {
+            slots: (0..max_flows).map(|_| blank_slot()).collect(),
+            ids: vec![0; max_flows * segment_cap],
+            segment_cap,
+            free: (0..max_flows as u32).rev().collect(),
+            index: vec![EMPTY; index_len],
+            mask: index_len - 1,
+            oldest: NIL,
+            newest: NIL,
+        }
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.free.is_empty()
+    }
+
+    /// Runs held.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// The slot holding the flow of `frame`, if any.
+    pub fn find(&self, shape: &Shape, hash: u64, frame: &[u8]) -> Option<u32> {
+        let tag = hash >> 32;
+        let mut pos = hash as usize & self.mask;
+        for _ in 0..self.index.len() {
+            let entry = self.index[pos];
+            if entry == EMPTY {
+                return None;
+            }
+            if entry >> 32 == tag {
+                let slot = (entry & 0xffff_ffff) as u32 - 1;
+                let s = &self.slots[slot as usize];
+                if s.hash == hash && s.shape == *shape && flow::same_flow(shape, frame, &s.header) {
+                    return Some(slot);
+                }
+            }
+            pos = (pos + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Takes a free slot for a new run whose head header is `header` (at most
+    /// `HEADER_CAP` bytes) and whose first packet is `id`. `None` when full.
+    pub fn open(&mut self, shape: Shape, hash: u64, header: &[u8], run: Run, id: u64) -> Option<u32> {
+        let slot = self.free.pop()?;
+        let s = &mut self.slots[slot as usize];
+        s.shape = shape;
+        s.hash = hash;
+        s.header[..header.len()].copy_from_slice(header);
+        s.run = run;
+        self.ids[slot as usize * self.segment_cap] = id;
+        self.link_newest(slot);
+        self.index_insert(hash, slot);
+        Some(slot)
+    }
+
+    /// Records `id` as the next packet of `slot` (the run's segment count already
+    /// includes it and is within the cap).
+    pub fn push_id(&mut self, slot: u32, id: u64) {
+        let n = usize::from(self.slots[slot as usize].run.segments);
+        if let Some(cell) = self.ids.get_mut(slot as usize * self.segment_cap + n - 1) {
+            *cell = id;
+        }
+    }
+
+    pub fn slot(&self, slot: u32) -> &Slot {
+        &self.slots[slot as usize]
+    }
+
+    pub fn slot_mut(&mut self, slot: u32) -> &mut Slot {
+        &mut self.slots[slot as usize]
+    }
+
+    /// The slot's header (mutable, for finalizing) and its packets' ids.
+    pub fn parts_of(&mut self, slot: u32) -> (&mut Slot, &[u64]) {
+        let s = &mut self.slots[slot as usize];
+        let n = usize::from(s.run.segments).min(self.segment_cap);
+        let start = slot as usize * self.segment_cap;
+        (s, &self.ids[start..start + n])
+    }
+
+    /// Frees `slot` (after its run was delivered).
+    pub fn close(&mut self, slot: u32) {
+        let hash = self.slots[slot as usize].hash;
+        self.index_remove(hash, slot);
+        self.unlink(slot);
+        self.free.push(slot);
+    }
+
+    /// The slot whose run opened first.
+    pub fn oldest(&self) -> Option<u32> {
+        (self.oldest != NIL).then_some(self.oldest)
+    }
+
+    fn link_newest(&mut self, slot: u32) {
+        let newest = self.newest;
+        {
+            let s = &mut self.slots[slot as usize];
+            s.older = newest;
+            s.newer = NIL;
+        }
+        if newest == NIL {
+            self.oldest = slot;
+        } else {
+            self.slots[newest as usize].newer = slot;
+        }
+        self.newest = slot;
+    }
+
+    fn unlink(&mut self, slot: u32) {
+        let (older, newer) = {
+            let s = &self.slots[slot as usize];
+            (s.older, s.newer)
+        };
+        match older {
+            NIL => self.oldest = newer,
+            o => self.slots[o as usize].newer = newer,
+        }
+        match newer {
+            NIL => self.newest = older,
+            n => self.slots[n as usize].older = older,
+        }
+    }
+
+    fn index_insert(&mut self, hash: u64, slot: u32) {
+        let mut pos = hash as usize & self.mask;
+        // The index has twice as many entries as slots, so an empty one exists.
+        for _ in 0..self.index.len() {
+            if self.index[pos] == EMPTY {
+                self.index[pos] = (hash >> 32) << 32 | (u64::from(slot) + 1);
+                return;
+            }
+            pos = (pos + 1) & self.mask;
+        }
+    }
+
+    fn index_remove(&mut self, hash: u64, slot: u32) {
+        let wanted = (hash >> 32) << 32 | (u64::from(slot) + 1);
+        let mut pos = hash as usize & self.mask;
+        let mut found = None;
+        for _ in 0..self.index.len() {
+            match self.index[pos] {
+                EMPTY => break,
+                e if e == wanted => {
+                    found = Some(pos);
+                    break;
+                }
+                _ => pos = (pos + 1) & self.mask,
+            }
+        }
+        let Some(mut hole) = found else { return };
+        // Backward-shift: move later entries of the probe chain into the hole when
+        // their home position does not lie cyclically in (hole, current].
+        let mut pos = (hole + 1) & self.mask;
+        for _ in 0..self.index.len() {
+            let entry = self.index[pos];
+            if entry == EMPTY {
+                break;
+            }
+            let slot = ((entry & 0xffff_ffff) - 1) as usize;
+            let home = self.slots[slot].hash as usize & self.mask;
+            let distance_home = pos.wrapping_sub(home) & self.mask;
+            let distance_hole = pos.wrapping_sub(hole) & self.mask;
+            if distance_home >= distance_hole {
+                self.index[hole] = entry;
+                hole = pos;
+            }
+            pos = (pos + 1) & self.mask;
+        }
+        self.index[hole] = EMPTY;
+    }
+}
+
+fn blank_shape() -> Shape {
+    Shape { l2_len: 0, tunnel: None, ip_offset: 0, ip_header_len: 0, ip_v6: false, transport: flow::Transport::Tcp }
+}
+
+/// Iterates over held slots from the oldest run to the newest.
+pub(crate) struct AgeCursor(u32);
+
+impl AgeCursor {
+    pub fn start(table: &Table) -> Self {
+        AgeCursor(table.oldest)
+    }
+
+    /// The current slot and advances, or `None` at the end.
+    pub fn next(&mut self, table: &Table) -> Option<u32> {
+        let current = self.0;
+        if current == NIL {
+            return None;
+        }
+        self.0 = table.slots[current as usize].newer;
+        Some(current)
+    }
+}

@@ -1,0 +1,118 @@
+//! VXLAN and Geneve: inner TCP/UDP coalesced under equal outer headers.
+
+use super::builder::{Pkt, Tunnel};
+use super::{reason, Harness};
+use crate::gro::{Held, Reason};
+
+fn in_tunnel(p: Pkt, t: Tunnel) -> Pkt {
+    Pkt { tunnel: Some(t), ..p }
+}
+
+#[test]
+fn vxlan_inner_tcp_merges() {
+    let mut h = Harness::new();
+    let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::vxlan(42));
+    let b = a.next(100);
+    let c = b.next(100);
+    h.push(&a).unwrap();
+    assert_eq!(h.push(&b), Ok(Held::Merged));
+    assert_eq!(h.push(&c), Ok(Held::Merged));
+    h.flush();
+    assert_eq!(h.segments(), vec![3]);
+    let merged = h.packet(0);
+    let outer_ip_len = u16::from_be_bytes([merged[16], merged[17]]) as usize;
+    assert_eq!(outer_ip_len + 14, merged.len());
+    let outer_udp_len = u16::from_be_bytes([merged[38], merged[39]]) as usize;
+    assert_eq!(outer_udp_len, outer_ip_len - 20);
+    // Inner IPv4 after outer eth 14 + ip 20 + udp 8 + vxlan 8 + inner eth 14 = 64.
+    let inner_ip_len = u16::from_be_bytes([merged[66], merged[67]]) as usize;
+    assert_eq!(inner_ip_len, 20 + 32 + 300);
+    assert_eq!(h.out[0].csum_start, 84);
+}
+
+#[test]
+fn vxlan_different_vni_never_merged() {
+    let mut h = Harness::new();
+    let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::vxlan(42));
+    let b = in_tunnel(a.next(100), Tunnel::vxlan(43));
+    h.push(&a).unwrap();
+    assert_eq!(h.push(&b), Ok(Held::NewFlow));
+    h.flush();
+    assert_eq!(h.segments(), vec![1, 1]);
+}
+
+#[test]
+fn vxlan_outer_ttl_differs() {
+    let mut h = Harness::new();
+    let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::vxlan(42));
+    let mut b = a.next(100);
+    b.tunnel.as_mut().unwrap().outer_ttl = 3;
+    h.push(&a).unwrap();
+    h.push(&b).unwrap();
+    assert_eq!(h.gro.stats().ended(Reason::TtlDiffers), 1);
+}
+
+#[test]
+fn vxlan_outer_ip_id_must_increment() {
+    let mut h = Harness::new();
+    let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::vxlan(42));
+    let mut b = a.next(100);
+    b.tunnel.as_mut().unwrap().outer_id += 5;
+    h.push(&a).unwrap();
+    h.push(&b).unwrap();
+    assert_eq!(h.gro.stats().ended(Reason::IpIdNotSequential), 1);
+}
+
+#[test]
+fn vxlan_outer_udp_checksum_is_verified_and_seeded() {
+    let mut h = Harness::new();
+    let mut t = Tunnel::vxlan(1);
+    t.outer_udp_checksum = true;
+    let a = in_tunnel(Pkt::udp6(100), t);
+    h.push(&a).unwrap();
+    h.push(&a.next(100)).unwrap();
+    h.flush();
+    assert_eq!(h.segments(), vec![2]);
+    let mut bad = a.build();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    h.validated = true;
+    assert_eq!(h.push_frame(bad.clone()), Ok(Held::NewFlow));
+    h.validated = false;
+    assert_eq!(reason(h.push_frame(bad)), Reason::BadL4Checksum);
+}
+
+#[test]
+fn geneve_inner_ipv6_merges() {
+    let mut h = Harness::new();
+    let mut t = Tunnel::geneve(7, vec![0, 1, 2, 1, 0xaa, 0xbb, 0xcc, 0xdd]);
+    t.outer_v6 = true;
+    let a = in_tunnel(Pkt::tcp6(0, 100), t);
+    h.push(&a).unwrap();
+    h.push(&a.next(100)).unwrap();
+    h.flush();
+    assert_eq!(h.segments(), vec![2]);
+    // Outer IPv6 payload length covers UDP + Geneve + inner frame.
+    let merged = h.packet(0);
+    let outer_payload = u16::from_be_bytes([merged[18], merged[19]]) as usize;
+    assert_eq!(outer_payload, merged.len() - 14 - 40);
+}
+
+#[test]
+fn geneve_options_differ() {
+    let mut h = Harness::new();
+    let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::geneve(7, vec![0, 1, 2, 1, 0, 0, 0, 1]));
+    let b = in_tunnel(a.next(100), Tunnel::geneve(7, vec![0, 1, 2, 1, 0, 0, 0, 2]));
+    h.push(&a).unwrap();
+    assert_eq!(h.push(&b), Ok(Held::NewFlow));
+    h.flush();
+    assert_eq!(h.segments(), vec![1, 1]);
+}
+
+#[test]
+fn geneve_oam_is_refused() {
+    let mut h = Harness::new();
+    let mut frame = in_tunnel(Pkt::tcp4(0, 100), Tunnel::geneve(7, vec![])).build();
+    frame[14 + 20 + 8 + 1] |= 0x80;
+    assert_eq!(reason(h.push_frame(frame)), Reason::TunnelUnsupported);
+}

@@ -1,0 +1,35 @@
+//! The virtio-net header of a delivered run (kernel `virtio_net_hdr_from_skb` after
+//! `tcp_gro_complete` / `udp_gro_complete`).
+//!
+//! virtio has no GSO type for tunnels here (`virtio::GsoType`), so, as `gso` reads it
+//! back, the type names the innermost transport and `csum_start` points at it; the
+//! tunnel is found by parsing the header. A present outer UDP checksum is left as the
+//! pseudo-header seed for segmentation to complete.
+
+use super::emit::Offload;
+use super::flow::Transport;
+use crate::virtio::{Flags, GsoType, Header};
+
+/// A run of several segments: GSO type and size, checksum-partial innermost transport.
+pub(crate) fn merged(o: &Offload) -> Header {
+    let gso_type = match (o.transport, o.inner_v6) {
+        (Transport::Tcp, false) => GsoType::TcpV4,
+        (Transport::Tcp, true) => GsoType::TcpV6,
+        (Transport::Udp, _) => GsoType::UdpL4,
+    };
+    Header {
+        flags: Flags::NEEDS_CSUM,
+        gso_type,
+        gso_ecn: o.ecn,
+        hdr_len: o.headers_len,
+        gso_size: o.segment_size,
+        csum_start: o.csum_start,
+        csum_offset: o.csum_offset,
+        ..Header::none()
+    }
+}
+
+/// A run of one packet: its own header, checksums verified or validated.
+pub(crate) fn single() -> Header {
+    Header::data_valid()
+}

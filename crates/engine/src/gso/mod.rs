@@ -1,0 +1,112 @@
+//! Generic segmentation offload in software: one super-packet in, segments out.
+//!
+//! Each segment is *fresh header bytes* plus a *range of the input frame* for its
+//! payload, so a caller can `writev` it without the payload ever being copied:
+//!
+//! ```ignore
+//! let layout = wire::parse::parse_frame(&frame)?;
+//! let params = GsoParams::from_virtio(&vnet_header, &layout)?;
+//! gso::segment(&frame, &layout, &params, &mut out)?;
+//! for seg in out.iter() {
+//!     writev(fd, &[seg.header, seg.payload_slice(&frame)]);
+//! }
+//! ```
+//!
+//! Kinds: TCP over IPv4/IPv6 (`GsoKind::Tcp`), UDP segmentation where every segment is
+//! a datagram of its own (`GsoKind::Udp`, Linux's USO / `UDP_L4`), and IPv4
+//! fragmentation of one datagram (`GsoKind::UdpFragment`, UFO). Each also inside VXLAN,
+//! Geneve or GRE over IPv4/IPv6, where the outer headers are fixed up per segment too.
+//!
+//! The rules follow the Linux kernel (`tcp_gso_segment`, `inet_gso_segment`,
+//! `__udp_gso_segment`, `udp4_ufo_fragment`, `skb_udp_tunnel_segment`,
+//! `gre_gso_segment`); `docs/engine.md` lists them and where this module differs.
+//!
+//! Cost: the headers are copied from the frame once per segment and only the fields
+//! that differ are rewritten; every checksum is built from sums computed once per
+//! super-packet, so the only per-segment pass over payload bytes is the L4 checksum
+//! with `L4Checksum::Full`. Nothing allocates once the `GsoOutput` has grown to the
+//! largest super-packet seen.
+
+mod error;
+mod fragment;
+mod ip;
+mod output;
+mod params;
+mod plan;
+mod tcp;
+mod tunnel;
+mod udp;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::GsoError;
+pub use output::{GsoOutput, PartialChecksum, SegmentRef};
+pub use params::{GsoKind, GsoParams, L4Checksum};
+
+use crate::wire::layout::Layout;
+use plan::Plan;
+
+/// The most segments one super-packet may produce (Linux's GSO_MAX_SEGS is 65535, but
+/// no 64 KiB packet needs more than this with a sane MSS; it bounds the work per call).
+pub const MAX_SEGMENTS: usize = 511;
+
+/// Cuts the super-packet `frame` (parsed into `layout`) into segments as `params`
+/// says, replacing the contents of `out`. A payload that fits in one segment gives one
+/// segment (with headers and checksums rebuilt as for any other).
+///
+/// On error `out` is left empty.
+pub fn segment(
+    frame: &[u8],
+    layout: &Layout,
+    params: &GsoParams,
+    out: &mut GsoOutput,
+) -> Result<(), GsoError> {
+    out.clear();
+    let plan = Plan::new(frame, layout, params)?;
+    let result = match params.kind {
+        GsoKind::Tcp => tcp::segment(frame, &plan, params, out),
+        GsoKind::Udp => udp::segment(frame, &plan, params, out),
+        GsoKind::UdpFragment => fragment::segment(frame, &plan, params, out),
+    };
+    if result.is_err() {
+        out.clear();
+    }
+    result
+}
+
+/// Segments needed for `len` payload bytes in pieces of `size` (at least one, so a
+/// header-only packet still goes out), refusing more than `MAX_SEGMENTS`.
+fn segment_count(len: usize, size: usize) -> Result<usize, GsoError> {
+    if size == 0 {
+        return Err(GsoError::SegmentSizeZero);
+    }
+    let count = len.div_ceil(size).max(1);
+    if count > MAX_SEGMENTS {
+        return Err(GsoError::TooManySegments(count));
+    }
+    Ok(count)
+}
+
+/// Big-endian field access on header bytes whose length `Plan` has checked.
+mod be {
+    #[inline]
+    pub fn get16(b: &[u8], at: usize) -> u16 {
+        u16::from_be_bytes([b[at], b[at + 1]])
+    }
+
+    #[inline]
+    pub fn put16(b: &mut [u8], at: usize, value: u16) {
+        b[at..at + 2].copy_from_slice(&value.to_be_bytes());
+    }
+
+    #[inline]
+    pub fn get32(b: &[u8], at: usize) -> u32 {
+        u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    }
+
+    #[inline]
+    pub fn put32(b: &mut [u8], at: usize, value: u32) {
+        b[at..at + 4].copy_from_slice(&value.to_be_bytes());
+    }
+}

@@ -1,0 +1,142 @@
+//! The reusable result of `segment`: every segment's fresh header bytes in one buffer,
+//! and a table saying which header bytes and which payload range form each segment.
+
+use core::ops::Range;
+
+/// Where the caller (or NIC) must finish a checksum left partial: the virtio-net
+/// `csum_start` / `csum_offset` pair, identical for every segment of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PartialChecksum {
+    /// Offset, from the start of the segment, where checksumming starts (the L4 header).
+    pub start: u16,
+    /// Offset of the checksum field from `start`.
+    pub offset: u16,
+}
+
+/// One segment as stored: header bytes in `GsoOutput::headers`, payload in the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    header: Range<usize>,
+    payload: Range<usize>,
+}
+
+/// One produced segment: fresh header bytes followed (on the wire) by a slice of the
+/// input frame. Write it with `writev([header, payload_slice(frame)])`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentRef<'a> {
+    /// Complete headers of this segment (L2 through L4, outer headers included).
+    pub header: &'a [u8],
+    /// The payload as a range of the frame passed to `segment`.
+    pub payload: Range<usize>,
+    /// Set when the L4 checksum was left partial (`L4Checksum::Partial`).
+    pub partial_checksum: Option<PartialChecksum>,
+}
+
+impl<'a> SegmentRef<'a> {
+    /// The payload bytes, borrowed from the frame the segments were made from. A frame
+    /// shorter than the range (not the one that was segmented) yields an empty slice.
+    pub fn payload_slice<'f>(&self, frame: &'f [u8]) -> &'f [u8] {
+        frame.get(self.payload.clone()).unwrap_or(&[])
+    }
+
+    /// Length of the segment on the wire.
+    pub fn len(&self) -> usize {
+        self.header.len() + self.payload.len()
+    }
+
+    /// Never true for a produced segment (it always has headers); here for clippy's sake.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Segments of one super-packet. Reuse it across calls: it only allocates when a call
+/// needs more room than any before it.
+#[derive(Debug, Default, Clone)]
+pub struct GsoOutput {
+    headers: Vec<u8>,
+    entries: Vec<Entry>,
+    partial_checksum: Option<PartialChecksum>,
+}
+
+impl GsoOutput {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of segments produced by the last call.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The `i`-th segment, if there is one.
+    pub fn segment(&self, i: usize) -> Option<SegmentRef<'_>> {
+        self.entries.get(i).map(|e| self.make_ref(e))
+    }
+
+    /// All segments, in wire order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = SegmentRef<'_>> + '_ {
+        self.entries.iter().map(|e| self.make_ref(e))
+    }
+
+    /// The checksum the caller must finish, when the L4 checksum was left partial.
+    pub fn partial_checksum(&self) -> Option<PartialChecksum> {
+        self.partial_checksum
+    }
+
+    /// Total bytes of header written (for statistics: the bytes GSO had to produce).
+    pub fn header_bytes(&self) -> usize {
+        self.headers.len()
+    }
+
+    fn make_ref<'s>(&'s self, e: &Entry) -> SegmentRef<'s> {
+        SegmentRef {
+            header: self.headers.get(e.header.clone()).unwrap_or(&[]),
+            payload: e.payload.clone(),
+            partial_checksum: self.partial_checksum,
+        }
+    }
+
+    /// Allocated sizes of the buffers, to check the steady state allocates nothing.
+    #[cfg(test)]
+    pub(super) fn capacities(&self) -> (usize, usize) {
+        (self.headers.capacity(), self.entries.capacity())
+    }
+
+    // ----- used by the segmenters -----
+
+    pub(super) fn clear(&mut self) {
+        self.headers.clear();
+        self.entries.clear();
+        self.partial_checksum = None;
+    }
+
+    /// Makes room for `segments` segments of at most `header_len` header bytes each, so
+    /// the emit loop never reallocates.
+    pub(super) fn reserve(&mut self, segments: usize, header_len: usize) {
+        self.headers.reserve(segments.saturating_mul(header_len));
+        self.entries.reserve(segments);
+    }
+
+    pub(super) fn set_partial_checksum(&mut self, partial: Option<PartialChecksum>) {
+        self.partial_checksum = partial;
+    }
+
+    /// Appends a segment whose header starts as a copy of `template`; returns that fresh
+    /// header for patching.
+    #[inline(always)]
+    pub(super) fn push(&mut self, template: &[u8], payload: Range<usize>) -> &mut [u8] {
+        let start = self.headers.len();
+        self.headers.extend_from_slice(template);
+        let end = self.headers.len();
+        self.entries.push(Entry {
+            header: start..end,
+            payload,
+        });
+        &mut self.headers[start..end]
+    }
+}

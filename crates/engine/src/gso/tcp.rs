@@ -1,0 +1,149 @@
+//! TCP segmentation (TSO in software): every segment repeats the headers with its own
+//! sequence number, flags, lengths, IPv4 ID and checksums.
+
+use crate::checksum;
+
+use super::be;
+use super::output::{GsoOutput, PartialChecksum};
+use super::plan::Plan;
+use super::tunnel::Tail;
+use super::{segment_count, GsoError, GsoParams, L4Checksum};
+
+/// TCP field offsets from the start of the TCP header.
+mod field {
+    pub const SEQ: usize = 4;
+    /// Data offset, reserved bits and the flags.
+    pub const FLAGS_WORD: usize = 12;
+    pub const CHECKSUM: usize = 16;
+}
+
+const FIN: u16 = 0x01;
+const PSH: u16 = 0x08;
+const CWR: u16 = 0x80;
+
+/// What the TCP header of the super-packet contributes to every segment.
+struct TcpFields {
+    offset: usize,
+    base_seq: u32,
+    flags_word: u16,
+    /// Sum of the header with sequence number, flags word and checksum zeroed.
+    constant_sum: u32,
+}
+
+impl TcpFields {
+    fn new(frame: &[u8], plan: &Plan) -> Self {
+        let header = &frame[plan.l4_offset..plan.headers_len];
+        let mut zeroed = [0u8; 60];
+        let zeroed = &mut zeroed[..header.len()];
+        zeroed.copy_from_slice(header);
+        be::put32(zeroed, field::SEQ, 0);
+        be::put16(zeroed, field::FLAGS_WORD, 0);
+        be::put16(zeroed, field::CHECKSUM, 0);
+        TcpFields {
+            offset: plan.l4_offset,
+            base_seq: be::get32(header, field::SEQ),
+            flags_word: be::get16(header, field::FLAGS_WORD),
+            constant_sum: checksum::sum(zeroed, 0),
+        }
+    }
+
+    /// Flags of segment `index` of `count`: CWR only on the first (Linux clears it on the
+    /// rest so the sender's window reduction is signalled once), FIN and PSH only on the
+    /// last.
+    #[inline]
+    fn flags(&self, index: usize, count: usize) -> u16 {
+        let mut word = self.flags_word;
+        if index != 0 {
+            word &= !CWR;
+        }
+        if index + 1 != count {
+            word &= !(FIN | PSH);
+        }
+        word
+    }
+}
+
+/// Segments a TCP super-packet described by `plan` into `out`.
+pub(super) fn segment(
+    frame: &[u8],
+    plan: &Plan,
+    params: &GsoParams,
+    out: &mut GsoOutput,
+) -> Result<(), GsoError> {
+    let mss = usize::from(params.segment_size);
+    let payload = plan.payload();
+    let count = segment_count(payload.len(), mss)?;
+    let full = params.checksum == L4Checksum::Full;
+    if !full {
+        out.set_partial_checksum(Some(PartialChecksum {
+            start: plan.l4_offset as u16,
+            offset: field::CHECKSUM as u16,
+        }));
+    }
+    out.reserve(count, plan.headers_len);
+    let segmenter = Segmenter {
+        frame,
+        plan,
+        tcp: TcpFields::new(frame, plan),
+        mss,
+        count,
+        full,
+        fixed_id: params.fixed_ip_id,
+    };
+    // All but the last segment carry exactly `mss` bytes: a loop of its own lets the
+    // compiler hoist everything that depends only on the length.
+    let last = count - 1;
+    for index in 0..last {
+        segmenter.emit(out, index, payload.start + index * mss, mss);
+    }
+    let last_start = payload.start + last * mss;
+    segmenter.emit(out, last, last_start, payload.end - last_start);
+    Ok(())
+}
+
+/// Everything one segment of a call needs.
+struct Segmenter<'a> {
+    frame: &'a [u8],
+    plan: &'a Plan,
+    tcp: TcpFields,
+    mss: usize,
+    count: usize,
+    full: bool,
+    fixed_id: bool,
+}
+
+impl Segmenter<'_> {
+    /// Appends segment `index`, whose payload is `len` bytes of the frame from `start`.
+    #[inline(always)]
+    fn emit(&self, out: &mut GsoOutput, index: usize, start: usize, len: usize) {
+        let (plan, tcp) = (self.plan, &self.tcp);
+        let payload = start..start + len;
+        let payload_sum = if self.full {
+            checksum::sum(&self.frame[payload.clone()], 0)
+        } else {
+            0
+        };
+        let wire_len = plan.headers_len + len;
+        let header = out.push(&self.frame[..plan.headers_len], payload);
+
+        let flags = tcp.flags(index, self.count);
+        let seq = tcp.base_seq.wrapping_add((index * self.mss) as u32);
+        be::put32(header, tcp.offset + field::SEQ, seq);
+        be::put16(header, tcp.offset + field::FLAGS_WORD, flags);
+        let pseudo = plan.pseudo_seed + (wire_len - tcp.offset) as u32;
+        let check = if self.full {
+            let header_sum = tcp.constant_sum + (seq >> 16) + (seq & 0xffff) + u32::from(flags);
+            checksum::finish(header_sum + pseudo + payload_sum)
+        } else {
+            checksum::fold(pseudo)
+        };
+        be::put16(header, tcp.offset + field::CHECKSUM, check);
+
+        let tail = Tail {
+            start: tcp.offset,
+            sum: u32::from(!checksum::fold(pseudo)),
+        };
+        let id_step = if self.fixed_id { 0 } else { index as u16 };
+        plan.patch_ip_layers(header, wire_len, index, id_step, None, tail);
+    }
+}

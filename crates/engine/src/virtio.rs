@@ -1,0 +1,251 @@
+//! The virtio-net header (virtio 1.x §5.1.6): what a guest or the kernel's TAP says
+//! about a frame's checksum and segmentation offloads.
+//!
+//! Two forms: the 12-byte v1 header (with `num_buffers`) and the 10-byte legacy header
+//! TAP uses by default. Fields are little-endian (virtio 1.0 "modern"; TAP with
+//! `TUNSETVNETLE` or on a little-endian host). A decoded [`Header`] is untrusted until
+//! [`Header::validate`] has checked it against the frame it came with.
+
+mod error;
+mod validate;
+
+use crate::wire::{L4Proto, Layout};
+
+pub use error::VirtioError;
+pub use validate::{ChecksumState, GsoRequest, ValidatedOffload};
+
+/// Length of the virtio 1.x header (with `num_buffers`).
+pub const HEADER_LEN_V1: usize = 12;
+/// Length of the legacy header without `num_buffers` (TAP's default `TUNSETVNETHDRSZ`).
+pub const HEADER_LEN_LEGACY: usize = 10;
+
+/// Which of the two header layouts is on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderForm {
+    V1,
+    Legacy,
+}
+
+impl HeaderForm {
+    pub const fn header_len(self) -> usize {
+        match self {
+            HeaderForm::V1 => HEADER_LEN_V1,
+            HeaderForm::Legacy => HEADER_LEN_LEGACY,
+        }
+    }
+}
+
+/// The `flags` byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Flags(pub u8);
+
+impl Flags {
+    /// The checksum from `csum_start` to the end is partial: fold and store it at
+    /// `csum_start + csum_offset`.
+    pub const NEEDS_CSUM: Flags = Flags(1);
+    /// The checksums were already validated.
+    pub const DATA_VALID: Flags = Flags(2);
+    /// Receive-side coalescing info in the csum fields (device → driver only).
+    pub const RSC_INFO: Flags = Flags(4);
+    pub const NONE: Flags = Flags(0);
+    const KNOWN: u8 = 0x07;
+
+    pub const fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    pub const fn union(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+}
+
+/// The `gso_type` byte without its ECN bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GsoType {
+    #[default]
+    None,
+    TcpV4,
+    /// UDP fragmentation offload (the datagram is split into IP fragments).
+    Udp,
+    TcpV6,
+    /// UDP segmentation offload (USO: one datagram per segment).
+    UdpL4,
+    Other(u8),
+}
+
+const GSO_ECN: u8 = 0x80;
+
+impl From<u8> for GsoType {
+    fn from(value: u8) -> Self {
+        match value {
+            0 => GsoType::None,
+            1 => GsoType::TcpV4,
+            3 => GsoType::Udp,
+            4 => GsoType::TcpV6,
+            5 => GsoType::UdpL4,
+            other => GsoType::Other(other),
+        }
+    }
+}
+
+impl From<GsoType> for u8 {
+    fn from(value: GsoType) -> Self {
+        match value {
+            GsoType::None => 0,
+            GsoType::TcpV4 => 1,
+            GsoType::Udp => 3,
+            GsoType::TcpV6 => 4,
+            GsoType::UdpL4 => 5,
+            GsoType::Other(other) => other,
+        }
+    }
+}
+
+/// The kinds of segmentation a header can ask for (a [`GsoType`] other than `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GsoKind {
+    TcpV4,
+    TcpV6,
+    /// UFO: IP fragmentation of one large UDP datagram.
+    Ufo,
+    /// USO: one UDP datagram per `gso_size` bytes of payload.
+    Uso,
+}
+
+impl From<GsoKind> for GsoType {
+    fn from(kind: GsoKind) -> Self {
+        match kind {
+            GsoKind::TcpV4 => GsoType::TcpV4,
+            GsoKind::TcpV6 => GsoType::TcpV6,
+            GsoKind::Ufo => GsoType::Udp,
+            GsoKind::Uso => GsoType::UdpL4,
+        }
+    }
+}
+
+/// A decoded virtio-net header. Public fields: it is plain data, validated separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Header {
+    pub flags: Flags,
+    pub gso_type: GsoType,
+    /// The ECN bit of `gso_type`: the TCP super-packet carries CWR (set it on the first
+    /// segment only).
+    pub gso_ecn: bool,
+    /// Length of the headers; a hint only, never trusted (see `validate`).
+    pub hdr_len: u16,
+    /// Payload bytes per segment.
+    pub gso_size: u16,
+    pub csum_start: u16,
+    pub csum_offset: u16,
+    /// Mergeable receive buffers used (v1 form only; 0 in the legacy form).
+    pub num_buffers: u16,
+}
+
+/// Offset of the checksum field inside a TCP header and a UDP header.
+const TCP_CSUM_OFFSET: u16 = 16;
+const UDP_CSUM_OFFSET: u16 = 6;
+
+impl Header {
+    /// Reads a header from the start of `bytes`.
+    pub fn decode(bytes: &[u8], form: HeaderForm) -> Result<Header, VirtioError> {
+        let b = bytes
+            .get(..form.header_len())
+            .ok_or(VirtioError::Truncated)?;
+        let le16 = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+        Ok(Header {
+            flags: Flags(b[0]),
+            gso_type: GsoType::from(b[1] & !GSO_ECN),
+            gso_ecn: b[1] & GSO_ECN != 0,
+            hdr_len: le16(2),
+            gso_size: le16(4),
+            csum_start: le16(6),
+            csum_offset: le16(8),
+            num_buffers: match form {
+                HeaderForm::V1 => le16(10),
+                HeaderForm::Legacy => 0,
+            },
+        })
+    }
+
+    /// Writes the header into the start of `out`; returns the bytes written.
+    pub fn encode(&self, form: HeaderForm, out: &mut [u8]) -> Result<usize, VirtioError> {
+        let len = form.header_len();
+        let out = out.get_mut(..len).ok_or(VirtioError::BufferTooSmall)?;
+        out.copy_from_slice(&self.to_bytes()[..len]);
+        Ok(len)
+    }
+
+    /// The 12-byte v1 encoding; its first 10 bytes are the legacy encoding.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN_V1] {
+        let mut b = [0u8; HEADER_LEN_V1];
+        b[0] = self.flags.0;
+        b[1] = u8::from(self.gso_type) | if self.gso_ecn { GSO_ECN } else { 0 };
+        b[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
+        b[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
+        b[6..8].copy_from_slice(&self.csum_start.to_le_bytes());
+        b[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
+        b[10..12].copy_from_slice(&self.num_buffers.to_le_bytes());
+        b
+    }
+
+    /// A header saying nothing: no offload, checksums complete.
+    pub const fn none() -> Header {
+        Header {
+            flags: Flags::NONE,
+            gso_type: GsoType::None,
+            gso_ecn: false,
+            hdr_len: 0,
+            gso_size: 0,
+            csum_start: 0,
+            csum_offset: 0,
+            num_buffers: 0,
+        }
+    }
+
+    /// A header saying the frame's checksums are known good.
+    pub const fn data_valid() -> Header {
+        Header {
+            flags: Flags::DATA_VALID,
+            ..Header::none()
+        }
+    }
+
+    /// A header for a frame whose innermost TCP/UDP checksum holds only the
+    /// pseudo-header sum (checksum-partial).
+    pub fn needs_csum(layout: &Layout) -> Result<Header, VirtioError> {
+        let csum_offset = match layout.ip.l4 {
+            L4Proto::Tcp => TCP_CSUM_OFFSET,
+            L4Proto::Udp => UDP_CSUM_OFFSET,
+            L4Proto::Other(_) => return Err(VirtioError::NotTcpOrUdp),
+        };
+        Ok(Header {
+            flags: Flags::NEEDS_CSUM,
+            hdr_len: to_u16(layout.headers_len())?,
+            csum_start: to_u16(layout.ip.l4_offset)?,
+            csum_offset,
+            ..Header::none()
+        })
+    }
+
+    /// A header asking for segmentation of `layout`'s frame into `gso_size`-byte
+    /// payloads (checksum-partial, as GSO requires). The kind must fit the innermost
+    /// IP version and transport.
+    pub fn for_gso(layout: &Layout, kind: GsoKind, gso_size: u16) -> Result<Header, VirtioError> {
+        validate::check_kind_fits(kind, layout)?;
+        if gso_size == 0 {
+            return Err(VirtioError::GsoSizeZero);
+        }
+        Ok(Header {
+            gso_type: kind.into(),
+            gso_size,
+            ..Header::needs_csum(layout)?
+        })
+    }
+}
+
+fn to_u16(value: usize) -> Result<u16, VirtioError> {
+    u16::try_from(value).map_err(|_| VirtioError::OffsetTooLarge)
+}
+
+#[cfg(test)]
+#[path = "virtio/tests.rs"]
+mod tests;

@@ -1,0 +1,379 @@
+use super::*;
+use crate::wire::parse::parse_frame;
+use crate::wire::testframes::{concat, eth, ipv4, ipv6, tcp, udp};
+
+/// What Linux's TAP hands userspace for a TSO super-packet of 3 × 1448 bytes over
+/// TCP/IPv4 (NEEDS_CSUM, TCPV4, hdr_len 54, gso_size 1448, csum_start 34, offset 16).
+const TAP_TSO_HEADER: [u8; 10] = [0x01, 0x01, 0x36, 0x00, 0xa8, 0x05, 0x22, 0x00, 0x10, 0x00];
+
+fn tcp4_frame(payload_len: usize) -> Vec<u8> {
+    concat(&[&eth(0x0800), &ipv4(6, &tcp(&vec![0x61; payload_len]))])
+}
+
+fn tcp6_frame(payload_len: usize) -> Vec<u8> {
+    concat(&[&eth(0x86dd), &ipv6(6, &tcp(&vec![0x62; payload_len]))])
+}
+
+fn udp4_frame(payload_len: usize) -> Vec<u8> {
+    concat(&[
+        &eth(0x0800),
+        &ipv4(17, &udp(9000, &vec![0x63; payload_len])),
+    ])
+}
+
+fn tso_header() -> Header {
+    Header::decode(&TAP_TSO_HEADER, HeaderForm::Legacy).unwrap()
+}
+
+#[test]
+fn decodes_a_tap_tso_header() {
+    let header = tso_header();
+    assert_eq!(header.flags, Flags::NEEDS_CSUM);
+    assert_eq!(header.gso_type, GsoType::TcpV4);
+    assert!(!header.gso_ecn);
+    assert_eq!((header.hdr_len, header.gso_size), (54, 1448));
+    assert_eq!(
+        (header.csum_start, header.csum_offset, header.num_buffers),
+        (34, 16, 0)
+    );
+}
+
+#[test]
+fn encode_round_trips_both_forms() {
+    let mut header = tso_header();
+    header.gso_ecn = true;
+    header.num_buffers = 3;
+    let mut out = [0u8; 12];
+    assert_eq!(header.encode(HeaderForm::V1, &mut out), Ok(12));
+    assert_eq!(out[1], 0x81);
+    assert_eq!(&out[10..], &[3, 0]);
+    assert_eq!(Header::decode(&out, HeaderForm::V1), Ok(header));
+    let mut legacy = [0u8; 10];
+    assert_eq!(tso_header().encode(HeaderForm::Legacy, &mut legacy), Ok(10));
+    assert_eq!(legacy, TAP_TSO_HEADER);
+    assert_eq!(
+        header.encode(HeaderForm::V1, &mut legacy),
+        Err(VirtioError::BufferTooSmall)
+    );
+    assert_eq!(
+        Header::decode(&TAP_TSO_HEADER, HeaderForm::V1),
+        Err(VirtioError::Truncated)
+    );
+}
+
+#[test]
+fn valid_tso_request() {
+    let frame = tcp4_frame(3 * 1448);
+    let offload = tso_header().validate(&frame, None).unwrap();
+    let gso = offload.gso.unwrap();
+    assert_eq!(gso.kind, GsoKind::TcpV4);
+    assert_eq!((gso.headers_len, gso.gso_size, gso.segments), (54, 1448, 3));
+    assert_eq!(
+        offload.checksum,
+        ChecksumState::Partial {
+            start: 34,
+            offset: 16
+        }
+    );
+    assert!(offload.layout.is_some());
+}
+
+#[test]
+fn hdr_len_is_only_a_hint() {
+    let frame = tcp4_frame(3000);
+    for hint in [0, 1, 54, 9000, u16::MAX] {
+        let header = Header {
+            hdr_len: hint,
+            ..tso_header()
+        };
+        assert_eq!(
+            header
+                .validate(&frame, None)
+                .unwrap()
+                .gso
+                .unwrap()
+                .headers_len,
+            54
+        );
+    }
+}
+
+#[test]
+fn gso_type_must_match_ip_version_and_transport() {
+    let v6 = tcp6_frame(3000);
+    assert_eq!(
+        tso_header().validate(&v6, None),
+        Err(VirtioError::GsoIpVersionMismatch)
+    );
+    let v4 = tcp4_frame(3000);
+    let tcpv6 = Header {
+        gso_type: GsoType::TcpV6,
+        ..tso_header()
+    };
+    assert_eq!(
+        tcpv6.validate(&v4, None),
+        Err(VirtioError::GsoIpVersionMismatch)
+    );
+    let uso = Header {
+        gso_type: GsoType::UdpL4,
+        csum_offset: 6,
+        ..tso_header()
+    };
+    assert_eq!(
+        uso.validate(&v4, None),
+        Err(VirtioError::GsoTransportMismatch)
+    );
+    let tcpv6_ok = Header {
+        csum_start: 54,
+        ..tcpv6
+    };
+    assert_eq!(
+        tcpv6_ok
+            .validate(&v6, None)
+            .unwrap()
+            .gso
+            .unwrap()
+            .headers_len,
+        74
+    );
+}
+
+#[test]
+fn gso_size_rules() {
+    let frame = tcp4_frame(3000);
+    let zero = Header {
+        gso_size: 0,
+        ..tso_header()
+    };
+    assert_eq!(zero.validate(&frame, None), Err(VirtioError::GsoSizeZero));
+    let huge = Header {
+        gso_size: 65535 - 53,
+        ..tso_header()
+    };
+    assert_eq!(
+        huge.validate(&frame, None),
+        Err(VirtioError::GsoSizeTooLarge)
+    );
+    let without_gso = Header {
+        gso_type: GsoType::None,
+        ..tso_header()
+    };
+    assert_eq!(
+        without_gso.validate(&frame, None),
+        Err(VirtioError::GsoSizeWithoutGso)
+    );
+    // A payload that fits one segment is an ordinary packet.
+    let small = tcp4_frame(1000);
+    let offload = tso_header().validate(&small, None).unwrap();
+    assert_eq!(offload.gso, None);
+    assert_eq!(
+        offload.checksum,
+        ChecksumState::Partial {
+            start: 34,
+            offset: 16
+        }
+    );
+}
+
+#[test]
+fn gso_requires_needs_csum_at_the_transport_header() {
+    let frame = tcp4_frame(3000);
+    let no_csum = Header {
+        flags: Flags::NONE,
+        ..tso_header()
+    };
+    assert_eq!(
+        no_csum.validate(&frame, None),
+        Err(VirtioError::GsoWithoutNeedsCsum)
+    );
+    let wrong_start = Header {
+        csum_start: 14,
+        ..tso_header()
+    };
+    assert_eq!(
+        wrong_start.validate(&frame, None),
+        Err(VirtioError::ChecksumStartMismatch)
+    );
+    let wrong_offset = Header {
+        csum_offset: 6,
+        ..tso_header()
+    };
+    assert_eq!(
+        wrong_offset.validate(&frame, None),
+        Err(VirtioError::ChecksumOffsetMismatch)
+    );
+}
+
+#[test]
+fn checksum_field_must_be_inside_the_packet() {
+    let frame = udp4_frame(100);
+    let partial = Header {
+        flags: Flags::NEEDS_CSUM,
+        csum_start: 34,
+        csum_offset: 6,
+        ..Header::none()
+    };
+    assert_eq!(
+        partial.validate(&frame, None).unwrap().checksum,
+        ChecksumState::Partial {
+            start: 34,
+            offset: 6
+        }
+    );
+    let outside = Header {
+        csum_start: frame.len() as u16 - 1,
+        csum_offset: 0,
+        ..partial
+    };
+    assert_eq!(
+        outside.validate(&frame, None),
+        Err(VirtioError::ChecksumOutsideFrame)
+    );
+    let far = Header {
+        csum_start: u16::MAX,
+        csum_offset: u16::MAX,
+        ..partial
+    };
+    assert_eq!(
+        far.validate(&frame, None),
+        Err(VirtioError::ChecksumOutsideFrame)
+    );
+    // A non-IP frame can still carry a generic partial checksum.
+    let arp_like = concat(&[&eth(0x0806), &[0u8; 28]]);
+    let generic = Header {
+        csum_start: 14,
+        csum_offset: 2,
+        ..partial
+    };
+    assert!(generic.validate(&arp_like, None).unwrap().layout.is_none());
+}
+
+#[test]
+fn flags_and_types_are_checked() {
+    let frame = tcp4_frame(3000);
+    let unknown = Header {
+        flags: Flags(0x11),
+        ..tso_header()
+    };
+    assert_eq!(
+        unknown.validate(&frame, None),
+        Err(VirtioError::UnknownFlags(0x10))
+    );
+    let rsc = Header {
+        flags: Flags(0x05),
+        ..tso_header()
+    };
+    assert_eq!(
+        rsc.validate(&frame, None),
+        Err(VirtioError::RscInfoNotAllowed)
+    );
+    let both = Header {
+        flags: Flags(0x03),
+        ..tso_header()
+    };
+    assert_eq!(
+        both.validate(&frame, None),
+        Err(VirtioError::ConflictingChecksumFlags)
+    );
+    let tunnel_bits = Header {
+        gso_type: GsoType::from(0x21),
+        ..tso_header()
+    };
+    assert_eq!(
+        tunnel_bits.validate(&frame, None),
+        Err(VirtioError::UnknownGsoType(0x21))
+    );
+    let udp_ecn = Header {
+        gso_type: GsoType::UdpL4,
+        gso_ecn: true,
+        ..tso_header()
+    };
+    assert_eq!(
+        udp_ecn.validate(&frame, None),
+        Err(VirtioError::EcnWithoutTcp)
+    );
+    let tcp_ecn = Header {
+        gso_ecn: true,
+        ..tso_header()
+    };
+    assert!(tcp_ecn.validate(&frame, None).unwrap().gso.unwrap().ecn);
+    let valid = Header::data_valid();
+    assert_eq!(
+        valid.validate(&frame, None).unwrap().checksum,
+        ChecksumState::Valid
+    );
+}
+
+#[test]
+fn gso_needs_a_parseable_frame_and_no_fragment() {
+    let garbage = [0xffu8; 100];
+    assert!(matches!(
+        tso_header().validate(&garbage, None),
+        Err(VirtioError::Unparseable(_))
+    ));
+    let mut fragment = udp4_frame(3000);
+    fragment[20] = 0x20; // MF
+    let ufo = Header {
+        gso_type: GsoType::Udp,
+        csum_offset: 6,
+        ..tso_header()
+    };
+    assert_eq!(
+        ufo.validate(&fragment, None),
+        Err(VirtioError::GsoOnFragment)
+    );
+    assert!(ufo.validate(&udp4_frame(3000), None).unwrap().gso.is_some());
+}
+
+#[test]
+fn caller_layout_must_fit_the_frame() {
+    let frame = tcp4_frame(3000);
+    let layout = parse_frame(&frame).unwrap();
+    assert!(tso_header().validate(&frame, Some(&layout)).is_ok());
+    assert_eq!(
+        tso_header().validate(&frame[..100], Some(&layout)),
+        Err(VirtioError::LayoutOutsideFrame)
+    );
+}
+
+#[test]
+fn constructors_produce_headers_that_validate() {
+    let frame = udp4_frame(5000);
+    let layout = parse_frame(&frame).unwrap();
+    let uso = Header::for_gso(&layout, GsoKind::Uso, 1400).unwrap();
+    assert_eq!((uso.csum_start, uso.csum_offset, uso.hdr_len), (34, 6, 42));
+    assert_eq!(
+        uso.validate(&frame, Some(&layout))
+            .unwrap()
+            .gso
+            .unwrap()
+            .segments,
+        4
+    );
+    assert_eq!(
+        Header::for_gso(&layout, GsoKind::TcpV4, 1400),
+        Err(VirtioError::GsoTransportMismatch)
+    );
+    assert_eq!(
+        Header::for_gso(&layout, GsoKind::Uso, 0),
+        Err(VirtioError::GsoSizeZero)
+    );
+    let partial = Header::needs_csum(&parse_frame(&tcp6_frame(10)).unwrap()).unwrap();
+    assert_eq!((partial.csum_start, partial.csum_offset), (54, 16));
+    assert!(partial.validate(&tcp6_frame(10), None).is_ok());
+}
+
+#[test]
+fn vxlan_inner_tcp_gso_points_at_the_inner_transport() {
+    let vxlan = [0x08, 0, 0, 0, 0, 0, 1, 0];
+    let inner = tcp4_frame(4000);
+    let frame = concat(&[
+        &eth(0x0800),
+        &ipv4(17, &udp(4789, &concat(&[&vxlan, &inner]))),
+    ]);
+    let layout = parse_frame(&frame).unwrap();
+    let header = Header::for_gso(&layout, GsoKind::TcpV4, 1400).unwrap();
+    assert_eq!(header.csum_start, 84);
+    let gso = header.validate(&frame, None).unwrap().gso.unwrap();
+    assert_eq!((gso.headers_len, gso.segments), (104, 3));
+}

@@ -1,0 +1,217 @@
+//! Strict validation of an untrusted virtio-net header against its frame.
+//!
+//! Rules (Linux `virtio_net_hdr_to_skb` is the floor): only known flags, never RSC_INFO
+//! or NEEDS_CSUM with DATA_VALID; a known GSO type matching the parsed IP version and
+//! transport, ECN only with TCP; GSO needs NEEDS_CSUM, a non-zero `gso_size` that fits
+//! under 65535 with the headers, and `csum_start`/`csum_offset` naming the transport
+//! checksum; a partial checksum field must lie inside the packet. `hdr_len` is never
+//! used: the header length is recomputed from the parsed frame.
+
+use super::{Flags, GsoKind, GsoType, Header, VirtioError, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET};
+use crate::wire::{parse::parse_frame, IpVersion, L4Proto, Layout};
+
+/// The largest IP packet (and so the largest super-packet) a 16-bit length allows.
+const MAX_IP_PACKET: usize = 65535;
+
+/// What the frame's checksums are, according to a validated header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumState {
+    /// Nothing said: the checksums in the frame are complete but unverified.
+    Complete,
+    /// DATA_VALID: the checksums were verified by whoever sent the frame.
+    Valid,
+    /// NEEDS_CSUM: sum from `start` to the end of the packet, store at `start + offset`.
+    Partial { start: usize, offset: usize },
+}
+
+/// A validated segmentation request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GsoRequest {
+    pub kind: GsoKind,
+    pub gso_size: u16,
+    /// Headers repeated in every segment, recomputed from the frame (not `hdr_len`).
+    pub headers_len: usize,
+    /// Set CWR on the first segment only.
+    pub ecn: bool,
+    /// Number of segments the payload makes (≥ 2).
+    pub segments: usize,
+}
+
+/// The result of [`Header::validate`]: what the header asks for, all of it checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidatedOffload {
+    /// `None` for no GSO, and also when the payload fits one segment (then the frame is
+    /// an ordinary packet, as Linux treats it).
+    pub gso: Option<GsoRequest>,
+    pub checksum: ChecksumState,
+    /// The frame's layout (the caller's, or parsed here); `None` if it does not parse
+    /// and nothing in the header needed it to.
+    pub layout: Option<Layout>,
+}
+
+impl Header {
+    /// Checks every field against `frame` (the bytes after the header). Pass the layout
+    /// if the frame was already parsed; otherwise it is parsed here.
+    pub fn validate(
+        &self,
+        frame: &[u8],
+        layout: Option<&Layout>,
+    ) -> Result<ValidatedOffload, VirtioError> {
+        check_flags(self.flags)?;
+        let kind = gso_kind(self)?;
+        let parsed = match layout {
+            Some(layout) if layout.frame_end() > frame.len() => {
+                return Err(VirtioError::LayoutOutsideFrame)
+            }
+            Some(layout) => Ok(*layout),
+            None => parse_frame(frame),
+        };
+        let gso = match kind {
+            None if self.gso_size != 0 => return Err(VirtioError::GsoSizeWithoutGso),
+            None => None,
+            Some(kind) => {
+                let layout = parsed
+                    .as_ref()
+                    .map_err(|err| VirtioError::Unparseable(*err))?;
+                check_gso(self, kind, layout)?
+            }
+        };
+        let checksum = check_checksum(self, frame, parsed.as_ref().ok())?;
+        Ok(ValidatedOffload {
+            gso,
+            checksum,
+            layout: parsed.ok(),
+        })
+    }
+}
+
+fn check_flags(flags: Flags) -> Result<(), VirtioError> {
+    if flags.0 & !Flags::KNOWN != 0 {
+        return Err(VirtioError::UnknownFlags(flags.0 & !Flags::KNOWN));
+    }
+    if flags.contains(Flags::RSC_INFO) {
+        return Err(VirtioError::RscInfoNotAllowed);
+    }
+    if flags.contains(Flags::NEEDS_CSUM.union(Flags::DATA_VALID)) {
+        return Err(VirtioError::ConflictingChecksumFlags);
+    }
+    Ok(())
+}
+
+fn gso_kind(header: &Header) -> Result<Option<GsoKind>, VirtioError> {
+    let kind = match header.gso_type {
+        GsoType::None => None,
+        GsoType::TcpV4 => Some(GsoKind::TcpV4),
+        GsoType::TcpV6 => Some(GsoKind::TcpV6),
+        GsoType::Udp => Some(GsoKind::Ufo),
+        GsoType::UdpL4 => Some(GsoKind::Uso),
+        GsoType::Other(raw) => return Err(VirtioError::UnknownGsoType(raw)),
+    };
+    if header.gso_ecn && !matches!(kind, Some(GsoKind::TcpV4 | GsoKind::TcpV6)) {
+        return Err(VirtioError::EcnWithoutTcp);
+    }
+    Ok(kind)
+}
+
+/// The offset of the checksum field inside the innermost transport header.
+fn transport_csum_offset(layout: &Layout) -> Option<u16> {
+    match layout.ip.l4 {
+        L4Proto::Tcp => Some(TCP_CSUM_OFFSET),
+        L4Proto::Udp => Some(UDP_CSUM_OFFSET),
+        L4Proto::Other(_) => None,
+    }
+}
+
+fn check_checksum(
+    header: &Header,
+    frame: &[u8],
+    layout: Option<&Layout>,
+) -> Result<ChecksumState, VirtioError> {
+    if !header.flags.contains(Flags::NEEDS_CSUM) {
+        let valid = header.flags.contains(Flags::DATA_VALID);
+        return Ok(if valid {
+            ChecksumState::Valid
+        } else {
+            ChecksumState::Complete
+        });
+    }
+    let start = usize::from(header.csum_start);
+    let offset = usize::from(header.csum_offset);
+    // Ethernet padding after the IP packet is not part of what gets summed.
+    let end = layout.map_or(frame.len(), Layout::frame_end);
+    if start + offset + 2 > end {
+        return Err(VirtioError::ChecksumOutsideFrame);
+    }
+    if let Some(layout) = layout {
+        if start == layout.ip.l4_offset && !layout.ip.is_fragment {
+            if let Some(expected) = transport_csum_offset(layout) {
+                if header.csum_offset != expected {
+                    return Err(VirtioError::ChecksumOffsetMismatch);
+                }
+            }
+        }
+    }
+    Ok(ChecksumState::Partial { start, offset })
+}
+
+/// Whether a GSO kind can apply to the innermost IP layer and transport of `layout`.
+pub(super) fn check_kind_fits(kind: GsoKind, layout: &Layout) -> Result<(), VirtioError> {
+    let (version, l4) = (layout.ip.version, layout.ip.l4);
+    let wants_v4 = match kind {
+        GsoKind::TcpV4 => Some(IpVersion::V4),
+        GsoKind::TcpV6 => Some(IpVersion::V6),
+        GsoKind::Ufo | GsoKind::Uso => None,
+    };
+    if wants_v4.is_some_and(|wanted| wanted != version) {
+        return Err(VirtioError::GsoIpVersionMismatch);
+    }
+    let wants_tcp = matches!(kind, GsoKind::TcpV4 | GsoKind::TcpV6);
+    let fits = if wants_tcp {
+        l4 == L4Proto::Tcp
+    } else {
+        l4 == L4Proto::Udp
+    };
+    if !fits {
+        return Err(VirtioError::GsoTransportMismatch);
+    }
+    Ok(())
+}
+
+fn check_gso(
+    header: &Header,
+    kind: GsoKind,
+    layout: &Layout,
+) -> Result<Option<GsoRequest>, VirtioError> {
+    if !header.flags.contains(Flags::NEEDS_CSUM) {
+        return Err(VirtioError::GsoWithoutNeedsCsum);
+    }
+    if header.gso_size == 0 {
+        return Err(VirtioError::GsoSizeZero);
+    }
+    if layout.ip.is_fragment {
+        return Err(VirtioError::GsoOnFragment);
+    }
+    check_kind_fits(kind, layout)?;
+    if usize::from(header.csum_start) != layout.ip.l4_offset {
+        return Err(VirtioError::ChecksumStartMismatch);
+    }
+    if Some(header.csum_offset) != transport_csum_offset(layout) {
+        return Err(VirtioError::ChecksumOffsetMismatch);
+    }
+    let headers_len = layout.headers_len();
+    let gso_size = usize::from(header.gso_size);
+    if headers_len + gso_size > MAX_IP_PACKET {
+        return Err(VirtioError::GsoSizeTooLarge);
+    }
+    let payload = layout.payload().len();
+    if payload <= gso_size {
+        return Ok(None);
+    }
+    Ok(Some(GsoRequest {
+        kind,
+        gso_size: header.gso_size,
+        headers_len,
+        ecn: header.gso_ecn,
+        segments: payload.div_ceil(gso_size),
+    }))
+}

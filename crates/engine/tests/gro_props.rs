@@ -1,0 +1,249 @@
+//! Property tests of GRO:
+//! 1. GSO then GRO gives back the original super-packet (TCP and UDP, IPv4/IPv6, plain,
+//!    VXLAN, Geneve).
+//! 2. On random interleavings of several flows with gaps, duplicates and reordering,
+//!    GRO never merges across flows or gaps and never loses or duplicates a byte.
+
+#[path = "../src/gro/tests/builder.rs"]
+mod builder;
+
+use builder::{Pkt, Tunnel, ACK, CWR, FIN, L4, PSH};
+use offlab_engine::gro::{Gro, GroConfig, Merged, Part, RxMeta};
+use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
+use offlab_engine::wire::parse_frame;
+use proptest::prelude::*;
+
+/// One delivered run, copied out, or a refused frame passed through.
+#[derive(Debug, Clone)]
+struct Delivered {
+    header: Vec<u8>,
+    parts: Vec<Part>,
+    segments: u16,
+    gso_size: u16,
+}
+
+/// Pushes `frames` (id = index) through a fresh GRO, flushes, and returns what came
+/// out in order; a refused frame comes out as itself (one part, no header change).
+fn run_gro(frames: &[Vec<u8>], validated: bool) -> Vec<Delivered> {
+    let mut gro = Gro::new(GroConfig::default());
+    let mut out = Vec::new();
+    for (id, frame) in frames.iter().enumerate() {
+        let meta = RxMeta { csum_validated: validated, now: 0 };
+        let mut collect = |m: Merged<'_>| out.push(copy(&m));
+        if gro.push(id as u64, frame, meta, &mut collect).is_err() {
+            out.push(Delivered {
+                header: Vec::new(),
+                parts: vec![Part { id: id as u64, payload: 0..frame.len() as u32 }],
+                segments: 1,
+                gso_size: 0,
+            });
+        }
+    }
+    gro.flush(&mut |m: Merged<'_>| out.push(copy(&m)));
+    let stats = gro.stats();
+    assert_eq!(stats.emitted_segments + stats.refused_total(), frames.len() as u64);
+    out
+}
+
+fn copy(m: &Merged<'_>) -> Delivered {
+    Delivered { header: m.header.to_vec(), parts: m.parts.to_vec(), segments: m.segments, gso_size: m.vnet.gso_size }
+}
+
+fn assemble(d: &Delivered, frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes = d.header.clone();
+    for p in &d.parts {
+        bytes.extend_from_slice(&frames[p.id as usize][p.payload.start as usize..p.payload.end as usize]);
+    }
+    bytes
+}
+
+/// Zeroes the innermost transport checksum (GSO fills it in per segment; GRO leaves the
+/// merged one checksum-partial), so packets can be compared byte for byte otherwise.
+fn without_l4_checksum(mut frame: Vec<u8>) -> Vec<u8> {
+    let layout = parse_frame(&frame).expect("parses");
+    let at = layout.ip.l4_offset + if layout.ip.l4 == offlab_engine::wire::L4Proto::Tcp { 16 } else { 6 };
+    frame[at..at + 2].copy_from_slice(&[0, 0]);
+    frame
+}
+
+fn super_packet() -> impl Strategy<Value = (Pkt, u16)> {
+    (
+        any::<bool>(),
+        prop_oneof![Just(L4::Tcp), Just(L4::Udp)],
+        0u8..3,
+        any::<bool>(),
+        100u16..1500,
+        1usize..20_000,
+        any::<(bool, bool, bool)>(),
+    )
+        .prop_map(|(v6, l4, tunnel, df, mss, len, (psh, fin, cwr))| {
+            let base = if v6 { Pkt::tcp6(7, len) } else { Pkt::tcp4(7, len) };
+            let mut p = Pkt { l4, df, ..base };
+            if l4 == L4::Tcp {
+                p.flags = ACK | if psh { PSH } else { 0 } | if fin { FIN } else { 0 } | if cwr { CWR } else { 0 };
+            }
+            p.tunnel = match tunnel {
+                1 => Some(Tunnel::vxlan(99)),
+                2 => Some(Tunnel::geneve(5, vec![0, 1, 2, 1, 1, 2, 3, 4])),
+                _ => None,
+            };
+            (p, mss)
+        })
+        // At most 64 segments: the UDP cap (the kernel's) and the default TCP cap.
+        .prop_filter("fits one run", |(p, mss)| p.payload.len().div_ceil(usize::from(*mss)) <= 64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn gso_then_gro_gives_back_the_super_packet((pkt, mss) in super_packet()) {
+        let original = pkt.build();
+        let layout = parse_frame(&original).expect("parses");
+        let kind = if pkt.l4 == L4::Tcp { GsoKind::Tcp } else { GsoKind::Udp };
+        let params = GsoParams {
+            checksum: L4Checksum::Full,
+            ecn: pkt.flags & CWR != 0,
+            ..GsoParams::tcp(mss).with_kind(kind)
+        };
+        let mut out = GsoOutput::new();
+        gso::segment(&original, &layout, &params, &mut out).expect("segments");
+        let frames: Vec<Vec<u8>> = (0..out.len())
+            .filter_map(|i| out.segment(i))
+            .map(|s| [s.header, s.payload_slice(&original)].concat())
+            .collect();
+        let delivered = run_gro(&frames, false);
+        prop_assert_eq!(delivered.len(), 1, "one run expected, got {:?}", delivered.iter().map(|d| d.segments).collect::<Vec<_>>());
+        let d = &delivered[0];
+        prop_assert_eq!(usize::from(d.segments), frames.len());
+        if frames.len() > 1 {
+            prop_assert_eq!(d.gso_size, mss);
+        }
+        let merged = assemble(d, &frames);
+        prop_assert_eq!(without_l4_checksum(merged), without_l4_checksum(original));
+    }
+}
+
+/// A frame of the interleaving test: which flow it belongs to and its TCP sequence
+/// number (or, for UDP, its position in the flow).
+#[derive(Debug, Clone)]
+struct Sent {
+    flow: usize,
+    seq: u32,
+    len: usize,
+}
+
+fn flow_packet(flow: usize, seq: u32, len: usize, id: u16) -> Pkt {
+    let base = match flow % 3 {
+        0 => Pkt::tcp4(seq, len),
+        1 => Pkt::tcp6(seq, len),
+        _ => Pkt { tunnel: Some(Tunnel::vxlan(flow as u32)), ..Pkt::tcp4(seq, len) },
+    };
+    let mut p = Pkt { sport: 3000 + flow as u16, id, ..base };
+    if let Some(t) = &mut p.tunnel {
+        t.outer_id = id;
+    }
+    p
+}
+
+/// Events: (flow, index into that flow's segments) in the order they are sent.
+fn interleaving() -> impl Strategy<Value = (usize, Vec<(usize, usize)>)> {
+    (2usize..5).prop_flat_map(|flows| {
+        let event = (0..flows, 0usize..40);
+        (Just(flows), prop::collection::vec(event, 1..200))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn interleaved_flows_never_mix_skip_or_duplicate((flows, events) in interleaving()) {
+        // Each flow has 40 segments of 300 bytes (every 7th one shorter). An event sends
+        // segment `i` of a flow: repeats are duplicates, skips are gaps, any order.
+        let seg_len = |i: usize| if i % 7 == 6 { 120 } else { 300 };
+        let seq_of = |i: usize| (0..i).map(seg_len).sum::<usize>() as u32;
+        let mut sent = Vec::new();
+        let frames: Vec<Vec<u8>> = events
+            .iter()
+            .map(|&(flow, i)| {
+                sent.push(Sent { flow, seq: seq_of(i), len: seg_len(i) });
+                flow_packet(flow, seq_of(i), seg_len(i), i as u16).build()
+            })
+            .collect();
+        prop_assert!(flows >= 2);
+        let delivered = run_gro(&frames, false);
+        let mut seen = vec![0u32; frames.len()];
+        for d in &delivered {
+            prop_assert_eq!(usize::from(d.segments), d.parts.len());
+            let first = &sent[d.parts[0].id as usize];
+            let mut next_seq = first.seq;
+            for (k, p) in d.parts.iter().enumerate() {
+                seen[p.id as usize] += 1;
+                let s = &sent[p.id as usize];
+                prop_assert_eq!(s.flow, first.flow, "a run mixes flows");
+                prop_assert_eq!(s.seq, next_seq, "a run skips or repeats bytes");
+                prop_assert_eq!(p.payload.len(), if d.header.is_empty() { frames[p.id as usize].len() } else { s.len });
+                if k + 1 < d.parts.len() {
+                    prop_assert_eq!(s.len, first.len, "only the last segment may be shorter");
+                }
+                next_seq = next_seq.wrapping_add(s.len as u32);
+            }
+            if d.segments > 1 {
+                // The merged packet carries exactly the payload of its parts, in order.
+                let merged = assemble(d, &frames);
+                let layout = parse_frame(&merged).expect("merged packet parses");
+                prop_assert_eq!(layout.payload().len(), d.parts.iter().map(|p| p.payload.len()).sum::<usize>());
+            }
+        }
+        prop_assert!(seen.iter().all(|&n| n == 1), "every frame comes out exactly once: {:?}", seen);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Frames with random bytes overwritten or cut short never make GRO panic, and every
+    /// frame still comes out exactly once (merged or refused).
+    #[test]
+    fn mangled_frames_never_panic(
+        kind in 0usize..6,
+        count in 1usize..12,
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<prop::sample::Index>()), 0..8),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+        validated in any::<bool>(),
+    ) {
+        let mut pkt = match kind {
+            0 => Pkt::tcp4(1, 200),
+            1 => Pkt::tcp6(1, 200),
+            2 => Pkt::udp4(200),
+            3 => Pkt { tunnel: Some(Tunnel::vxlan(3)), ..Pkt::tcp4(1, 200) },
+            4 => Pkt { tunnel: Some(Tunnel::geneve(3, vec![0, 1, 2, 1, 9, 9, 9, 9])), ..Pkt::udp6(200) },
+            _ => Pkt { vlan: Some(5), ext: Some([1, 4, 0, 0, 0, 0]), ..Pkt::tcp6(1, 200) },
+        };
+        let mut frames = Vec::new();
+        for _ in 0..count {
+            frames.push(pkt.build());
+            pkt = pkt.next(200);
+        }
+        for (frame_index, value, at) in &edits {
+            let frame = &mut frames[frame_index.index(count)];
+            let at = at.index(frame.len());
+            frame[at] = *value;
+        }
+        if let Some(cut) = cut {
+            let frame = &mut frames[cut.index(count)];
+            let len = cut.index(frame.len());
+            frame.truncate(len);
+        }
+        let delivered = run_gro(&frames, validated);
+        let mut seen = vec![0u32; frames.len()];
+        for d in &delivered {
+            for p in &d.parts {
+                seen[p.id as usize] += 1;
+                prop_assert!(p.payload.end as usize <= frames[p.id as usize].len());
+            }
+        }
+        prop_assert!(seen.iter().all(|&n| n == 1));
+    }
+}

@@ -1,0 +1,295 @@
+//! A small builder for the test frames: Ethernet (optionally 802.1Q), IPv4 or IPv6,
+//! TCP (with options and any flags) or UDP, and VXLAN encapsulation. Checksums are
+//! computed here by a plain reference sum, independent of the engine's `checksum`.
+
+pub const ETH_LEN: usize = 14;
+pub const VXLAN_PORT: u16 = 4789;
+
+pub mod tcp_flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+/// How the transport checksum field is filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Csum {
+    /// The full, correct checksum (what a wire frame carries).
+    Full,
+    /// Only the pseudo-header sum, not complemented: what a sender hands over with
+    /// VIRTIO_NET_HDR_F_NEEDS_CSUM (the kernel's CHECKSUM_PARTIAL convention).
+    Partial,
+    /// A full checksum with one bit flipped.
+    Corrupt,
+    /// Zero: "no checksum" (UDP over IPv4 only).
+    Zero,
+}
+
+#[derive(Debug, Clone)]
+pub struct Eth {
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+    pub vlan: Option<u16>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Ip {
+    V4 { src: [u8; 4], dst: [u8; 4], id: u16, ttl: u8, tos: u8, df: bool },
+    /// `dest_opts`: insert one 8-byte Destination Options extension header (PadN only).
+    V6 { src: [u8; 16], dst: [u8; 16], hop_limit: u8, tclass: u8, flow_label: u32, dest_opts: bool },
+}
+
+/// IPv6 next-header value of Destination Options.
+const IPV6_DEST_OPTS: u8 = 60;
+
+#[derive(Debug, Clone)]
+pub struct Tcp {
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub window: u16,
+    /// Option bytes, a whole number of 32-bit words (pad with NOPs).
+    pub options: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub enum L4 {
+    Tcp(Tcp),
+    Udp { sport: u16, dport: u16 },
+}
+
+/// One frame to build.
+#[derive(Debug, Clone)]
+pub struct Packet {
+    pub eth: Eth,
+    pub ip: Ip,
+    pub l4: L4,
+    pub payload: Vec<u8>,
+}
+
+impl Packet {
+    pub fn l2_len(&self) -> usize {
+        ETH_LEN + if self.eth.vlan.is_some() { 4 } else { 0 }
+    }
+    pub fn ip_header_len(&self) -> usize {
+        match self.ip {
+            Ip::V4 { .. } => 20,
+            Ip::V6 { dest_opts, .. } => 40 + if dest_opts { 8 } else { 0 },
+        }
+    }
+    pub fn l4_offset(&self) -> usize {
+        self.l2_len() + self.ip_header_len()
+    }
+    pub fn l4_header_len(&self) -> usize {
+        match &self.l4 {
+            L4::Tcp(t) => 20 + t.options.len(),
+            L4::Udp { .. } => 8,
+        }
+    }
+    /// Offset of the transport checksum field inside the transport header.
+    pub fn csum_offset(&self) -> usize {
+        match self.l4 {
+            L4::Tcp(_) => 16,
+            L4::Udp { .. } => 6,
+        }
+    }
+    pub fn headers_len(&self) -> usize {
+        self.l4_offset() + self.l4_header_len()
+    }
+
+    pub fn build(&self, csum: Csum) -> Vec<u8> {
+        let ethertype = match self.ip {
+            Ip::V4 { .. } => 0x0800,
+            Ip::V6 { .. } => 0x86dd,
+        };
+        let mut f = eth_header(&self.eth, ethertype);
+        f.extend_from_slice(&ip_packet(&self.ip, &self.l4, &self.payload, csum));
+        f
+    }
+}
+
+pub fn eth_header(eth: &Eth, ethertype: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(ETH_LEN + 4);
+    f.extend_from_slice(&eth.dst);
+    f.extend_from_slice(&eth.src);
+    if let Some(tci) = eth.vlan {
+        f.extend_from_slice(&0x8100u16.to_be_bytes());
+        f.extend_from_slice(&tci.to_be_bytes());
+    }
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f
+}
+
+/// IP header + transport header + payload, with lengths and checksums filled in.
+pub fn ip_packet(ip: &Ip, l4: &L4, payload: &[u8], csum: Csum) -> Vec<u8> {
+    let mut seg = transport(l4, payload.len());
+    seg.extend_from_slice(payload);
+    let (proto, check_at) = match l4 {
+        L4::Tcp(_) => (6u8, 16),
+        L4::Udp { .. } => (17u8, 6),
+    };
+    let pseudo = pseudo_sum(ip, proto, seg.len());
+    let value = match csum {
+        Csum::Zero => 0,
+        Csum::Partial => fold(pseudo),
+        Csum::Full | Csum::Corrupt => {
+            let mut c = !fold(pseudo + sum(&seg));
+            if proto == 17 && c == 0 {
+                c = 0xffff; // UDP transmits a computed zero as all ones
+            }
+            if csum == Csum::Corrupt {
+                c ^= 0x0100;
+            }
+            c
+        }
+    };
+    seg[check_at..check_at + 2].copy_from_slice(&value.to_be_bytes());
+    let mut out = ip_header(ip, proto, seg.len());
+    out.extend_from_slice(&seg);
+    out
+}
+
+fn transport(l4: &L4, payload_len: usize) -> Vec<u8> {
+    match l4 {
+        L4::Tcp(t) => {
+            assert!(t.options.len() % 4 == 0, "TCP options must be whole 32-bit words");
+            let hlen = 20 + t.options.len();
+            let mut h = Vec::with_capacity(hlen);
+            h.extend_from_slice(&t.sport.to_be_bytes());
+            h.extend_from_slice(&t.dport.to_be_bytes());
+            h.extend_from_slice(&t.seq.to_be_bytes());
+            h.extend_from_slice(&t.ack.to_be_bytes());
+            h.push(((hlen / 4) as u8) << 4);
+            h.push(t.flags);
+            h.extend_from_slice(&t.window.to_be_bytes());
+            h.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
+            h.extend_from_slice(&t.options);
+            h
+        }
+        L4::Udp { sport, dport } => {
+            let mut h = Vec::with_capacity(8);
+            h.extend_from_slice(&sport.to_be_bytes());
+            h.extend_from_slice(&dport.to_be_bytes());
+            h.extend_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+            h.extend_from_slice(&[0, 0]);
+            h
+        }
+    }
+}
+
+fn ip_header(ip: &Ip, proto: u8, l4_len: usize) -> Vec<u8> {
+    match *ip {
+        Ip::V4 { src, dst, id, ttl, tos, df } => {
+            let mut h = vec![0x45, tos];
+            h.extend_from_slice(&((20 + l4_len) as u16).to_be_bytes());
+            h.extend_from_slice(&id.to_be_bytes());
+            h.extend_from_slice(&(if df { 0x4000u16 } else { 0 }).to_be_bytes());
+            h.extend_from_slice(&[ttl, proto, 0, 0]);
+            h.extend_from_slice(&src);
+            h.extend_from_slice(&dst);
+            let c = !fold(sum(&h));
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            h
+        }
+        Ip::V6 { src, dst, hop_limit, tclass, flow_label, dest_opts } => {
+            let word = (6u32 << 28) | (u32::from(tclass) << 20) | (flow_label & 0xf_ffff);
+            let ext_len = if dest_opts { 8 } else { 0 };
+            let first = if dest_opts { IPV6_DEST_OPTS } else { proto };
+            let mut h = word.to_be_bytes().to_vec();
+            h.extend_from_slice(&((ext_len + l4_len) as u16).to_be_bytes());
+            h.extend_from_slice(&[first, hop_limit]);
+            h.extend_from_slice(&src);
+            h.extend_from_slice(&dst);
+            if dest_opts {
+                // Next header, length 0 (8 bytes), PadN option covering the other 6.
+                h.extend_from_slice(&[proto, 0, 1, 4, 0, 0, 0, 0]);
+            }
+            h
+        }
+    }
+}
+
+/// Outer Ethernet + IP + UDP (destination port 4789) + VXLAN header around `inner`.
+pub fn vxlan_frame(eth: &Eth, ip: &Ip, sport: u16, vni: u32, inner: &[u8], udp: Csum) -> Vec<u8> {
+    let mut vx = vec![0x08, 0, 0, 0];
+    vx.extend_from_slice(&(vni << 8).to_be_bytes());
+    vx.extend_from_slice(inner);
+    let l4 = L4::Udp { sport, dport: VXLAN_PORT };
+    let ethertype = match ip {
+        Ip::V4 { .. } => 0x0800,
+        Ip::V6 { .. } => 0x86dd,
+    };
+    let mut f = eth_header(eth, ethertype);
+    f.extend_from_slice(&ip_packet(ip, &l4, &vx, udp));
+    f
+}
+
+/// Deterministic payload bytes; `seed` makes flows distinguishable.
+pub fn payload(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed)).collect()
+}
+
+/// TCP timestamp option (NOP, NOP, kind 8) — 12 bytes.
+pub fn ts_option(tsval: u32, tsecr: u32) -> Vec<u8> {
+    let mut o = vec![1, 1, 8, 10];
+    o.extend_from_slice(&tsval.to_be_bytes());
+    o.extend_from_slice(&tsecr.to_be_bytes());
+    o
+}
+
+/// One's-complement sum of 16-bit big-endian words (odd tail padded with zero).
+pub fn sum(data: &[u8]) -> u32 {
+    let mut s: u32 = 0;
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        s += u32::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        s += u32::from(*last) << 8;
+    }
+    s
+}
+
+pub fn fold(mut s: u32) -> u16 {
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+pub fn pseudo_sum(ip: &Ip, proto: u8, l4_len: usize) -> u32 {
+    match ip {
+        Ip::V4 { src, dst, .. } => sum(src) + sum(dst) + u32::from(proto) + l4_len as u32,
+        Ip::V6 { src, dst, .. } => {
+            sum(src) + sum(dst) + u32::from(proto) + (l4_len as u32 >> 16) + (l4_len as u32 & 0xffff)
+        }
+    }
+}
+
+/// Whether the transport checksum of a frame verifies (IPv4 without options, IPv6 with
+/// at most one Destination Options header; `l2_len` is the IP header's offset): used to check the kernel's and the engine's outputs independently.
+pub fn l4_checksum_ok(frame: &[u8], l2_len: usize) -> bool {
+    let ip = &frame[l2_len..];
+    let (proto, src_dst, l4) = match ip[0] >> 4 {
+        4 => {
+            let ihl = usize::from(ip[0] & 0xf) * 4;
+            let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+            (ip[9], &ip[12..20], &ip[ihl..total])
+        }
+        _ => {
+            let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+            let (proto, ext) = if ip[6] == IPV6_DEST_OPTS { (ip[40], (usize::from(ip[41]) + 1) * 8) } else { (ip[6], 0) };
+            (proto, &ip[8..40], &ip[40 + ext..40 + plen])
+        }
+    };
+    let len = l4.len() as u32;
+    let s = sum(src_dst) + u32::from(proto) + (len >> 16) + (len & 0xffff) + sum(l4);
+    fold(s) == 0xffff
+}

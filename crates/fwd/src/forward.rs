@@ -1,0 +1,300 @@
+//! What happens to each received frame: validate its virtio header, then pass it,
+//! complete its checksum, segment it or coalesce it, as the mode and the egress port's
+//! offloads say. Output goes to a [`TxQueue`] whose payload pieces point into the
+//! receive buffers.
+
+use crate::coalesce::Coalescer;
+use crate::port::{Offloads, RxBatch, TxQueue, VNET_LEN};
+use crate::stats::Counters;
+use offlab_engine::checksum;
+use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
+use offlab_engine::virtio::{self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, ValidatedOffload};
+use offlab_engine::wire::{parse_frame, parse_frame_with, Layout, ParseError, ParseOptions};
+
+/// What the forwarder does with offloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Hand super-packets and partial checksums on when the egress accepts them;
+    /// segment or complete otherwise (the least work).
+    Pass,
+    /// Send only MTU-size frames with complete checksums (no offload towards egress).
+    Csum,
+    /// Segment every super-packet in software (checksums left partial when the egress
+    /// accepts that).
+    Gso,
+    /// Coalesce each batch's MTU-size frames into super-packets for the egress.
+    Gro,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Pass => "pass",
+            Mode::Csum => "csum",
+            Mode::Gso => "gso",
+            Mode::Gro => "gro",
+        }
+    }
+}
+
+/// What the egress port accepts now.
+#[derive(Debug, Clone, Copy)]
+pub struct Egress {
+    pub offloads: Offloads,
+    /// Largest IP packet the egress device carries.
+    pub mtu: usize,
+}
+
+impl Egress {
+    /// Whether a super-packet of this kind may be written to the egress as it is.
+    fn accepts(&self, request: &GsoRequest) -> bool {
+        let o = &self.offloads;
+        let kind = match request.kind {
+            virtio::GsoKind::TcpV4 => o.tso4,
+            virtio::GsoKind::TcpV6 => o.tso6,
+            virtio::GsoKind::Uso => o.uso,
+            virtio::GsoKind::Ufo => false,
+        };
+        kind && o.csum && (!request.ecn || o.ecn)
+    }
+}
+
+/// Length of an Ethernet header: anything shorter is not a frame.
+const ETHERNET_HEADER_LEN: usize = 14;
+
+/// One direction's state: counters, the output being built and reusable engine state.
+pub struct Direction {
+    mode: Mode,
+    counters: Counters,
+    tx: TxQueue,
+    segments: GsoOutput,
+    coalescer: Option<Coalescer>,
+    /// Partial checksums to finish in the receive buffers before sending.
+    to_complete: Vec<(usize, ChecksumSpan)>,
+}
+
+/// Where a partial checksum is, in frame offsets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChecksumSpan {
+    pub start: usize,
+    pub offset: usize,
+    pub end: usize,
+}
+
+impl Direction {
+    pub fn new(mode: Mode) -> Direction {
+        Direction {
+            mode,
+            counters: Counters::default(),
+            tx: TxQueue::default(),
+            segments: GsoOutput::new(),
+            coalescer: (mode == Mode::Gro).then(Coalescer::new),
+            to_complete: Vec::new(),
+        }
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The frames to send and the counters the send updates.
+    pub fn output(&mut self) -> (&TxQueue, &mut Counters) {
+        (&self.tx, &mut self.counters)
+    }
+
+    /// Turns a received batch into the frames to send.
+    pub fn process(&mut self, rx: &mut RxBatch, egress: &Egress) {
+        self.tx.clear();
+        self.to_complete.clear();
+        for slot in 0..rx.len() {
+            self.frame(rx, slot, egress);
+        }
+        if let Some(coalescer) = &mut self.coalescer {
+            coalescer.flush(egress, &mut self.tx, &mut self.counters, &mut self.to_complete);
+            coalescer.end_batch();
+        }
+        for &(slot, span) in &self.to_complete {
+            complete_checksum(&mut rx.raw_mut(slot)[VNET_LEN..], span);
+        }
+        self.tx.finish();
+    }
+
+    fn frame(&mut self, rx: &RxBatch, slot: usize, egress: &Egress) {
+        let raw = rx.raw(slot);
+        if raw.len() < VNET_LEN + ETHERNET_HEADER_LEN {
+            self.counters.received(raw.len().saturating_sub(VNET_LEN));
+            self.counters.drop("frame", "shorter than an ethernet header");
+            return;
+        }
+        let frame = &raw[VNET_LEN..];
+        self.counters.received(frame.len());
+        let Ok(header) = Header::decode(raw, HeaderForm::V1) else {
+            return self.counters.drop("virtio", "truncated header");
+        };
+        let parsed = parse_frame(frame);
+        let offload = match header.validate(frame, parsed.as_ref().ok()) {
+            Ok(offload) => offload,
+            Err(err) => return self.counters.drop("virtio", err.reason()),
+        };
+        let Some(layout) = offload.layout else {
+            // Nothing was asked of this frame; forward it if only our parser cares.
+            return self.unparsed(slot, frame, parsed.err(), egress);
+        };
+        match offload.gso {
+            Some(request) => self.super_packet(rx, slot, &header, &layout, &request, egress),
+            None => self.single(rx, slot, &offload, &layout, egress),
+        }
+    }
+
+    /// A frame that does not parse and asks for no offload: non-IP frames (ARP, …) and
+    /// tunnels this parser refuses are forwarded; malformed IP is dropped.
+    fn unparsed(&mut self, slot: usize, frame: &[u8], error: Option<ParseError>, egress: &Egress) {
+        let error = error.unwrap_or(ParseError::UnsupportedEtherType(0));
+        let forwardable = match error {
+            ParseError::UnsupportedEtherType(_) => true,
+            // Only the tunnel inside is odd; the outer packet is fine.
+            _ => parse_frame_with(frame, &ParseOptions::DEFAULT.without_tunnels()).is_ok(),
+        };
+        if !forwardable {
+            return self.counters.drop("parse", error.reason());
+        }
+        if frame.len() - ETHERNET_HEADER_LEN > egress.mtu + 8 {
+            return self.counters.drop("egress", "frame over egress mtu");
+        }
+        self.counters.non_ip_frames += u64::from(matches!(error, ParseError::UnsupportedEtherType(_)));
+        self.emit_frame(slot, &Header::none(), frame.len());
+    }
+
+    /// A frame that is not (or no longer) a super-packet.
+    fn single(&mut self, rx: &RxBatch, slot: usize, offload: &ValidatedOffload, layout: &Layout, egress: &Egress) {
+        let frame = &rx.raw(slot)[VNET_LEN..];
+        if layout.frame_end() - layout.l2_len > egress.mtu {
+            return self.counters.drop("egress", "frame over egress mtu");
+        }
+        if let Some(coalescer) = &mut self.coalescer {
+            let (tx, counters, to_complete) = (&mut self.tx, &mut self.counters, &mut self.to_complete);
+            if coalescer.offer(slot, frame, layout, offload.checksum, egress, tx, counters, to_complete) {
+                return;
+            }
+        }
+        let header = self.checksum_header(slot, offload.checksum, layout, egress);
+        self.emit_frame(slot, &header, frame.len());
+    }
+
+    /// The vnet header a non-GSO frame leaves with; queues a completion if needed.
+    fn checksum_header(&mut self, slot: usize, state: ChecksumState, layout: &Layout, egress: &Egress) -> Header {
+        checksum_header(self.mode, slot, state, layout, egress, &mut self.counters, &mut self.to_complete)
+    }
+
+    fn super_packet(
+        &mut self,
+        rx: &RxBatch,
+        slot: usize,
+        header: &Header,
+        layout: &Layout,
+        request: &GsoRequest,
+        egress: &Egress,
+    ) {
+        self.counters.rx_super_packets += 1;
+        if let Some(coalescer) = &mut self.coalescer {
+            // Runs held for this flow must leave before this packet does.
+            coalescer.flush(egress, &mut self.tx, &mut self.counters, &mut self.to_complete);
+        }
+        if request.headers_len - layout.l2_len + usize::from(request.gso_size) > egress.mtu {
+            return self.counters.drop("egress", "segments over egress mtu");
+        }
+        let frame = &rx.raw(slot)[VNET_LEN..];
+        let pass = matches!(self.mode, Mode::Pass | Mode::Gro) && egress.accepts(request);
+        if pass {
+            self.counters.passed_super_packets += 1;
+            let out = Header { num_buffers: 0, hdr_len: request.headers_len as u16, ..*header };
+            return self.emit_frame(slot, &out, frame.len());
+        }
+        let partial = self.mode != Mode::Csum && egress.offloads.csum;
+        let params = GsoParams {
+            kind: match request.kind {
+                virtio::GsoKind::TcpV4 | virtio::GsoKind::TcpV6 => GsoKind::Tcp,
+                virtio::GsoKind::Uso => GsoKind::Udp,
+                virtio::GsoKind::Ufo => GsoKind::UdpFragment,
+            },
+            segment_size: request.gso_size,
+            checksum: if partial { L4Checksum::Partial } else { L4Checksum::Full },
+            fixed_ip_id: false,
+            ecn: request.ecn,
+            outer_udp_checksum: false,
+        };
+        if let Err(err) = gso::segment(frame, layout, &params, &mut self.segments) {
+            return self.counters.drop("gso", err.reason());
+        }
+        self.counters.segmented_super_packets += 1;
+        for segment in self.segments.iter() {
+            let vnet = match segment.partial_checksum {
+                Some(pc) => Header {
+                    flags: Flags::NEEDS_CSUM,
+                    csum_start: pc.start,
+                    csum_offset: pc.offset,
+                    ..Header::none()
+                },
+                None => Header::none(),
+            };
+            self.tx.begin(&vnet.to_bytes());
+            self.tx.push_bytes(segment.header);
+            self.tx.push_rx(slot, VNET_LEN + segment.payload.start..VNET_LEN + segment.payload.end);
+            self.counters.segments += 1;
+            self.counters.checksums_completed += u64::from(segment.partial_checksum.is_none());
+        }
+    }
+
+    fn emit_frame(&mut self, slot: usize, header: &Header, frame_len: usize) {
+        self.tx.begin(&header.to_bytes());
+        self.tx.push_rx(slot, VNET_LEN..VNET_LEN + frame_len);
+    }
+}
+
+/// The vnet header a non-GSO frame leaves with: a partial checksum is handed on when
+/// the egress accepts it (and the mode allows), otherwise queued for completion.
+pub(crate) fn checksum_header(
+    mode: Mode,
+    slot: usize,
+    state: ChecksumState,
+    layout: &Layout,
+    egress: &Egress,
+    counters: &mut Counters,
+    to_complete: &mut Vec<(usize, ChecksumSpan)>,
+) -> Header {
+    match state {
+        ChecksumState::Partial { start, offset } if mode == Mode::Csum || !egress.offloads.csum => {
+            to_complete.push((slot, ChecksumSpan { start, offset, end: layout.frame_end() }));
+            counters.checksums_completed += 1;
+            Header::none()
+        }
+        ChecksumState::Partial { start, offset } => Header {
+            flags: Flags::NEEDS_CSUM,
+            csum_start: start as u16,
+            csum_offset: offset as u16,
+            ..Header::none()
+        },
+        ChecksumState::Valid if egress.offloads.csum => Header::data_valid(),
+        ChecksumState::Valid | ChecksumState::Complete => Header::none(),
+    }
+}
+
+/// Finishes a partial checksum in place, as the kernel's `skb_checksum_help` does: the
+/// field holds the pseudo-header sum, so summing the span and folding completes it.
+fn complete_checksum(frame: &mut [u8], span: ChecksumSpan) {
+    let field = span.start + span.offset;
+    // Validation put the field inside the packet; a frame too short is left as it is.
+    let Some(data) = frame.get(span.start..span.end) else { return };
+    if field + 2 > span.end {
+        return;
+    }
+    let value = match checksum::finish(checksum::sum(data, 0)) {
+        0 => 0xffff, // an all-zero result is sent as its one's-complement twin
+        value => value,
+    };
+    frame[field..field + 2].copy_from_slice(&value.to_be_bytes());
+}
+
+#[cfg(test)]
+#[path = "forward_tests.rs"]
+mod tests;

@@ -1,0 +1,117 @@
+//! The forwarding loop: one thread polls both ports; a readable port's batch is read,
+//! turned into frames to send by its direction's [`Direction`], and written to the
+//! other port.
+
+use crate::forward::{Direction, Egress, Mode};
+use crate::port::{Port, RxBatch};
+use crate::stats::Report;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a poll waits before signal flags are looked at again.
+const POLL_TIMEOUT_MS: libc::c_int = 200;
+/// How often the ports' MTUs are read again (a lab may change them while we run).
+const MTU_REFRESH: Duration = Duration::from_secs(1);
+
+/// Signals the loop reacts to, set from signal handlers.
+pub struct Flags<'a> {
+    pub stop: &'a AtomicBool,
+    pub report: &'a AtomicBool,
+}
+
+pub struct Forwarder {
+    ports: [Box<dyn Port>; 2],
+    directions: [Direction; 2],
+    rx: RxBatch,
+    mode: Mode,
+    labels: [String; 2],
+    started: Instant,
+}
+
+impl Forwarder {
+    pub fn new(ports: [Box<dyn Port>; 2], mode: Mode, batch: usize) -> Forwarder {
+        let labels = [ports[0].label().to_string(), ports[1].label().to_string()];
+        Forwarder {
+            ports,
+            directions: [Direction::new(mode), Direction::new(mode)],
+            rx: RxBatch::new(batch),
+            mode,
+            labels,
+            started: Instant::now(),
+        }
+    }
+
+    pub fn report(&self) -> Report<'_> {
+        Report {
+            mode: self.mode.name(),
+            ports: [&self.labels[0], &self.labels[1]],
+            started: self.started,
+            directions: [self.directions[0].counters(), self.directions[1].counters()],
+        }
+    }
+
+    /// Forwards until `flags.stop` is set; calls `on_report` whenever `flags.report` is.
+    /// Returns an error only when a port's device went away.
+    pub fn run(&mut self, flags: Flags<'_>, mut on_report: impl FnMut(&Forwarder)) -> io::Result<()> {
+        self.started = Instant::now();
+        let mut fds = [pollfd(self.ports[0].fd()), pollfd(self.ports[1].fd())];
+        let mut mtu_read_at = Instant::now();
+        while !flags.stop.load(Ordering::Relaxed) {
+            if flags.report.swap(false, Ordering::Relaxed) {
+                on_report(self);
+            }
+            if mtu_read_at.elapsed() >= MTU_REFRESH {
+                for (port, label) in self.ports.iter_mut().zip(&self.labels) {
+                    port.refresh_mtu().map_err(|err| port_error(label, err))?;
+                }
+                mtu_read_at = Instant::now();
+            }
+            // Read both ports until neither has anything; sleep in poll only then, so
+            // a busy forwarder makes no poll call per batch.
+            let mut busy = false;
+            for ingress in 0..2 {
+                busy |= self.forward_batch(ingress)?;
+            }
+            if busy {
+                continue;
+            }
+            for fd in &mut fds {
+                fd.revents = 0;
+            }
+            // SAFETY: `fds` is a valid array of two pollfd structs.
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_TIMEOUT_MS) };
+            if ready < 0 {
+                let err = io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EINTR) {
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one batch from port `ingress` and writes what comes of it to the other;
+    /// returns whether there was anything to read.
+    fn forward_batch(&mut self, ingress: usize) -> io::Result<bool> {
+        let egress = 1 - ingress;
+        self.ports[ingress].recv_batch(&mut self.rx).map_err(|err| port_error(&self.labels[ingress], err))?;
+        if self.rx.len() == 0 {
+            return Ok(false);
+        }
+        let target = Egress { offloads: self.ports[egress].offloads(), mtu: self.ports[egress].mtu() };
+        let direction = &mut self.directions[ingress];
+        direction.process(&mut self.rx, &target);
+        let (tx, counters) = direction.output();
+        self.ports[egress].send(tx, &self.rx, counters).map_err(|err| port_error(&self.labels[egress], err))?;
+        Ok(true)
+    }
+}
+
+fn pollfd(fd: std::os::fd::RawFd) -> libc::pollfd {
+    libc::pollfd { fd, events: libc::POLLIN, revents: 0 }
+}
+
+fn port_error(label: &str, err: io::Error) -> io::Error {
+    io::Error::new(err.kind(), format!("{label}: {err} (device gone?)"))
+}

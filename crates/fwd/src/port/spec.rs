@@ -1,0 +1,110 @@
+//! `--port` arguments: `tap:NAME@NETNS[,offloads=csum+tso4,napi]`,
+//! `packet:IFNAME@NETNS[,offloads=…,qdisc-bypass]`.
+
+use super::Offloads;
+use crate::netns::Netns;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// A TAP device the forwarder creates, with `IFF_VNET_HDR` (the "VM" side).
+    Tap,
+    /// An AF_PACKET socket on an existing device, with `PACKET_VNET_HDR` (the "NIC").
+    Packet,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    pub kind: PortKind,
+    pub ifname: String,
+    pub netns: Netns,
+    pub offloads: Offloads,
+    /// TAP only: `IFF_NAPI`, so frames written go through the kernel's GRO.
+    pub napi: bool,
+    /// AF_PACKET only: `PACKET_QDISC_BYPASS`.
+    pub qdisc_bypass: bool,
+}
+
+impl PortSpec {
+    pub fn label(&self) -> String {
+        let kind = match self.kind {
+            PortKind::Tap => "tap",
+            PortKind::Packet => "packet",
+        };
+        match &self.netns {
+            Netns::Current => format!("{kind}:{}", self.ifname),
+            Netns::Named(ns) => format!("{kind}:{}@{ns}", self.ifname),
+        }
+    }
+}
+
+impl std::str::FromStr for PortSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<PortSpec, String> {
+        let (kind, rest) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?}: expected tap:NAME@NETNS or packet:IFNAME@NETNS"))?;
+        let kind = match kind {
+            "tap" => PortKind::Tap,
+            "packet" => PortKind::Packet,
+            other => return Err(format!("unknown port kind {other:?} (tap or packet)")),
+        };
+        let mut options = rest.split(',');
+        let place = options.next().unwrap_or_default();
+        let (ifname, netns) = match place.split_once('@') {
+            Some((name, ns)) => (name, Netns::parse(Some(ns))),
+            None => (place, Netns::Current),
+        };
+        if ifname.is_empty() || ifname.len() > 15 || ifname.contains('/') {
+            return Err(format!("{ifname:?}: a device name has 1 to 15 characters, no '/'"));
+        }
+        let mut spec = PortSpec {
+            kind,
+            ifname: ifname.to_string(),
+            netns,
+            offloads: match kind {
+                PortKind::Tap => Offloads::default(),
+                PortKind::Packet => Offloads::ALL,
+            },
+            napi: false,
+            qdisc_bypass: false,
+        };
+        for option in options {
+            match (kind, option.split_once('=')) {
+                (_, Some(("offloads", list))) => spec.offloads = Offloads::parse(list)?,
+                (PortKind::Tap, None) if option == "napi" => spec.napi = true,
+                (PortKind::Packet, None) if option == "qdisc-bypass" => spec.qdisc_bypass = true,
+                _ => return Err(format!("{option:?}: not an option of a {} port", spec.label())),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_tap_port_with_options() {
+        let spec: PortSpec = "tap:ofl-ta@ofl-1-a,offloads=csum+tso4,napi".parse().unwrap();
+        assert_eq!(spec.kind, PortKind::Tap);
+        assert_eq!(spec.ifname, "ofl-ta");
+        assert_eq!(spec.netns, Netns::Named("ofl-1-a".into()));
+        assert!(spec.napi && spec.offloads.tso4 && !spec.offloads.tso6);
+        assert_eq!(spec.label(), "tap:ofl-ta@ofl-1-a");
+    }
+
+    #[test]
+    fn packet_ports_default_to_every_offload() {
+        let spec: PortSpec = "packet:ofl-vm@ofl-1-m".parse().unwrap();
+        assert_eq!(spec.offloads, Offloads::ALL);
+    }
+
+    #[test]
+    fn refuses_bad_specs() {
+        for bad in ["tap", "udp:x@y", "tap:@ns", "tap:ofl-way-too-long-name@n", "packet:x@n,napi"] {
+            assert!(bad.parse::<PortSpec>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! A TAP device with virtio-net headers: the forwarder plays the hypervisor's backend,
+//! the namespace behind the device plays the guest.
+
+use super::sys;
+use super::{send_error_reason, Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
+use crate::stats::Counters;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+pub struct TapPort {
+    fd: OwnedFd,
+    label: String,
+    offloads: Offloads,
+    mtu: usize,
+    probe: sys::MtuProbe,
+    /// Reused per frame; holds pointers only during a `send`.
+    iovecs: Vec<libc::iovec>,
+}
+
+impl TapPort {
+    /// Creates (or attaches to) the TAP device inside the spec's namespace.
+    pub fn open(spec: &PortSpec) -> io::Result<TapPort> {
+        let name = spec.ifname.clone();
+        let explain = |err| sys::explain(err, &spec.ifname, &spec.netns, "cannot create tap");
+        let opened = spec.netns.run(|| {
+            let fd = sys::open_rw("/dev/net/tun").map_err(|err| match err.raw_os_error() {
+                Some(libc::ENOENT) => io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no /dev/net/tun: load the tun module (modprobe tun)",
+                ),
+                _ => err,
+            })?;
+            let mut flags = libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
+            if spec.napi {
+                flags |= libc::IFF_NAPI;
+            }
+            let mut req = sys::ifreq(&name);
+            req.ifr_ifru.ifru_flags = flags as libc::c_short;
+            sys::ioctl_ifreq(fd.as_raw_fd(), libc::TUNSETIFF, &mut req)?;
+            sys::ioctl_int(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, VNET_LEN as libc::c_int)?;
+            sys::ioctl_value(fd.as_raw_fd(), libc::TUNSETOFFLOAD, spec.offloads.tun_flags() as libc::c_ulong)?;
+            sys::set_nonblocking(fd.as_raw_fd())?;
+            let probe = sys::MtuProbe::new(&name)?;
+            probe.set_up()?;
+            Ok((fd, probe))
+        });
+        let (fd, probe) = opened.map_err(explain)?;
+        Ok(TapPort { fd, label: spec.label(), offloads: spec.offloads, mtu: probe.mtu()?, probe, iovecs: Vec::new() })
+    }
+}
+
+impl Port for TapPort {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn offloads(&self) -> Offloads {
+        self.offloads
+    }
+
+    fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    fn refresh_mtu(&mut self) -> io::Result<()> {
+        self.mtu = self.probe.mtu()?;
+        Ok(())
+    }
+
+    fn recv_batch(&mut self, batch: &mut RxBatch) -> io::Result<()> {
+        batch.clear();
+        while let Some(slot) = batch.next_slot() {
+            // The kernel writes only the first 10 header bytes; clear num_buffers so a
+            // stale value from an earlier frame is never read as this frame's.
+            slot[10..VNET_LEN].fill(0);
+            match sys::read(self.fd.as_raw_fd(), slot)? {
+                Some(len) => batch.commit(len),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, counters: &mut Counters) -> io::Result<()> {
+        for index in 0..tx.len() {
+            self.iovecs.clear();
+            let bytes = tx.iovecs(index, rx, &mut self.iovecs);
+            match sys::writev(self.fd.as_raw_fd(), &self.iovecs) {
+                Ok(_) => counters.sent(bytes - VNET_LEN),
+                Err(err) if sys::is_fatal(&err) => return Err(err),
+                Err(err) => counters.drop("egress", send_error_reason(&err)),
+            }
+        }
+        Ok(())
+    }
+}

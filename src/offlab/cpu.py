@@ -1,0 +1,123 @@
+"""Per-core CPU time from /proc/stat: a pure parser, the delta between two snapshots as
+`CpuShare`s (percent of the window per class), and the snapshot itself.
+
+/proc/stat columns per core: user nice system idle iowait irq softirq steal guest
+guest_nice, in USER_HZ ticks. guest/guest_nice are already included in user/nice by
+the kernel, so they are not added again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from .records import CPU_CLASSES, CpuShare
+
+PROC_STAT = Path("/proc/stat")
+
+_COLUMNS = ("usr", "nice", "sys", "idle", "iowait", "irq", "soft", "steal")
+"""Our class names for the first eight /proc/stat columns, in the file's order."""
+
+
+class ProcStatError(ValueError):
+    """/proc/stat text that cannot be used, with the reason and the line."""
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """Cumulative ticks of every core at one instant."""
+
+    ticks: Mapping[int, Mapping[str, int]]
+    """core → class → ticks since boot."""
+
+
+def parse_proc_stat(text: str) -> CpuTimes:
+    """Parse the per-core `cpuN` lines; the aggregate `cpu` line and other keys are skipped."""
+    cores: dict[int, dict[str, int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or not fields[0].startswith("cpu") or fields[0] == "cpu":
+            continue
+        core_text = fields[0][3:]
+        if not core_text.isdigit():
+            raise ProcStatError(f"line {number}: {fields[0]!r} is not cpu<N>")
+        values = fields[1:]
+        if len(values) < len(_COLUMNS):
+            raise ProcStatError(
+                f"line {number}: {len(values)} columns, need at least {len(_COLUMNS)}"
+            )
+        if not all(v.isdigit() for v in values[: len(_COLUMNS)]):
+            raise ProcStatError(f"line {number}: non-numeric tick count in {line!r}")
+        cores[int(core_text)] = {c: int(v) for c, v in zip(_COLUMNS, values)}
+    if not cores:
+        raise ProcStatError("no cpu<N> lines")
+    return CpuTimes(cores)
+
+
+def shares_between(before: CpuTimes, after: CpuTimes) -> tuple[CpuShare, ...]:
+    """Each core's share of the window between two snapshots, per class, in percent.
+
+    A counter that went backwards (iowait can, by kernel design) counts as zero, so
+    the classes still sum to 100 % of the ticks that did elapse. A core with no ticks
+    elapsed raises: the window was too short to say anything."""
+    if set(before.ticks) != set(after.ticks):
+        raise ProcStatError("the two snapshots list different cores (CPU hotplug?)")
+    shares = []
+    for core in sorted(before.ticks):
+        deltas = {
+            c: max(0, after.ticks[core][c] - before.ticks[core][c]) for c in CPU_CLASSES
+        }
+        total = sum(deltas.values())
+        if total == 0:
+            raise ProcStatError(f"core {core}: no ticks elapsed between the snapshots")
+        shares.append(CpuShare(core, {c: 100.0 * d / total for c, d in deltas.items()}))
+    return tuple(shares)
+
+
+def snapshot(path: Path = PROC_STAT) -> CpuTimes:
+    return parse_proc_stat(path.read_text())
+
+
+# --- one process ------------------------------------------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ProcessTimes:
+    """utime/stime ticks of one process (fields 14 and 15 of /proc/<pid>/stat)."""
+
+    usr: int
+    sys: int
+
+
+def parse_pid_stat(text: str) -> ProcessTimes:
+    """Parse /proc/<pid>/stat; the command name may hold spaces and parentheses, so the
+    fields are counted from the last ')'."""
+    _, paren, rest = text.rpartition(")")
+    fields = rest.split()
+    if not paren or len(fields) < 13:
+        raise ProcStatError(f"not a /proc/<pid>/stat line: {text[:80]!r}")
+    try:
+        return ProcessTimes(int(fields[11]), int(fields[12]))
+    except ValueError:
+        raise ProcStatError(f"non-numeric utime/stime in {text[:80]!r}") from None
+
+
+def process_times(pid: int) -> ProcessTimes | None:
+    """None once the process is gone (a client that already exited)."""
+    try:
+        return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def process_percent(before: ProcessTimes | None, after: ProcessTimes | None,
+                    window_s: float) -> dict[str, float] | None:
+    """usr and sys of one process over a window, in percent of one core."""
+    if before is None or after is None or window_s <= 0:
+        return None
+    scale = 100.0 / (window_s * CLK_TCK)
+    return {"usr": (after.usr - before.usr) * scale, "sys": (after.sys - before.sys) * scale}

@@ -1,0 +1,115 @@
+"""`offlab doctor`: everything the lab needs from the machine, each with its fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from pyroute2 import NetlinkError, NetNS
+
+from .proc import ProcessError, run
+from .topology.base import Topology
+from .topology.naming import device_name
+
+TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2"}
+DEVICE_KINDS = ("veth", "vxlan")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def check_root() -> Check:
+    root = os.geteuid() == 0
+    return Check("root", root, "running as root" if root else f"uid {os.geteuid()}",
+                 "" if root else "run offlab as root (sudo .venv/bin/offlab …): namespaces need CAP_NET_ADMIN")
+
+
+def check_tool(name: str, package: str) -> Check:
+    path = shutil.which(name)
+    return Check(name, path is not None, path or "not found",
+                 "" if path else f"apt-get install {package}  (or: make setup)")
+
+
+def check_tun() -> Check:
+    """Opening the clone device proves the tun driver is there (built in or loaded)."""
+    fix = "modprobe tun (CONFIG_TUN), and mknod /dev/net/tun c 10 200 if the node is missing"
+    try:
+        os.close(os.open("/dev/net/tun", os.O_RDWR))
+    except OSError as err:
+        return Check("kernel: tun", False, f"/dev/net/tun: {err.strerror}", fix)
+    return Check("kernel: tun", True, "/dev/net/tun opens")
+
+
+class _Probe(Topology):
+    """A throw-away namespace in which each device kind the scenarios use is created."""
+
+    scenario = "doctor"
+
+    def __init__(self) -> None:
+        super().__init__(mtu=1500)
+        self.results: dict[str, str | None] = {}
+
+    def _build(self) -> None:
+        ns_name = self.add_namespace("doctor")
+        with NetNS(ns_name) as ns:
+            self._try(ns, "veth", dict(ifname=device_name("d0"), kind="veth",
+                      peer={"ifname": device_name("d1")}))
+            self._try(ns, "vxlan", dict(ifname=device_name("dvx"), kind="vxlan", vxlan_id=42,
+                      vxlan_port=4789, vxlan_local="10.201.0.1"))
+
+    def _try(self, ns: NetNS, device_kind: str, link: dict[str, object]) -> None:
+        try:
+            ns.link("add", **link)
+            self.results[device_kind] = None
+        except (OSError, NetlinkError) as err:
+            self.results[device_kind] = str(err)
+
+
+def check_device_kinds() -> list[Check]:
+    """Create a veth pair and a VXLAN device in a throw-away namespace: proof that the
+    kernel (modules loaded, built in or auto-loaded) supports what the scenarios build."""
+    probe = _Probe()
+    try:
+        with probe:
+            pass
+    except OSError as err:
+        return [Check("network namespaces", False, str(err), "needs root and CONFIG_NET_NS")]
+    checks = [Check("network namespaces", True, "created and removed one")]
+    for kind in DEVICE_KINDS:
+        failure = probe.results.get(kind, "not tried")
+        checks.append(Check(f"kernel: {kind}", failure is None, failure or "device created",
+                            "" if failure is None else f"modprobe {kind} (CONFIG_{kind.upper()})"))
+    return checks
+
+
+def check_cores() -> Check:
+    n = os.cpu_count() or 1
+    return Check("cores", n >= 2, f"{n} online",
+                 "" if n >= 2 else "sender and receiver need a core each; use a machine with 2+ cores")
+
+
+def check_iperf_affinity() -> Check:
+    try:
+        out = run(["iperf3", "--version"], timeout=5, check=False).stdout
+    except ProcessError as err:
+        return Check("iperf3 -A", False, str(err), "apt-get install iperf3")
+    ok = "CPU affinity" in out
+    return Check("iperf3 -A", ok, "CPU affinity supported" if ok else "this iperf3 cannot pin (-A)",
+                 "" if ok else "install an iperf3 built with CPU affinity support")
+
+
+def run_checks() -> list[Check]:
+    checks = [check_root()]
+    checks += [check_tool(name, package) for name, package in TOOLS.items()]
+    checks.append(check_iperf_affinity())
+    checks.append(check_tun())
+    checks.append(check_cores())
+    if checks[0].ok:
+        checks += check_device_kinds()
+    return checks

@@ -1,0 +1,199 @@
+"""Offload features: a pure parser of `ethtool -k`, the seed plan's profile sequences,
+and setting a profile on real interfaces with the state actually in force read back.
+
+A feature the kernel would not change (`[fixed]`), or one that another change turned
+off with it (a cascade: no tx checksumming → no TSO), is a fact of the run: it is
+recorded as read back, never treated as an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+from .proc import Completed, in_netns
+from .records import FeatureState, OffloadProfile
+
+# ethtool -k names of the features the seed plan toggles.
+TSO = "tcp-segmentation-offload"
+TX_CSUM = "tx-checksumming"
+GSO = "generic-segmentation-offload"
+UDP_TNL = "tx-udp_tnl-segmentation"
+GRO = "generic-receive-offload"
+RX_CSUM = "rx-checksumming"
+
+TOGGLED = (TSO, TX_CSUM, GSO, UDP_TNL, GRO, RX_CSUM)
+"""Everything a profile may switch; "all on" switches all of them on everywhere."""
+
+RECORDED = TOGGLED + (
+    "scatter-gather",
+    "tx-checksum-ip-generic",
+    "tx-tcp-segmentation",
+    "tx-udp-segmentation",
+    "tx-udp_tnl-csum-segmentation",
+    "rx-gro-list",
+)
+"""Features stored with every sample: the toggled ones plus those that cascade with them."""
+
+ALL_ON = "all-on"
+
+_SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
+
+
+@dataclass(frozen=True)
+class EthtoolFeature:
+    on: bool
+    fixed: bool = False
+    requested_on: bool | None = None
+    """Set when ethtool shows `[requested on]`/`[requested off]`: the wanted state differs
+    from the one in force (a dependency keeps it from changing)."""
+
+
+@dataclass(frozen=True)
+class FeatureListing:
+    features: Mapping[str, EthtoolFeature]
+    malformed: tuple[str, ...] = ()
+    """One reason per line that could not be parsed (kept, counted, never fatal)."""
+
+
+def parse_features(text: str) -> FeatureListing:
+    """Parse `ethtool -k DEV` output: `name: on|off [fixed|requested on|requested off]`."""
+    features: dict[str, EthtoolFeature] = {}
+    malformed: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("Features for "):
+            continue
+        name, sep, rest = line.partition(":")
+        words = rest.split()
+        if not sep or not name or not words or words[0] not in ("on", "off"):
+            malformed.append(f"line {number}: not 'feature: on|off' ({raw!r})")
+            continue
+        qualifier = " ".join(words[1:])
+        fixed = qualifier == "[fixed]"
+        requested = {"[requested on]": True, "[requested off]": False}.get(qualifier)
+        if qualifier and not fixed and requested is None:
+            malformed.append(f"line {number}: unknown qualifier {qualifier!r}")
+            continue
+        features[name.strip()] = EthtoolFeature(words[0] == "on", fixed, requested)
+    return FeatureListing(features, tuple(malformed))
+
+
+# --- profiles --------------------------------------------------------------------------
+
+
+def _off(features: Iterable[str]) -> dict[str, bool]:
+    return {f: False for f in features}
+
+
+def _cumulative(side: str, steps: Sequence[Sequence[str]]) -> list[OffloadProfile]:
+    profiles, off = [], []
+    for step in steps:
+        off.extend(step)
+        name = "+".join(_SHORT[f] for f in off if f != UDP_TNL) + "-off"
+        profiles.append(OffloadProfile(name, side, _off(off)))  # type: ignore[arg-type]
+    return profiles
+
+
+def all_on() -> OffloadProfile:
+    """The shared baseline of both sequences: every toggled feature on, on both sides."""
+    return OffloadProfile(ALL_ON, "both", {})
+
+
+def tx_sequence(tunnel: bool) -> list[OffloadProfile]:
+    """Seed plan, transmitter: TSO off → + tx checksumming off → + GSO off (on a tunnel
+    the last step also turns tx-udp_tnl-segmentation off). Cumulative; "all on" first."""
+    last = [GSO, UDP_TNL] if tunnel else [GSO]
+    return [all_on(), *_cumulative("tx", [[TSO], [TX_CSUM], last])]
+
+
+def rx_sequence() -> list[OffloadProfile]:
+    """Seed plan, receiver: GRO off → + rx checksumming off. Cumulative; "all on" first."""
+    return [all_on(), *_cumulative("rx", [[GRO], [RX_CSUM]])]
+
+
+def one_off_at_a_time(side: str, tunnel: bool) -> list[OffloadProfile]:
+    """Each feature of one side off alone, everything else on: isolates single effects."""
+    if side == "tx":
+        names = [TSO, TX_CSUM, GSO] + ([UDP_TNL] if tunnel else [])
+    else:
+        names = [GRO, RX_CSUM]
+    singles = [OffloadProfile(f"only-{_SHORT[f]}-off", side, {f: False}) for f in names]  # type: ignore[arg-type]
+    return [all_on(), *singles]
+
+
+# --- applying to interfaces ------------------------------------------------------------
+
+Runner = Callable[..., Completed]
+"""`proc.run`-compatible: run(args, check=..., timeout=...) → Completed."""
+
+
+@dataclass(frozen=True)
+class Interface:
+    """A device whose offloads a profile controls."""
+
+    side: str
+    """"tx" or "rx": which host it belongs to."""
+    namespace: str
+    device: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.side}:{self.device}"
+
+
+@dataclass
+class OffloadControl:
+    """Sets features with `ethtool -K` inside the interface's namespace and reads back."""
+
+    run: Runner
+    malformed_lines: int = 0
+    refused: list[str] = field(default_factory=list)
+    """`ethtool -K` calls the kernel refused outright (the read-back records the result)."""
+
+    def read(self, iface: Interface) -> dict[str, EthtoolFeature]:
+        out = self.run(in_netns(iface.namespace, ["ethtool", "-k", iface.device]))
+        listing = parse_features(out.stdout)
+        self.malformed_lines += len(listing.malformed)
+        return dict(listing.features)
+
+    def set(self, iface: Interface, wanted: Mapping[str, bool]) -> None:
+        """Ask for `wanted`; features that are fixed, absent or already right are skipped."""
+        current = self.read(iface)
+        changes: list[str] = []
+        for name, on in wanted.items():
+            feature = current.get(name)
+            if feature is None or feature.fixed or feature.on == on:
+                continue
+            changes += [name, "on" if on else "off"]
+        if not changes:
+            return
+        args = in_netns(iface.namespace, ["ethtool", "-K", iface.device, *changes])
+        done = self.run(args, check=False)
+        if done.returncode != 0:
+            self.refused.append(f"{iface.label}: {' '.join(changes)}: {done.stderr.strip()}")
+
+    def apply(
+        self, profile: OffloadProfile, interfaces: Sequence[Interface]
+    ) -> dict[str, dict[str, FeatureState]]:
+        """Put every interface in the profile's state; return what is actually in force."""
+        baseline = {name: True for name in TOGGLED}
+        for iface in interfaces:
+            wanted = dict(baseline)
+            if _targets(profile, iface):
+                wanted.update(profile.features)
+            self.set(iface, wanted)
+        return {iface.label: self.state(iface, profile) for iface in interfaces}
+
+    def state(self, iface: Interface, profile: OffloadProfile) -> dict[str, FeatureState]:
+        asked = profile.features if _targets(profile, iface) else {}
+        features = self.read(iface)
+        return {
+            name: FeatureState(on=f.on, fixed=f.fixed, requested=asked.get(name))
+            for name, f in features.items()
+            if name in RECORDED or name in asked
+        }
+
+
+def _targets(profile: OffloadProfile, iface: Interface) -> bool:
+    return profile.side in ("both", iface.side)

@@ -1,0 +1,244 @@
+"""Test plans: TOML files → an ordered list of `CaseSpec`s.
+
+A plan names scenarios, MTUs, traffic and offload sequences; the cross product, in
+that order, is the list of cases. Every mistake is reported as one line naming the
+file, the key, what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import offloads
+from .records import CaseSpec, OffloadProfile, TrafficSpec
+from .topology import MTUS, SCENARIOS, TUNNELLED
+from .traffic import report_interval, whole_seconds
+
+TRAFFIC = {
+    "tcp": {"protocol": "tcp"},
+    "udp1472": {"protocol": "udp", "udp_payload": 1472},
+    "udp18": {"protocol": "udp", "udp_payload": 18},
+}
+"""Named workloads: TCP stream; UDP in 1500 B frames (1472 B payload); UDP in 60 B
+frames (18 B payload, the Ethernet minimum)."""
+
+SEQUENCES = ("tx", "rx", "tx-single", "rx-single")
+_KEYS = {
+    "name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
+    "sequences", "profiles", "steer_rx_softirq",
+}
+_PROFILE_KEYS = {"name", "side", "off"}
+
+
+class PlanError(ValueError):
+    """A plan that cannot be run; the message is one line with the fix."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    source: str
+    runs: int
+    cases: tuple[CaseSpec, ...]
+    description: str = ""
+    steer_rx_softirq: bool = True
+
+    def with_overrides(self, runs: int | None = None, duration: float | None = None,
+                       warmup: float | None = None) -> "Plan":
+        """The same plan with command-line overrides applied (validated like the file)."""
+        where = f"{self.source}: command line"
+        if runs is not None and runs < 1:
+            raise PlanError(f"{where}: --runs {runs} must be at least 1")
+        if duration is not None and duration <= 0:
+            raise PlanError(f"{where}: --duration {duration} must be more than 0 seconds")
+        if warmup is not None:
+            _check_warmup(warmup, f"{where}: --warmup")
+        for case in self.cases[:1]:
+            _check_total(case.traffic.warmup_s if warmup is None else warmup,
+                         case.traffic.duration_s if duration is None else duration,
+                         f"{where}: warm-up + --duration")
+        cases = tuple(
+            replace(c, traffic=replace(
+                c.traffic,
+                duration_s=c.traffic.duration_s if duration is None else duration,
+                warmup_s=c.traffic.warmup_s if warmup is None else warmup,
+            ))
+            for c in self.cases
+        )
+        return replace(self, runs=self.runs if runs is None else runs, cases=cases)
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("offlab") / "plans"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load(plan: str) -> Plan:
+    """A built-in plan by name, or a TOML file by path."""
+    if plan in builtin_names():
+        text = (resources.files("offlab") / "plans" / f"{plan}.toml").read_text()
+        return parse(text, source=f"{plan} (built-in)")
+    path = Path(plan)
+    if not path.is_file():
+        raise PlanError(
+            f"{plan}: no such plan file; use one of {', '.join(builtin_names())} or a .toml path"
+        )
+    return parse(path.read_text(), source=str(path))
+
+
+def parse(text: str, source: str) -> Plan:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PlanError(f"{source}: not valid TOML: {err}") from None
+    check = _Checker(source, doc)
+    check.no_unknown_keys(doc, _KEYS, "")
+    runs = check.integer("runs", minimum=1)
+    duration = check.number("duration", above=0)
+    warmup = check.number("warmup", at_least=0, default=1.0)
+    _check_warmup(warmup, f"{source}: key 'warmup'")
+    _check_total(warmup, duration, f"{source}: keys 'warmup' + 'duration'")
+    scenarios = check.choices("scenarios", sorted(SCENARIOS))
+    mtus = check.choices("mtus", list(MTUS))
+    traffic = [
+        TrafficSpec(duration_s=duration, warmup_s=warmup, **TRAFFIC[t])  # type: ignore[arg-type]
+        for t in check.choices("traffic", list(TRAFFIC))
+    ]
+    sequences = check.choices("sequences", list(SEQUENCES), default=[])
+    custom = check.profiles()
+    if not sequences and not custom:
+        raise PlanError(f"{source}: key 'sequences': no offload profiles; "
+                        f"set sequences to some of {', '.join(SEQUENCES)} or add [[profiles]]")
+    cases = []
+    for scenario in scenarios:
+        profiles = _profiles(sequences, scenario in TUNNELLED) + custom
+        for mtu in mtus:
+            for spec in traffic:
+                cases.extend(CaseSpec(scenario, mtu, p, spec) for p in profiles)
+    return Plan(
+        name=check.string("name"),
+        source=source,
+        runs=runs,
+        cases=tuple(cases),
+        description=check.string("description", default=""),
+        steer_rx_softirq=check.boolean("steer_rx_softirq", default=True),
+    )
+
+
+def _profiles(sequences: list[str], tunnel: bool) -> list[OffloadProfile]:
+    """Profiles of the chosen sequences, each once ("all on" is shared by all of them)."""
+    chosen: dict[tuple[str, str], OffloadProfile] = {}
+    for sequence in sequences:
+        if sequence == "tx":
+            found = offloads.tx_sequence(tunnel)
+        elif sequence == "rx":
+            found = offloads.rx_sequence()
+        else:
+            found = offloads.one_off_at_a_time(sequence.split("-")[0], tunnel)
+        for profile in found:
+            chosen.setdefault((profile.side, profile.name), profile)
+    return list(chosen.values())
+
+
+def _check_warmup(warmup: float, where: str) -> None:
+    try:
+        report_interval(warmup)
+    except ValueError:
+        raise PlanError(f"{where}: {warmup} s is not a multiple of 0.1 s; use e.g. 0.5 or 1") from None
+
+
+def _check_total(warmup: float, duration: float, where: str) -> None:
+    try:
+        whole_seconds(warmup + duration)
+    except ValueError:
+        raise PlanError(f"{where} = {warmup + duration:g} s; iperf3 runs whole seconds, "
+                        f"so make it e.g. {max(1, round(warmup + duration))}") from None
+
+
+class _Checker:
+    """Typed access to a plan document with one-line errors."""
+
+    def __init__(self, source: str, doc: dict[str, Any]):
+        self.source = source
+        self.doc = doc
+
+    def fail(self, key: str, problem: str) -> PlanError:
+        return PlanError(f"{self.source}: key '{key}': {problem}")
+
+    def get(self, key: str, default: Any) -> Any:
+        if key in self.doc:
+            return self.doc[key]
+        if default is None:
+            raise self.fail(key, "missing; add it to the plan")
+        return default
+
+    def no_unknown_keys(self, table: dict[str, Any], allowed: set[str], prefix: str) -> None:
+        for key in table:
+            if key not in allowed:
+                raise self.fail(prefix + key, f"unknown key; allowed: {', '.join(sorted(allowed))}")
+
+    def string(self, key: str, default: str | None = None) -> str:
+        value = self.get(key, default)
+        if not isinstance(value, str) or (default is None and not value):
+            raise self.fail(key, f"{value!r} must be a non-empty string")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"{value!r} must be true or false")
+        return value
+
+    def integer(self, key: str, minimum: int) -> int:
+        value = self.get(key, None)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(key, f"{value!r} must be a whole number of at least {minimum}")
+        return value
+
+    def number(self, key: str, above: float | None = None, at_least: float | None = None,
+               default: float | None = None) -> float:
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"{value!r} must be a number of seconds")
+        if above is not None and value <= above:
+            raise self.fail(key, f"{value} must be more than {above:g}")
+        if at_least is not None and value < at_least:
+            raise self.fail(key, f"{value} must be at least {at_least:g}")
+        return float(value)
+
+    def choices(self, key: str, allowed: list[Any], default: list[Any] | None = None) -> list[Any]:
+        value = self.get(key, default)
+        if not isinstance(value, list) or (default is None and not value):
+            raise self.fail(key, f"{value!r} must be a non-empty list of {_listing(allowed)}")
+        for item in value:
+            if item not in allowed:
+                raise self.fail(key, f"{item!r} is not known; use {_listing(allowed)}")
+        if len(set(map(str, value))) != len(value):
+            raise self.fail(key, f"{value!r} lists an entry twice; list each once")
+        return value
+
+    def profiles(self) -> list[OffloadProfile]:
+        tables = self.get("profiles", [])
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise self.fail("profiles", "must be [[profiles]] tables with name, side, off")
+        found = []
+        for number, table in enumerate(tables, start=1):
+            where = f"profiles[{number}]."
+            self.no_unknown_keys(table, _PROFILE_KEYS, where)
+            name, side, off = table.get("name"), table.get("side"), table.get("off")
+            if not isinstance(name, str) or not name or name == offloads.ALL_ON:
+                raise self.fail(where + "name", f"{name!r} must be a non-empty string other than 'all-on'")
+            if side not in ("tx", "rx", "both"):
+                raise self.fail(where + "side", f"{side!r} is not known; use 'tx', 'rx' or 'both'")
+            if not isinstance(off, list) or not off or any(f not in offloads.TOGGLED for f in off):
+                raise self.fail(where + "off", f"{off!r} must list features from {_listing(offloads.TOGGLED)}")
+            found.append(OffloadProfile(name, side, {f: False for f in off}))
+        return found
+
+
+def _listing(items: Any) -> str:
+    return ", ".join(repr(i) for i in items)

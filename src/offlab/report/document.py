@@ -1,0 +1,44 @@
+"""The whole report as one value: run, groups, warnings, recommendations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..records import RunInfo
+from ..store import RunResults
+from ..warnings import LabWarning
+from .checks import find_warnings
+from .model import CaseGroup, Thresholds, build_groups, build_rows
+from .recommend import Recommendations, recommend
+
+
+@dataclass(frozen=True)
+class ReportModel:
+    info: RunInfo
+    status: str
+    finished_at: float | None
+    groups: tuple[CaseGroup, ...]
+    warnings: tuple[LabWarning, ...]
+    recommendations: Recommendations
+    thresholds: Thresholds
+    samples: int
+    cases: int
+
+
+def build_report_model(
+    results: RunResults, thresholds: Thresholds = Thresholds()
+) -> ReportModel:
+    """Compute everything a report shows from a stored run. Pure."""
+    rows = build_rows(results)
+    groups = build_groups(results, rows)
+    return ReportModel(
+        info=results.info,
+        status=results.status,
+        finished_at=results.finished_at,
+        groups=groups,
+        warnings=find_warnings(results, rows, groups, thresholds),
+        recommendations=recommend(groups),
+        thresholds=thresholds,
+        samples=sum(len(s) for s in results.samples.values()),
+        cases=len(results.cases),
+    )

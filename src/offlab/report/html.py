@@ -1,0 +1,188 @@
+"""The report as one self-contained HTML page: inline CSS, charts as data URIs, no
+external resource of any kind, so the file can be mailed or archived alone."""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Mapping
+
+from .document import ReportModel
+from .recommend import Effect, digest, not_applied_sentence
+from .sections import grouped_warnings, headlines, run_facts, timestamp, rows_by_scenario
+from .tables import Table, cpu_table, offload_matrix, throughput_table
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;
+ margin:0;background:#f6f7f9}
+main{max-width:1360px;margin:0 auto;padding:24px 32px 64px;background:#fff}
+h1{font-size:24px;margin:0 0 4px} h2{font-size:19px;margin:36px 0 10px;
+ border-bottom:2px solid #e3e6ec;padding-bottom:4px} h3{font-size:15px;margin:22px 0 8px}
+.sub{color:#5a6270;margin:0 0 16px}
+table{border-collapse:collapse;margin:8px 0 14px;font-size:12.5px}
+th,td{border:1px solid #dde1e8;padding:3px 8px;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom}
+th{background:#eef1f5;font-weight:600} td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.facts td:first-child{font-weight:600;background:#f8f9fb}
+table.facts td{white-space:normal}
+tr:nth-child(even) td{background:#fafbfc}
+.rec li{margin:3px 0} .good{color:#17803d;font-weight:600} .bad{color:#b42318;font-weight:600}
+.muted{color:#667085} .status-complete{color:#17803d} .status-interrupted,.status-failed{color:#b42318}
+details{margin:6px 0} summary{cursor:pointer;font-weight:600}
+.warn{border-left:4px solid #f0a30a;background:#fffaf0;padding:6px 12px;margin:8px 0}
+.advice{color:#6b4e00;font-style:italic}
+img.chart{max-width:100%;border:1px solid #e3e6ec;margin:6px 0}
+nav a{margin-right:12px} code{background:#f1f3f6;padding:1px 4px;border-radius:3px}
+.scroll{overflow-x:auto}
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_table(table: Table, css_class: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
+    body = []
+    for row in table.rows:
+        cells = "".join(
+            f"<td>{_e(c)}</td>" if i < table.align_left else f'<td class="num">{_e(c)}</td>'
+            for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    cls = f' class="{css_class}"' if css_class else ""
+    head_row = f"<thead><tr>{head}</tr></thead>" if any(table.header) else ""
+    return f'<div class="scroll"><table{cls}>{head_row}<tbody>{"".join(body)}</tbody></table></div>'
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def render_html(model: ReportModel, charts: Mapping[str, bytes]) -> str:
+    """``charts``: group slug → PNG bytes, embedded inline."""
+    info = model.info
+    title = f"offlab report — {info.plan} (run {info.run_id})"
+    body = [
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="sub">{_e(info.host or "")} · {_e(info.kernel)} · {_e(info.cpu_model)} · '
+        f"{_e(timestamp(info.started_at))} · status "
+        f'<span class="status-{_e(model.status)}">{_e(model.status)}</span></p>',
+        '<nav><a href="#summary">Summary</a><a href="#recommendations">Recommendations</a>'
+        '<a href="#warnings">Warnings</a><a href="#results">Results</a>'
+        '<a href="#appendix">Appendix</a></nav>',
+        '<h2 id="summary">Summary</h2>',
+        render_table(run_facts(model), "facts"),
+        _headlines(model),
+        _recommendations(model),
+        _warnings(model),
+        _results(model, charts),
+        _appendix(model),
+    ]
+    return page(title, "".join(body))
+
+
+def page(title: str, body: str) -> str:
+    """A complete self-contained document around ``body`` (already escaped HTML), with
+    the report's inline style; shared by other single-page outputs (comparisons)."""
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
+        f"<body><main>{body}</main></body></html>\n"
+    )
+
+
+def _headlines(model: ReportModel) -> str:
+    lines = headlines(model)
+    if not lines:
+        return ""
+    return "<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>"
+
+
+def _effect_item(effect: Effect) -> str:
+    sentence = effect.sentence()
+    action, _, rest = sentence.partition(" — ")
+    return f'<li><span class="good">{_e(action)}</span> — {_e(rest)}</li>'
+
+
+def _recommendations(model: ReportModel) -> str:
+    rec = model.recommendations
+    out = [
+        '<h2 id="recommendations">Recommendations</h2>',
+        '<p class="muted">Only significant effects (Welch p &lt; 0.05 and the 95% CI of the '
+        "relative change excluding 0); each step is credited to the features it turned off.</p>",
+    ]
+    if not rec.goals:
+        out.append("<p>No offload had a significant effect in this run.</p>")
+    for title, effects in rec.goals:
+        items = "".join(_effect_item(e) for e in effects)
+        out.append(f'<h3>{_e(title)}</h3><p><b>{_e(digest(effects))}.</b></p>'
+                   f'<ul class="rec">{items}</ul>')
+    if rec.contradictions:
+        items = "".join(f"<li>{_e(c.sentence())}</li>" for c in rec.contradictions)
+        out.append(f'<h3>Contradictory results</h3><ul class="rec">{items}</ul>')
+    if rec.tested:
+        out.append(f'<p class="muted">{rec.tested} effects were tested; about '
+                   f"{rec.expected_by_chance:.1f} would pass p &lt; 0.05 by chance alone, so "
+                   "weigh a lone result with p &gt; 0.01 accordingly.</p>")
+    if rec.no_effect:
+        items = "".join(f"<li>{_e(n.sentence())}</li>" for n in rec.no_effect)
+        out.append(f'<h3>No measurable effect here</h3><ul class="rec muted">{items}</ul>')
+    if rec.not_applied:
+        items = "".join(f"<li>{_e(not_applied_sentence(s))}</li>" for s in rec.not_applied)
+        out.append(f'<h3>Requested but not in force</h3><ul class="rec">{items}</ul>')
+    return "".join(out)
+
+
+def _warnings(model: ReportModel) -> str:
+    groups = grouped_warnings(model.warnings)
+    out = ['<h2 id="warnings">Warnings</h2>']
+    if not groups:
+        out.append("<p>None.</p>")
+    for group in groups:
+        advice = f'<p class="advice">{_e(group.advice)}</p>' if group.advice else ""
+        items = "".join(
+            f"<li>{_e(w.message)}"
+            + ("" if group.advice else f' — <span class="advice">{_e(w.advice)}</span>')
+            + "</li>"
+            for w in group.items
+        )
+        out.append(
+            f'<div class="warn"><details><summary>{_e(group.title)} ({len(group.items)})'
+            f"</summary>{advice}<ul>{items}</ul></details></div>"
+        )
+    return "".join(out)
+
+
+def _results(model: ReportModel, charts: Mapping[str, bytes]) -> str:
+    out = [
+        '<h2 id="results">Results</h2>',
+        '<p class="muted">Throughput is the receiver\'s goodput; ± is the standard deviation '
+        "over runs, the 95% CI is Student's t; “vs all on” is the relative change against "
+        "the group's all-on profile with its 95% CI (Fieller), * = significant by "
+        "Welch's test. CPU % is summed over cores (100 = one core).</p>",
+    ]
+    for group in model.groups:
+        out.append(f'<h3 id="{_e(group.slug)}">{_e(group.title)}</h3>')
+        if group.slug in charts:
+            out.append(f'<img class="chart" alt="{_e(group.title)}" '
+                       f'src="{data_uri(charts[group.slug])}">')
+        out.append(render_table(throughput_table(group)))
+        out.append("<details open><summary>CPU per role (% of its core, mean±std)</summary>"
+                   f"{render_table(cpu_table(group))}</details>")
+    return "".join(out)
+
+
+def _appendix(model: ReportModel) -> str:
+    info = model.info
+    out = ['<h2 id="appendix">Appendix: environment and offload state in force</h2>',
+           f"<p>Command line: <code>{_e(info.command_line)}</code></p>"]
+    if info.tool_versions:
+        out.append("<ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>"
+                                    for k, v in sorted(info.tool_versions.items())) + "</ul>")
+    for title, rows in rows_by_scenario(model).items():
+        table = offload_matrix(rows)
+        if table.rows:
+            out.append(f"<details open><summary>Offloads in force: {_e(title)}</summary>"
+                       f"{render_table(table)}</details>")
+    return "".join(out)

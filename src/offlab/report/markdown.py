@@ -1,0 +1,112 @@
+"""The report as Markdown: tables in the seeds' shape, charts as PNG files beside it."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .document import ReportModel
+from .recommend import digest, not_applied_sentence
+from .sections import grouped_warnings, headlines, run_facts, rows_by_scenario
+from .tables import Table, cpu_table, offload_matrix, throughput_table
+
+
+def render_table(table: Table) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    align = [":---" if i < table.align_left else "---:" for i in range(len(table.header))]
+    lines = [
+        "| " + " | ".join(cell(h) for h in table.header) + " |",
+        "| " + " | ".join(align) + " |",
+    ]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
+    """``chart_paths``: group slug → path of its PNG relative to the Markdown file."""
+    parts = [
+        f"# offlab report — {model.info.plan} (run {model.info.run_id})",
+        render_table(run_facts(model)),
+        _summary(model),
+        _recommendations(model),
+        _warnings(model),
+        "## Results",
+        (
+            "Throughput is the receiver's goodput; ± is the standard deviation over runs, "
+            "the 95% CI is Student's t; “vs all on” is the relative change against the "
+            "group's all-on profile with its 95% CI (Fieller), * = significant by "
+            "Welch's test (p < 0.05). CPU % is summed over cores (100 = one core)."
+        ),
+    ]
+    for group in model.groups:
+        parts.append(f"### {group.title}")
+        if group.slug in chart_paths:
+            parts.append(f"![{group.title}]({chart_paths[group.slug]})")
+        parts.append(render_table(throughput_table(group)))
+        parts.append(f"CPU per role, % of its core, mean±std over runs:\n\n"
+                     f"{render_table(cpu_table(group))}")
+    parts.append(_appendix(model))
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _summary(model: ReportModel) -> str:
+    lines = headlines(model)
+    if not lines:
+        return ""
+    return "## Summary\n\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def _recommendations(model: ReportModel) -> str:
+    rec = model.recommendations
+    out = ["## Recommendations", "Only significant effects are listed (Welch p < 0.05, "
+           "95% CI of the relative change excluding 0); each step is attributed to the "
+           "features it turned off."]
+    if not rec.goals:
+        out.append("No offload had a significant effect in this run.")
+    for title, effects in rec.goals:
+        out.append(f"### {title}\n\n**{digest(effects)}.**\n\n"
+                   + "\n".join(f"- {e.sentence()}" for e in effects))
+    if rec.contradictions:
+        out.append("### Contradictory results\n\n"
+                   + "\n".join(f"- {c.sentence()}" for c in rec.contradictions))
+    if rec.tested:
+        out.append(f"{rec.tested} effects were tested; about {rec.expected_by_chance:.1f} "
+                   "would pass p < 0.05 by chance alone, so weigh a lone result with "
+                   "p > 0.01 accordingly.")
+    if rec.no_effect:
+        out.append("### No measurable effect here\n\n"
+                   + "\n".join(f"- {n.sentence()}" for n in rec.no_effect))
+    if rec.not_applied:
+        out.append("### Requested but not in force\n\n"
+                   + "\n".join(f"- {not_applied_sentence(s)}" for s in rec.not_applied))
+    return "\n\n".join(out)
+
+
+def _warnings(model: ReportModel) -> str:
+    groups = grouped_warnings(model.warnings)
+    if not groups:
+        return "## Warnings\n\nNone."
+    out = ["## Warnings"]
+    for group in groups:
+        lines = [f"### {group.title} ({len(group.items)})"]
+        if group.advice:
+            lines.append(f"*Advice:* {group.advice}\n")
+            lines += [f"- {w.message}" for w in group.items]
+        else:
+            lines += [f"- {w.message} — *{w.advice}*" for w in group.items]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _appendix(model: ReportModel) -> str:
+    out = ["## Appendix: environment and offload state in force"]
+    info = model.info
+    if info.tool_versions:
+        out.append("\n".join(f"- {k}: {v}" for k, v in sorted(info.tool_versions.items())))
+    out.append(f"Command line: `{info.command_line}`")
+    for title, rows in rows_by_scenario(model).items():
+        table = offload_matrix(rows)
+        if table.rows:
+            out.append(f"### Offloads in force: {title}\n\n{render_table(table)}")
+    return "\n\n".join(out)

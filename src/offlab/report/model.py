@@ -1,0 +1,225 @@
+"""The report model: everything a report shows, computed from a stored run.
+
+Cases are grouped per scenario × MTU × traffic × side (transmitter, receiver, both);
+each group lists its profiles in plan order with summaries of throughput, CPU and
+loss, per-role CPU class tables, and the change against the group's "all on"
+profile (the baseline, borrowed from a profile of side "both" when the side has
+none of its own). Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
+from ..stats import RelativeChange, Summary, relative_change, summary
+from ..store import RunResults
+
+SIDES = ("tx", "rx", "both")
+SIDE_NAMES = {"tx": "transmitter", "rx": "receiver", "both": "both sides"}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a case is noisy, lossy or CPU-bound. Passed explicitly, never global."""
+
+    noise_cv: float = 0.05
+    """Coefficient of variation over which a case is flagged noisy."""
+    loss_percent: float = 1.0
+    saturated_percent: float = 95.0
+    """A role's core busier than this is the bottleneck."""
+
+
+@dataclass(frozen=True)
+class RoleCpu:
+    """One role's core: per-class percent over the runs."""
+
+    role: str
+    core: int
+    classes: Mapping[str, Summary]
+    """CPU class (see records.CPU_CLASSES) → summary of its percent of the window."""
+
+    @property
+    def busy(self) -> float:
+        return 100.0 - self.classes["idle"].mean - self.classes["iowait"].mean
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """One profile of a group, summarised over its repetitions."""
+
+    case: CaseSpec
+    samples: tuple[Sample, ...]
+    throughput: Summary
+    """Receiver goodput, Gbit/s."""
+    sender: Summary
+    """Sender rate, Gbit/s."""
+    cpu_total: Summary
+    """Busy CPU summed over cores, percent of one core."""
+    cpu_per_gbps: Summary | None
+    loss_percent: Summary | None
+    retransmits: Summary | None
+    roles: tuple[RoleCpu, ...]
+    offload_state: Mapping[str, Mapping[str, FeatureState]]
+    """Interface label → feature → state in force (the last repetition's read-back)."""
+    vs_baseline_throughput: RelativeChange | None = None
+    vs_baseline_cpu: RelativeChange | None = None
+    """Relative change of CPU % per Gbps against the baseline."""
+
+    @property
+    def profile(self) -> OffloadProfile:
+        return self.case.profile
+
+    @property
+    def off_features(self) -> frozenset[str]:
+        """Features the profile asked to turn off."""
+        return frozenset(name for name, on in self.profile.features.items() if not on)
+
+    @property
+    def n(self) -> int:
+        return self.throughput.n
+
+
+@dataclass(frozen=True)
+class CaseGroup:
+    """Profiles of one side compared under one scenario, MTU and workload."""
+
+    scenario: str
+    mtu: int
+    traffic: TrafficSpec
+    side: str
+    baseline: ProfileRow | None
+    rows: tuple[ProfileRow, ...]
+    """Plan order; the baseline first when it was borrowed from another side."""
+
+    @property
+    def title(self) -> str:
+        return f"{self.scenario} · MTU {self.mtu} · {self.traffic.label} · {SIDE_NAMES[self.side]}"
+
+    @property
+    def context(self) -> str:
+        return f"{self.scenario}, MTU {self.mtu}, {self.traffic.label}"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.scenario}-mtu{self.mtu}-{self.traffic.label}-{self.side}"
+
+    @property
+    def rate_unit(self) -> tuple[str, float]:
+        """Unit in which to show this group's rates: Gbit/s, or Mbit/s when all are < 1."""
+        if max(r.throughput.mean for r in self.rows) < 1.0:
+            return "Mbit/s", 1000.0
+        return "Gbit/s", 1.0
+
+    @property
+    def widest(self) -> ProfileRow | None:
+        """The profile with the most features off (the seed's "offloads on vs off")."""
+        others = [r for r in self.rows if r is not self.baseline and r.off_features]
+        return max(others, key=lambda r: len(r.off_features), default=None)
+
+
+def is_all_on(profile: OffloadProfile) -> bool:
+    return all(profile.features.values())
+
+
+def build_rows(results: RunResults) -> dict[str, ProfileRow]:
+    """case key → row, for every case with at least one sample."""
+    return {
+        case.key: profile_row(case, results.samples[case.key])
+        for case in results.cases
+        if results.samples.get(case.key)
+    }
+
+
+def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
+    samples = tuple(samples)
+    per_gbps = [s.cpu_percent_per_gbps for s in samples]
+    losses = [s.loss_percent for s in samples]
+    retrans = [s.retransmits for s in samples]
+    return ProfileRow(
+        case=case,
+        samples=samples,
+        throughput=summary([s.throughput_bps / 1e9 for s in samples]),
+        sender=summary([s.sender_bps / 1e9 for s in samples]),
+        cpu_total=summary([s.cpu_total_percent for s in samples]),
+        cpu_per_gbps=_summary_if_all(per_gbps),
+        loss_percent=_summary_if_all(losses),
+        retransmits=_summary_if_all(retrans),
+        roles=role_cpu(samples),
+        offload_state=samples[-1].offloads,
+    )
+
+
+def _summary_if_all(values: Sequence[float | None]) -> Summary | None:
+    present = [v for v in values if v is not None]
+    return summary(present) if present and len(present) == len(values) else None
+
+
+def role_cpu(samples: Sequence[Sample]) -> tuple[RoleCpu, ...]:
+    """Per-role CPU class summaries, roles ordered by core; cores no role was pinned to
+    appear as "core N" so the table always accounts for the whole machine."""
+    first = samples[0]
+    labels = {core: [] for core in sorted(c.core for c in first.cpu)}
+    for role, core in sorted(first.roles.items(), key=lambda item: (item[1], item[0])):
+        labels.setdefault(core, []).append(role)
+    out = []
+    for core, roles in labels.items():
+        shares = [next((c for c in s.cpu if c.core == core), None) for s in samples]
+        if any(share is None for share in shares):
+            continue
+        classes = {
+            cls: summary([share.percent.get(cls, 0.0) for share in shares if share])
+            for cls in CPU_CLASSES
+        }
+        for role in roles or [f"core {core}"]:
+            out.append(RoleCpu(role, core, classes))
+    return tuple(out)
+
+
+def build_groups(results: RunResults, rows: Mapping[str, ProfileRow]) -> tuple[CaseGroup, ...]:
+    """Groups in plan order of their first case."""
+    buckets: dict[tuple[str, int, str], list[ProfileRow]] = {}
+    for case in results.cases:
+        if case.key in rows:
+            buckets.setdefault((case.scenario, case.mtu, case.traffic.label), []).append(
+                rows[case.key]
+            )
+    groups: list[CaseGroup] = []
+    for members in buckets.values():
+        groups.extend(_split_by_side(members))
+    return tuple(groups)
+
+
+def _split_by_side(members: list[ProfileRow]) -> list[CaseGroup]:
+    shared = next((r for r in members if is_all_on(r.profile)), None)
+    varying = [r for r in members if not is_all_on(r.profile)]
+    sides = [s for s in SIDES if any(r.profile.side == s for r in varying)]
+    if not sides:  # only baselines were measured: show them as they are
+        sides = list(dict.fromkeys(r.profile.side for r in members))
+    groups = []
+    for side in sides:
+        own = [r for r in members if r.profile.side == side]
+        baseline = next((r for r in own if is_all_on(r.profile)), shared)
+        if baseline is not None and all(r is not baseline for r in own):
+            own.insert(0, baseline)  # borrowed from side "both"
+        rows = tuple(_with_deltas(r, baseline) for r in own)
+        first = rows[0].case
+        groups.append(
+            CaseGroup(first.scenario, first.mtu, first.traffic, side, baseline, rows)
+        )
+    return groups
+
+
+def _with_deltas(row: ProfileRow, baseline: ProfileRow | None) -> ProfileRow:
+    if baseline is None or row is baseline:
+        return row
+    cpu = None
+    if row.cpu_per_gbps is not None and baseline.cpu_per_gbps is not None:
+        cpu = relative_change(row.cpu_per_gbps.values, baseline.cpu_per_gbps.values)
+    return dataclasses.replace(
+        row,
+        vs_baseline_throughput=relative_change(row.throughput.values, baseline.throughput.values),
+        vs_baseline_cpu=cpu,
+    )

@@ -1,0 +1,338 @@
+"""Recommendations derived from the data, in the seed report's form.
+
+Every profile is compared with its *predecessor*: the profile of the same group whose
+set of features turned off is the largest strict subset of its own (ties go to the
+nearest earlier profile in plan order). In a cumulative sequence (all on → TSO off →
++ tx-csum off → + GSO off) that is the previous step, so each step's difference is
+attributed to the feature turned off at that step; in one-off mode it is "all on",
+so the difference is the direct one. The features credited are those whose state in
+force changed: a request the kernel refused ([fixed]) is reported as not applied,
+and a feature that changed with it (a cascade) is named in the sentence.
+
+An effect is listed only when it is significant: Welch p < 0.05 and the 95 % CIs of
+the relative change exclude 0. The rest are listed as having no measurable effect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..stats import RelativeChange, Summary, relative_change
+from .model import CaseGroup, ProfileRow
+from .phrases import format_change, format_p
+from .states import display_list, known_features, side_changes
+
+GOALS = {
+    ("throughput", "tcp"): "To increase TCP throughput",
+    ("throughput", "udp"): "To increase UDP throughput",
+    ("cpu", "tcp"): "To improve TCP CPU performance",
+    ("cpu", "udp"): "To improve UDP CPU performance",
+}
+_SIDE_PHRASE = {"tx": "at the transmitter", "rx": "at the receiver", "both": "on both sides"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """The difference between two profiles of a group: some features turned off."""
+
+    group: CaseGroup
+    on_row: ProfileRow
+    off_row: ProfileRow
+    requested: tuple[str, ...]
+    """Features the later profile turned off at this step."""
+    in_force: tuple[str, ...]
+    """Of those, the ones whose state actually changed."""
+    cascaded: tuple[str, ...]
+    """Features the step did not ask for that changed with it."""
+    not_applied: tuple[str, ...]
+    """Requested but unchanged (fixed by the driver, or refused)."""
+
+    @property
+    def credited(self) -> tuple[str, ...]:
+        return self.in_force or self.cascaded
+
+    @property
+    def where(self) -> str:
+        return _SIDE_PHRASE[self.group.side]
+
+    @property
+    def protocol(self) -> str:
+        return self.group.traffic.protocol
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one step did to one metric."""
+
+    step: Step
+    metric: str
+    """"throughput" (higher is better) or "cpu" (CPU % per Gbps, lower is better)."""
+    keep_on: RelativeChange
+    """metric with the features on, relative to off."""
+    turn_off: RelativeChange
+    """metric with the features off, relative to on."""
+
+    @property
+    def significant(self) -> bool:
+        return self.keep_on.significant and self.turn_off.significant
+
+    @property
+    def better_on(self) -> bool:
+        gain = self.keep_on.ratio
+        return gain > 0 if self.metric == "throughput" else gain < 0
+
+    @property
+    def goal(self) -> str:
+        return GOALS[(self.metric, self.step.protocol)]
+
+    @property
+    def n(self) -> str:
+        a, b = self.keep_on.welch.n_a, self.keep_on.welch.n_b
+        return f"n={a}" if a == b else f"n={a}/{b}"
+
+    def sentence(self) -> str:
+        step = self.step
+        features = display_list(step.credited)
+        change = self.keep_on if self.better_on else self.turn_off
+        action = f"keep {features} on" if self.better_on else f"turn {features} off"
+        unit = "" if self.metric == "throughput" else " CPU per Gbps"
+        text = (
+            f"{action} {step.where} — {format_change(change)}{unit} "
+            f"({format_p(change.welch.p_value)}, {self.n}) · {step.group.context}"
+        )
+        return text + _cascade_note(step)
+
+
+@dataclass(frozen=True)
+class NoEffect:
+    """Features whose steps changed nothing measurable, for one side and protocol."""
+
+    features: tuple[str, ...]
+    side: str
+    protocol: str
+    effects: tuple[Effect, ...]
+
+    @property
+    def testable(self) -> bool:
+        return all(e.keep_on.welch.p_value is not None for e in self.effects)
+
+    def sentence(self) -> str:
+        head = f"{display_list(self.features)} {_SIDE_PHRASE[self.side]} ({self.protocol.upper()})"
+        if not self.testable:
+            return head + ": one run per profile, nothing can be tested — rerun with --runs 3 or more"
+        shown = min(self.effects, key=lambda e: e.keep_on.welch.p_value or 1.0)
+        parts = [
+            f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
+            f"by {format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
+            for e in self.effects
+            if e.step is shown.step
+        ]
+        cases = len({e.step.group.slug for e in self.effects})
+        more = f"; none significant in {cases} cases" if cases > 1 else ""
+        return (
+            f"{head}: turning it off changed {' and '.join(parts)}, {shown.n} · "
+            f"{shown.step.group.context}{more}"
+        )
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """One feature, one goal, significant in opposite directions in different cases."""
+
+    features: tuple[str, ...]
+    side: str
+    goal: str
+    keep: tuple[Effect, ...]
+    drop: tuple[Effect, ...]
+
+    def sentence(self) -> str:
+        def where(effects: tuple[Effect, ...]) -> str:
+            return "; ".join(e.step.group.context for e in effects)
+
+        return (
+            f"{self.goal}: {display_list(self.features)} {_SIDE_PHRASE[self.side]} helps "
+            f"in {where(self.keep)} but hurts in {where(self.drop)} — scenario-specific, or "
+            "one of them is noise; rerun those cases with more runs"
+        )
+
+
+@dataclass(frozen=True)
+class Recommendations:
+    goals: tuple[tuple[str, tuple[Effect, ...]], ...]
+    """Goal title → significant effects, largest first (goals with none omitted)."""
+    no_effect: tuple[NoEffect, ...]
+    not_applied: tuple[Step, ...]
+    steps: tuple[Step, ...]
+    effects: tuple[Effect, ...]
+    contradictions: tuple[Contradiction, ...] = ()
+
+    @property
+    def tested(self) -> int:
+        """Effects that had a test (two or more runs on both sides)."""
+        return sum(1 for e in self.effects if e.keep_on.welch.p_value is not None)
+
+    @property
+    def expected_by_chance(self) -> float:
+        """Effects expected to pass p < 0.05 with no real difference at all."""
+        return 0.05 * self.tested
+
+
+def recommend(groups: Iterable[CaseGroup]) -> Recommendations:
+    steps = tuple(step for group in groups for step in group_steps(group))
+    effects = tuple(e for step in steps if step.credited for e in step_effects(step))
+    by_goal: dict[str, list[Effect]] = {title: [] for title in GOALS.values()}
+    for effect in effects:
+        if effect.significant:
+            by_goal[effect.goal].append(effect)
+    goals = tuple(
+        (title, tuple(sorted(found, key=lambda e: -abs(_shown(e).ratio))))
+        for title, found in by_goal.items()
+        if found
+    )
+    return Recommendations(
+        goals=goals,
+        no_effect=_no_effect(effects),
+        not_applied=tuple(s for s in steps if s.not_applied),
+        steps=steps,
+        effects=effects,
+        contradictions=_contradictions(effects),
+    )
+
+
+def _contradictions(effects: tuple[Effect, ...]) -> tuple[Contradiction, ...]:
+    found: dict[tuple[tuple[str, ...], str, str], tuple[list[Effect], list[Effect]]] = {}
+    for effect in effects:
+        if effect.significant:
+            key = (effect.step.credited, effect.step.group.side, effect.goal)
+            keep, drop = found.setdefault(key, ([], []))
+            (keep if effect.better_on else drop).append(effect)
+    return tuple(
+        Contradiction(features, side, goal, tuple(keep), tuple(drop))
+        for (features, side, goal), (keep, drop) in found.items()
+        if keep and drop
+    )
+
+
+def digest(effects: Iterable[Effect]) -> str:
+    """The seed's one-line form of a goal: "keep TSO on at the transmitter (2 cases);
+    keep GRO on at the receiver" — each distinct action once, in the list's order."""
+    counts: dict[str, int] = {}
+    for effect in effects:
+        features = display_list(effect.step.credited)
+        verb = f"keep {features} on" if effect.better_on else f"turn {features} off"
+        action = f"{verb} {effect.step.where}"
+        counts[action] = counts.get(action, 0) + 1
+    parts = [a + (f" ({n} cases)" if n > 1 else "") for a, n in counts.items()]
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:]
+
+
+def group_steps(group: CaseGroup) -> list[Step]:
+    steps = []
+    for index, row in enumerate(group.rows):
+        before = _predecessor(group.rows, index)
+        if before is not None:
+            steps.append(_step(group, before, row))
+    return steps
+
+
+def _predecessor(rows: tuple[ProfileRow, ...], index: int) -> ProfileRow | None:
+    off = rows[index].off_features
+    candidates = [(i, r) for i, r in enumerate(rows) if r.off_features < off]
+    if not candidates:
+        return None
+    widest = max(len(r.off_features) for _, r in candidates)
+    best = [(i, r) for i, r in candidates if len(r.off_features) == widest]
+    earlier = [(i, r) for i, r in best if i < index]
+    return (earlier[-1] if earlier else best[0])[1]
+
+
+def _step(group: CaseGroup, on_row: ProfileRow, off_row: ProfileRow) -> Step:
+    requested = tuple(
+        name for name, on in off_row.profile.features.items()
+        if not on and name not in on_row.off_features
+    )
+    after = off_row.offload_state
+    known = known_features(after, group.side)
+    if not known:  # no read-back recorded: take the request at its word
+        return Step(group, on_row, off_row, requested, requested, (), ())
+    changed = side_changes(on_row.offload_state, after, group.side)
+    in_force = tuple(f for f in requested if f in changed or f not in known)
+    not_applied = tuple(f for f in requested if f in known and f not in changed)
+    cascaded = tuple(sorted(changed - set(requested)))
+    return Step(group, on_row, off_row, requested, in_force, cascaded, not_applied)
+
+
+def step_effects(step: Step) -> list[Effect]:
+    pairs: list[tuple[str, Summary | None, Summary | None]] = [
+        ("throughput", step.on_row.throughput, step.off_row.throughput),
+        ("cpu", step.on_row.cpu_per_gbps, step.off_row.cpu_per_gbps),
+    ]
+    effects = []
+    for metric, on, off in pairs:
+        if on is None or off is None:
+            continue
+        keep_on = relative_change(on.values, off.values)
+        turn_off = relative_change(off.values, on.values)
+        if keep_on is not None and turn_off is not None:
+            effects.append(Effect(step, metric, keep_on, turn_off))
+    return effects
+
+
+def _no_effect(effects: tuple[Effect, ...]) -> tuple[NoEffect, ...]:
+    by_key: dict[tuple[tuple[str, ...], str, str], list[Effect]] = {}
+    for effect in effects:
+        step = effect.step
+        by_key.setdefault((step.credited, step.group.side, step.protocol), []).append(effect)
+    return tuple(
+        NoEffect(features, side, protocol, tuple(found))
+        for (features, side, protocol), found in by_key.items()
+        if not any(e.significant for e in found)
+    )
+
+
+def _shown(effect: Effect) -> RelativeChange:
+    return effect.keep_on if effect.better_on else effect.turn_off
+
+
+def _cascade_note(step: Step) -> str:
+    if not step.cascaded or not step.in_force:
+        return ""
+    return (
+        f" (turning {display_list(step.in_force)} off also turned "
+        f"{display_list(step.cascaded)} off here; the effect is of both)"
+    )
+
+
+def not_applied_sentence(step: Step) -> str:
+    return (
+        f"{display_list(step.not_applied)} {step.where} ({step.off_row.profile.name}, "
+        f"{step.group.context}) stayed as it was — fixed by the driver or refused; "
+        "no effect can be attributed to it"
+    )
+
+
+def group_headline(group: CaseGroup) -> str | None:
+    """The seed's summary line for a group: all on vs the profile with most features off."""
+    widest = group.widest
+    if group.baseline is None or widest is None:
+        return None
+    parts = []
+    for metric, on, off in (
+        ("throughput", group.baseline.throughput, widest.throughput),
+        ("CPU per Gbps", group.baseline.cpu_per_gbps, widest.cpu_per_gbps),
+    ):
+        change = relative_change(on.values, off.values) if on and off else None
+        if change is not None:
+            mark = "" if change.significant else ", n.s."
+            parts.append(
+                f"{metric} by {format_change(change)} ({format_p(change.welch.p_value)}{mark})"
+            )
+    if not parts:
+        return None
+    who = {"tx": "the transmitter", "rx": "the receiver", "both": "both sides"}[group.side]
+    return (
+        f"{group.context}: enabling the offloads of {who} (all on vs {widest.profile.name}) "
+        f"changes " + " and ".join(parts)
+    )

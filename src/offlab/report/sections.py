@@ -1,0 +1,86 @@
+"""Pieces of text both renderers show: run facts, headlines, grouped warnings."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from ..warnings import LabWarning
+from .document import ReportModel
+from .model import ProfileRow
+from .recommend import group_headline
+from .tables import Table
+
+WARNING_TITLES = {
+    "HighVariation": "High variation",
+    "Outliers": "Outlier repetitions",
+    "CpuSaturated": "CPU saturated",
+    "OffloadNotAsRequested": "Offload state differs from the request",
+    "CascadedFeature": "Features changed as a side effect",
+    "UdpLossHigh": "UDP loss",
+    "IncompleteCase": "Missing repetitions",
+}
+
+
+def timestamp(unix: float | None) -> str:
+    if unix is None:
+        return "–"
+    return dt.datetime.fromtimestamp(unix, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def run_facts(model: ReportModel) -> Table:
+    info = model.info
+    tools = "; ".join(f"{k}: {v}" for k, v in sorted(info.tool_versions.items())) or "–"
+    rows = [
+        ("Run", info.run_id),
+        ("Plan", info.plan),
+        ("Status", model.status),
+        ("Started", timestamp(info.started_at)),
+        ("Finished", timestamp(model.finished_at)),
+        ("Host", info.host or "–"),
+        ("Kernel", info.kernel),
+        ("CPU", f"{info.cpu_model} ({info.cores} cores)"),
+        ("Tools", tools),
+        ("Command", info.command_line),
+        ("Cases / samples", f"{model.cases} / {model.samples}"),
+    ]
+    if info.notes:
+        rows.append(("Notes", info.notes))
+    return Table(("", ""), tuple(rows), align_left=2)
+
+
+def headlines(model: ReportModel) -> list[str]:
+    return [line for group in model.groups if (line := group_headline(group))]
+
+
+@dataclass(frozen=True)
+class WarningGroup:
+    title: str
+    advice: str | None
+    """Shared advice when every item gives the same; None when it varies per item."""
+    items: tuple[LabWarning, ...]
+
+
+def grouped_warnings(warnings: tuple[LabWarning, ...]) -> list[WarningGroup]:
+    kinds: dict[str, list[LabWarning]] = {}
+    for warning in warnings:
+        kinds.setdefault(type(warning).__name__, []).append(warning)
+    groups = []
+    for kind, items in kinds.items():
+        advices = {w.advice for w in items}
+        shared = advices.pop() if len(advices) == 1 else None
+        groups.append(WarningGroup(WARNING_TITLES.get(kind, kind), shared, tuple(items)))
+    return groups
+
+
+def rows_by_scenario(model: ReportModel) -> dict[str, list[ProfileRow]]:
+    """"scenario · MTU m" → every measured profile there once, in plan order (a shared
+    baseline appears in several groups)."""
+    seen: dict[str, ProfileRow] = {}
+    for group in model.groups:
+        for row in group.rows:
+            seen.setdefault(row.case.key, row)
+    out: dict[str, list[ProfileRow]] = {}
+    for row in seen.values():
+        out.setdefault(f"{row.case.scenario} · MTU {row.case.mtu}", []).append(row)
+    return out

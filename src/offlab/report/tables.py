@@ -1,0 +1,149 @@
+"""The report's tables as plain data (header + rows of strings), in the seeds' shape.
+Markdown and HTML render the same tables, so they always agree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..stats import RelativeChange, Summary
+from .model import CaseGroup, ProfileRow
+from .phrases import format_change
+from .states import display_name
+
+CPU_TABLE_CLASSES = ("usr", "sys", "irq", "soft", "idle")
+"""Always shown (seed-002's rows); other classes appear only when they are not ~0."""
+_OPTIONAL_CLASSES = ("nice", "iowait", "steal")
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    align_left: int = 1
+    """How many leading columns are text (left-aligned); the rest are numbers."""
+
+
+def decimals_for(value: float) -> int:
+    magnitude = abs(value)
+    return 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2
+
+
+def mean_std(stat: Summary | None, scale: float = 1.0, decimals: int | None = None) -> str:
+    """"x.x±y.y" (the seeds' cells); just the mean when one run gives no spread."""
+    if stat is None:
+        return "–"
+    mean = stat.mean * scale
+    d = decimals_for(mean) if decimals is None else decimals
+    if stat.std is None:
+        return f"{mean:.{d}f}"
+    return f"{mean:.{d}f}±{stat.std * scale:.{d}f}"
+
+
+def mean_std_cv(stat: Summary, scale: float = 1.0) -> str:
+    """"19.75 ± 0.41 (2.1%)"."""
+    mean = stat.mean * scale
+    d = decimals_for(mean)
+    if stat.std is None:
+        return f"{mean:.{d}f} (1 run)"
+    cv = f"{stat.cv:.1%}" if stat.cv is not None else "–"
+    return f"{mean:.{d}f} ± {stat.std * scale:.{d}f} ({cv})"
+
+
+def ci_range(stat: Summary | None, scale: float = 1.0) -> str:
+    if stat is None or stat.ci95 is None:
+        return "–"
+    d = decimals_for(stat.mean * scale)
+    return f"[{(stat.mean - stat.ci95) * scale:.{d}f}, {(stat.mean + stat.ci95) * scale:.{d}f}]"
+
+
+def versus(change: RelativeChange | None) -> str:
+    """Change against all on with its CI; "*" marks significance (Welch p < 0.05);
+    the p-values themselves are in the recommendations."""
+    if change is None:
+        return "—"
+    text = format_change(change)
+    return f"{text} *" if change.significant else f"{text} (n.s.)"
+
+
+def throughput_table(group: CaseGroup) -> Table:
+    unit, scale = group.rate_unit
+    udp = group.traffic.protocol == "udp"
+    header = (
+        "Profile", "Offloads off", "n", f"Throughput ({unit}) mean ± std (CV%)", "95% CI",
+        "vs all on", f"Sent ({unit})" if udp else "Retransmits",
+        "Loss %" if udp else "CPU % (all cores)", "CPU % per Gbps", "CPU/Gbps vs all on",
+    )
+    rows = []
+    for row in group.rows:
+        rows.append((
+            row.profile.name + (" (baseline)" if row is group.baseline else ""),
+            _off_list(row),
+            str(row.n),
+            mean_std_cv(row.throughput, scale),
+            ci_range(row.throughput, scale),
+            versus(row.vs_baseline_throughput),
+            mean_std(row.sender, scale) if udp else mean_std(row.retransmits, decimals=0),
+            mean_std(row.loss_percent) if udp else mean_std(row.cpu_total, decimals=1),
+            mean_std(row.cpu_per_gbps),
+            versus(row.vs_baseline_cpu),
+        ))
+    return Table(header, tuple(rows), align_left=2)
+
+
+def _off_list(row: ProfileRow) -> str:
+    names = [display_name(f) for f, on in row.profile.features.items() if not on]
+    return ", ".join(names) or "none"
+
+
+def cpu_table(group: CaseGroup) -> Table:
+    """Rows "CPU <role> %<class>", one column per profile, cells "mean±std"."""
+    header = ("", *(row.profile.name for row in group.rows))
+    roles = list(dict.fromkeys(role.role for row in group.rows for role in row.roles))
+    classes = CPU_TABLE_CLASSES + tuple(
+        cls for cls in _OPTIONAL_CLASSES
+        if any(r.classes[cls].mean >= 0.05 for row in group.rows for r in row.roles)
+    )
+    body = []
+    for role_name in roles:
+        for cls in classes:
+            cells = []
+            for row in group.rows:
+                role = next((r for r in row.roles if r.role == role_name), None)
+                cells.append(mean_std(role.classes[cls], decimals=1) if role else "–")
+            body.append((f"CPU {role_name} %{cls}", *cells))
+    body.append(("CPU total % (all cores)",
+                 *(mean_std(row.cpu_total, decimals=1) for row in group.rows)))
+    body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
+    return Table(header, tuple(body), align_left=1)
+
+
+def offload_matrix(rows: list[ProfileRow]) -> Table:
+    """State in force per profile (columns) of every interface × feature (rows); rows
+    should share a scenario and MTU. A profile measured under several workloads shows
+    its first read-back (the state does not depend on the traffic)."""
+    profiles: dict[str, ProfileRow] = {}
+    for row in rows:
+        profiles.setdefault(f"{row.profile.side}:{row.profile.name}", row)
+    lines: dict[tuple[str, str], None] = {}
+    for row in profiles.values():
+        for iface, features in row.offload_state.items():
+            for feature in features:
+                lines[(iface, feature)] = None
+    body = []
+    for iface, feature in lines:
+        cells = [_state_cell(row, iface, feature) for row in profiles.values()]
+        body.append((iface, feature, *cells))
+    names = tuple(row.profile.name for row in profiles.values())
+    return Table(("interface", "feature", *names), tuple(body), align_left=2 + len(names))
+
+
+def _state_cell(row: ProfileRow, iface: str, feature: str) -> str:
+    state = row.offload_state.get(iface, {}).get(feature)
+    if state is None:
+        return "–"
+    text = "on" if state.on else "off"
+    if state.fixed:
+        text += " [fixed]"
+    if state.requested is not None and state.requested != state.on:
+        text += f" (asked {'on' if state.requested else 'off'})"
+    return text

@@ -1,0 +1,381 @@
+"""The results store: SQLite, one row per sample, committed the moment it exists.
+
+A run killed half-way keeps every repetition measured before the kill; a report can
+be written from it later. The database carries its format version in ``meta``: a
+newer version than this code knows is refused with a one-line error, an older one is
+upgraded in place by the migrations below.
+
+Tables: ``run`` (environment), ``"case"`` (plan cells, in plan order), ``sample`` (one
+per repetition), ``sample_cpu`` (sample × core × class), ``sample_offload`` (sample ×
+interface × feature), ``sample_counter`` (sample × name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .records import (
+    RESULTS_FORMAT_VERSION,
+    CaseSpec,
+    CpuShare,
+    FeatureState,
+    OffloadProfile,
+    RunInfo,
+    Sample,
+    TrafficSpec,
+)
+
+RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS run (
+    id TEXT PRIMARY KEY, plan TEXT NOT NULL, started_at REAL NOT NULL,
+    finished_at REAL, status TEXT NOT NULL, command_line TEXT NOT NULL,
+    kernel TEXT NOT NULL, cpu_model TEXT NOT NULL, cores INTEGER NOT NULL,
+    host TEXT NOT NULL, notes TEXT NOT NULL, tool_versions TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS "case" (
+    run_id TEXT NOT NULL REFERENCES run(id), key TEXT NOT NULL,
+    position INTEGER NOT NULL, scenario TEXT NOT NULL, mtu INTEGER NOT NULL,
+    profile_name TEXT NOT NULL, profile_side TEXT NOT NULL,
+    profile_features TEXT NOT NULL, traffic TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE IF NOT EXISTS sample (
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, case_key TEXT NOT NULL,
+    repetition INTEGER NOT NULL, started_at REAL NOT NULL, duration_s REAL NOT NULL,
+    throughput_bps REAL NOT NULL, sender_bps REAL NOT NULL, retransmits INTEGER,
+    lost_packets INTEGER, total_packets INTEGER, roles TEXT NOT NULL,
+    UNIQUE (run_id, case_key, repetition),
+    FOREIGN KEY (run_id, case_key) REFERENCES "case"(run_id, key)
+);
+CREATE TABLE IF NOT EXISTS sample_cpu (
+    sample_id INTEGER NOT NULL REFERENCES sample(id), ordinal INTEGER NOT NULL,
+    core INTEGER NOT NULL, class TEXT NOT NULL, percent REAL NOT NULL,
+    PRIMARY KEY (sample_id, core, class)
+);
+CREATE TABLE IF NOT EXISTS sample_offload (
+    sample_id INTEGER NOT NULL REFERENCES sample(id), iface TEXT NOT NULL,
+    feature TEXT NOT NULL, is_on INTEGER NOT NULL, is_fixed INTEGER NOT NULL,
+    requested INTEGER,
+    PRIMARY KEY (sample_id, iface, feature)
+);
+CREATE TABLE IF NOT EXISTS sample_counter (
+    sample_id INTEGER NOT NULL REFERENCES sample(id), name TEXT NOT NULL,
+    value NOT NULL,
+    PRIMARY KEY (sample_id, name)
+);
+"""
+
+_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+"""format version v → function upgrading a v database to v + 1. Version 1 is the
+first released format, so there is nothing to upgrade yet; a format change adds
+its step here and bumps RESULTS_FORMAT_VERSION."""
+
+
+class StoreError(Exception):
+    """A results store that cannot be used (newer format, unknown run, bad status)."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    id: str
+    plan: str
+    started: float
+    status: str
+    cases: int
+    samples: int
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """Everything stored for one run, ready for statistics and reports."""
+
+    info: RunInfo
+    status: str
+    cases: tuple[CaseSpec, ...]
+    """In plan order (the order the runner first added them)."""
+    samples: Mapping[str, tuple[Sample, ...]]
+    """case key → samples in repetition order; every case has an entry."""
+    finished_at: float | None = None
+
+
+class Store:
+    """A results database. ``Store(path)`` creates it (and its directory) if needed."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path)
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._open_schema()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open_schema(self) -> None:
+        with self._conn:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            row = self._conn.execute(
+                "SELECT value FROM meta WHERE key = 'format_version'"
+            ).fetchone()
+        version = int(row[0]) if row else RESULTS_FORMAT_VERSION
+        if version > RESULTS_FORMAT_VERSION:
+            self._conn.close()
+            raise StoreError(
+                f"{self.path}: results format {version} is newer than this offlab reads "
+                f"({RESULTS_FORMAT_VERSION}); upgrade offlab"
+            )
+        while version < RESULTS_FORMAT_VERSION:
+            step = _MIGRATIONS.get(version)
+            if step is None:
+                self._conn.close()
+                raise StoreError(f"{self.path}: no upgrade from results format {version}")
+            with self._conn:
+                step(self._conn)
+                version += 1
+                self._set_version(version)
+        with self._conn:
+            self._conn.executescript(_SCHEMA)
+            self._set_version(version)
+
+    def _set_version(self, version: int) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('format_version', ?)",
+            (str(version),),
+        )
+
+    # --- writing -------------------------------------------------------------------
+
+    def begin_run(self, info: RunInfo) -> str:
+        """Record a new run (status "running") and return its id."""
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "INSERT INTO run VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        info.run_id, info.plan, info.started_at, info.command_line,
+                        info.kernel, info.cpu_model, info.cores, info.host, info.notes,
+                        json.dumps(dict(info.tool_versions)),
+                    ),
+                )
+        except sqlite3.IntegrityError as err:
+            raise StoreError(f"run {info.run_id!r} already exists in {self.path}") from err
+        return info.run_id
+
+    def add_case(self, run_id: str, case: CaseSpec) -> None:
+        """Record a plan cell; adding the same case twice is a no-op."""
+        with self._conn:
+            self._insert_case(run_id, case)
+
+    def _insert_case(self, run_id: str, case: CaseSpec) -> None:
+        self._require_run(run_id)
+        (position,) = self._conn.execute(
+            'SELECT COUNT(*) FROM "case" WHERE run_id = ?', (run_id,)
+        ).fetchone()
+        self._conn.execute(
+            'INSERT OR IGNORE INTO "case" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            (
+                run_id, case.key, position, case.scenario, case.mtu, case.profile.name,
+                case.profile.side, json.dumps(dict(case.profile.features)),
+                json.dumps(dataclasses.asdict(case.traffic), sort_keys=True),
+            ),
+        )
+
+    def add_sample(self, run_id: str, case: CaseSpec, sample: Sample) -> None:
+        """Store one repetition and commit at once."""
+        if sample.case_key != case.key:
+            raise StoreError(f"sample for {sample.case_key!r} given with case {case.key!r}")
+        try:
+            with self._conn:
+                self._insert_sample(run_id, case, sample)
+        except sqlite3.IntegrityError as err:
+            raise StoreError(
+                f"repetition {sample.repetition} of {case.key} is already stored in run {run_id}"
+            ) from err
+
+    def _insert_sample(self, run_id: str, case: CaseSpec, sample: Sample) -> None:
+        self._insert_case(run_id, case)
+        cur = self._conn.execute(
+            "INSERT INTO sample (run_id, case_key, repetition, started_at, duration_s,"
+            " throughput_bps, sender_bps, retransmits, lost_packets, total_packets, roles)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id, sample.case_key, sample.repetition, sample.started_at,
+                sample.duration_s, sample.throughput_bps, sample.sender_bps,
+                sample.retransmits, sample.lost_packets, sample.total_packets,
+                json.dumps(dict(sample.roles)),
+            ),
+        )
+        self._insert_sample_details(cur.lastrowid, sample)
+
+    def _insert_sample_details(self, sample_id: int | None, sample: Sample) -> None:
+        self._conn.executemany(
+            "INSERT INTO sample_cpu VALUES (?, ?, ?, ?, ?)",
+            [
+                (sample_id, ordinal, share.core, cls, pct)
+                for ordinal, share in enumerate(sample.cpu)
+                for cls, pct in share.percent.items()
+            ],
+        )
+        self._conn.executemany(
+            "INSERT INTO sample_offload VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (sample_id, iface, feature, st.on, st.fixed, st.requested)
+                for iface, features in sample.offloads.items()
+                for feature, st in features.items()
+            ],
+        )
+        self._conn.executemany(
+            "INSERT INTO sample_counter VALUES (?, ?, ?)",
+            [(sample_id, name, value) for name, value in sample.counters.items()],
+        )
+
+    def finish_run(self, run_id: str, status: str, finished_at: float | None = None) -> None:
+        """Mark a run "complete", "interrupted" or "failed"."""
+        if status not in RUN_STATUSES[1:]:
+            raise StoreError(f"unknown run status {status!r} (want one of {RUN_STATUSES[1:]})")
+        self._require_run(run_id)
+        with self._conn:
+            self._conn.execute(
+                "UPDATE run SET status = ?, finished_at = ? WHERE id = ?",
+                (status, time.time() if finished_at is None else finished_at, run_id),
+            )
+
+    def _require_run(self, run_id: str) -> None:
+        if not self._conn.execute("SELECT 1 FROM run WHERE id = ?", (run_id,)).fetchone():
+            raise StoreError(f"no run {run_id!r} in {self.path}")
+
+    # --- reading -------------------------------------------------------------------
+
+    def runs(self) -> list[RunSummary]:
+        """Every run, oldest first, with how many cases and samples it holds."""
+        rows = self._conn.execute(
+            "SELECT r.id, r.plan, r.started_at, r.status,"
+            ' (SELECT COUNT(*) FROM "case" c WHERE c.run_id = r.id),'
+            " (SELECT COUNT(*) FROM sample s WHERE s.run_id = r.id)"
+            " FROM run r ORDER BY r.started_at, r.id"
+        ).fetchall()
+        return [RunSummary(*row) for row in rows]
+
+    def latest_run_id(self) -> str | None:
+        row = self._conn.execute(
+            "SELECT id FROM run ORDER BY started_at DESC, rowid DESC LIMIT 1"
+        ).fetchone()
+        return row[0] if row else None
+
+    def completed_counts(self, run_id: str) -> dict[str, int]:
+        """case key → samples stored (cases with none are included with 0)."""
+        self._require_run(run_id)
+        rows = self._conn.execute(
+            'SELECT c.key, COUNT(s.id) FROM "case" c LEFT JOIN sample s'
+            " ON s.run_id = c.run_id AND s.case_key = c.key"
+            " WHERE c.run_id = ? GROUP BY c.key ORDER BY c.position",
+            (run_id,),
+        ).fetchall()
+        return {key: count for key, count in rows}
+
+    def load_run(self, run_id: str) -> RunResults:
+        row = self._conn.execute(
+            "SELECT id, plan, started_at, command_line, kernel, cpu_model, cores,"
+            " tool_versions, host, notes, status, finished_at FROM run WHERE id = ?",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id!r} in {self.path}")
+        info = RunInfo(
+            run_id=row[0], plan=row[1], started_at=row[2], command_line=row[3],
+            kernel=row[4], cpu_model=row[5], cores=row[6],
+            tool_versions=json.loads(row[7]), host=row[8], notes=row[9],
+        )
+        cases = self._load_cases(run_id)
+        samples: dict[str, tuple[Sample, ...]] = {c.key: () for c in cases}
+        for sample in self._load_samples(run_id):
+            samples[sample.case_key] = samples.get(sample.case_key, ()) + (sample,)
+        return RunResults(info, row[10], tuple(cases), samples, row[11])
+
+    def _load_cases(self, run_id: str) -> list[CaseSpec]:
+        rows = self._conn.execute(
+            'SELECT scenario, mtu, profile_name, profile_side, profile_features, traffic'
+            ' FROM "case" WHERE run_id = ? ORDER BY position',
+            (run_id,),
+        ).fetchall()
+        return [
+            CaseSpec(
+                scenario=scenario,
+                mtu=mtu,
+                profile=OffloadProfile(name, side, json.loads(features)),
+                traffic=_traffic_from_json(traffic),
+            )
+            for scenario, mtu, name, side, features, traffic in rows
+        ]
+
+    def _load_samples(self, run_id: str) -> list[Sample]:
+        rows = self._conn.execute(
+            "SELECT id, case_key, repetition, started_at, duration_s, throughput_bps,"
+            " sender_bps, retransmits, lost_packets, total_packets, roles"
+            " FROM sample WHERE run_id = ? ORDER BY case_key, repetition",
+            (run_id,),
+        ).fetchall()
+        return [self._rebuild_sample(row) for row in rows]
+
+    def _rebuild_sample(self, row: tuple[Any, ...]) -> Sample:
+        sample_id = row[0]
+        return Sample(
+            case_key=row[1], repetition=row[2], started_at=row[3], duration_s=row[4],
+            throughput_bps=row[5], sender_bps=row[6], retransmits=row[7],
+            lost_packets=row[8], total_packets=row[9],
+            cpu=self._load_cpu(sample_id), roles=json.loads(row[10]),
+            offloads=self._load_offloads(sample_id),
+            counters=dict(self._conn.execute(
+                "SELECT name, value FROM sample_counter WHERE sample_id = ? ORDER BY rowid",
+                (sample_id,),
+            ).fetchall()),
+        )
+
+    def _load_cpu(self, sample_id: int) -> tuple[CpuShare, ...]:
+        rows = self._conn.execute(
+            "SELECT ordinal, core, class, percent FROM sample_cpu WHERE sample_id = ?"
+            " ORDER BY ordinal, rowid",
+            (sample_id,),
+        ).fetchall()
+        shares: dict[int, tuple[int, dict[str, float]]] = {}
+        for ordinal, core, cls, pct in rows:
+            shares.setdefault(ordinal, (core, {}))[1][cls] = pct
+        return tuple(CpuShare(core, pct) for core, pct in shares.values())
+
+    def _load_offloads(self, sample_id: int) -> dict[str, dict[str, FeatureState]]:
+        rows = self._conn.execute(
+            "SELECT iface, feature, is_on, is_fixed, requested FROM sample_offload"
+            " WHERE sample_id = ? ORDER BY rowid",
+            (sample_id,),
+        ).fetchall()
+        offloads: dict[str, dict[str, FeatureState]] = {}
+        for iface, feature, on, fixed, requested in rows:
+            offloads.setdefault(iface, {})[feature] = FeatureState(
+                bool(on), bool(fixed), None if requested is None else bool(requested)
+            )
+        return offloads
+
+
+def _traffic_from_json(text: str) -> TrafficSpec:
+    """Rebuild a TrafficSpec, ignoring fields a newer offlab may have added."""
+    known = {f.name for f in dataclasses.fields(TrafficSpec)}
+    data = {k: v for k, v in json.loads(text).items() if k in known}
+    return TrafficSpec(**data)

@@ -1,0 +1,231 @@
+"""iperf3 traffic: command lines, a server kept up across repetitions, and a pure parser
+of the client's JSON (with the server's JSON embedded by `--get-server-output`).
+
+Warm-up is handled by us, not by iperf3's `-O` (which iperf3 3.12 only accepts in whole
+seconds): the test runs `-t warmup+duration` with a report interval that divides the
+warm-up, and every figure is computed from the intervals that start after it. iperf3
+reads `-t` as whole seconds too, so warm-up + duration must be a whole number.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import Popen
+from typing import Any
+
+from .proc import ProcessError, in_netns, spawn, stop
+from .records import TrafficSpec
+
+DEFAULT_PORT = 5201
+SERVER_INTERVAL_S = 0.1
+"""The server reports at iperf3's finest interval (its own -i, not the client's), so any
+warm-up that is a multiple of 0.1 s falls on an interval boundary."""
+_INTERVAL_CHOICES = (1.0, 0.5, 0.25, 0.2, 0.1)
+_TCP_LISTEN = "0A"
+_TCP_ESTABLISHED = "01"
+
+
+class IperfError(Exception):
+    """iperf3 reported an error, or its JSON lacks what a sample needs."""
+
+
+@dataclass(frozen=True)
+class TrafficResult:
+    """One repetition over the measured window (warm-up intervals excluded)."""
+
+    throughput_bps: float
+    """Bytes the receiver got in the measured intervals × 8 / their length."""
+    sender_bps: float
+    window_s: float
+    """Length of the measured window as the receiver's intervals cover it."""
+    retransmits: int | None
+    lost_packets: int | None
+    total_packets: int | None
+
+
+def whole_seconds(total_s: float) -> int:
+    """warm-up + duration as iperf3's `-t`, which takes whole seconds only."""
+    if total_s < 1 or abs(total_s - round(total_s)) > 1e-9:
+        raise ValueError(f"warm-up + duration = {total_s:g} s is not a whole number of seconds")
+    return int(round(total_s))
+
+
+def report_interval(warmup_s: float) -> float:
+    """The longest iperf3 report interval (≥ 0.1 s, iperf3's minimum) dividing the warm-up."""
+    for interval in _INTERVAL_CHOICES:
+        ratio = warmup_s / interval
+        if abs(ratio - round(ratio)) < 1e-9:
+            return interval
+    raise ValueError(f"warm-up {warmup_s} s is not a multiple of 0.1 s")
+
+
+def server_args(bind: str, core: int, port: int = DEFAULT_PORT) -> list[str]:
+    return ["iperf3", "-s", "-J", "-B", bind, "-p", str(port), "-A", str(core),
+            "-i", f"{SERVER_INTERVAL_S:g}"]
+
+
+def client_args(spec: TrafficSpec, server: str, core: int, port: int = DEFAULT_PORT) -> list[str]:
+    args = [
+        "iperf3", "-c", server, "-p", str(port), "-J", "--get-server-output",
+        "-A", str(core), "-t", str(whole_seconds(spec.warmup_s + spec.duration_s)),
+        "-i", f"{report_interval(spec.warmup_s):g}",
+    ]
+    if spec.streams > 1:
+        args += ["-P", str(spec.streams)]
+    if spec.bidirectional:
+        args.append("--bidir")
+    if spec.protocol == "udp":
+        if spec.udp_payload is None:
+            raise ValueError("a UDP traffic spec needs udp_payload")
+        args += ["-u", "-b", "0", "-l", str(spec.udp_payload)]
+    elif spec.message_size:
+        args += ["-l", str(spec.message_size)]
+    return args
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+
+def parse_result(text: str, warmup_s: float) -> TrafficResult:
+    """Figures over the intervals that start at or after `warmup_s`."""
+    try:
+        client = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise IperfError(f"iperf3 output is not JSON ({err.msg} at {err.pos})") from err
+    _raise_reported_error(client, "client")
+    server = client.get("server_output_json")
+    if not isinstance(server, dict):
+        raise IperfError("no server_output_json: run the client with --get-server-output "
+                         "against a server started with -J")
+    _raise_reported_error(server, "server")
+    received = _measured(server, warmup_s, "server")
+    sent = _measured(client, warmup_s, "client")
+    window = sum(i["seconds"] for i in received)
+    sent_window = sum(i["seconds"] for i in sent)
+    if window <= 0 or sent_window <= 0:
+        raise IperfError("the measured window is empty")
+    udp = client.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
+    return TrafficResult(
+        throughput_bps=8 * sum(i["bytes"] for i in received) / window,
+        sender_bps=8 * sum(i["bytes"] for i in sent) / sent_window,
+        window_s=window,
+        retransmits=None if udp else int(sum(i.get("retransmits", 0) for i in sent)),
+        lost_packets=int(sum(i["lost_packets"] for i in received)) if udp else None,
+        total_packets=int(sum(i["packets"] for i in received)) if udp else None,
+    )
+
+
+def _raise_reported_error(doc: dict[str, Any], who: str) -> None:
+    if doc.get("error"):
+        raise IperfError(f"iperf3 {who}: {doc['error']}")
+
+
+def _measured(doc: dict[str, Any], warmup_s: float, who: str) -> list[dict[str, Any]]:
+    """The `sum` of every interval that starts after the warm-up (half an interval of
+    slack absorbs iperf3's timer jitter on the boundary)."""
+    intervals = [i.get("sum") for i in doc.get("intervals", [])]
+    if not intervals or any(not isinstance(s, dict) for s in intervals):
+        raise IperfError(f"iperf3 {who} JSON has no intervals")
+    first = intervals[0]
+    slack = 0.5 * (first["end"] - first["start"])
+    kept = [s for s in intervals if s["start"] >= warmup_s - slack and not s.get("omitted")]
+    if not kept:
+        raise IperfError(f"iperf3 {who}: no interval after the {warmup_s:g} s warm-up")
+    return kept
+
+
+def listening_ports(proc_net_tcp: str) -> set[int]:
+    """Local ports in LISTEN state in a /proc/<pid>/net/tcp(6) table."""
+    ports = set()
+    for line in proc_net_tcp.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == _TCP_LISTEN:
+            ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def sockets_to_port(table: str, port: int, state: str | None) -> int:
+    """Sockets in a /proc/<pid>/net/{tcp,udp} table whose remote port is `port`
+    (and whose state is `state`, e.g. "01" ESTABLISHED, if given)."""
+    count = 0
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and int(fields[2].rsplit(":", 1)[1], 16) == port:
+            count += state is None or fields[3] == state
+    return count
+
+
+def wait_for_data_connection(pid: int, port: int, timeout_s: float) -> float | None:
+    """Monotonic time at which the client has its data socket open next to the control
+    connection — iperf3 starts the test clock right after. None if not seen in time
+    (e.g. the client already failed)."""
+    net = Path(f"/proc/{pid}/net")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if (Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3"
+                    and sockets_to_port((net / "tcp").read_text(), port, _TCP_ESTABLISHED)
+                    + sockets_to_port((net / "udp").read_text(), port, None) >= 2):
+                return time.monotonic()
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+        time.sleep(0.001)
+    return None
+
+
+# --- the server ------------------------------------------------------------------------
+
+
+class IperfServer:
+    """An iperf3 server in the receiver's namespace, reused for every repetition."""
+
+    def __init__(self, namespace: str, bind: str, core: int, port: int = DEFAULT_PORT):
+        self.args = in_netns(namespace, server_args(bind, core, port))
+        self.port = port
+        self._proc: Popen[str] | None = None
+
+    def __enter__(self) -> "IperfServer":
+        self._proc = spawn(self.args)
+        self._wait_listening(timeout_s=5.0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._proc is not None:
+            stop(self._proc)
+            self._proc = None
+
+    @property
+    def pid(self) -> int | None:
+        """The iperf3 server's pid (`ip netns exec` execs it, so it is the same)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def ensure_running(self) -> None:
+        """Restart the server if it died (iperf3 servers exit on some client errors)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self.close()
+            self.__enter__()
+
+    def _wait_listening(self, timeout_s: float) -> None:
+        # `ip netns exec` execs iperf3, so this pid's /proc/net is the namespace's view.
+        assert self._proc is not None
+        tables = [Path(f"/proc/{self._proc.pid}/net/{name}") for name in ("tcp", "tcp6")]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                err = self._proc.stderr.read() if self._proc.stderr else ""
+                raise ProcessError(self.args, f"exited at start: {err.strip() or 'no output'}")
+            try:
+                # Until `ip` has exec'd iperf3 the tables are the root namespace's.
+                execd = Path(f"/proc/{self._proc.pid}/comm").read_text().strip() == "iperf3"
+                if execd and any(self.port in listening_ports(t.read_text()) for t in tables):
+                    return
+            except FileNotFoundError:
+                pass
+            time.sleep(0.01)
+        raise ProcessError(self.args, f"not listening on port {self.port} after {timeout_s:g} s")

@@ -1,0 +1,196 @@
+"""Typed warnings about a run's measurements, each with advice on what to do.
+
+Like hyperfine's warnings: a value that says what was seen (with the numbers) and
+how to get a trustworthy result. They are produced by the report model from the
+data and printed by whoever shows them (CLI, Markdown, HTML); nothing here prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True)
+class HighVariation:
+    """Coefficient of variation of a case over the noise threshold."""
+
+    case_key: str
+    metric: str
+    cv: float
+    threshold: float
+    runs: int
+    runs_suggested: int
+    """Runs that would bring the 95 % CI half-width to the threshold at this spread."""
+
+    @property
+    def message(self) -> str:
+        runs = f"≥{self.runs_suggested}" if self.runs_suggested >= 100 else str(self.runs_suggested)
+        return (
+            f"{self.case_key}: {self.metric} varies by CV {self.cv:.1%} over {self.runs} runs "
+            f"(threshold {self.threshold:.0%}); ~{runs} runs for a ±{self.threshold:.0%} CI"
+        )
+
+    @property
+    def advice(self) -> str:
+        return (
+            "rerun with the --runs suggested (or a longer --duration), close other programs, "
+            "and keep roles pinned to their own cores; differences smaller than the spread "
+            "are not reported as effects"
+        )
+
+
+@dataclass(frozen=True)
+class Outliers:
+    """Repetitions whose modified Z-score is over 3.5."""
+
+    case_key: str
+    metric: str
+    repetitions: tuple[int, ...]
+    values: tuple[float, ...]
+    unit: str
+
+    @property
+    def message(self) -> str:
+        shown = ", ".join(
+            f"#{r} ({v:.3g} {self.unit})" for r, v in zip(self.repetitions, self.values)
+        )
+        return f"{self.case_key}: {self.metric} outlier repetition(s) {shown}"
+
+    @property
+    def advice(self) -> str:
+        return (
+            "something else ran during those repetitions (timer, cron, a build); "
+            "check the machine is idle and rerun the case"
+        )
+
+
+@dataclass(frozen=True)
+class CpuSaturated:
+    """A role's core was nearly fully busy: the case measures CPU cost, not capacity."""
+
+    case_key: str
+    role: str
+    core: int
+    busy_percent: float
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.case_key}: {self.role} core {self.core} busy {self.busy_percent:.1f}% "
+            "— throughput is CPU-bound there"
+        )
+
+    @property
+    def advice(self) -> str:
+        return (
+            "that role is the bottleneck, so throughput differences there are differences "
+            "in its CPU cost per byte; compare CPU % per Gbps as well"
+        )
+
+
+@dataclass(frozen=True)
+class OffloadNotAsRequested:
+    """A feature in force differs from what the profile asked for."""
+
+    case_key: str
+    iface: str
+    feature: str
+    wanted: bool
+    got: bool
+    fixed: bool
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.case_key}: {self.iface} {self.feature} is {_onoff(self.got)}, "
+            f"profile asked {_onoff(self.wanted)}" + (" [fixed]" if self.fixed else "")
+        )
+
+    @property
+    def advice(self) -> str:
+        if self.fixed:
+            return (
+                "the driver does not allow changing this feature ([fixed]); the profile's "
+                "effect does not include it"
+            )
+        return (
+            "the kernel changed it because of a dependency (e.g. tx-checksumming off turns "
+            "TSO/GSO off); the measured effect is of the state in force, listed in the appendix"
+        )
+
+
+@dataclass(frozen=True)
+class CascadedFeature:
+    """A feature the profile did not name changed state together with one it did."""
+
+    case_key: str
+    iface: str
+    feature: str
+    got: bool
+
+    @property
+    def message(self) -> str:
+        return f"{self.case_key}: {self.iface} {self.feature} is {_onoff(self.got)} as a side effect"
+
+    @property
+    def advice(self) -> str:
+        return (
+            "a feature this profile turned off depends on or implies this one; effects "
+            "attributed to the profile's features include this change"
+        )
+
+
+@dataclass(frozen=True)
+class UdpLossHigh:
+    """UDP receiver lost more than the threshold: sender outpaces the receiver."""
+
+    case_key: str
+    loss_percent: float
+    threshold_percent: float
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.case_key}: UDP loss {self.loss_percent:.1f}% "
+            f"(threshold {self.threshold_percent:.1f}%)"
+        )
+
+    @property
+    def advice(self) -> str:
+        return (
+            "the sender generates more than the receiver can take; the receiver's goodput is "
+            "what is compared — lower the UDP target rate to measure loss-free capacity"
+        )
+
+
+@dataclass(frozen=True)
+class IncompleteCase:
+    """A case has fewer samples than the plan asked for (interrupted or failed run)."""
+
+    case_key: str
+    got: int
+    wanted: int
+
+    @property
+    def message(self) -> str:
+        return f"{self.case_key}: {self.got} of {self.wanted} repetitions stored"
+
+    @property
+    def advice(self) -> str:
+        return "resume or rerun the plan; statistics of this case rest on fewer runs"
+
+
+LabWarning = Union[
+    HighVariation,
+    Outliers,
+    CpuSaturated,
+    OffloadNotAsRequested,
+    CascadedFeature,
+    UdpLossHigh,
+    IncompleteCase,
+]
+
+
+def _onoff(state: bool) -> str:
+    return "on" if state else "off"

@@ -1,0 +1,37 @@
+"""One short real TCP case, measured end to end."""
+
+import pytest
+
+from offlab.records import CaseSpec, TrafficSpec
+from offlab.offloads import all_on
+from offlab.runner import Runner
+from offlab.topology import our_namespaces
+
+
+class ListSink:
+    def __init__(self):
+        self.samples = []
+
+    def add_sample(self, run_id, case, sample):
+        self.samples.append((run_id, case, sample))
+
+
+def test_short_tcp_case_yields_a_complete_sample():
+    case = CaseSpec("bare", 1500, all_on(), TrafficSpec("tcp", duration_s=0.5, warmup_s=0.5))
+    sink = ListSink()
+    Runner(sink, "itest", runs=1, show_progress=False).execute([case])
+    assert our_namespaces() == []
+    ((run_id, got_case, sample),) = sink.samples
+    assert run_id == "itest" and got_case == case and sample.case_key == case.key
+    assert sample.throughput_bps > 0 and sample.sender_bps > 0
+    assert sample.retransmits is not None and sample.lost_packets is None
+    assert sample.duration_s == pytest.approx(0.5, abs=0.1)
+    assert sample.roles == {"sender": 0, "receiver": 1}
+    assert {c.core for c in sample.cpu} >= {0, 1}
+    for share in sample.cpu:
+        assert sum(share.percent.values()) == pytest.approx(100.0, abs=0.5)
+    assert sample.role_share("sender").busy > 0
+    assert sample.offloads["tx:ofl-v0"]["generic-receive-offload"].on
+    assert sample.counters["cpu_window_s"] == pytest.approx(0.5, abs=0.1)
+    assert sample.counters["iperf3_start_lag_s"] > 0  # the data connection was seen
+    assert sample.counters["sender_app_sys_pct"] > 0

@@ -1,0 +1,96 @@
+"""/proc/stat parsing and per-core deltas, on snapshots recorded on this machine."""
+
+from pathlib import Path
+
+import pytest
+
+from offlab.cpu import ProcStatError, parse_proc_stat, shares_between
+from offlab.records import CPU_CLASSES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def recorded(name: str):
+    return parse_proc_stat((FIXTURES / name).read_text())
+
+
+def test_parses_every_core_and_maps_columns_by_position():
+    times = parse_proc_stat("cpu  9 9 9 9 9 9 9 9 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 5 6\n")
+    assert times.ticks == {0: {"usr": 1, "nice": 2, "sys": 3, "idle": 4, "iowait": 5,
+                               "irq": 6, "soft": 7, "steal": 8}}
+
+
+def test_recorded_snapshot_has_both_cores():
+    assert sorted(recorded("proc-stat-before.txt").ticks) == [0, 1]
+
+
+def test_recorded_delta_sums_to_100_percent_per_core():
+    shares = shares_between(recorded("proc-stat-before.txt"), recorded("proc-stat-after.txt"))
+    assert [s.core for s in shares] == [0, 1]
+    for share in shares:
+        assert set(share.percent) == set(CPU_CLASSES)
+        assert sum(share.percent.values()) == pytest.approx(100.0)
+        assert 0.0 <= share.busy <= 100.0
+
+
+def test_delta_is_the_share_of_elapsed_ticks():
+    before = parse_proc_stat("cpu0 100 0 100 100 0 0 0 0\n")
+    after = parse_proc_stat("cpu0 130 0 150 120 0 0 0 0\n")
+    (share,) = shares_between(before, after)
+    assert share.percent["usr"] == pytest.approx(30.0)
+    assert share.percent["sys"] == pytest.approx(50.0)
+    assert share.percent["idle"] == pytest.approx(20.0)
+    assert share.busy == pytest.approx(80.0)
+
+
+def test_counter_going_backwards_counts_as_zero():
+    before = parse_proc_stat("cpu0 0 0 0 0 50 0 0 0\n")
+    after = parse_proc_stat("cpu0 10 0 0 10 40 0 0 0\n")
+    (share,) = shares_between(before, after)
+    assert share.percent["iowait"] == 0.0
+    assert sum(share.percent.values()) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "no cpu<N> lines"),
+    ("cpu0 1 2 3\n", "columns"),
+    ("cpu0 1 2 3 4 5 x 7 8\n", "non-numeric"),
+    ("cpuX 1 2 3 4 5 6 7 8\n", "is not cpu<N>"),
+])
+def test_malformed_input_has_a_reason(text, reason):
+    with pytest.raises(ProcStatError, match=reason):
+        parse_proc_stat(text)
+
+
+def test_no_elapsed_ticks_is_an_error():
+    snap = parse_proc_stat("cpu0 1 2 3 4 5 6 7 8\n")
+    with pytest.raises(ProcStatError, match="no ticks"):
+        shares_between(snap, snap)
+
+
+def test_different_core_sets_are_an_error():
+    with pytest.raises(ProcStatError, match="different cores"):
+        shares_between(parse_proc_stat("cpu0 1 1 1 1 1 1 1 1\n"),
+                       parse_proc_stat("cpu0 2 2 2 2 2 2 2 2\ncpu1 2 2 2 2 2 2 2 2\n"))
+
+
+def test_pid_stat_with_spaces_and_parentheses_in_the_name():
+    from offlab.cpu import parse_pid_stat
+    line = "4242 (iperf3 (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 230 0 0 20 0 1 0 5 0 0\n"
+    times = parse_pid_stat(line)
+    assert (times.usr, times.sys) == (17, 230)
+    with pytest.raises(ProcStatError):
+        parse_pid_stat("garbage")
+
+
+def test_process_percent_is_of_one_core():
+    from offlab.cpu import CLK_TCK, ProcessTimes, process_percent
+    got = process_percent(ProcessTimes(0, 0), ProcessTimes(CLK_TCK // 2, CLK_TCK), 2.0)
+    assert got == pytest.approx({"usr": 25.0, "sys": 50.0})
+    assert process_percent(None, ProcessTimes(1, 1), 1.0) is None
+
+
+def test_own_process_times_are_readable():
+    import os
+    from offlab.cpu import process_times
+    assert process_times(os.getpid()) is not None

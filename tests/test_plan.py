@@ -1,0 +1,98 @@
+"""Plan parsing: the built-in plans, the case matrix, and one-line errors with a fix."""
+
+import pytest
+
+from offlab import plan
+from offlab.plan import PlanError, parse
+
+GOOD = """
+name = "t"
+runs = 2
+duration = 1.5
+warmup = 0.5
+scenarios = ["bare", "vxlan"]
+mtus = [1500]
+traffic = ["tcp", "udp18"]
+sequences = ["tx", "rx"]
+"""
+
+
+def test_builtin_plans_exist_and_parse():
+    assert {"quick", "offloads"} <= set(plan.builtin_names())
+    quick = plan.load("quick")
+    # 2 scenarios × 2 workloads × (4 tx + 3 rx − the shared all-on) profiles
+    assert len(quick.cases) == 2 * 2 * 6 and quick.runs == 3
+    offl = plan.load("offloads")
+    assert len(offl.cases) == 2 * 2 * 3 * 6 and offl.runs == 10
+    assert {c.mtu for c in offl.cases} == {1500, 9000}
+    assert {c.traffic.label for c in offl.cases} == {"tcp", "udp1472", "udp18"}
+
+
+def test_quick_plan_fits_three_minutes_of_traffic():
+    quick = plan.load("quick")
+    seconds = sum(c.traffic.warmup_s + c.traffic.duration_s for c in quick.cases) * quick.runs
+    assert seconds <= 150  # leaves time for builds, ethtool and the report
+
+
+def test_cases_in_order_and_all_on_shared():
+    p = parse(GOOD, "t.toml")
+    keys = [c.key for c in p.cases]
+    assert keys[0] == "bare/mtu1500/both:all-on/tcp"
+    assert sum(k.endswith("all-on/tcp") for k in keys) == 2  # once per scenario
+    vx_last_tx = [c for c in p.cases if c.scenario == "vxlan" and c.profile.name == "tso+txcsum+gso-off"][0]
+    assert "tx-udp_tnl-segmentation" in vx_last_tx.profile.features
+    udp = [c for c in p.cases if c.traffic.label == "udp18"][0]
+    assert udp.traffic.udp_payload == 18 and udp.traffic.warmup_s == 0.5
+
+
+def test_custom_profiles_and_single_mode():
+    p = parse(GOOD.replace('sequences = ["tx", "rx"]', 'sequences = ["rx-single"]') +
+              '[[profiles]]\nname = "no-gro-anywhere"\nside = "both"\noff = ["generic-receive-offload"]\n', "t.toml")
+    names = {c.profile.name for c in p.cases}
+    assert names == {"all-on", "only-gro-off", "only-rxcsum-off", "no-gro-anywhere"}
+
+
+def test_overrides():
+    p = parse(GOOD, "t.toml").with_overrides(runs=5, duration=2.5)
+    assert p.runs == 5 and all(c.traffic.duration_s == 2.5 for c in p.cases)
+    with pytest.raises(PlanError, match="--runs 0"):
+        parse(GOOD, "t.toml").with_overrides(runs=0)
+    with pytest.raises(PlanError, match="whole seconds"):
+        parse(GOOD, "t.toml").with_overrides(duration=1.2)
+
+
+@pytest.mark.parametrize("change, key, hint", [
+    (("runs = 2", "runs = 0"), "runs", "at least 1"),
+    (("runs = 2", 'runs = "many"'), "runs", "whole number"),
+    (("duration = 1.5", "duration = -1"), "duration", "more than 0"),
+    (("warmup = 0.5", "warmup = 0.55"), "warmup", "multiple of 0.1"),
+    (("duration = 1.5", "duration = 1.2"), "'warmup' + 'duration'", "whole seconds"),
+    (('mtus = [1500]', 'mtus = [1400]'), "mtus", "1500, 9000"),
+    (('scenarios = ["bare", "vxlan"]', 'scenarios = ["geneve"]'), "scenarios", "'bare', 'vxlan'"),
+    (('traffic = ["tcp", "udp18"]', 'traffic = ["sctp"]'), "traffic", "'tcp'"),
+    (('traffic = ["tcp", "udp18"]', 'traffic = ["tcp", "tcp"]'), "traffic", "twice"),
+    (('sequences = ["tx", "rx"]', 'sequences = []'), "sequences", "no offload profiles"),
+    (('name = "t"', 'name = "t"\nrepeats = 3'), "repeats", "unknown key"),
+    (('runs = 2\n', ''), "runs", "missing"),
+])
+def test_errors_are_one_line_naming_file_key_and_fix(change, key, hint):
+    text = GOOD.replace(*change)
+    with pytest.raises(PlanError) as caught:
+        parse(text, "bad.toml")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("bad.toml: ")
+    assert key in message and hint in message
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    with pytest.raises(PlanError, match="^x.toml: not valid TOML"):
+        parse("runs = = 3", "x.toml")
+    with pytest.raises(PlanError, match="no such plan file"):
+        plan.load(str(tmp_path / "nope.toml"))
+
+
+def test_bad_custom_profile():
+    text = GOOD + '[[profiles]]\nname = "x"\nside = "tx"\noff = ["tso"]\n'
+    with pytest.raises(PlanError, match=r"profiles\[1\]\.off"):
+        parse(text, "t.toml")

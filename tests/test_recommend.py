@@ -1,0 +1,81 @@
+"""Attribution rules of the recommendations: predecessor choice and cascades."""
+
+from offlab.records import CaseSpec, CpuShare, FeatureState, OffloadProfile, Sample, TrafficSpec
+from offlab.report.model import CaseGroup, profile_row
+from offlab.report.recommend import group_steps, recommend
+
+TSO, CSUM, GSO = "tcp-segmentation-offload", "tx-checksumming", "generic-segmentation-offload"
+TCP = TrafficSpec("tcp", duration_s=5.0)
+
+
+def _row(name: str, features: dict, gbps: list[float], in_force: dict):
+    case = CaseSpec("veth", 1500, OffloadProfile(name, "tx", features), TCP)
+    state = {
+        "tx:ofl-v0": {
+            f: FeatureState(on=on, requested=features.get(f)) for f, on in in_force.items()
+        }
+    }
+    samples = [
+        Sample(case.key, i, 0.0, 5.0, g * 1e9, g * 1e9,
+               cpu=(CpuShare(0, {"sys": 50.0, "idle": 50.0}),), roles={"sender": 0},
+               offloads=state)
+        for i, g in enumerate(gbps)
+    ]
+    return profile_row(case, samples)
+
+
+ALL = {TSO: True, CSUM: True, GSO: True}
+
+
+def _group(rows) -> CaseGroup:
+    return CaseGroup("veth", 1500, TCP, "tx", rows[0], tuple(rows))
+
+
+def test_one_off_profiles_are_compared_with_all_on_and_cascades_are_named():
+    base = _row("all-on", {}, [20.0, 20.2, 19.8], ALL)
+    tso = _row("only-tso-off", {TSO: False}, [12.0, 12.1, 11.9], {**ALL, TSO: False})
+    # tx-checksumming off takes TSO with it (the kernel's feature dependency)
+    csum = _row("only-txcsum-off", {CSUM: False}, [11.0, 11.2, 10.8],
+                {**ALL, CSUM: False, TSO: False})
+    steps = group_steps(_group([base, tso, csum]))
+    assert [(s.on_row.profile.name, s.off_row.profile.name) for s in steps] == [
+        ("all-on", "only-tso-off"), ("all-on", "only-txcsum-off")]
+    assert steps[1].in_force == (CSUM,) and steps[1].cascaded == (TSO,)
+    sentences = [e.sentence() for _, effects in recommend([_group([base, tso, csum])]).goals
+                 for e in effects]
+    assert any("keep Tx checksumming on" in s and "also turned TSO off" in s for s in sentences)
+
+
+def test_cumulative_steps_use_the_previous_profile():
+    base = _row("all-on", {}, [20.0, 20.2, 19.8], ALL)
+    one = _row("tso-off", {TSO: False}, [12.0, 12.1, 11.9], {**ALL, TSO: False})
+    two = _row("tso+csum-off", {TSO: False, CSUM: False}, [11.0, 11.2, 10.8],
+               {**ALL, TSO: False, CSUM: False})
+    three = _row("tso+csum+gso-off", {TSO: False, CSUM: False, GSO: False}, [6.0, 6.1, 5.9],
+                 {TSO: False, CSUM: False, GSO: False})
+    steps = group_steps(_group([base, one, two, three]))
+    assert [(s.on_row.profile.name, s.in_force) for s in steps] == [
+        ("all-on", (TSO,)), ("tso-off", (CSUM,)), ("tso+csum-off", (GSO,))]
+    assert all(s.cascaded == () and s.not_applied == () for s in steps)
+
+
+def test_a_feature_that_hurts_is_recommended_off():
+    base = _row("all-on", {}, [10.0, 10.1, 9.9], ALL)
+    gso = _row("only-gso-off", {GSO: False}, [13.0, 13.1, 12.9], {**ALL, GSO: False})
+    (title, (effect,)), = [
+        (t, e) for t, e in recommend([_group([base, gso])]).goals if "throughput" in t]
+    assert title == "To increase TCP throughput"
+    assert effect.sentence().startswith("turn GSO off at the transmitter — +30%")
+
+
+def test_opposite_significant_effects_are_reported_as_contradictory():
+    base = _row("all-on", {}, [10.0, 10.1, 9.9], ALL)
+    gso = _row("only-gso-off", {GSO: False}, [13.0, 13.1, 12.9], {**ALL, GSO: False})
+    other_base = _row("all-on", {}, [10.0, 10.1, 9.9], ALL)
+    other_gso = _row("only-gso-off", {GSO: False}, [7.0, 7.1, 6.9], {**ALL, GSO: False})
+    other = CaseGroup("vxlan", 1500, TCP, "tx", other_base, (other_base, other_gso))
+    rec = recommend([_group([base, gso]), other])
+    (contradiction,) = [c for c in rec.contradictions if "throughput" in c.goal]
+    assert contradiction.features == (GSO,)
+    assert "helps in vxlan" in contradiction.sentence()
+    assert rec.tested == 4 and abs(rec.expected_by_chance - 0.2) < 1e-9
