@@ -22,7 +22,6 @@ from .plan import Plan, PlanError, load
 from .proc import ProcessError
 from .export import export
 from .records import CaseSpec, RunInfo
-from .report import write_report
 from .runner import Runner
 from .store import Store, StoreError
 from .topology import Interrupted, TerminationSignals, TopologyError, sweep_leftovers
@@ -71,6 +70,7 @@ def _new_run_id() -> str:
 
 
 def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
+    from .report import write_report  # matplotlib: seconds to import, so only when needed
     md, html = write_report(store.load_run(run_id), out_dir / run_id)
     out.print(f"report: {md}\n        {html}")
 

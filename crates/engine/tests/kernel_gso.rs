@@ -85,7 +85,7 @@ impl GsoLab {
         }
         let ours = |r: &kernel::sock::Received| r.bytes.get(6..12) == Some(&corpus::SRC_MAC[..]);
         let got = self.capture.collect(ours, QUIET, Duration::from_secs(5)).expect("capture");
-        got.into_iter().map(|r| r.bytes).collect()
+        got.into_iter().map(|r| r.wire_frame(0)).collect()
     }
 }
 
@@ -142,10 +142,7 @@ fn engine_segments(case: &GsoCase) -> Result<Vec<Vec<u8>>, String> {
 /// The kernel's own output must be valid (transport checksums verify, inner and, when
 /// asked for, outer), or the comparison would hold the engine to a broken reference.
 fn kernel_output_is_sound(case: &GsoCase, kernel: &[Vec<u8>]) -> Result<(), String> {
-    let inner_ip = match case.vnet.tunnel {
-        Some((_, inner_nh)) => usize::from(inner_nh),
-        None => frames::ETH_LEN,
-    };
+    let inner_ip = case.inner_ip;
     for (i, seg) in kernel.iter().enumerate() {
         if !frames::l4_checksum_ok(seg, inner_ip) {
             return Err(format!("kernel segment {i}: inner transport checksum does not verify"));

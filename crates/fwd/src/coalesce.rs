@@ -42,14 +42,19 @@ impl Sink<'_> {
             self.tx.push_bytes(run.header);
             for part in run.parts {
                 let (start, end) = (part.payload.start as usize, part.payload.end as usize);
-                self.tx.push_rx(part.id as usize, VNET_LEN + start..VNET_LEN + end);
+                self.tx
+                    .push_rx(part.id as usize, VNET_LEN + start..VNET_LEN + end);
             }
             return;
         }
         // A run of one: the frame goes as it came, with the header its checksum needs.
-        let Some(part) = run.parts.first() else { return };
+        let Some(part) = run.parts.first() else {
+            return;
+        };
         let slot = part.id as usize;
-        let Some(Some(offered)) = self.offered.get(slot) else { return };
+        let Some(Some(offered)) = self.offered.get(slot) else {
+            return;
+        };
         let header = checksum_header(
             Mode::Gro,
             slot,
@@ -60,13 +65,18 @@ impl Sink<'_> {
             self.to_complete,
         );
         self.tx.begin(&header.to_bytes());
-        self.tx.push_rx(slot, VNET_LEN..VNET_LEN + offered.frame_len);
+        self.tx
+            .push_rx(slot, VNET_LEN..VNET_LEN + offered.frame_len);
     }
 }
 
 impl Coalescer {
     pub fn new() -> Coalescer {
-        Coalescer { gro: Gro::new(GroConfig::default()), offered: Vec::new(), batches: 0 }
+        Coalescer {
+            gro: Gro::new(GroConfig::default()),
+            offered: Vec::new(),
+            batches: 0,
+        }
     }
 
     /// Offers frame `slot` to GRO. `true`: GRO took it (it leaves with a run);
@@ -89,10 +99,26 @@ impl Coalescer {
         if self.offered.len() <= slot {
             self.offered.resize(slot + 1, None);
         }
-        self.offered[slot] = Some(Offered { checksum, layout: *layout, frame_len: frame.len() });
-        let meta = RxMeta { csum_validated: !matches!(checksum, ChecksumState::Complete), now: self.batches };
-        let mut sink = Sink { egress, tx, counters, to_complete, offered: &self.offered };
-        match self.gro.push(slot as u64, frame, meta, &mut |run| sink.deliver(run)) {
+        self.offered[slot] = Some(Offered {
+            checksum,
+            layout: *layout,
+            frame_len: frame.len(),
+        });
+        let meta = RxMeta {
+            csum_validated: !matches!(checksum, ChecksumState::Complete),
+            now: self.batches,
+        };
+        let mut sink = Sink {
+            egress,
+            tx,
+            counters,
+            to_complete,
+            offered: &self.offered,
+        };
+        match self
+            .gro
+            .push(slot as u64, frame, meta, &mut |run| sink.deliver(run))
+        {
             Ok(_) => true,
             Err(refusal) => {
                 sink.counters.gro_refused(refusal.reason().name());
@@ -109,7 +135,13 @@ impl Coalescer {
         counters: &mut Counters,
         to_complete: &mut Vec<(usize, ChecksumSpan)>,
     ) {
-        let mut sink = Sink { egress, tx, counters, to_complete, offered: &self.offered };
+        let mut sink = Sink {
+            egress,
+            tx,
+            counters,
+            to_complete,
+            offered: &self.offered,
+        };
         self.gro.flush(&mut |run| sink.deliver(run));
     }
 

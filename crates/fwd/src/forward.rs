@@ -8,7 +8,9 @@ use crate::port::{Offloads, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::Counters;
 use offlab_engine::checksum;
 use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
-use offlab_engine::virtio::{self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, ValidatedOffload};
+use offlab_engine::virtio::{
+    self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, ValidatedOffload,
+};
 use offlab_engine::wire::{parse_frame, parse_frame_with, Layout, ParseError, ParseOptions};
 
 /// What the forwarder does with offloads.
@@ -110,7 +112,12 @@ impl Direction {
             self.frame(rx, slot, egress);
         }
         if let Some(coalescer) = &mut self.coalescer {
-            coalescer.flush(egress, &mut self.tx, &mut self.counters, &mut self.to_complete);
+            coalescer.flush(
+                egress,
+                &mut self.tx,
+                &mut self.counters,
+                &mut self.to_complete,
+            );
             coalescer.end_batch();
         }
         for &(slot, span) in &self.to_complete {
@@ -123,7 +130,8 @@ impl Direction {
         let raw = rx.raw(slot);
         if raw.len() < VNET_LEN + ETHERNET_HEADER_LEN {
             self.counters.received(raw.len().saturating_sub(VNET_LEN));
-            self.counters.drop("frame", "shorter than an ethernet header");
+            self.counters
+                .drop("frame", "shorter than an ethernet header");
             return;
         }
         let frame = &raw[VNET_LEN..];
@@ -161,19 +169,37 @@ impl Direction {
         if frame.len() - ETHERNET_HEADER_LEN > egress.mtu + 8 {
             return self.counters.drop("egress", "frame over egress mtu");
         }
-        self.counters.non_ip_frames += u64::from(matches!(error, ParseError::UnsupportedEtherType(_)));
+        self.counters.non_ip_frames +=
+            u64::from(matches!(error, ParseError::UnsupportedEtherType(_)));
         self.emit_frame(slot, &Header::none(), frame.len());
     }
 
     /// A frame that is not (or no longer) a super-packet.
-    fn single(&mut self, rx: &RxBatch, slot: usize, offload: &ValidatedOffload, layout: &Layout, egress: &Egress) {
+    fn single(
+        &mut self,
+        rx: &RxBatch,
+        slot: usize,
+        offload: &ValidatedOffload,
+        layout: &Layout,
+        egress: &Egress,
+    ) {
         let frame = &rx.raw(slot)[VNET_LEN..];
         if layout.frame_end() - layout.l2_len > egress.mtu {
             return self.counters.drop("egress", "frame over egress mtu");
         }
         if let Some(coalescer) = &mut self.coalescer {
-            let (tx, counters, to_complete) = (&mut self.tx, &mut self.counters, &mut self.to_complete);
-            if coalescer.offer(slot, frame, layout, offload.checksum, egress, tx, counters, to_complete) {
+            let (tx, counters, to_complete) =
+                (&mut self.tx, &mut self.counters, &mut self.to_complete);
+            if coalescer.offer(
+                slot,
+                frame,
+                layout,
+                offload.checksum,
+                egress,
+                tx,
+                counters,
+                to_complete,
+            ) {
                 return;
             }
         }
@@ -182,8 +208,22 @@ impl Direction {
     }
 
     /// The vnet header a non-GSO frame leaves with; queues a completion if needed.
-    fn checksum_header(&mut self, slot: usize, state: ChecksumState, layout: &Layout, egress: &Egress) -> Header {
-        checksum_header(self.mode, slot, state, layout, egress, &mut self.counters, &mut self.to_complete)
+    fn checksum_header(
+        &mut self,
+        slot: usize,
+        state: ChecksumState,
+        layout: &Layout,
+        egress: &Egress,
+    ) -> Header {
+        checksum_header(
+            self.mode,
+            slot,
+            state,
+            layout,
+            egress,
+            &mut self.counters,
+            &mut self.to_complete,
+        )
     }
 
     fn super_packet(
@@ -198,7 +238,12 @@ impl Direction {
         self.counters.rx_super_packets += 1;
         if let Some(coalescer) = &mut self.coalescer {
             // Runs held for this flow must leave before this packet does.
-            coalescer.flush(egress, &mut self.tx, &mut self.counters, &mut self.to_complete);
+            coalescer.flush(
+                egress,
+                &mut self.tx,
+                &mut self.counters,
+                &mut self.to_complete,
+            );
         }
         if request.headers_len - layout.l2_len + usize::from(request.gso_size) > egress.mtu {
             return self.counters.drop("egress", "segments over egress mtu");
@@ -207,7 +252,11 @@ impl Direction {
         let pass = matches!(self.mode, Mode::Pass | Mode::Gro) && egress.accepts(request);
         if pass {
             self.counters.passed_super_packets += 1;
-            let out = Header { num_buffers: 0, hdr_len: request.headers_len as u16, ..*header };
+            let out = Header {
+                num_buffers: 0,
+                hdr_len: request.headers_len as u16,
+                ..*header
+            };
             return self.emit_frame(slot, &out, frame.len());
         }
         let partial = self.mode != Mode::Csum && egress.offloads.csum;
@@ -218,7 +267,11 @@ impl Direction {
                 virtio::GsoKind::Ufo => GsoKind::UdpFragment,
             },
             segment_size: request.gso_size,
-            checksum: if partial { L4Checksum::Partial } else { L4Checksum::Full },
+            checksum: if partial {
+                L4Checksum::Partial
+            } else {
+                L4Checksum::Full
+            },
             fixed_ip_id: false,
             ecn: request.ecn,
             outer_udp_checksum: false,
@@ -239,7 +292,10 @@ impl Direction {
             };
             self.tx.begin(&vnet.to_bytes());
             self.tx.push_bytes(segment.header);
-            self.tx.push_rx(slot, VNET_LEN + segment.payload.start..VNET_LEN + segment.payload.end);
+            self.tx.push_rx(
+                slot,
+                VNET_LEN + segment.payload.start..VNET_LEN + segment.payload.end,
+            );
             self.counters.segments += 1;
             self.counters.checksums_completed += u64::from(segment.partial_checksum.is_none());
         }
@@ -264,7 +320,14 @@ pub(crate) fn checksum_header(
 ) -> Header {
     match state {
         ChecksumState::Partial { start, offset } if mode == Mode::Csum || !egress.offloads.csum => {
-            to_complete.push((slot, ChecksumSpan { start, offset, end: layout.frame_end() }));
+            to_complete.push((
+                slot,
+                ChecksumSpan {
+                    start,
+                    offset,
+                    end: layout.frame_end(),
+                },
+            ));
             counters.checksums_completed += 1;
             Header::none()
         }
@@ -284,7 +347,9 @@ pub(crate) fn checksum_header(
 fn complete_checksum(frame: &mut [u8], span: ChecksumSpan) {
     let field = span.start + span.offset;
     // Validation put the field inside the packet; a frame too short is left as it is.
-    let Some(data) = frame.get(span.start..span.end) else { return };
+    let Some(data) = frame.get(span.start..span.end) else {
+        return;
+    };
     if field + 2 > span.end {
         return;
     }

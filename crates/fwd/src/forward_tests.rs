@@ -27,7 +27,9 @@ fn tcp_frame(payload_len: usize) -> Vec<u8> {
 fn tcp_segment(payload_len: usize, seq: u32, ip_id: u16) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
     let total = (20 + 20 + payload_len) as u16;
-    let mut ip = vec![0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 210, 0, 1, 10, 210, 0, 2];
+    let mut ip = vec![
+        0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 210, 0, 1, 10, 210, 0, 2,
+    ];
     ip[2..4].copy_from_slice(&total.to_be_bytes());
     ip[4..6].copy_from_slice(&ip_id.to_be_bytes());
     let sum = checksum_of(&[&ip]);
@@ -43,13 +45,18 @@ fn tcp_segment(payload_len: usize, seq: u32, ip_id: u16) -> Vec<u8> {
 /// The pseudo-header sum a checksum-partial TCP/IPv4 frame carries in its field.
 fn seed_partial_tcp(frame: &mut [u8]) {
     let l4_len = (frame.len() - 34) as u16;
-    let pseudo = checksum::pseudo_header_v4([10, 210, 0, 1].into(), [10, 210, 0, 2].into(), 6, l4_len);
+    let pseudo =
+        checksum::pseudo_header_v4([10, 210, 0, 1].into(), [10, 210, 0, 2].into(), 6, l4_len);
     frame[50..52].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
 }
 
 /// Runs `frames` (each `(header, frame)`) through a direction; returns the frames sent
 /// (header bytes + frame bytes each) and the counters.
-fn run(mode: Mode, target: Egress, frames: &[(Header, Vec<u8>)]) -> (Vec<(Header, Vec<u8>)>, Counters) {
+fn run(
+    mode: Mode,
+    target: Egress,
+    frames: &[(Header, Vec<u8>)],
+) -> (Vec<(Header, Vec<u8>)>, Counters) {
     let mut rx = RxBatch::new(frames.len());
     for (header, frame) in frames {
         let slot = rx.next_slot().unwrap();
@@ -63,14 +70,22 @@ fn run(mode: Mode, target: Egress, frames: &[(Header, Vec<u8>)]) -> (Vec<(Header
     let sent = (0..tx.len())
         .map(|i| {
             let bytes: Vec<u8> = tx.pieces(i, &rx).flat_map(|s| s.iter().copied()).collect();
-            (Header::decode(&bytes, HeaderForm::V1).unwrap(), bytes[VNET_LEN..].to_vec())
+            (
+                Header::decode(&bytes, HeaderForm::V1).unwrap(),
+                bytes[VNET_LEN..].to_vec(),
+            )
         })
         .collect();
     (sent, counters.clone())
 }
 
 fn partial_tcp_header() -> Header {
-    Header { flags: Flags::NEEDS_CSUM, csum_start: 34, csum_offset: 16, ..Header::none() }
+    Header {
+        flags: Flags::NEEDS_CSUM,
+        csum_start: 34,
+        csum_offset: 16,
+        ..Header::none()
+    }
 }
 
 #[test]
@@ -84,20 +99,58 @@ fn bad_virtio_headers_are_dropped_by_reason() {
         ..Header::none()
     };
     let cases = [
-        (Header { flags: Flags(0x40), ..Header::none() }, "unknown flags"),
-        (Header { flags: Flags(3), ..Header::none() }, "needs_csum with data_valid"),
-        (tso(GsoType::TcpV6, Flags::NEEDS_CSUM), "gso ip version mismatch"),
-        (tso(GsoType::UdpL4, Flags::NEEDS_CSUM), "gso transport mismatch"),
+        (
+            Header {
+                flags: Flags(0x40),
+                ..Header::none()
+            },
+            "unknown flags",
+        ),
+        (
+            Header {
+                flags: Flags(3),
+                ..Header::none()
+            },
+            "needs_csum with data_valid",
+        ),
+        (
+            tso(GsoType::TcpV6, Flags::NEEDS_CSUM),
+            "gso ip version mismatch",
+        ),
+        (
+            tso(GsoType::UdpL4, Flags::NEEDS_CSUM),
+            "gso transport mismatch",
+        ),
         (tso(GsoType::TcpV4, Flags::NONE), "gso without needs_csum"),
-        (tso(GsoType::Other(2), Flags::NEEDS_CSUM), "unknown gso type"),
-        (Header { csum_start: 2000, ..partial_tcp_header() }, "checksum outside frame"),
-        (Header { gso_size: 100, ..Header::none() }, "gso size without gso"),
+        (
+            tso(GsoType::Other(2), Flags::NEEDS_CSUM),
+            "unknown gso type",
+        ),
+        (
+            Header {
+                csum_start: 2000,
+                ..partial_tcp_header()
+            },
+            "checksum outside frame",
+        ),
+        (
+            Header {
+                gso_size: 100,
+                ..Header::none()
+            },
+            "gso size without gso",
+        ),
     ];
     let frames: Vec<_> = cases.iter().map(|(h, _)| (*h, tcp_frame(1000))).collect();
     let (sent, counters) = run(Mode::Pass, egress(Offloads::ALL), &frames);
     assert!(sent.is_empty());
     for (_, reason) in cases {
-        assert_eq!(counters.drops.get(&("virtio", reason)), Some(&1), "{reason}: {:?}", counters.drops);
+        assert_eq!(
+            counters.drops.get(&("virtio", reason)),
+            Some(&1),
+            "{reason}: {:?}",
+            counters.drops
+        );
     }
 }
 
@@ -107,10 +160,24 @@ fn short_and_malformed_frames_are_dropped_and_non_ip_is_forwarded() {
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
     let mut truncated = tcp_frame(100);
     truncated.truncate(60);
-    let frames = [(Header::none(), vec![0u8; 10]), (Header::none(), truncated), (Header::none(), arp.clone())];
+    let frames = [
+        (Header::none(), vec![0u8; 10]),
+        (Header::none(), truncated),
+        (Header::none(), arp.clone()),
+    ];
     let (sent, counters) = run(Mode::Pass, egress(Offloads::ALL), &frames);
-    assert_eq!(counters.drops.get(&("frame", "shorter than an ethernet header")), Some(&1));
-    assert_eq!(counters.drops.get(&("parse", "truncated")), Some(&1), "{:?}", counters.drops);
+    assert_eq!(
+        counters
+            .drops
+            .get(&("frame", "shorter than an ethernet header")),
+        Some(&1)
+    );
+    assert_eq!(
+        counters.drops.get(&("parse", "truncated")),
+        Some(&1),
+        "{:?}",
+        counters.drops
+    );
     assert_eq!(sent, vec![(Header::none(), arp)]);
     assert_eq!(counters.non_ip_frames, 1);
 }
@@ -119,11 +186,19 @@ fn short_and_malformed_frames_are_dropped_and_non_ip_is_forwarded() {
 fn csum_mode_completes_a_partial_checksum() {
     let mut frame = tcp_frame(333);
     seed_partial_tcp(&mut frame);
-    let (sent, counters) = run(Mode::Csum, egress(Offloads::ALL), &[(partial_tcp_header(), frame)]);
+    let (sent, counters) = run(
+        Mode::Csum,
+        egress(Offloads::ALL),
+        &[(partial_tcp_header(), frame)],
+    );
     let (header, out) = &sent[0];
     assert_eq!(*header, Header::none());
     let pseudo = checksum::pseudo_header_v4([10, 210, 0, 1].into(), [10, 210, 0, 2].into(), 6, 353);
-    assert_eq!(checksum::finish(checksum::sum(&out[34..], pseudo)), 0, "checksum does not verify");
+    assert_eq!(
+        checksum::finish(checksum::sum(&out[34..], pseudo)),
+        0,
+        "checksum does not verify"
+    );
     assert_eq!(counters.checksums_completed, 1);
 }
 
@@ -131,7 +206,11 @@ fn csum_mode_completes_a_partial_checksum() {
 fn pass_mode_hands_a_partial_checksum_to_an_egress_that_takes_it() {
     let mut frame = tcp_frame(333);
     seed_partial_tcp(&mut frame);
-    let (sent, _) = run(Mode::Pass, egress(Offloads::ALL), &[(partial_tcp_header(), frame.clone())]);
+    let (sent, _) = run(
+        Mode::Pass,
+        egress(Offloads::ALL),
+        &[(partial_tcp_header(), frame.clone())],
+    );
     assert_eq!(sent, vec![(partial_tcp_header(), frame)]);
 }
 
@@ -139,7 +218,11 @@ fn pass_mode_hands_a_partial_checksum_to_an_egress_that_takes_it() {
 fn super_packets_pass_or_are_segmented_as_the_egress_allows() {
     let mut frame = tcp_frame(4000);
     seed_partial_tcp(&mut frame);
-    let tso = Header { gso_type: GsoType::TcpV4, gso_size: 1448, ..partial_tcp_header() };
+    let tso = Header {
+        gso_type: GsoType::TcpV4,
+        gso_size: 1448,
+        ..partial_tcp_header()
+    };
     let (sent, counters) = run(Mode::Pass, egress(Offloads::ALL), &[(tso, frame.clone())]);
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].0.gso_type, GsoType::TcpV4);
@@ -153,7 +236,8 @@ fn super_packets_pass_or_are_segmented_as_the_egress_allows() {
         assert_eq!(*header, Header::none());
         assert!(segment.len() - 14 <= MTU);
         let l4_len = (segment.len() - 34) as u16;
-        let pseudo = checksum::pseudo_header_v4([10, 210, 0, 1].into(), [10, 210, 0, 2].into(), 6, l4_len);
+        let pseudo =
+            checksum::pseudo_header_v4([10, 210, 0, 1].into(), [10, 210, 0, 2].into(), 6, l4_len);
         assert_eq!(checksum::finish(checksum::sum(&segment[34..], pseudo)), 0);
         payload.extend_from_slice(&segment[54..]);
     }
@@ -162,9 +246,16 @@ fn super_packets_pass_or_are_segmented_as_the_egress_allows() {
 
 #[test]
 fn frames_over_the_egress_mtu_are_dropped() {
-    let (sent, counters) = run(Mode::Pass, egress(Offloads::ALL), &[(Header::none(), tcp_frame(2000))]);
+    let (sent, counters) = run(
+        Mode::Pass,
+        egress(Offloads::ALL),
+        &[(Header::none(), tcp_frame(2000))],
+    );
     assert!(sent.is_empty());
-    assert_eq!(counters.drops.get(&("egress", "frame over egress mtu")), Some(&1));
+    assert_eq!(
+        counters.drops.get(&("egress", "frame over egress mtu")),
+        Some(&1)
+    );
 }
 
 #[test]
@@ -181,9 +272,15 @@ fn gro_mode_merges_a_run_into_one_super_packet() {
     let (header, merged) = &sent[0];
     assert_eq!(header.gso_type, GsoType::TcpV4);
     assert_eq!(header.gso_size, 1448);
-    let payload: Vec<u8> = frames.iter().flat_map(|(_, f)| f[54..].iter().copied()).collect();
+    let payload: Vec<u8> = frames
+        .iter()
+        .flat_map(|(_, f)| f[54..].iter().copied())
+        .collect();
     assert_eq!(merged[54..], payload[..]);
-    assert_eq!((counters.merged_super_packets, counters.merged_packets), (1, 4));
+    assert_eq!(
+        (counters.merged_super_packets, counters.merged_packets),
+        (1, 4)
+    );
 }
 
 #[test]
@@ -192,9 +289,19 @@ fn gro_mode_sends_frames_it_cannot_merge_as_they_are() {
     syn[47] = 0x02;
     let mut frame = tcp_segment(100, 1, 2);
     seed_partial_tcp(&mut frame);
-    let frames = [(Header::none(), syn.clone()), (partial_tcp_header(), frame.clone())];
+    let frames = [
+        (Header::none(), syn.clone()),
+        (partial_tcp_header(), frame.clone()),
+    ];
     // An egress without TSO: GRO is not even tried, the partial checksum is completed.
-    let (sent, counters) = run(Mode::Gro, egress(Offloads { csum: true, ..Offloads::default() }), &frames);
+    let (sent, counters) = run(
+        Mode::Gro,
+        egress(Offloads {
+            csum: true,
+            ..Offloads::default()
+        }),
+        &frames,
+    );
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0], (Header::none(), syn.clone()));
     assert_eq!(sent[1].0, partial_tcp_header());
@@ -202,6 +309,11 @@ fn gro_mode_sends_frames_it_cannot_merge_as_they_are() {
     // With TSO: the SYN is refused (counted) and goes out; the lone segment is a run of one.
     let (sent, counters) = run(Mode::Gro, egress(Offloads::ALL), &frames);
     assert_eq!(sent.len(), 2);
-    assert_eq!(counters.gro_refusals.values().sum::<u64>(), 1, "{:?}", counters.gro_refusals);
+    assert_eq!(
+        counters.gro_refusals.values().sum::<u64>(),
+        1,
+        "{:?}",
+        counters.gro_refusals
+    );
     assert_eq!(sent[1], (partial_tcp_header(), frame));
 }

@@ -23,7 +23,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 #[derive(Parser, Debug)]
-#[command(version, about = "Userspace virtio-style forwarder using offlab-engine")]
+#[command(
+    version,
+    about = "Userspace virtio-style forwarder using offlab-engine"
+)]
 struct Cli {
     /// A port: tap:NAME@NETNS[,offloads=csum+tso4+tso6+ecn+uso][,napi] or
     /// packet:IFNAME@NETNS[,offloads=…][,qdisc-bypass]. Give exactly two.
@@ -52,8 +55,10 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    let [a, b]: [PortSpec; 2] =
-        cli.ports.try_into().map_err(|p: Vec<PortSpec>| format!("give exactly two --port, not {}", p.len()))?;
+    let [a, b]: [PortSpec; 2] = cli
+        .ports
+        .try_into()
+        .map_err(|p: Vec<PortSpec>| format!("give exactly two --port, not {}", p.len()))?;
     if let Some(cpu) = cli.cpu {
         pin_to_cpu(cpu).map_err(|err| format!("cannot pin to cpu {cpu}: {err}"))?;
     }
@@ -62,9 +67,13 @@ fn run(cli: Cli) -> Result<(), String> {
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| e.to_string())?;
     }
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&report)).map_err(|e| e.to_string())?;
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&report))
+        .map_err(|e| e.to_string())?;
 
-    let ports = [port::open(&a).map_err(|e| e.to_string())?, port::open(&b).map_err(|e| e.to_string())?];
+    let ports = [
+        port::open(&a).map_err(|e| e.to_string())?,
+        port::open(&b).map_err(|e| e.to_string())?,
+    ];
     let describe = |p: &dyn port::Port| json!({"port": p.label(), "offloads": p.offloads().to_string(), "mtu": p.mtu()});
     emit(&json!({
         "event": "ready",
@@ -83,7 +92,13 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         emit(&value);
     };
-    let result = forwarder.run(Flags { stop: &stop, report: &report }, |fwd| publish(fwd, "stats"));
+    let result = forwarder.run(
+        Flags {
+            stop: &stop,
+            report: &report,
+        },
+        |fwd| publish(fwd, "stats"),
+    );
     publish(&forwarder, "exit");
     result.map_err(|err| err.to_string())
 }

@@ -53,7 +53,11 @@ impl Forwarder {
 
     /// Forwards until `flags.stop` is set; calls `on_report` whenever `flags.report` is.
     /// Returns an error only when a port's device went away.
-    pub fn run(&mut self, flags: Flags<'_>, mut on_report: impl FnMut(&Forwarder)) -> io::Result<()> {
+    pub fn run(
+        &mut self,
+        flags: Flags<'_>,
+        mut on_report: impl FnMut(&Forwarder),
+    ) -> io::Result<()> {
         self.started = Instant::now();
         let mut fds = [pollfd(self.ports[0].fd()), pollfd(self.ports[1].fd())];
         let mut mtu_read_at = Instant::now();
@@ -80,7 +84,8 @@ impl Forwarder {
                 fd.revents = 0;
             }
             // SAFETY: `fds` is a valid array of two pollfd structs.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_TIMEOUT_MS) };
+            let ready =
+                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_TIMEOUT_MS) };
             if ready < 0 {
                 let err = io::Error::last_os_error();
                 if err.raw_os_error() != Some(libc::EINTR) {
@@ -95,21 +100,32 @@ impl Forwarder {
     /// returns whether there was anything to read.
     fn forward_batch(&mut self, ingress: usize) -> io::Result<bool> {
         let egress = 1 - ingress;
-        self.ports[ingress].recv_batch(&mut self.rx).map_err(|err| port_error(&self.labels[ingress], err))?;
+        self.ports[ingress]
+            .recv_batch(&mut self.rx)
+            .map_err(|err| port_error(&self.labels[ingress], err))?;
         if self.rx.len() == 0 {
             return Ok(false);
         }
-        let target = Egress { offloads: self.ports[egress].offloads(), mtu: self.ports[egress].mtu() };
+        let target = Egress {
+            offloads: self.ports[egress].offloads(),
+            mtu: self.ports[egress].mtu(),
+        };
         let direction = &mut self.directions[ingress];
         direction.process(&mut self.rx, &target);
         let (tx, counters) = direction.output();
-        self.ports[egress].send(tx, &self.rx, counters).map_err(|err| port_error(&self.labels[egress], err))?;
+        self.ports[egress]
+            .send(tx, &self.rx, counters)
+            .map_err(|err| port_error(&self.labels[egress], err))?;
         Ok(true)
     }
 }
 
 fn pollfd(fd: std::os::fd::RawFd) -> libc::pollfd {
-    libc::pollfd { fd, events: libc::POLLIN, revents: 0 }
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
 }
 
 fn port_error(label: &str, err: io::Error) -> io::Error {

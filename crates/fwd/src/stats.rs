@@ -57,7 +57,9 @@ impl Counters {
     pub fn to_json(&self) -> Value {
         let mut drops = Map::new();
         for ((category, reason), count) in &self.drops {
-            let entry = drops.entry(category.to_string()).or_insert_with(|| json!({}));
+            let entry = drops
+                .entry(category.to_string())
+                .or_insert_with(|| json!({}));
             entry[*reason] = json!(count);
         }
         json!({

@@ -29,26 +29,39 @@ fn sigusr1_reports_and_sigterm_exits_cleanly_with_stats() {
     a.ip(&["addr", "add", "10.210.0.1/24", "dev", "ofl-ta"]);
     b.ip(&["addr", "add", "10.210.0.2/24", "dev", "ofl-tb"]);
     assert_eq!(fwd.ready["ports"][0]["offloads"], "csum+tso4");
-    let mut topo = Topology { fwd: Some(fwd), a, b, middle: None };
+    let mut topo = Topology {
+        fwd: Some(fwd),
+        a,
+        b,
+        middle: None,
+    };
     tcp_exchange(&topo.a, &topo.b, ADDR_B, 1 << 20, 1 << 16);
 
     let snapshot = topo.fwd().stats();
     assert!(total(&snapshot, "rx_packets") > 0, "{snapshot:#}");
-    let from_file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).unwrap();
+    let from_file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).unwrap();
     assert_eq!(from_file["event"], "stats");
 
     let (status, last) = topo.stop();
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert_eq!(last["event"], "exit");
     assert!(total(&last, "tx_bytes") >= 1 << 20, "{last:#}");
-    let from_file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).unwrap();
+    let from_file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).unwrap();
     assert_eq!(from_file["event"], "exit");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn run_fwd(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offlab-fwd")).args(args).output().unwrap();
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).trim().to_string())
+    let out = Command::new(env!("CARGO_BIN_EXE_offlab-fwd"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    )
 }
 
 #[test]
@@ -59,10 +72,20 @@ fn a_missing_device_or_namespace_is_one_clear_error() {
     let (code, err) = run_fwd(&["--port", &tap, "--port", &missing_dev, "--mode", "pass"]);
     assert_eq!(code, Some(1));
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&format!("no device ofl-nope in namespace {}", ns.name)), "{err}");
+    assert!(
+        err.contains(&format!("no device ofl-nope in namespace {}", ns.name)),
+        "{err}"
+    );
 
     let missing_ns = format!("ofl-{}-nowhere", std::process::id());
-    let (code, err) = run_fwd(&["--port", &format!("tap:ofl-ta@{missing_ns}"), "--port", &tap, "--mode", "gro"]);
+    let (code, err) = run_fwd(&[
+        "--port",
+        &format!("tap:ofl-ta@{missing_ns}"),
+        "--port",
+        &tap,
+        "--mode",
+        "gro",
+    ]);
     assert_eq!(code, Some(1));
     assert!(err.contains(&format!("no namespace {missing_ns}")), "{err}");
 
@@ -73,7 +96,14 @@ fn a_missing_device_or_namespace_is_one_clear_error() {
 
 #[test]
 fn bad_arguments_are_usage_errors() {
-    let (code, err) = run_fwd(&["--port", "tap:x@y,offloads=tso4", "--port", "tap:z@y", "--mode", "pass"]);
+    let (code, err) = run_fwd(&[
+        "--port",
+        "tap:x@y,offloads=tso4",
+        "--port",
+        "tap:z@y",
+        "--mode",
+        "pass",
+    ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("need csum"), "{err}");
     let (code, _) = run_fwd(&["--port", "tap:x@y", "--port", "tap:z@y", "--mode", "turbo"]);
@@ -85,7 +115,10 @@ fn nothing_is_left_behind() {
     let names: Vec<String>;
     {
         let mut topo = Topology::vm2host("lx", "pass", "csum");
-        names = [&topo.a, &topo.b, topo.middle.as_ref().unwrap()].iter().map(|ns| ns.name.clone()).collect();
+        names = [&topo.a, &topo.b, topo.middle.as_ref().unwrap()]
+            .iter()
+            .map(|ns| ns.name.clone())
+            .collect();
         tcp_exchange(&topo.a, &topo.b, ADDR_B, 1 << 16, 1 << 16);
         let (status, _) = topo.stop();
         assert!(status.success());
@@ -93,7 +126,13 @@ fn nothing_is_left_behind() {
     for name in &names {
         assert!(!Netns::exists(name), "{name} left behind");
     }
-    let links = Command::new("ip").args(["-o", "link", "show"]).output().unwrap();
+    let links = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .unwrap();
     let links = String::from_utf8_lossy(&links.stdout);
-    assert!(!links.contains("ofl-ta") && !links.contains("ofl-vm"), "device in the root namespace: {links}");
+    assert!(
+        !links.contains("ofl-ta") && !links.contains("ofl-vm"),
+        "device in the root namespace: {links}"
+    );
 }

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 /// The A → B direction's counters.
 fn a_to_b(stats: &Value) -> &Value {
-    let name = stats["ports"][0].as_str().unwrap().to_string() + " -> " + stats["ports"][1].as_str().unwrap();
+    let name = stats["ports"][0].as_str().unwrap().to_string()
+        + " -> "
+        + stats["ports"][1].as_str().unwrap();
     &stats["directions"][name]
 }
 
@@ -43,17 +45,31 @@ fn malformed_frames_are_dropped_by_reason_and_forwarding_goes_on() {
     let mut short_ihl = ipv4_frame(6, &tcp(&[7; 40]), None);
     short_ihl[14] = 0x43;
     let frames = vec![
-        [vnet(0, 0, 0, 0, 0, 0), ipv4_frame(6, &tcp(&[7; 40]), Some(1000))].concat(),
+        [
+            vnet(0, 0, 0, 0, 0, 0),
+            ipv4_frame(6, &tcp(&[7; 40]), Some(1000)),
+        ]
+        .concat(),
         [vnet(0, 0, 0, 0, 0, 0), bad_version].concat(),
         [vnet(0, 0, 0, 0, 0, 0), short_ihl].concat(),
         // TCPv4 GSO of 1000 bytes in 1-byte segments: the kernel takes it, the engine
         // refuses to make 1000 segments.
-        [vnet(1, 1, 54, 1, 34, 16), ipv4_frame(6, &tcp(&[7; 1000]), None)].concat(),
+        [
+            vnet(1, 1, 54, 1, 34, 16),
+            ipv4_frame(6, &tcp(&[7; 1000]), None),
+        ]
+        .concat(),
     ];
     let accepted = send_frames(&topo.a, "ofl-ta", frames);
-    assert_eq!(accepted, vec![true; 4], "the kernel refused a frame meant for the forwarder");
+    assert_eq!(
+        accepted,
+        vec![true; 4],
+        "the kernel refused a frame meant for the forwarder"
+    );
 
-    let stats = wait_for(&mut topo, |s| a_to_b(s)["dropped"].as_u64().unwrap_or(0) >= 4);
+    let stats = wait_for(&mut topo, |s| {
+        a_to_b(s)["dropped"].as_u64().unwrap_or(0) >= 4
+    });
     let drops = &a_to_b(&stats)["drops"];
     assert_eq!(drops["parse"]["truncated"], 1, "{stats:#}");
     assert_eq!(drops["parse"]["bad ip version"], 1, "{stats:#}");

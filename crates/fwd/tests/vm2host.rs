@@ -4,7 +4,7 @@
 mod common;
 
 use common::traffic::{tcp_exchange, udp_exchange};
-use common::{drops_in, total, Topology, ADDR_A, ADDR_B};
+use common::{drops_in, total, Topology, ADDR6_B, ADDR_A, ADDR_B};
 
 const UP: usize = 8 << 20;
 const DOWN: usize = 2 << 20;
@@ -13,16 +13,25 @@ const UDP_SIZES: [usize; 5] = [8, 100, 1472, 3000, 9000];
 fn run_traffic(topo: &mut Topology) -> serde_json::Value {
     tcp_exchange(&topo.a, &topo.b, ADDR_B, UP, DOWN);
     tcp_exchange(&topo.b, &topo.a, ADDR_A, DOWN, UP);
+    tcp_exchange(&topo.a, &topo.b, ADDR6_B, UP, DOWN);
     for (from, to, addr) in [(&topo.a, &topo.b, ADDR_B), (&topo.b, &topo.a, ADDR_A)] {
         let udp = udp_exchange(from, to, addr, &UDP_SIZES, 1000, None);
         assert_eq!(udp.corrupted, 0, "{udp:?}");
         assert!(udp.received * 2 >= udp.sent, "too few datagrams: {udp:?}");
         assert_eq!(udp.sizes_received.len(), UDP_SIZES.len(), "{udp:?}");
     }
-    assert_eq!(topo.a.checksum_errors() + topo.b.checksum_errors(), 0, "bad checksums arrived");
+    assert_eq!(
+        topo.a.checksum_errors() + topo.b.checksum_errors(),
+        0,
+        "bad checksums arrived"
+    );
     let (status, stats) = topo.stop();
     assert!(status.success(), "offlab-fwd exit: {status:?}");
-    assert_eq!(drops_in(&stats, "virtio") + drops_in(&stats, "parse"), 0, "{stats:#}");
+    assert_eq!(
+        drops_in(&stats, "virtio") + drops_in(&stats, "parse"),
+        0,
+        "{stats:#}"
+    );
     stats
 }
 

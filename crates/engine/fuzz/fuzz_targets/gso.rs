@@ -34,7 +34,7 @@ fuzz_target!(|input: &[u8]| {
         }
         next = Some(segment.payload.end);
         if params.kind != GsoKind::UdpFragment {
-            check_segment(&segment.header, &rest[segment.payload.clone()]);
+            check_segment(segment.header, &rest[segment.payload.clone()]);
         }
     }
     let first = out.segment(0).expect("non-empty").payload.start;

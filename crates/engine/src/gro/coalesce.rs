@@ -52,14 +52,19 @@ pub(crate) struct Run {
 pub(crate) enum RunL4 {
     Tcp(TcpRun),
     /// UDP: the head datagram's UDP length.
-    Udp { head_len: u16 },
+    Udp {
+        head_len: u16,
+    },
 }
 
 /// What to do with a packet of a held flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
     /// Append it; `ends` says why the run is complete afterwards, if it is.
-    Join { ids: (IdMode, IdMode), ends: Option<Reason> },
+    Join {
+        ids: (IdMode, IdMode),
+        ends: Option<Reason>,
+    },
     /// Deliver the run as it is; the packet may then start a new one.
     Restart(Reason),
 }
@@ -67,7 +72,13 @@ pub(crate) enum Verdict {
 impl Run {
     /// The contents of an unused slot.
     pub fn blank() -> Run {
-        let ip = IpFacts { v6: false, ttl: 0, tos: 0, df: false, id: 0 };
+        let ip = IpFacts {
+            v6: false,
+            ttl: 0,
+            tos: 0,
+            df: false,
+            id: 0,
+        };
         Run {
             opened_at: 0,
             segments: 0,
@@ -108,7 +119,8 @@ impl Run {
 
     /// Total payload bytes held.
     pub fn payload_total(&self) -> usize {
-        usize::from(self.seg_size) * usize::from(self.segments.saturating_sub(1)) + usize::from(self.last_len)
+        usize::from(self.seg_size) * usize::from(self.segments.saturating_sub(1))
+            + usize::from(self.last_len)
     }
 
     /// Whether the run holds as many segments as it may.
@@ -131,7 +143,13 @@ impl Run {
 
 /// Whether `pkt` (from `frame`) continues `run`, whose head's header is `held`.
 /// Rules in order, each an early return with its reason.
-pub(crate) fn can_coalesce(run: &Run, held: &[u8], frame: &[u8], pkt: &Facts, limits: &Limits) -> Verdict {
+pub(crate) fn can_coalesce(
+    run: &Run,
+    held: &[u8],
+    frame: &[u8],
+    pkt: &Facts,
+    limits: &Limits,
+) -> Verdict {
     let ids = match network_rules(run, pkt) {
         Ok(ids) => ids,
         Err(reason) => return Verdict::Restart(reason),
@@ -141,8 +159,15 @@ pub(crate) fn can_coalesce(run: &Run, held: &[u8], frame: &[u8], pkt: &Facts, li
             let l4 = usize::from(pkt.shape.ip_offset) + usize::from(pkt.shape.ip_header_len);
             let pkt_options = tcp::options(frame, l4, p.header_len);
             let held_options = tcp::options(held, l4, t.head.header_len);
-            tcp::can_join(t, p, pkt_options, held_options, pkt.payload_len, usize::from(run.seg_size))
-                .map(|()| tcp::ends_run(p, pkt.payload_len, usize::from(run.seg_size)))
+            tcp::can_join(
+                t,
+                p,
+                pkt_options,
+                held_options,
+                pkt.payload_len,
+                usize::from(run.seg_size),
+            )
+            .map(|()| tcp::ends_run(p, pkt.payload_len, usize::from(run.seg_size)))
         }
         (RunL4::Udp { head_len }, L4Facts::Udp(p)) => {
             udp::can_join(*head_len, p).map(|()| udp::ends_run(*head_len, p))

@@ -5,7 +5,7 @@
 use super::coalesce::{Run, RunL4};
 use super::flow::{Shape, Transport};
 use crate::checksum;
-use crate::wire::{Ipv4Packet, Ipv6Packet, TcpFlags, TcpPacket, UdpPacket};
+use crate::wire::{Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket};
 
 const IPV6_FIXED_LEN: usize = 40;
 const UDP_HEADER_LEN: usize = 8;
@@ -20,8 +20,6 @@ const UDP_CHECKSUM_OFFSET: u16 = 6;
 pub(crate) struct Offload {
     pub transport: Transport,
     pub inner_v6: bool,
-    /// The head carried CWR (virtio GSO_ECN).
-    pub ecn: bool,
     pub segment_size: u16,
     pub headers_len: u16,
     /// Innermost transport header offset and its checksum field's offset in it.
@@ -36,14 +34,18 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
     let l4 = usize::from(shape.ip_offset) + usize::from(shape.ip_header_len);
     let l4_len = usize::from(run.headers_len) - l4 + payload;
     let ip = usize::from(shape.ip_offset)..l4;
-    let l4_sum = set_ip_length(header, ip, shape.ip_v6, l4_len, transport_protocol(shape.transport));
-    let mut ecn = false;
+    let l4_sum = set_ip_length(
+        header,
+        ip,
+        shape.ip_v6,
+        l4_len,
+        transport_protocol(shape.transport),
+    );
     let csum_offset = match &run.l4 {
-        RunL4::Tcp(t) => {
+        RunL4::Tcp(_) => {
             let mut tcp = TcpPacket::new_unchecked(&mut header[l4..usize::from(run.headers_len)]);
             tcp.set_flags(tcp.flags() | run.end_flags);
             tcp.set_checksum(checksum::fold(l4_sum));
-            ecn = t.head.flags.contains(TcpFlags::CWR);
             TCP_CHECKSUM_OFFSET
         }
         RunL4::Udp { .. } => {
@@ -54,7 +56,8 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
         }
     };
     if let (Some(t), Some(outer)) = (&shape.tunnel, &run.outer) {
-        let outer_ip = usize::from(shape.l2_len)..usize::from(shape.l2_len) + usize::from(t.outer_header_len);
+        let outer_ip =
+            usize::from(shape.l2_len)..usize::from(shape.l2_len) + usize::from(t.outer_header_len);
         let outer_l4 = outer_ip.end;
         let outer_l4_len = run.outer_ip_len as usize - usize::from(t.outer_header_len);
         let seed = set_ip_length(header, outer_ip, t.outer_v6, outer_l4_len, UDP_PROTOCOL);
@@ -69,7 +72,6 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
     Offload {
         transport: shape.transport,
         inner_v6: shape.ip_v6,
-        ecn,
         segment_size: run.seg_size,
         headers_len: run.headers_len,
         csum_start: l4 as u16,
@@ -79,7 +81,13 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
 
 /// Sets the length of the IP header at `ip` for `l4_len` transport bytes, refreshes an
 /// IPv4 header checksum, and returns the pseudo-header sum for `protocol`.
-fn set_ip_length(header: &mut [u8], ip: core::ops::Range<usize>, v6: bool, l4_len: usize, protocol: u8) -> u32 {
+fn set_ip_length(
+    header: &mut [u8],
+    ip: core::ops::Range<usize>,
+    v6: bool,
+    l4_len: usize,
+    protocol: u8,
+) -> u32 {
     let ip_header_len = ip.len();
     let bytes = &mut header[ip];
     if v6 {

@@ -67,10 +67,19 @@ pub(crate) fn classify(
     }
     let shape = Shape::of(layout, transport);
     let hash = flow::flow_hash(&shape, frame);
-    read_facts(frame, layout, shape, hash, validated).map_err(|reason| Refused { reason, flow: Some((shape, hash)) })
+    read_facts(frame, layout, shape, hash, validated).map_err(|reason| Refused {
+        reason,
+        flow: Some((shape, hash)),
+    })
 }
 
-fn read_facts(frame: &[u8], layout: &Layout, shape: Shape, hash: u64, validated: bool) -> Result<Facts, Reason> {
+fn read_facts(
+    frame: &[u8],
+    layout: &Layout,
+    shape: Shape,
+    hash: u64,
+    validated: bool,
+) -> Result<Facts, Reason> {
     let outer = match &layout.tunnel {
         Some(t) => Some(tunnel::read(frame, t, validated)?),
         None => None,
@@ -80,7 +89,9 @@ fn read_facts(frame: &[u8], layout: &Layout, shape: Shape, hash: u64, validated:
     }
     let ip = ip::read(frame, &layout.ip)?;
     let l4 = &layout.ip;
-    let l4_header = frame.get(l4.l4_offset..l4.l4_offset + l4.l4_header_len).ok_or(Reason::HeaderTooLong)?;
+    let l4_header = frame
+        .get(l4.l4_offset..l4.l4_offset + l4.l4_header_len)
+        .ok_or(Reason::HeaderTooLong)?;
     let payload_len = layout.payload().len();
     let (l4_facts, protocol) = match shape.transport {
         Transport::Tcp => {
@@ -115,20 +126,28 @@ const UDP_PROTOCOL: u8 = 17;
 
 /// Whether the transport checksum of `layer` (header + payload + pseudo-header) verifies.
 pub(crate) fn l4_checksum_ok(frame: &[u8], layer: &IpLayer, protocol: u8) -> bool {
-    let (Some(segment), Some(header)) =
-        (frame.get(layer.l4_offset..layer.end), frame.get(layer.offset..layer.l4_offset))
-    else {
+    let (Some(segment), Some(header)) = (
+        frame.get(layer.l4_offset..layer.end),
+        frame.get(layer.offset..layer.l4_offset),
+    ) else {
         return false;
     };
     let pseudo = match layer.version {
         IpVersion::V4 => {
-            let Ok(len) = u16::try_from(segment.len()) else { return false };
+            let Ok(len) = u16::try_from(segment.len()) else {
+                return false;
+            };
             let ip = Ipv4Packet::new_unchecked(header);
             checksum::pseudo_header_v4(ip.src_addr(), ip.dst_addr(), protocol, len)
         }
         IpVersion::V6 => {
             let ip = Ipv6Packet::new_unchecked(header);
-            checksum::pseudo_header_v6(&ip.src_addr(), &ip.dst_addr(), protocol, segment.len() as u32)
+            checksum::pseudo_header_v6(
+                &ip.src_addr(),
+                &ip.dst_addr(),
+                protocol,
+                segment.len() as u32,
+            )
         }
     };
     checksum::fold(checksum::sum(segment, pseudo)) == 0xffff

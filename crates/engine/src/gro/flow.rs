@@ -101,8 +101,7 @@ pub(crate) fn transport_of(ip: &IpLayer) -> Option<Transport> {
 /// shape's headers) carry the same flow identity. The caller has checked that their
 /// shapes are equal.
 pub(crate) fn same_flow(shape: &Shape, a: &[u8], b: &[u8]) -> bool {
-    let l2 = 0..usize::from(shape.l2_len);
-    if a.get(l2.clone()) != b.get(l2) {
+    if !same_range(a, b, 0..usize::from(shape.l2_len)) {
         return false;
     }
     if let Some(t) = &shape.tunnel {
@@ -134,7 +133,11 @@ fn same_ip_identity(v6: bool, ip: usize, l4: usize, a: &[u8], b: &[u8]) -> bool 
     let (Some(la), Some(lb)) = (a.get(label.clone()), b.get(label)) else {
         return false;
     };
-    let label_equal = la.iter().zip(lb).zip(field::FLOW_LABEL_MASK).all(|((x, y), m)| (x ^ y) & m == 0);
+    let label_equal = la
+        .iter()
+        .zip(lb)
+        .zip(field::FLOW_LABEL_MASK)
+        .all(|((x, y), m)| (x ^ y) & m == 0);
     // Extension headers are compared whole, as the kernel does (memcmp of the chain).
     let extensions = ip + field::IPV6_FIXED_LEN..l4;
     label_equal
@@ -184,9 +187,17 @@ fn shift(r: core::ops::Range<usize>, by: usize) -> core::ops::Range<usize> {
 pub(crate) fn flow_hash(shape: &Shape, frame: &[u8]) -> u64 {
     let mut h = Hasher::new(shape.transport as u64 + 2 * u64::from(shape.ip_v6));
     let ip = usize::from(shape.ip_offset);
-    let addrs = if shape.ip_v6 { shift(field::IPV6_ADDRS, ip) } else { shift(field::IPV4_ADDRS, ip) };
+    let addrs = if shape.ip_v6 {
+        shift(field::IPV6_ADDRS, ip)
+    } else {
+        shift(field::IPV4_ADDRS, ip)
+    };
     h.write(frame.get(addrs).unwrap_or(&[]));
-    h.write(frame.get(shift(field::L4_PORTS, shape.inner_l4_offset())).unwrap_or(&[]));
+    h.write(
+        frame
+            .get(shift(field::L4_PORTS, shape.inner_l4_offset()))
+            .unwrap_or(&[]),
+    );
     if let Some(t) = &shape.tunnel {
         let start = usize::from(t.offset);
         // The first 8 bytes hold the VNI for both VXLAN and Geneve.
@@ -213,7 +224,9 @@ impl Hasher {
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+            self.add(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {

@@ -38,7 +38,9 @@ pub(crate) enum IdMode {
 /// Reads one IP header whose bounds `parse_frame` has checked, and applies the rules
 /// that refuse the packet on its own: IPv4 options, fragments, a bad header checksum.
 pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
-    let header = frame.get(layer.offset..layer.offset + layer.header_len).ok_or(Reason::HeaderTooLong)?;
+    let header = frame
+        .get(layer.offset..layer.offset + layer.header_len)
+        .ok_or(Reason::HeaderTooLong)?;
     if layer.is_fragment {
         return Err(Reason::Fragment);
     }
@@ -54,19 +56,39 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
             if !header_checksum_ok(header) {
                 return Err(Reason::BadIpChecksum);
             }
-            Ok(IpFacts { v6: false, ttl: ip.ttl(), tos: ip.tos(), df: ip.dont_frag(), id: ip.ident() })
+            Ok(IpFacts {
+                v6: false,
+                ttl: ip.ttl(),
+                tos: ip.tos(),
+                df: ip.dont_frag(),
+                id: ip.ident(),
+            })
         }
         IpVersion::V6 => {
             let ip = Ipv6Packet::new_unchecked(header);
-            Ok(IpFacts { v6: true, ttl: ip.hop_limit(), tos: ip.traffic_class(), df: false, id: 0 })
+            Ok(IpFacts {
+                v6: true,
+                ttl: ip.hop_limit(),
+                tos: ip.traffic_class(),
+                df: false,
+                id: 0,
+            })
         }
     }
 }
 
-/// Whether a 20-byte IPv4 header sums to 0xffff. Ten words summed inline: the general
-/// `checksum::sum` costs more in setup than this whole header on the per-packet path.
+/// Whether a 20-byte IPv4 header sums to 0xffff. Summed inline: the general
+/// `checksum::sum` costs more in dispatch and setup than this whole header.
 fn header_checksum_ok(header: &[u8]) -> bool {
-    let mut total: u32 = header.chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    let Some(words) = header.get(..IPV4_PLAIN_HEADER_LEN) else {
+        return false;
+    };
+    // Summing 32-bit big-endian words and folding gives the 16-bit one's-complement sum.
+    let mut total: u64 = words
+        .chunks_exact(4)
+        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+        .sum();
+    total = (total & 0xffff_ffff) + (total >> 32);
     total = (total & 0xffff) + (total >> 16);
     total = (total & 0xffff) + (total >> 16);
     total == 0xffff
@@ -74,7 +96,12 @@ fn header_checksum_ok(header: &[u8]) -> bool {
 
 /// Whether `pkt` may join a run whose head is `head` and which holds `count` packets.
 /// Returns the run's ID mode after this packet.
-pub(crate) fn can_join(head: &IpFacts, mode: IdMode, pkt: &IpFacts, count: u16) -> Result<IdMode, Reason> {
+pub(crate) fn can_join(
+    head: &IpFacts,
+    mode: IdMode,
+    pkt: &IpFacts,
+    count: u16,
+) -> Result<IdMode, Reason> {
     if head.v6 {
         if pkt.tos != head.tos {
             return Err(Reason::TrafficClassDiffers);
@@ -111,14 +138,26 @@ mod tests {
     use super::*;
 
     fn v4(ttl: u8, tos: u8, df: bool, id: u16) -> IpFacts {
-        IpFacts { v6: false, ttl, tos, df, id }
+        IpFacts {
+            v6: false,
+            ttl,
+            tos,
+            df,
+            id,
+        }
     }
 
     #[test]
     fn ip_id_must_increment_by_position() {
         let head = v4(64, 0, false, 100);
-        assert_eq!(can_join(&head, IdMode::Undecided, &v4(64, 0, false, 101), 1), Ok(IdMode::Incrementing));
-        assert_eq!(can_join(&head, IdMode::Incrementing, &v4(64, 0, false, 102), 2), Ok(IdMode::Incrementing));
+        assert_eq!(
+            can_join(&head, IdMode::Undecided, &v4(64, 0, false, 101), 1),
+            Ok(IdMode::Incrementing)
+        );
+        assert_eq!(
+            can_join(&head, IdMode::Incrementing, &v4(64, 0, false, 102), 2),
+            Ok(IdMode::Incrementing)
+        );
         assert_eq!(
             can_join(&head, IdMode::Incrementing, &v4(64, 0, false, 104), 2),
             Err(Reason::IpIdNotSequential)
@@ -128,15 +167,27 @@ mod tests {
     #[test]
     fn fixed_ip_id_needs_df() {
         let head = v4(64, 0, true, 7);
-        assert_eq!(can_join(&head, IdMode::Undecided, &v4(64, 0, true, 7), 1), Ok(IdMode::Fixed));
-        assert_eq!(can_join(&head, IdMode::Fixed, &v4(64, 0, true, 7), 5), Ok(IdMode::Fixed));
+        assert_eq!(
+            can_join(&head, IdMode::Undecided, &v4(64, 0, true, 7), 1),
+            Ok(IdMode::Fixed)
+        );
+        assert_eq!(
+            can_join(&head, IdMode::Fixed, &v4(64, 0, true, 7), 5),
+            Ok(IdMode::Fixed)
+        );
         let no_df = v4(64, 0, false, 7);
-        assert_eq!(can_join(&no_df, IdMode::Undecided, &no_df, 1), Err(Reason::IpIdNotSequential));
+        assert_eq!(
+            can_join(&no_df, IdMode::Undecided, &no_df, 1),
+            Err(Reason::IpIdNotSequential)
+        );
     }
 
     #[test]
     fn id_wraps_around() {
         let head = v4(64, 0, false, 0xffff);
-        assert_eq!(can_join(&head, IdMode::Undecided, &v4(64, 0, false, 0), 1), Ok(IdMode::Incrementing));
+        assert_eq!(
+            can_join(&head, IdMode::Undecided, &v4(64, 0, false, 0), 1),
+            Ok(IdMode::Incrementing)
+        );
     }
 }

@@ -36,12 +36,12 @@
 //! | UDP checksum non-zero (`udp_gro_receive_segment`)      | refused                        | `UdpZeroChecksum` |
 //! | Payload not empty                                      | refused                        | `NoPayload` |
 //! | No SYN, RST, URG; ACK set                              | refused                        | `Syn` `Rst` `Urg` `NoAck` |
+//! | No CWR (Linux 6.18 delivers a CWR segment alone)       | refused                        | `Cwr` |
 //! | A run does not start with PSH or FIN                   | refused                        | `Psh` `Fin` |
-//! | CWR only on a run's first segment (`tcp_gro_receive`)  | run delivered, new run         | `Cwr` |
 //! | Equal TTL, TOS, DF; IPv6 traffic class, hop limit (`inet_gro_flush`, `ipv6_gro_flush`) | run delivered, new run | `TtlDiffers` `TosDiffers` `DfDiffers` `TrafficClassDiffers` `HopLimitDiffers` |
 //! | IPv4 ID = head's + n, or fixed when DF (decided by the 2nd packet), per IP layer | run delivered, new run | `IpIdNotSequential` |
 //! | Equal TCP data offset and option bytes                 | run delivered, new run         | `OptionsDiffer` |
-//! | Equal TCP flags except PSH/FIN/CWR (ECE, NS)           | run delivered, new run         | `FlagsDiffer` |
+//! | Equal TCP flags except PSH/FIN (ECE, NS)               | run delivered, new run         | `FlagsDiffer` |
 //! | Equal ACK number, equal window                         | run delivered, new run         | `AckDiffers` `WindowDiffers` |
 //! | Payload ≤ the head's (TCP `len <= mss`; UDP length ≤ head's) | run delivered, new run   | `SizeDiffers` |
 //! | TCP sequence = end of held data                        | run delivered, new run         | `NotContiguous` |
@@ -53,7 +53,8 @@
 //!
 //! "Run delivered, new run": the held run goes out first, then the packet starts a new
 //! run (unless it has PSH/FIN, then it is refused as `Psh`/`Fin`). A refused packet whose
-//! flow is held also delivers that run first, so nothing of a flow is reordered.
+//! flow is held also delivers that run first, so nothing of a flow is reordered (Linux
+//! lets a packet failing a checksum overtake the held run).
 //!
 //! # Memory and cost
 //!
@@ -103,7 +104,12 @@ pub struct GroConfig {
 
 impl Default for GroConfig {
     fn default() -> Self {
-        GroConfig { max_flows: 1024, max_segments_tcp: 64, max_segments_udp: 64, max_bytes: 65535 }
+        GroConfig {
+            max_flows: 1024,
+            max_segments_tcp: 64,
+            max_segments_udp: 64,
+            max_bytes: 65535,
+        }
     }
 }
 
@@ -303,8 +309,15 @@ impl Gro {
         self.parts.clear();
         let start = u32::from(run.headers_len);
         for (i, &id) in ids.iter().enumerate() {
-            let len = if i + 1 == ids.len() { run.last_len } else { run.seg_size };
-            self.parts.push(Part { id, payload: start..start + u32::from(len) });
+            let len = if i + 1 == ids.len() {
+                run.last_len
+            } else {
+                run.seg_size
+            };
+            self.parts.push(Part {
+                id,
+                payload: start..start + u32::from(len),
+            });
         }
         let header = &mut held.header[..usize::from(run.headers_len)];
         let vnet = if run.segments > 1 {
@@ -313,7 +326,12 @@ impl Gro {
         } else {
             vnet::single()
         };
-        out(Merged { header, parts: &self.parts, vnet, segments: run.segments });
+        out(Merged {
+            header,
+            parts: &self.parts,
+            vnet,
+            segments: run.segments,
+        });
         self.stats.count_flush(cause, run.segments);
         self.table.close(slot);
     }

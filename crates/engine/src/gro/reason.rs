@@ -39,12 +39,10 @@ pub enum Reason {
     Psh,
     /// FIN on a packet that has no run to join.
     Fin,
-    /// The payload would not fit `max_bytes` even alone.
-    TooBig,
+    /// CWR: delivered on its own, like Linux 6.18 does.
+    Cwr,
 
     // --- the packet belongs to a held flow but starts a new run ---
-    /// CWR starts a new run (it may only be on a run's first segment).
-    Cwr,
     TtlDiffers,
     TosDiffers,
     DfDiffers,
@@ -82,7 +80,7 @@ pub enum Reason {
 
 impl Reason {
     /// Number of distinct counters (one per variant; every parse error counts as one).
-    pub const COUNT: usize = 37;
+    pub const COUNT: usize = 36;
 
     /// Every variant once, in counter order (`Unparseable` with a representative error).
     pub const ALL: [Reason; Reason::COUNT] = [
@@ -103,7 +101,6 @@ impl Reason {
         Reason::NoAck,
         Reason::Psh,
         Reason::Fin,
-        Reason::TooBig,
         Reason::Cwr,
         Reason::TtlDiffers,
         Reason::TosDiffers,
@@ -145,26 +142,25 @@ impl Reason {
             Reason::NoAck => 14,
             Reason::Psh => 15,
             Reason::Fin => 16,
-            Reason::TooBig => 17,
-            Reason::Cwr => 18,
-            Reason::TtlDiffers => 19,
-            Reason::TosDiffers => 20,
-            Reason::DfDiffers => 21,
-            Reason::IpIdNotSequential => 22,
-            Reason::TrafficClassDiffers => 23,
-            Reason::HopLimitDiffers => 24,
-            Reason::OptionsDiffer => 25,
-            Reason::WindowDiffers => 26,
-            Reason::AckDiffers => 27,
-            Reason::FlagsDiffer => 28,
-            Reason::NotContiguous => 29,
-            Reason::SizeDiffers => 30,
-            Reason::SizeCap => 31,
-            Reason::PshEnd => 32,
-            Reason::FinEnd => 33,
-            Reason::ShortSegment => 34,
-            Reason::SegmentCap => 35,
-            Reason::TableFull => 36,
+            Reason::Cwr => 17,
+            Reason::TtlDiffers => 18,
+            Reason::TosDiffers => 19,
+            Reason::DfDiffers => 20,
+            Reason::IpIdNotSequential => 21,
+            Reason::TrafficClassDiffers => 22,
+            Reason::HopLimitDiffers => 23,
+            Reason::OptionsDiffer => 24,
+            Reason::WindowDiffers => 25,
+            Reason::AckDiffers => 26,
+            Reason::FlagsDiffer => 27,
+            Reason::NotContiguous => 28,
+            Reason::SizeDiffers => 29,
+            Reason::SizeCap => 30,
+            Reason::PshEnd => 31,
+            Reason::FinEnd => 32,
+            Reason::ShortSegment => 33,
+            Reason::SegmentCap => 34,
+            Reason::TableFull => 35,
         }
     }
 
@@ -188,7 +184,6 @@ impl Reason {
             Reason::NoAck => "no ack",
             Reason::Psh => "psh",
             Reason::Fin => "fin",
-            Reason::TooBig => "too big",
             Reason::Cwr => "cwr",
             Reason::TtlDiffers => "ttl differs",
             Reason::TosDiffers => "tos differs",

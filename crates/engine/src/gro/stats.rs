@@ -75,12 +75,18 @@ impl GroStats {
 
     /// `(name, count)` of every non-zero refusal counter.
     pub fn refusals(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        Reason::ALL.iter().map(|r| (r.name(), self.refused[r.index()])).filter(|&(_, n)| n > 0)
+        Reason::ALL
+            .iter()
+            .map(|r| (r.name(), self.refused[r.index()]))
+            .filter(|&(_, n)| n > 0)
     }
 
     /// `(name, count)` of every non-zero run-ending counter.
     pub fn endings(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        Reason::ALL.iter().map(|r| (r.name(), self.ended[r.index()])).filter(|&(_, n)| n > 0)
+        Reason::ALL
+            .iter()
+            .map(|r| (r.name(), self.ended[r.index()]))
+            .filter(|&(_, n)| n > 0)
     }
 
     pub(crate) fn count_flush(&mut self, cause: FlushCause, segments: u16) {

@@ -95,7 +95,14 @@ impl Table {
 
     /// Takes a free slot for a new run whose head header is `header` (at most
     /// `HEADER_CAP` bytes) and whose first packet is `id`. `None` when full.
-    pub fn open(&mut self, shape: Shape, hash: u64, header: &[u8], run: Run, id: u64) -> Option<u32> {
+    pub fn open(
+        &mut self,
+        shape: Shape,
+        hash: u64,
+        header: &[u8],
+        run: Run,
+        id: u64,
+    ) -> Option<u32> {
         let slot = self.free.pop()?;
         let s = &mut self.slots[slot as usize];
         s.shape = shape;
@@ -226,7 +233,14 @@ impl Table {
 }
 
 fn blank_shape() -> Shape {
-    Shape { l2_len: 0, tunnel: None, ip_offset: 0, ip_header_len: 0, ip_v6: false, transport: flow::Transport::Tcp }
+    Shape {
+        l2_len: 0,
+        tunnel: None,
+        ip_offset: 0,
+        ip_header_len: 0,
+        ip_v6: false,
+        transport: flow::Transport::Tcp,
+    }
 }
 
 /// Iterates over held slots from the oldest run to the newest.

@@ -22,7 +22,8 @@ pub(crate) struct TcpFacts {
 }
 
 /// Flags that may differ inside a run: PSH and FIN end it, CWR starts one.
-const RUN_VARIANT_FLAGS: TcpFlags = TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits() | TcpFlags::CWR.bits());
+const RUN_VARIANT_FLAGS: TcpFlags =
+    TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits() | TcpFlags::CWR.bits());
 
 /// Reads a TCP header; `header` is exactly the header `parse_frame` measured.
 pub(crate) fn read(header: &[u8]) -> TcpFacts {
@@ -47,6 +48,11 @@ pub(crate) fn refuse_alone(tcp: &TcpFacts, payload_len: usize) -> Result<(), Rea
     }
     if tcp.flags.contains(TcpFlags::URG) {
         return Err(Reason::Urg);
+    }
+    // Linux 6.18 delivers a CWR segment on its own (after the flow's held run), whether
+    // it would start a run or continue one; measured by tests/kernel_gro.rs.
+    if tcp.flags.contains(TcpFlags::CWR) {
+        return Err(Reason::Cwr);
     }
     if !tcp.flags.contains(TcpFlags::ACK) {
         return Err(Reason::NoAck);
@@ -79,7 +85,10 @@ pub(crate) struct TcpRun {
 
 impl TcpRun {
     pub fn open(head: TcpFacts, payload_len: usize) -> Self {
-        TcpRun { head, next_seq: head.seq.wrapping_add(payload_len as u32) }
+        TcpRun {
+            head,
+            next_seq: head.seq.wrapping_add(payload_len as u32),
+        }
     }
 }
 
@@ -94,9 +103,6 @@ pub(crate) fn can_join(
     seg_size: usize,
 ) -> Result<(), Reason> {
     let head = &run.head;
-    if pkt.flags.contains(TcpFlags::CWR) {
-        return Err(Reason::Cwr);
-    }
     if pkt.header_len != head.header_len || !same_bytes(pkt_options, held_options) {
         return Err(Reason::OptionsDiffer);
     }
@@ -135,5 +141,7 @@ pub(crate) fn ends_run(pkt: &TcpFacts, payload_len: usize, seg_size: usize) -> O
 
 /// The option bytes of a TCP header of `header_len` bytes starting at `l4` in `bytes`.
 pub(crate) fn options(bytes: &[u8], l4: usize, header_len: u16) -> &[u8] {
-    bytes.get(l4 + TCP_FIXED_HEADER_LEN..l4 + usize::from(header_len)).unwrap_or(&[])
+    bytes
+        .get(l4 + TCP_FIXED_HEADER_LEN..l4 + usize::from(header_len))
+        .unwrap_or(&[])
 }

@@ -25,12 +25,17 @@ const UDP_PROTOCOL: u8 = 17;
 /// Reads the outer headers, refusing what the kernel does not coalesce: GRE (no virtio
 /// GSO type can carry it), Geneve OAM frames, outer IPv4 options or fragments, and an
 /// outer UDP checksum that does not verify (unless `validated`).
-pub(crate) fn read(frame: &[u8], tunnel: &TunnelLayer, validated: bool) -> Result<OuterFacts, Reason> {
+pub(crate) fn read(
+    frame: &[u8],
+    tunnel: &TunnelLayer,
+    validated: bool,
+) -> Result<OuterFacts, Reason> {
     match tunnel.kind {
         TunnelKind::Gre => return Err(Reason::TunnelUnsupported),
         TunnelKind::Geneve => {
-            let header =
-                frame.get(tunnel.offset..tunnel.offset + tunnel.header_len).ok_or(Reason::HeaderTooLong)?;
+            let header = frame
+                .get(tunnel.offset..tunnel.offset + tunnel.header_len)
+                .ok_or(Reason::HeaderTooLong)?;
             if GeneveHeader::new_unchecked(header).is_oam() {
                 return Err(Reason::TunnelUnsupported);
             }
@@ -42,7 +47,9 @@ pub(crate) fn read(frame: &[u8], tunnel: &TunnelLayer, validated: bool) -> Resul
     }
     let ip = ip::read(frame, &tunnel.outer)?;
     let l4 = tunnel.outer.l4_offset;
-    let udp = frame.get(l4..l4 + tunnel.outer.l4_header_len).ok_or(Reason::HeaderTooLong)?;
+    let udp = frame
+        .get(l4..l4 + tunnel.outer.l4_header_len)
+        .ok_or(Reason::HeaderTooLong)?;
     let udp_checksum = UdpPacket::new_unchecked(udp).checksum();
     if !validated && udp_checksum != 0 && !l4_checksum_ok(frame, &tunnel.outer, UDP_PROTOCOL) {
         return Err(Reason::BadL4Checksum);

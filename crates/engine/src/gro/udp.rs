@@ -14,7 +14,10 @@ pub(crate) struct UdpFacts {
 
 pub(crate) fn read(header: &[u8]) -> UdpFacts {
     let udp = UdpPacket::new_unchecked(header);
-    UdpFacts { len: udp.len(), checksum: udp.checksum() }
+    UdpFacts {
+        len: udp.len(),
+        checksum: udp.checksum(),
+    }
 }
 
 /// Rules that refuse a datagram whatever the flow holds.

@@ -20,7 +20,6 @@ pub(crate) fn merged(o: &Offload) -> Header {
     Header {
         flags: Flags::NEEDS_CSUM,
         gso_type,
-        gso_ecn: o.ecn,
         hdr_len: o.headers_len,
         gso_size: o.segment_size,
         csum_start: o.csum_start,

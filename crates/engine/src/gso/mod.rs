@@ -51,6 +51,11 @@ use plan::Plan;
 /// no 64 KiB packet needs more than this with a sane MSS; it bounds the work per call).
 pub const MAX_SEGMENTS: usize = 511;
 
+/// The longest run of headers (everything before the payload) repeated per segment.
+/// Generous — two VLAN tags, IPv6 with extension headers twice, Geneve with options,
+/// TCP options — and with `MAX_SEGMENTS` it bounds what one call may allocate to 1 MiB.
+pub const MAX_HEADERS_LEN: usize = 2048;
+
 /// Cuts the super-packet `frame` (parsed into `layout`) into segments as `params`
 /// says, replacing the contents of `out`. A payload that fits in one segment gives one
 /// segment (with headers and checksums rebuilt as for any other).

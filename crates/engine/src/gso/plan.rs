@@ -9,7 +9,7 @@ use crate::wire::layout::{IpLayer, IpVersion, L4Proto, Layout, TunnelKind};
 
 use super::ip::{v4, v6, IpFields};
 use super::tunnel::{gre, udp, Tail, TunnelFields};
-use super::{GsoError, GsoKind, GsoParams};
+use super::{GsoError, GsoKind, GsoParams, MAX_HEADERS_LEN};
 
 /// TCP header length limits (data offset 5..=15 words).
 const TCP_MIN_LEN: usize = 20;
@@ -19,10 +19,6 @@ const IPPROTO_TCP: u8 = 6;
 const IPPROTO_UDP: u8 = 17;
 /// Largest transport payload one super-packet may carry.
 const MAX_PAYLOAD: usize = 65535;
-/// Largest run of headers repeated per segment. Generous (two VLAN tags, IPv6 with
-/// extension headers twice, Geneve with options, TCP options), and with
-/// `MAX_SEGMENTS` it bounds what one call may allocate to about 1 MiB.
-pub(super) const MAX_HEADERS_LEN: usize = 2048;
 
 /// The facts of one super-packet that all its segments share.
 #[derive(Debug, Clone, Copy)]

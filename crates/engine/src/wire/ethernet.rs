@@ -19,12 +19,14 @@ pub enum EtherType {
 }
 
 impl EtherType {
+    #[inline]
     pub const fn is_vlan(self) -> bool {
         matches!(self, EtherType::Vlan | EtherType::QinQ)
     }
 }
 
 impl From<u16> for EtherType {
+    #[inline]
     fn from(value: u16) -> Self {
         match value {
             0x0800 => EtherType::Ipv4,
@@ -39,6 +41,7 @@ impl From<u16> for EtherType {
 }
 
 impl From<EtherType> for u16 {
+    #[inline]
     fn from(value: EtherType) -> Self {
         match value {
             EtherType::Ipv4 => 0x0800,
@@ -70,17 +73,20 @@ pub struct EthernetFrame<T> {
 
 impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// Wraps a buffer without checking its length; accessors may panic if it is short.
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         EthernetFrame { buffer }
     }
 
     /// Wraps a buffer after checking that it holds the 14-byte header.
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let frame = Self::new_unchecked(buffer);
         frame.check_len()?;
         Ok(frame)
     }
 
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         if self.buffer.as_ref().len() < ETHERNET_HEADER_LEN {
             return Err(truncated(Layer::Ethernet));
@@ -88,45 +94,54 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
         Ok(())
     }
 
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    #[inline]
     pub fn destination(&self) -> [u8; 6] {
         let mut mac = [0; 6];
         mac.copy_from_slice(&self.buffer.as_ref()[field::DESTINATION]);
         mac
     }
 
+    #[inline]
     pub fn source(&self) -> [u8; 6] {
         let mut mac = [0; 6];
         mac.copy_from_slice(&self.buffer.as_ref()[field::SOURCE]);
         mac
     }
 
+    #[inline]
     pub fn ethertype(&self) -> EtherType {
         get_u16(self.buffer.as_ref(), field::ETHERTYPE).into()
     }
 
     /// Everything after the 14-byte header (VLAN tags included, if any).
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[ETHERNET_HEADER_LEN..]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
+    #[inline]
     pub fn set_destination(&mut self, mac: [u8; 6]) {
         self.buffer.as_mut()[field::DESTINATION].copy_from_slice(&mac);
     }
 
+    #[inline]
     pub fn set_source(&mut self, mac: [u8; 6]) {
         self.buffer.as_mut()[field::SOURCE].copy_from_slice(&mac);
     }
 
+    #[inline]
     pub fn set_ethertype(&mut self, ethertype: EtherType) {
         set_u16(self.buffer.as_mut(), field::ETHERTYPE, ethertype.into());
     }
 
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[ETHERNET_HEADER_LEN..]
     }
@@ -148,16 +163,19 @@ pub struct VlanTag<T> {
 }
 
 impl<T: AsRef<[u8]>> VlanTag<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         VlanTag { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let tag = Self::new_unchecked(buffer);
         tag.check_len()?;
         Ok(tag)
     }
 
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         if self.buffer.as_ref().len() < VLAN_TAG_LEN {
             return Err(truncated(Layer::Vlan));
@@ -166,32 +184,39 @@ impl<T: AsRef<[u8]>> VlanTag<T> {
     }
 
     /// Tag control information: PCP (3 bits), DEI (1 bit), VLAN id (12 bits).
+    #[inline]
     pub fn tci(&self) -> u16 {
         get_u16(self.buffer.as_ref(), tag_field::TCI)
     }
 
+    #[inline]
     pub fn vlan_id(&self) -> u16 {
         self.tci() & 0x0fff
     }
 
+    #[inline]
     pub fn priority(&self) -> u8 {
         (self.tci() >> 13) as u8
     }
 
+    #[inline]
     pub fn drop_eligible(&self) -> bool {
         self.tci() & 0x1000 != 0
     }
 
+    #[inline]
     pub fn ethertype(&self) -> EtherType {
         get_u16(self.buffer.as_ref(), tag_field::ETHERTYPE).into()
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
+    #[inline]
     pub fn set_tci(&mut self, tci: u16) {
         set_u16(self.buffer.as_mut(), tag_field::TCI, tci);
     }
 
+    #[inline]
     pub fn set_ethertype(&mut self, ethertype: EtherType) {
         set_u16(self.buffer.as_mut(), tag_field::ETHERTYPE, ethertype.into());
     }

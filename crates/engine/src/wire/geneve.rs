@@ -23,11 +23,13 @@ pub struct GeneveHeader<T> {
 }
 
 impl<T: AsRef<[u8]>> GeneveHeader<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         GeneveHeader { buffer }
     }
 
     /// Checks version 0 and that the options fit in the buffer.
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let header = Self::new_unchecked(buffer);
         let len = header.buffer.as_ref().len();
@@ -45,37 +47,47 @@ impl<T: AsRef<[u8]>> GeneveHeader<T> {
         Ok(header)
     }
 
+    #[inline]
     fn data(&self) -> &[u8] {
         self.buffer.as_ref()
     }
 
+    #[inline]
     pub fn version(&self) -> u8 {
         self.data()[field::VER_OPTLEN] >> 6
     }
     /// Length of the options in bytes (6-bit field × 4).
+    #[inline]
     pub fn options_len(&self) -> usize {
         usize::from(self.data()[field::VER_OPTLEN] & 0x3f) * 4
     }
+    #[inline]
     pub fn header_len(&self) -> usize {
         GENEVE_MIN_HEADER_LEN + self.options_len()
     }
+    #[inline]
     pub fn is_oam(&self) -> bool {
         self.data()[field::FLAGS] & FLAG_OAM != 0
     }
     /// Some option is marked critical (a receiver that does not know it must drop).
+    #[inline]
     pub fn has_critical_options(&self) -> bool {
         self.data()[field::FLAGS] & FLAG_CRITICAL != 0
     }
+    #[inline]
     pub fn protocol(&self) -> EtherType {
         get_u16(self.data(), field::PROTOCOL).into()
     }
+    #[inline]
     pub fn vni(&self) -> u32 {
         get_u32(self.data(), field::VNI) >> 8
     }
+    #[inline]
     pub fn options(&self) -> &[u8] {
         let end = self.header_len().min(self.data().len());
         &self.data()[GENEVE_MIN_HEADER_LEN..end]
     }
+    #[inline]
     pub fn option_iter(&self) -> GeneveOptions<'_> {
         GeneveOptions {
             rest: self.options(),
@@ -86,6 +98,7 @@ impl<T: AsRef<[u8]>> GeneveHeader<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> GeneveHeader<T> {
     /// Writes version 0, the options length (bytes, multiple of 4, ≤ 252), no flags,
     /// the protocol and the VNI.
+    #[inline]
     pub fn set_fixed(&mut self, options_len: usize, protocol: EtherType, vni: u32) {
         let data = self.buffer.as_mut();
         data[field::VER_OPTLEN] = ((options_len / 4) as u8) & 0x3f;

@@ -24,12 +24,14 @@ pub struct GreHeader<T> {
 }
 
 impl<T: AsRef<[u8]>> GreHeader<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         GreHeader { buffer }
     }
 
     /// Checks version 0, no routing (RFC 1701 source routes are refused, as Linux does)
     /// and that the optional fields fit.
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let header = Self::new_unchecked(buffer);
         let len = header.buffer.as_ref().len();
@@ -46,45 +48,57 @@ impl<T: AsRef<[u8]>> GreHeader<T> {
         Ok(header)
     }
 
+    #[inline]
     fn flags_word(&self) -> u16 {
         get_u16(self.buffer.as_ref(), field::FLAGS)
     }
+    #[inline]
     pub fn has_checksum(&self) -> bool {
         self.flags_word() & FLAG_CHECKSUM != 0
     }
+    #[inline]
     pub fn has_key(&self) -> bool {
         self.flags_word() & FLAG_KEY != 0
     }
+    #[inline]
     pub fn has_sequence(&self) -> bool {
         self.flags_word() & FLAG_SEQUENCE != 0
     }
+    #[inline]
     pub fn version(&self) -> u8 {
         (self.flags_word() & VERSION_MASK) as u8
     }
+    #[inline]
     pub fn protocol(&self) -> EtherType {
         get_u16(self.buffer.as_ref(), field::PROTOCOL).into()
     }
     /// 4 bytes plus 4 for each of checksum(+reserved), key and sequence number.
+    #[inline]
     pub fn header_len(&self) -> usize {
         GRE_MIN_HEADER_LEN
             + 4 * usize::from(self.has_checksum())
             + 4 * usize::from(self.has_key())
             + 4 * usize::from(self.has_sequence())
     }
+    #[inline]
     fn key_offset(&self) -> usize {
         field::OPTIONAL + 4 * usize::from(self.has_checksum())
     }
+    #[inline]
     fn sequence_offset(&self) -> usize {
         self.key_offset() + 4 * usize::from(self.has_key())
     }
+    #[inline]
     pub fn checksum(&self) -> Option<u16> {
         self.has_checksum()
             .then(|| get_u16(self.buffer.as_ref(), field::OPTIONAL))
     }
+    #[inline]
     pub fn key(&self) -> Option<u32> {
         self.has_key()
             .then(|| get_u32(self.buffer.as_ref(), self.key_offset()))
     }
+    #[inline]
     pub fn sequence(&self) -> Option<u32> {
         self.has_sequence()
             .then(|| get_u32(self.buffer.as_ref(), self.sequence_offset()))
@@ -94,6 +108,7 @@ impl<T: AsRef<[u8]>> GreHeader<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> GreHeader<T> {
     /// Writes the flags word for the given optional fields (version 0) and the protocol.
     /// The buffer must hold the resulting `header_len()`.
+    #[inline]
     pub fn set_fixed(&mut self, checksum: bool, key: bool, sequence: bool, protocol: EtherType) {
         let mut flags = 0;
         if checksum {
@@ -110,6 +125,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GreHeader<T> {
         set_u16(data, field::PROTOCOL, protocol.into());
     }
     /// Stores the checksum (and zeroes the reserved word after it); no-op without C.
+    #[inline]
     pub fn set_checksum(&mut self, checksum: u16) {
         if self.has_checksum() {
             set_u32(
@@ -119,12 +135,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GreHeader<T> {
             );
         }
     }
+    #[inline]
     pub fn set_key(&mut self, key: u32) {
         if self.has_key() {
             let at = self.key_offset();
             set_u32(self.buffer.as_mut(), at, key);
         }
     }
+    #[inline]
     pub fn set_sequence(&mut self, sequence: u32) {
         if self.has_sequence() {
             let at = self.sequence_offset();

@@ -19,6 +19,7 @@ pub enum IpProtocol {
 }
 
 impl From<u8> for IpProtocol {
+    #[inline]
     fn from(value: u8) -> Self {
         match value {
             0 => IpProtocol::HopByHop,
@@ -39,6 +40,7 @@ impl From<u8> for IpProtocol {
 }
 
 impl From<IpProtocol> for u8 {
+    #[inline]
     fn from(value: IpProtocol) -> Self {
         match value {
             IpProtocol::HopByHop => 0,

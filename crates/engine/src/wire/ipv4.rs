@@ -35,10 +35,12 @@ pub struct Ipv4Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         Ipv4Packet { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let packet = Self::new_unchecked(buffer);
         packet.check_len()?;
@@ -47,6 +49,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Checks the version, that IHL ≥ 5, and that IHL × 4 ≤ total length ≤ buffer length.
     /// Bytes after the total length (Ethernet padding) are allowed.
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         let len = self.buffer.as_ref().len();
         if len < IPV4_MIN_HEADER_LEN {
@@ -72,85 +75,104 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         Ok(())
     }
 
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    #[inline]
     fn data(&self) -> &[u8] {
         self.buffer.as_ref()
     }
 
+    #[inline]
     pub fn version(&self) -> u8 {
         self.data()[field::VER_IHL] >> 4
     }
 
     /// Header length in bytes (IHL × 4).
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.data()[field::VER_IHL] & 0x0f) * 4
     }
 
     /// The whole type-of-service byte (DSCP and ECN).
+    #[inline]
     pub fn tos(&self) -> u8 {
         self.data()[field::TOS]
     }
 
+    #[inline]
     pub fn dscp(&self) -> u8 {
         self.tos() >> 2
     }
 
+    #[inline]
     pub fn ecn(&self) -> u8 {
         self.tos() & 0x03
     }
 
+    #[inline]
     pub fn total_len(&self) -> u16 {
         get_u16(self.data(), field::TOTAL_LEN)
     }
 
+    #[inline]
     pub fn ident(&self) -> u16 {
         get_u16(self.data(), field::IDENT)
     }
 
+    #[inline]
     pub fn dont_frag(&self) -> bool {
         get_u16(self.data(), field::FLAGS_FRAG) & FLAG_DONT_FRAG != 0
     }
 
+    #[inline]
     pub fn more_frags(&self) -> bool {
         get_u16(self.data(), field::FLAGS_FRAG) & FLAG_MORE_FRAGS != 0
     }
 
     /// Fragment offset in bytes.
+    #[inline]
     pub fn frag_offset(&self) -> u16 {
         (get_u16(self.data(), field::FLAGS_FRAG) & FRAG_OFFSET_MASK) * 8
     }
 
     /// True for any fragment: MF set or a non-zero offset.
+    #[inline]
     pub fn is_fragment(&self) -> bool {
         get_u16(self.data(), field::FLAGS_FRAG) & (FLAG_MORE_FRAGS | FRAG_OFFSET_MASK) != 0
     }
 
+    #[inline]
     pub fn ttl(&self) -> u8 {
         self.data()[field::TTL]
     }
 
+    #[inline]
     pub fn protocol(&self) -> IpProtocol {
         self.data()[field::PROTOCOL].into()
     }
 
+    #[inline]
     pub fn checksum(&self) -> u16 {
         get_u16(self.data(), field::CHECKSUM)
     }
 
+    #[inline]
     pub fn src_addr(&self) -> Ipv4Addr {
         let b = &self.data()[field::SRC];
         Ipv4Addr::new(b[0], b[1], b[2], b[3])
     }
 
+    #[inline]
     pub fn dst_addr(&self) -> Ipv4Addr {
         let b = &self.data()[field::DST];
         Ipv4Addr::new(b[0], b[1], b[2], b[3])
     }
 
     /// The options between the fixed header and IHL × 4 (empty if there are none).
+    #[inline]
     pub fn options(&self) -> &[u8] {
         let end = self
             .header_len()
@@ -159,6 +181,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     /// The header including options.
+    #[inline]
     pub fn header(&self) -> &[u8] {
         let end = self
             .header_len()
@@ -167,6 +190,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     /// The payload up to the total length (padding after it is excluded).
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         let data = self.data();
         let end = usize::from(self.total_len()).min(data.len());
@@ -175,33 +199,40 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     /// Whether the header checksum is correct (the header sums to 0xffff).
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         checksum::fold(checksum::sum(self.header(), 0)) == 0xffff
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
+    #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }
 
+    #[inline]
     pub fn set_version_and_header_len(&mut self, header_len: usize) {
         self.data_mut()[field::VER_IHL] = 0x40 | ((header_len / 4) as u8 & 0x0f);
     }
 
+    #[inline]
     pub fn set_tos(&mut self, tos: u8) {
         self.data_mut()[field::TOS] = tos;
     }
 
+    #[inline]
     pub fn set_total_len(&mut self, len: u16) {
         set_u16(self.data_mut(), field::TOTAL_LEN, len);
     }
 
+    #[inline]
     pub fn set_ident(&mut self, ident: u16) {
         set_u16(self.data_mut(), field::IDENT, ident);
     }
 
     /// Sets DF, MF and the fragment offset (in bytes, must be a multiple of 8).
+    #[inline]
     pub fn set_frag(&mut self, dont_frag: bool, more_frags: bool, offset: u16) {
         let mut value = (offset / 8) & FRAG_OFFSET_MASK;
         if dont_frag {
@@ -213,33 +244,40 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         set_u16(self.data_mut(), field::FLAGS_FRAG, value);
     }
 
+    #[inline]
     pub fn set_ttl(&mut self, ttl: u8) {
         self.data_mut()[field::TTL] = ttl;
     }
 
+    #[inline]
     pub fn set_protocol(&mut self, protocol: IpProtocol) {
         self.data_mut()[field::PROTOCOL] = protocol.into();
     }
 
+    #[inline]
     pub fn set_checksum(&mut self, checksum: u16) {
         set_u16(self.data_mut(), field::CHECKSUM, checksum);
     }
 
+    #[inline]
     pub fn set_src_addr(&mut self, addr: Ipv4Addr) {
         self.data_mut()[field::SRC].copy_from_slice(&addr.octets());
     }
 
+    #[inline]
     pub fn set_dst_addr(&mut self, addr: Ipv4Addr) {
         self.data_mut()[field::DST].copy_from_slice(&addr.octets());
     }
 
     /// Recomputes and stores the header checksum.
+    #[inline]
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);
         let value = checksum::of(self.header());
         self.set_checksum(value);
     }
 
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let end = usize::from(self.total_len()).min(self.data().len());
         let start = self.header_len().min(end);

@@ -26,10 +26,12 @@ pub struct Ipv6Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Ipv6Packet<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         Ipv6Packet { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let packet = Self::new_unchecked(buffer);
         packet.check_len()?;
@@ -38,6 +40,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
 
     /// Checks the version and that 40 + payload length ≤ buffer length (trailing
     /// Ethernet padding is allowed).
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         let len = self.buffer.as_ref().len();
         if len < IPV6_HEADER_LEN {
@@ -52,61 +55,75 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         Ok(())
     }
 
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    #[inline]
     fn data(&self) -> &[u8] {
         self.buffer.as_ref()
     }
 
+    #[inline]
     fn first_word(&self) -> u32 {
         get_u32(self.data(), field::VER_TC_FLOW)
     }
 
+    #[inline]
     pub fn version(&self) -> u8 {
         (self.first_word() >> 28) as u8
     }
 
+    #[inline]
     pub fn traffic_class(&self) -> u8 {
         (self.first_word() >> 20) as u8
     }
 
+    #[inline]
     pub fn dscp(&self) -> u8 {
         self.traffic_class() >> 2
     }
 
+    #[inline]
     pub fn ecn(&self) -> u8 {
         self.traffic_class() & 0x03
     }
 
+    #[inline]
     pub fn flow_label(&self) -> u32 {
         self.first_word() & 0x000f_ffff
     }
 
+    #[inline]
     pub fn payload_len(&self) -> u16 {
         get_u16(self.data(), field::PAYLOAD_LEN)
     }
 
     /// Header plus payload length.
+    #[inline]
     pub fn total_len(&self) -> usize {
         IPV6_HEADER_LEN + usize::from(self.payload_len())
     }
 
+    #[inline]
     pub fn next_header(&self) -> IpProtocol {
         self.data()[field::NEXT_HEADER].into()
     }
 
+    #[inline]
     pub fn hop_limit(&self) -> u8 {
         self.data()[field::HOP_LIMIT]
     }
 
+    #[inline]
     pub fn src_addr(&self) -> Ipv6Addr {
         let mut octets = [0; 16];
         octets.copy_from_slice(&self.data()[field::SRC]);
         Ipv6Addr::from(octets)
     }
 
+    #[inline]
     pub fn dst_addr(&self) -> Ipv6Addr {
         let mut octets = [0; 16];
         octets.copy_from_slice(&self.data()[field::DST]);
@@ -114,6 +131,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     }
 
     /// The payload (extension headers included) up to the payload length.
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         let end = self.total_len().min(self.data().len());
         &self.data()[IPV6_HEADER_LEN..end]
@@ -121,46 +139,56 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
+    #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }
 
     /// Writes version 6, the traffic class and the flow label (low 20 bits).
+    #[inline]
     pub fn set_version_class_flow(&mut self, traffic_class: u8, flow_label: u32) {
         let word = (6 << 28) | (u32::from(traffic_class) << 20) | (flow_label & 0x000f_ffff);
         set_u32(self.data_mut(), field::VER_TC_FLOW, word);
     }
 
+    #[inline]
     pub fn set_traffic_class(&mut self, traffic_class: u8) {
         let flow = self.flow_label();
         self.set_version_class_flow(traffic_class, flow);
     }
 
+    #[inline]
     pub fn set_flow_label(&mut self, flow_label: u32) {
         let class = self.traffic_class();
         self.set_version_class_flow(class, flow_label);
     }
 
+    #[inline]
     pub fn set_payload_len(&mut self, len: u16) {
         set_u16(self.data_mut(), field::PAYLOAD_LEN, len);
     }
 
+    #[inline]
     pub fn set_next_header(&mut self, next: IpProtocol) {
         self.data_mut()[field::NEXT_HEADER] = next.into();
     }
 
+    #[inline]
     pub fn set_hop_limit(&mut self, hop_limit: u8) {
         self.data_mut()[field::HOP_LIMIT] = hop_limit;
     }
 
+    #[inline]
     pub fn set_src_addr(&mut self, addr: Ipv6Addr) {
         self.data_mut()[field::SRC].copy_from_slice(&addr.octets());
     }
 
+    #[inline]
     pub fn set_dst_addr(&mut self, addr: Ipv6Addr) {
         self.data_mut()[field::DST].copy_from_slice(&addr.octets());
     }
 
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let end = self.total_len().min(self.data().len());
         &mut self.data_mut()[IPV6_HEADER_LEN..end]

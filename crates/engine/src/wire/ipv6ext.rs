@@ -26,16 +26,19 @@ pub struct Ipv6ExtHeader<T> {
 
 impl<T: AsRef<[u8]>> Ipv6ExtHeader<T> {
     /// `kind` is the protocol number that announced this header.
+    #[inline]
     pub const fn new_unchecked(buffer: T, kind: IpProtocol) -> Self {
         Ipv6ExtHeader { buffer, kind }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T, kind: IpProtocol) -> Result<Self, ParseError> {
         let header = Self::new_unchecked(buffer, kind);
         header.check_len()?;
         Ok(header)
     }
 
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         let len = self.buffer.as_ref().len();
         if len < 8 || len < self.header_len() {
@@ -44,15 +47,18 @@ impl<T: AsRef<[u8]>> Ipv6ExtHeader<T> {
         Ok(())
     }
 
+    #[inline]
     pub fn kind(&self) -> IpProtocol {
         self.kind
     }
 
+    #[inline]
     pub fn next_header(&self) -> IpProtocol {
         self.buffer.as_ref()[0].into()
     }
 
     /// Length in bytes: 8 for Fragment, (len + 2) × 4 for AH, (len + 1) × 8 otherwise.
+    #[inline]
     pub fn header_len(&self) -> usize {
         let raw = usize::from(self.buffer.as_ref().get(1).copied().unwrap_or(0));
         match self.kind {
@@ -63,6 +69,7 @@ impl<T: AsRef<[u8]>> Ipv6ExtHeader<T> {
     }
 
     /// The bytes after next header and length (options, routing data, ...).
+    #[inline]
     pub fn data(&self) -> &[u8] {
         let end = self.header_len().min(self.buffer.as_ref().len());
         &self.buffer.as_ref()[2..end]
@@ -76,10 +83,12 @@ pub struct Ipv6FragmentHeader<T> {
 }
 
 impl<T: AsRef<[u8]>> Ipv6FragmentHeader<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         Ipv6FragmentHeader { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let header = Self::new_unchecked(buffer);
         if header.buffer.as_ref().len() < 8 {
@@ -88,19 +97,23 @@ impl<T: AsRef<[u8]>> Ipv6FragmentHeader<T> {
         Ok(header)
     }
 
+    #[inline]
     pub fn next_header(&self) -> IpProtocol {
         self.buffer.as_ref()[0].into()
     }
 
     /// Fragment offset in bytes.
+    #[inline]
     pub fn frag_offset(&self) -> u16 {
         get_u16(self.buffer.as_ref(), 2) & 0xfff8
     }
 
+    #[inline]
     pub fn more_frags(&self) -> bool {
         get_u16(self.buffer.as_ref(), 2) & 1 != 0
     }
 
+    #[inline]
     pub fn ident(&self) -> u32 {
         get_u32(self.buffer.as_ref(), 4)
     }

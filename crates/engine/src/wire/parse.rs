@@ -164,6 +164,7 @@ struct L2 {
     ethertype: EtherType,
 }
 
+#[inline(always)]
 fn parse_l2(frame: &[u8], start: usize) -> Result<L2, ParseError> {
     let eth = EthernetFrame::new_checked(frame.get(start..).unwrap_or(&[]))?;
     let mut l2 = L2 {
@@ -196,6 +197,7 @@ struct L3 {
     has_l4_header: bool,
 }
 
+#[inline(always)]
 fn parse_ip(frame: &[u8], offset: usize, ethertype: EtherType) -> Result<IpLayer, ParseError> {
     let packet = frame.get(offset..).unwrap_or(&[]);
     let l3 = match ethertype {
@@ -206,6 +208,7 @@ fn parse_ip(frame: &[u8], offset: usize, ethertype: EtherType) -> Result<IpLayer
     parse_l4(frame, offset, &l3)
 }
 
+#[inline(always)]
 fn parse_ipv4(packet: &[u8], offset: usize) -> Result<L3, ParseError> {
     let ip = Ipv4Packet::new_checked(packet)?;
     Ok(L3 {
@@ -218,6 +221,7 @@ fn parse_ipv4(packet: &[u8], offset: usize) -> Result<L3, ParseError> {
     })
 }
 
+#[inline]
 fn parse_ipv6(packet: &[u8], offset: usize) -> Result<L3, ParseError> {
     let ip = Ipv6Packet::new_checked(packet)?;
     let total_len = ip.total_len();
@@ -255,6 +259,7 @@ fn parse_ipv6(packet: &[u8], offset: usize) -> Result<L3, ParseError> {
     Err(ParseError::TooManyExtensionHeaders)
 }
 
+#[inline(always)]
 fn parse_l4(frame: &[u8], offset: usize, l3: &L3) -> Result<IpLayer, ParseError> {
     let l4_offset = offset + l3.header_len;
     let ip_layer = match l3.version {
@@ -283,6 +288,7 @@ fn parse_l4(frame: &[u8], offset: usize, l3: &L3) -> Result<IpLayer, ParseError>
 
 /// The UDP length must equal the IP payload length, except in a first fragment, where
 /// it covers data in later fragments.
+#[inline]
 fn check_udp(segment: &[u8], is_fragment: bool) -> Result<usize, ParseError> {
     if is_fragment {
         if segment.len() < UDP_HEADER_LEN {
@@ -310,6 +316,7 @@ struct TunnelStart {
     payload: EtherType,
 }
 
+#[inline]
 fn find_tunnel(
     frame: &[u8],
     outer: &IpLayer,

@@ -36,20 +36,25 @@ impl TcpFlags {
     pub const CWR: TcpFlags = TcpFlags(0x80);
     pub const NONE: TcpFlags = TcpFlags(0);
 
+    #[inline]
     pub const fn bits(self) -> u8 {
         self.0
     }
     /// True if every flag in `other` is set.
+    #[inline]
     pub const fn contains(self, other: TcpFlags) -> bool {
         self.0 & other.0 == other.0
     }
     /// True if any flag in `other` is set.
+    #[inline]
     pub const fn intersects(self, other: TcpFlags) -> bool {
         self.0 & other.0 != 0
     }
+    #[inline]
     pub const fn union(self, other: TcpFlags) -> TcpFlags {
         TcpFlags(self.0 | other.0)
     }
+    #[inline]
     pub const fn without(self, other: TcpFlags) -> TcpFlags {
         TcpFlags(self.0 & !other.0)
     }
@@ -106,16 +111,19 @@ pub struct TcpPacket<T> {
 }
 
 impl<T: AsRef<[u8]>> TcpPacket<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         TcpPacket { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let packet = Self::new_unchecked(buffer);
         packet.check_len()?;
         Ok(packet)
     }
 
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         let len = self.buffer.as_ref().len();
         if len < TCP_MIN_HEADER_LEN {
@@ -131,101 +139,128 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         Ok(())
     }
 
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    #[inline]
     fn data(&self) -> &[u8] {
         self.buffer.as_ref()
     }
 
+    #[inline]
     pub fn src_port(&self) -> u16 {
         get_u16(self.data(), field::SRC_PORT)
     }
+    #[inline]
     pub fn dst_port(&self) -> u16 {
         get_u16(self.data(), field::DST_PORT)
     }
+    #[inline]
     pub fn seq_number(&self) -> u32 {
         get_u32(self.data(), field::SEQ)
     }
+    #[inline]
     pub fn ack_number(&self) -> u32 {
         get_u32(self.data(), field::ACK)
     }
     /// Header length in bytes (data offset × 4).
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.data()[field::DATA_OFFSET] >> 4) * 4
     }
+    #[inline]
     pub fn flags(&self) -> TcpFlags {
         TcpFlags(self.data()[field::FLAGS])
     }
+    #[inline]
     pub fn window(&self) -> u16 {
         get_u16(self.data(), field::WINDOW)
     }
+    #[inline]
     pub fn checksum(&self) -> u16 {
         get_u16(self.data(), field::CHECKSUM)
     }
+    #[inline]
     pub fn urgent_pointer(&self) -> u16 {
         get_u16(self.data(), field::URGENT)
     }
 
+    #[inline]
     fn header_end(&self) -> usize {
         self.header_len()
             .clamp(TCP_MIN_HEADER_LEN, self.data().len())
     }
 
     /// The raw option bytes (data offset × 4 − 20 of them).
+    #[inline]
     pub fn options(&self) -> &[u8] {
         &self.data()[TCP_MIN_HEADER_LEN..self.header_end()]
     }
 
     /// The options, decoded one by one.
+    #[inline]
     pub fn option_iter(&self) -> TcpOptions<'_> {
         TcpOptions::new(self.options())
     }
 
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.data()[self.header_end()..]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
+    #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }
 
+    #[inline]
     pub fn set_src_port(&mut self, port: u16) {
         set_u16(self.data_mut(), field::SRC_PORT, port);
     }
+    #[inline]
     pub fn set_dst_port(&mut self, port: u16) {
         set_u16(self.data_mut(), field::DST_PORT, port);
     }
+    #[inline]
     pub fn set_seq_number(&mut self, seq: u32) {
         set_u32(self.data_mut(), field::SEQ, seq);
     }
+    #[inline]
     pub fn set_ack_number(&mut self, ack: u32) {
         set_u32(self.data_mut(), field::ACK, ack);
     }
     /// Sets the data offset from a header length in bytes (a multiple of 4, ≤ 60).
+    #[inline]
     pub fn set_header_len(&mut self, len: usize) {
         let reserved = self.data()[field::DATA_OFFSET] & 0x0f;
         self.data_mut()[field::DATA_OFFSET] = (((len / 4) as u8) << 4) | reserved;
     }
+    #[inline]
     pub fn set_flags(&mut self, flags: TcpFlags) {
         self.data_mut()[field::FLAGS] = flags.0;
     }
+    #[inline]
     pub fn set_window(&mut self, window: u16) {
         set_u16(self.data_mut(), field::WINDOW, window);
     }
+    #[inline]
     pub fn set_checksum(&mut self, checksum: u16) {
         set_u16(self.data_mut(), field::CHECKSUM, checksum);
     }
+    #[inline]
     pub fn set_urgent_pointer(&mut self, urgent: u16) {
         set_u16(self.data_mut(), field::URGENT, urgent);
     }
+    #[inline]
     pub fn options_mut(&mut self) -> &mut [u8] {
         let end = self.header_end();
         &mut self.data_mut()[TCP_MIN_HEADER_LEN..end]
     }
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let start = self.header_end();
         &mut self.data_mut()[start..]
@@ -259,6 +294,7 @@ pub struct TcpOptions<'a> {
 }
 
 impl<'a> TcpOptions<'a> {
+    #[inline]
     pub fn new(options: &'a [u8]) -> Self {
         TcpOptions { rest: options }
     }

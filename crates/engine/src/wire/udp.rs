@@ -19,16 +19,19 @@ pub struct UdpPacket<T> {
 }
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         UdpPacket { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let packet = Self::new_unchecked(buffer);
         packet.check_len()?;
         Ok(packet)
     }
 
+    #[inline]
     pub fn check_len(&self) -> Result<(), ParseError> {
         let len = self.buffer.as_ref().len();
         if len < UDP_HEADER_LEN {
@@ -44,27 +47,34 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         Ok(())
     }
 
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    #[inline]
     pub fn src_port(&self) -> u16 {
         get_u16(self.buffer.as_ref(), field::SRC_PORT)
     }
+    #[inline]
     pub fn dst_port(&self) -> u16 {
         get_u16(self.buffer.as_ref(), field::DST_PORT)
     }
     /// The length field: header plus payload.
+    #[inline]
     pub fn len(&self) -> u16 {
         get_u16(self.buffer.as_ref(), field::LENGTH)
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         usize::from(self.len()) <= UDP_HEADER_LEN
     }
+    #[inline]
     pub fn checksum(&self) -> u16 {
         get_u16(self.buffer.as_ref(), field::CHECKSUM)
     }
     /// The payload up to the length field.
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         let data = self.buffer.as_ref();
         let end = usize::from(self.len()).clamp(UDP_HEADER_LEN, data.len());
@@ -73,18 +83,23 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    #[inline]
     pub fn set_src_port(&mut self, port: u16) {
         set_u16(self.buffer.as_mut(), field::SRC_PORT, port);
     }
+    #[inline]
     pub fn set_dst_port(&mut self, port: u16) {
         set_u16(self.buffer.as_mut(), field::DST_PORT, port);
     }
+    #[inline]
     pub fn set_len(&mut self, len: u16) {
         set_u16(self.buffer.as_mut(), field::LENGTH, len);
     }
+    #[inline]
     pub fn set_checksum(&mut self, checksum: u16) {
         set_u16(self.buffer.as_mut(), field::CHECKSUM, checksum);
     }
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let end = usize::from(self.len()).clamp(UDP_HEADER_LEN, self.buffer.as_ref().len());
         &mut self.buffer.as_mut()[UDP_HEADER_LEN..end]

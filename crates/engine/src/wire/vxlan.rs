@@ -15,11 +15,13 @@ pub struct VxlanHeader<T> {
 }
 
 impl<T: AsRef<[u8]>> VxlanHeader<T> {
+    #[inline]
     pub const fn new_unchecked(buffer: T) -> Self {
         VxlanHeader { buffer }
     }
 
     /// Checks the length and that the I flag is set.
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
         let header = Self::new_unchecked(buffer);
         if header.buffer.as_ref().len() < VXLAN_HEADER_LEN {
@@ -33,10 +35,12 @@ impl<T: AsRef<[u8]>> VxlanHeader<T> {
         Ok(header)
     }
 
+    #[inline]
     pub fn flags(&self) -> u8 {
         self.buffer.as_ref()[0]
     }
 
+    #[inline]
     pub fn vni(&self) -> u32 {
         get_u32(self.buffer.as_ref(), 4) >> 8
     }
@@ -44,6 +48,7 @@ impl<T: AsRef<[u8]>> VxlanHeader<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanHeader<T> {
     /// Writes a complete header: I flag, reserved bits zero, and `vni` (low 24 bits).
+    #[inline]
     pub fn set_vni(&mut self, vni: u32) {
         let data = self.buffer.as_mut();
         data[..4].copy_from_slice(&[VXLAN_FLAG_VNI, 0, 0, 0]);

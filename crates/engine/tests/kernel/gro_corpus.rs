@@ -105,6 +105,7 @@ pub fn tcp_cases() -> Vec<GroCase> {
         case("tcp4 run of 50 hits the 64 KiB cap", v4f.run(50)),
         case("tcp4 timestamps, equal options", ts.run(16)),
         case("tcp4 single packet", v4f.run(1)),
+        case("tcp4 run in 802.1Q VLAN 100", v4f.run(8).into_iter().map(|mut p| { p.eth.vlan = Some(100); p }).collect()),
         case("tcp4 PSH mid-run ends the run", run_with(&v4f, 10, 4, |p| tcp_of(p).flags |= f::PSH)),
         case("tcp4 FIN on last", run_with(&v4f, 8, 7, |p| tcp_of(p).flags |= f::FIN)),
         case("tcp4 FIN mid-run", run_with(&v4f, 8, 3, |p| tcp_of(p).flags |= f::FIN)),

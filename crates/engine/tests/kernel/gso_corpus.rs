@@ -14,6 +14,9 @@ pub enum Kind {
 }
 
 pub struct GsoCase {
+    /// Offset of the innermost IP header (where the transport checksum's pseudo-header
+    /// comes from): lets the test verify the kernel's output independently.
+    pub inner_ip: usize,
     pub name: String,
     /// The super-packet as a virtio sender hands it over: transport checksum field
     /// holding the pseudo-header sum (NEEDS_CSUM).
@@ -61,8 +64,12 @@ fn udp() -> L4 {
 
 /// A plain (untunnelled) super-packet with the virtio header a sender would write.
 fn plain(name: &str, ip: Ip, l4: L4, len: usize, mss: u16, ecn: bool) -> GsoCase {
+    plain_on(eth(), name, ip, l4, len, mss, ecn)
+}
+
+fn plain_on(eth: Eth, name: &str, ip: Ip, l4: L4, len: usize, mss: u16, ecn: bool) -> GsoCase {
     let kind = if matches!(l4, L4::Tcp(_)) { Kind::Tcp } else { Kind::Udp };
-    let packet = Packet { eth: eth(), ip, l4, payload: frames::payload(len, 3) };
+    let packet = Packet { eth, ip, l4, payload: frames::payload(len, 3) };
     let gso_type = match (kind, &packet.ip) {
         (Kind::Tcp, Ip::V4 { .. }) => vnet::GSO_TCPV4,
         (Kind::Tcp, Ip::V6 { .. }) => vnet::GSO_TCPV6,
@@ -78,6 +85,7 @@ fn plain(name: &str, ip: Ip, l4: L4, len: usize, mss: u16, ecn: bool) -> GsoCase
         tunnel: None,
     };
     GsoCase {
+        inner_ip: packet.l2_len(),
         name: name.to_owned(),
         frame: packet.build(Csum::Partial),
         vnet,
@@ -117,6 +125,16 @@ pub fn tcp_cases() -> Vec<GsoCase> {
         plain("tcp6 CWR with GSO_ECN", v6(0, 0), tcp(ack | f::CWR, vec![]), 3_000, 1000, true),
         plain("tcp6 jumbo mss 8928", v6(0, 1), tcp(ack, vec![]), 40_000, 8928, false),
         plain("tcp6 odd mss 999, FIN", v6(0, 1), tcp(ack | f::FIN, ts), 5_000, 999, false),
+        plain_on(
+            Eth { vlan: Some(0x2064), ..eth() },
+            "tcp4 in 802.1Q VLAN 100 (PCP 1)",
+            v4(3, true),
+            tcp(ack, vec![]),
+            5_000,
+            1400,
+            false,
+        ),
+        plain_on(Eth { vlan: Some(7), ..eth() }, "tcp6 in 802.1Q VLAN 7", v6(0, 3), tcp(ack, vec![]), 5_000, 1400, false),
         plain("tcp6 with a Destination Options header", with_dest_opts(v6(0, 2)), tcp(ack, vec![]), 6_000, 1400, false),
     ]
 }
@@ -171,6 +189,7 @@ fn vxlan(name: &str, outer: Ip, inner_ip: Ip, inner_l4: L4, len: usize, mss: u16
         tunnel: Some((outer_th as u16, inner_nh as u16)),
     };
     GsoCase {
+        inner_ip: inner_nh,
         name: name.to_owned(),
         frame,
         vnet,

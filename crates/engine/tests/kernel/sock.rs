@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 /// `linux/if_packet.h` values (not all exported by the libc crate on every version).
 const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_AUXDATA: libc::c_int = 8;
+/// `tpacket_auxdata.tp_status` bits: a VLAN tag (and its TPID) was taken off the frame.
+const TP_STATUS_VLAN_VALID: u32 = 0x10;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 0x40;
 pub const PACKET_OUTGOING: u8 = 4;
 const ETH_P_ALL: u16 = 0x0003;
 
@@ -82,6 +86,23 @@ pub struct Received {
     pub bytes: Vec<u8>,
     /// `sll_pkttype`: PACKET_HOST, PACKET_OTHERHOST, PACKET_OUTGOING, ...
     pub pkttype: u8,
+    /// The 802.1Q/802.1ad tag (TPID, TCI) the kernel took off the frame and reports
+    /// beside it (PACKET_AUXDATA): the stack keeps VLAN tags as skb metadata.
+    pub vlan: Option<(u16, u16)>,
+}
+
+impl Received {
+    /// The frame as it was on the wire: the VLAN tag put back after the MAC addresses.
+    /// `offset` is where the Ethernet header starts in `bytes` (after a virtio header).
+    pub fn wire_frame(&self, offset: usize) -> Vec<u8> {
+        let mut frame = self.bytes[offset..].to_vec();
+        if let Some((tpid, tci)) = self.vlan {
+            let mut tag = tpid.to_be_bytes().to_vec();
+            tag.extend_from_slice(&tci.to_be_bytes());
+            frame.splice(12..12, tag);
+        }
+        frame
+    }
 }
 
 /// An AF_PACKET raw socket bound to one interface, all protocols.
@@ -106,6 +127,7 @@ impl PacketSocket {
         if vnet_hdr {
             set_int_opt(raw, libc::SOL_PACKET, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR")?;
         }
+        set_int_opt(raw, libc::SOL_PACKET, PACKET_AUXDATA, 1, "PACKET_AUXDATA")?;
         set_int_opt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20, "SO_RCVBUFFORCE")?;
         set_int_opt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 8 << 20, "SO_SNDBUFFORCE")?;
         let cname = CString::new(ifname).expect("interface name");
@@ -172,24 +194,24 @@ impl PacketSocket {
         let mut buf = vec![0u8; 70_000];
         // SAFETY: sockaddr_ll is plain old data.
         let mut from: libc::sockaddr_ll = unsafe { zeroed() };
-        let mut from_len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: buffer and address are valid for the lengths passed.
-        let n = unsafe {
-            libc::recvfrom(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_TRUNC,
-                (&mut from as *mut libc::sockaddr_ll).cast(),
-                &mut from_len,
-            )
-        };
-        let n = check(n as libc::c_int, "recvfrom")? as usize;
+        let mut control = [0u64; 16]; // 8-byte aligned room for one tpacket_auxdata cmsg
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        // SAFETY: msghdr is plain old data; every pointer set below outlives the call.
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
+        msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of::<[u64; 16]>();
+        // SAFETY: msg describes valid buffers.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC) };
+        let n = check(n as libc::c_int, "recvmsg")? as usize;
         if n > buf.len() {
             return Err(io::Error::other(format!("frame of {n} bytes truncated")));
         }
         buf.truncate(n);
-        Ok(Some(Received { bytes: buf, pkttype: from.sll_pkttype }))
+        Ok(Some(Received { bytes: buf, pkttype: from.sll_pkttype, vlan: vlan_from_control(&msg) }))
     }
 
     /// Collects incoming frames accepted by `keep` until none has arrived for `quiet`,
@@ -217,6 +239,32 @@ impl PacketSocket {
         while self.recv_timeout(Duration::ZERO)?.is_some() {}
         Ok(())
     }
+}
+
+/// The VLAN tag reported in a PACKET_AUXDATA control message, if any.
+fn vlan_from_control(msg: &libc::msghdr) -> Option<(u16, u16)> {
+    // SAFETY: the CMSG_* macros walk the control buffer recvmsg filled in, within
+    // msg_controllen; the auxdata is read unaligned as plain bytes.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_PACKET && (*cmsg).cmsg_type == PACKET_AUXDATA {
+                // struct tpacket_auxdata: u32 status, len, snaplen; u16 mac, net, vlan_tci, vlan_tpid
+                let data = libc::CMSG_DATA(cmsg);
+                let aux = std::slice::from_raw_parts(data, 20);
+                let status = u32::from_ne_bytes([aux[0], aux[1], aux[2], aux[3]]);
+                let tci = u16::from_ne_bytes([aux[16], aux[17]]);
+                let tpid = u16::from_ne_bytes([aux[18], aux[19]]);
+                if status & TP_STATUS_VLAN_VALID == 0 {
+                    return None;
+                }
+                let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 { tpid } else { 0x8100 };
+                return Some((tpid, tci));
+            }
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+        }
+    }
+    None
 }
 
 fn sockaddr_ll(ifindex: i32) -> libc::sockaddr_ll {

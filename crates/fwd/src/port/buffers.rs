@@ -106,7 +106,8 @@ impl TxQueue {
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let start = self.scratch.len() as u32;
         self.scratch.extend_from_slice(bytes);
-        self.pieces.push(Piece::Scratch(start..self.scratch.len() as u32));
+        self.pieces
+            .push(Piece::Scratch(start..self.scratch.len() as u32));
     }
 
     /// Appends a range of received slot `slot`, by reference.
@@ -114,7 +115,10 @@ impl TxQueue {
         if range.is_empty() {
             return;
         }
-        self.pieces.push(Piece::Rx { slot: slot as u32, range: range.start as u32..range.end as u32 });
+        self.pieces.push(Piece::Rx {
+            slot: slot as u32,
+            range: range.start as u32..range.end as u32,
+        });
     }
 
     /// Closes the frame being built.
@@ -125,11 +129,19 @@ impl TxQueue {
     }
 
     /// The byte slices of frame `index`, in order.
-    pub fn pieces<'a>(&'a self, index: usize, rx: &'a RxBatch) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.pieces[self.frames[index].clone()].iter().map(move |piece| match piece {
-            Piece::Scratch(r) => &self.scratch[r.start as usize..r.end as usize],
-            Piece::Rx { slot, range } => &rx.raw(*slot as usize)[range.start as usize..range.end as usize],
-        })
+    pub fn pieces<'a>(
+        &'a self,
+        index: usize,
+        rx: &'a RxBatch,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.pieces[self.frames[index].clone()]
+            .iter()
+            .map(move |piece| match piece {
+                Piece::Scratch(r) => &self.scratch[r.start as usize..r.end as usize],
+                Piece::Rx { slot, range } => {
+                    &rx.raw(*slot as usize)[range.start as usize..range.end as usize]
+                }
+            })
     }
 
     /// Appends frame `index` as iovecs to `out`; returns its byte count. The iovecs
@@ -138,7 +150,10 @@ impl TxQueue {
         let mut total = 0;
         for bytes in self.pieces(index, rx) {
             total += bytes.len();
-            out.push(libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() });
+            out.push(libc::iovec {
+                iov_base: bytes.as_ptr() as *mut libc::c_void,
+                iov_len: bytes.len(),
+            });
         }
         total
     }

@@ -20,7 +20,13 @@ pub struct Offloads {
 }
 
 impl Offloads {
-    pub const ALL: Offloads = Offloads { csum: true, tso4: true, tso6: true, ecn: true, uso: true };
+    pub const ALL: Offloads = Offloads {
+        csum: true,
+        tso4: true,
+        tso6: true,
+        ecn: true,
+        uso: true,
+    };
 
     /// Parses `csum+tso4+tso6+ecn+uso` (or `none`, or `all`).
     pub fn parse(text: &str) -> Result<Offloads, String> {
@@ -37,8 +43,8 @@ impl Offloads {
                 "uso" => offloads.uso = true,
                 other => {
                     return Err(format!(
-                        "unknown offload {other:?} (known: csum, tso4, tso6, tso, ecn, uso, all, none)"
-                    ))
+                    "unknown offload {other:?} (known: csum, tso4, tso6, tso, ecn, uso, all, none)"
+                ))
                 }
             }
         }
@@ -80,7 +86,11 @@ impl fmt::Display for Offloads {
             (self.ecn, "ecn"),
             (self.uso, "uso"),
         ];
-        let on: Vec<&str> = names.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+        let on: Vec<&str> = names
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
         if on.is_empty() {
             f.write_str("none")
         } else {
@@ -98,7 +108,10 @@ mod tests {
         let o = Offloads::parse("csum+tso4+uso").unwrap();
         assert!(o.csum && o.tso4 && o.uso && !o.tso6);
         assert_eq!(o.to_string(), "csum+tso4+uso");
-        assert_eq!(o.tun_flags(), libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_USO4 | libc::TUN_F_USO6);
+        assert_eq!(
+            o.tun_flags(),
+            libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_USO4 | libc::TUN_F_USO6
+        );
     }
 
     #[test]

@@ -30,7 +30,12 @@ impl PacketPort {
             // Protocol 0 until bound, so nothing from other devices is queued meanwhile.
             let sock = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)?;
             let fd = sock.as_raw_fd();
-            sys::setsockopt_int(fd, libc::SOL_PACKET, sys::PACKET_VNET_HDR_SZ, VNET_LEN as libc::c_int)?;
+            sys::setsockopt_int(
+                fd,
+                libc::SOL_PACKET,
+                sys::PACKET_VNET_HDR_SZ,
+                VNET_LEN as libc::c_int,
+            )?;
             sys::setsockopt_int(fd, libc::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, 1)?;
             if spec.qdisc_bypass {
                 sys::setsockopt_int(fd, libc::SOL_PACKET, sys::PACKET_QDISC_BYPASS, 1)?;
@@ -46,9 +51,25 @@ impl PacketPort {
             sys::set_promiscuous(fd, ifindex)?;
             Ok((sock, probe))
         });
-        let (fd, probe) =
-            opened.map_err(|err| sys::explain(err, &spec.ifname, &spec.netns, "cannot open packet socket on"))?;
-        Ok(PacketPort { fd, label: spec.label(), offloads: spec.offloads, mtu: probe.mtu()?, probe, iovecs: Vec::new(), msgs: Vec::new(), frame_bytes: Vec::new(), first_iovec: Vec::new() })
+        let (fd, probe) = opened.map_err(|err| {
+            sys::explain(
+                err,
+                &spec.ifname,
+                &spec.netns,
+                "cannot open packet socket on",
+            )
+        })?;
+        Ok(PacketPort {
+            fd,
+            label: spec.label(),
+            offloads: spec.offloads,
+            mtu: probe.mtu()?,
+            probe,
+            iovecs: Vec::new(),
+            msgs: Vec::new(),
+            frame_bytes: Vec::new(),
+            first_iovec: Vec::new(),
+        })
     }
 }
 
@@ -105,12 +126,16 @@ impl Port for PacketPort {
         self.iovecs.clear();
         self.iovecs.extend(batch.free_slots().map(|slot| {
             slot[10..VNET_LEN].fill(0); // num_buffers is not the kernel's to fill
-            libc::iovec { iov_base: slot.as_mut_ptr() as *mut libc::c_void, iov_len: slot.len() }
+            libc::iovec {
+                iov_base: slot.as_mut_ptr() as *mut libc::c_void,
+                iov_len: slot.len(),
+            }
         }));
         self.msgs.clear();
         let iovecs = self.iovecs.as_mut_ptr();
         // SAFETY (of the pointer arithmetic): `i` < iovecs.len(), so each stays inside it.
-        self.msgs.extend((0..self.iovecs.len()).map(|i| mmsghdr(unsafe { iovecs.add(i) }, 1)));
+        self.msgs
+            .extend((0..self.iovecs.len()).map(|i| mmsghdr(unsafe { iovecs.add(i) }, 1)));
         let msgs = &mut self.msgs;
         let received = loop {
             // SAFETY: every mmsghdr points at one iovec covering a live, writable slot;
@@ -148,14 +173,16 @@ impl Port for PacketPort {
         first_iovec.clear();
         for index in 0..tx.len() {
             first_iovec.push(self.iovecs.len());
-            self.frame_bytes.push(tx.iovecs(index, rx, &mut self.iovecs));
+            self.frame_bytes
+                .push(tx.iovecs(index, rx, &mut self.iovecs));
         }
         first_iovec.push(self.iovecs.len());
         let iovecs = self.iovecs.as_mut_ptr();
         self.msgs.clear();
         for pair in first_iovec.windows(2) {
             // SAFETY (of the pointer arithmetic): pair[0] ≤ iovecs.len().
-            self.msgs.push(mmsghdr(unsafe { iovecs.add(pair[0]) }, pair[1] - pair[0]));
+            self.msgs
+                .push(mmsghdr(unsafe { iovecs.add(pair[0]) }, pair[1] - pair[0]));
         }
         let msgs = &mut self.msgs;
         let mut next = 0;
@@ -163,7 +190,12 @@ impl Port for PacketPort {
             // SAFETY: each mmsghdr points at iovecs borrowing `tx` scratch and `rx` slots,
             // both alive for the call; sendmmsg only reads them.
             let n = unsafe {
-                libc::sendmmsg(self.fd.as_raw_fd(), msgs[next..].as_mut_ptr(), (msgs.len() - next) as libc::c_uint, 0)
+                libc::sendmmsg(
+                    self.fd.as_raw_fd(),
+                    msgs[next..].as_mut_ptr(),
+                    (msgs.len() - next) as libc::c_uint,
+                    0,
+                )
             };
             if n > 0 {
                 for &bytes in &self.frame_bytes[next..next + n as usize] {

@@ -56,7 +56,9 @@ impl std::str::FromStr for PortSpec {
             None => (place, Netns::Current),
         };
         if ifname.is_empty() || ifname.len() > 15 || ifname.contains('/') {
-            return Err(format!("{ifname:?}: a device name has 1 to 15 characters, no '/'"));
+            return Err(format!(
+                "{ifname:?}: a device name has 1 to 15 characters, no '/'"
+            ));
         }
         let mut spec = PortSpec {
             kind,
@@ -74,7 +76,12 @@ impl std::str::FromStr for PortSpec {
                 (_, Some(("offloads", list))) => spec.offloads = Offloads::parse(list)?,
                 (PortKind::Tap, None) if option == "napi" => spec.napi = true,
                 (PortKind::Packet, None) if option == "qdisc-bypass" => spec.qdisc_bypass = true,
-                _ => return Err(format!("{option:?}: not an option of a {} port", spec.label())),
+                _ => {
+                    return Err(format!(
+                        "{option:?}: not an option of a {} port",
+                        spec.label()
+                    ))
+                }
             }
         }
         Ok(spec)
@@ -87,7 +94,9 @@ mod tests {
 
     #[test]
     fn parses_a_tap_port_with_options() {
-        let spec: PortSpec = "tap:ofl-ta@ofl-1-a,offloads=csum+tso4,napi".parse().unwrap();
+        let spec: PortSpec = "tap:ofl-ta@ofl-1-a,offloads=csum+tso4,napi"
+            .parse()
+            .unwrap();
         assert_eq!(spec.kind, PortKind::Tap);
         assert_eq!(spec.ifname, "ofl-ta");
         assert_eq!(spec.netns, Netns::Named("ofl-1-a".into()));
@@ -103,7 +112,13 @@ mod tests {
 
     #[test]
     fn refuses_bad_specs() {
-        for bad in ["tap", "udp:x@y", "tap:@ns", "tap:ofl-way-too-long-name@n", "packet:x@n,napi"] {
+        for bad in [
+            "tap",
+            "udp:x@y",
+            "tap:@ns",
+            "tap:ofl-way-too-long-name@n",
+            "packet:x@n,napi",
+        ] {
             assert!(bad.parse::<PortSpec>().is_err(), "{bad}");
         }
     }

@@ -32,7 +32,11 @@ pub fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 pub fn ifreq(ifname: &str) -> libc::ifreq {
     // SAFETY: ifreq is plain old data; all-zero is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(ifname.bytes().take(libc::IFNAMSIZ - 1)) {
+    for (dst, src) in req
+        .ifr_name
+        .iter_mut()
+        .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
+    {
         *dst = src as libc::c_char;
     }
     req
@@ -63,7 +67,11 @@ pub fn open_rw(path: &str) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-pub fn socket(domain: libc::c_int, kind: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
+pub fn socket(
+    domain: libc::c_int,
+    kind: libc::c_int,
+    protocol: libc::c_int,
+) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; the fd returned is owned below.
     let fd = check(unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC, protocol) })?;
     // SAFETY: `fd` was just created and is owned by nobody else.
@@ -76,7 +84,12 @@ pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
 }
 
-pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+pub fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: the option value is a valid int of the length given.
     check(unsafe {
         libc::setsockopt(
@@ -91,7 +104,12 @@ pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: l
 }
 
 pub fn set_promiscuous(fd: RawFd, ifindex: libc::c_int) -> io::Result<()> {
-    let mreq = PacketMreq { mr_ifindex: ifindex, mr_type: PACKET_MR_PROMISC as u16, mr_alen: 0, mr_address: [0; 8] };
+    let mreq = PacketMreq {
+        mr_ifindex: ifindex,
+        mr_type: PACKET_MR_PROMISC as u16,
+        mr_alen: 0,
+        mr_address: [0; 8],
+    };
     // SAFETY: `mreq` is a valid packet_mreq of the length given.
     check(unsafe {
         libc::setsockopt(
@@ -125,7 +143,10 @@ pub struct MtuProbe {
 impl MtuProbe {
     /// Call inside the device's namespace.
     pub fn new(ifname: &str) -> io::Result<MtuProbe> {
-        Ok(MtuProbe { sock: socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?, ifname: ifname.to_string() })
+        Ok(MtuProbe {
+            sock: socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?,
+            ifname: ifname.to_string(),
+        })
     }
 
     pub fn mtu(&self) -> io::Result<usize> {
@@ -183,7 +204,10 @@ pub fn writev(fd: RawFd, iovecs: &[libc::iovec]) -> io::Result<usize> {
 
 /// Whether an errno means the device behind a port is gone for good.
 pub fn is_fatal(err: &io::Error) -> bool {
-    matches!(err.raw_os_error(), Some(libc::EBADF) | Some(libc::EBADFD) | Some(libc::ENODEV) | Some(libc::ENXIO))
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EBADF) | Some(libc::EBADFD) | Some(libc::ENODEV) | Some(libc::ENXIO)
+    )
 }
 
 /// Turns "no such device"-like errors into the message the user needs.

@@ -37,15 +37,30 @@ impl TapPort {
             let mut req = sys::ifreq(&name);
             req.ifr_ifru.ifru_flags = flags as libc::c_short;
             sys::ioctl_ifreq(fd.as_raw_fd(), libc::TUNSETIFF, &mut req)?;
-            sys::ioctl_int(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, VNET_LEN as libc::c_int)?;
-            sys::ioctl_value(fd.as_raw_fd(), libc::TUNSETOFFLOAD, spec.offloads.tun_flags() as libc::c_ulong)?;
+            sys::ioctl_int(
+                fd.as_raw_fd(),
+                libc::TUNSETVNETHDRSZ,
+                VNET_LEN as libc::c_int,
+            )?;
+            sys::ioctl_value(
+                fd.as_raw_fd(),
+                libc::TUNSETOFFLOAD,
+                spec.offloads.tun_flags() as libc::c_ulong,
+            )?;
             sys::set_nonblocking(fd.as_raw_fd())?;
             let probe = sys::MtuProbe::new(&name)?;
             probe.set_up()?;
             Ok((fd, probe))
         });
         let (fd, probe) = opened.map_err(explain)?;
-        Ok(TapPort { fd, label: spec.label(), offloads: spec.offloads, mtu: probe.mtu()?, probe, iovecs: Vec::new() })
+        Ok(TapPort {
+            fd,
+            label: spec.label(),
+            offloads: spec.offloads,
+            mtu: probe.mtu()?,
+            probe,
+            iovecs: Vec::new(),
+        })
     }
 }
 

@@ -17,7 +17,12 @@ use std::time::Duration;
 /// Runs `ip` with `args`, panicking with its stderr on failure.
 pub fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A network namespace `ofl-<pid>-<role>`, deleted on drop.
@@ -44,7 +49,10 @@ impl Netns {
     }
 
     /// Runs `work` on a thread inside this namespace (sockets it opens stay there).
-    pub fn spawn<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
         let file = File::open(format!("/var/run/netns/{}", self.name)).expect("open netns");
         std::thread::spawn(move || {
             // SAFETY: setns reads the fd only; it moves this new thread alone.
@@ -57,7 +65,10 @@ impl Netns {
     /// Checksum and header errors the namespace's stack counted (TCP/UDP InCsumErrors,
     /// IP InHdrErrors): a forwarder that sends a wrong checksum shows up here.
     pub fn checksum_errors(&self) -> u64 {
-        let out = Command::new("ip").args(["netns", "exec", &self.name, "cat", "/proc/net/snmp"]).output().unwrap();
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.name, "cat", "/proc/net/snmp"])
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let lines: Vec<&str> = text.lines().collect();
         let mut errors = 0;
@@ -79,17 +90,28 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
     }
 }
 
 /// Removes `ofl-<pid>-*` namespaces whose creating process is gone (never a live one's).
 fn remove_stale_namespaces() {
-    let Ok(entries) = std::fs::read_dir("/var/run/netns") else { return };
+    let Ok(entries) = std::fs::read_dir("/var/run/netns") else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let Some(pid) = name.strip_prefix("ofl-").and_then(|rest| rest.split('-').next()) else { continue };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let Some(pid) = name
+            .strip_prefix("ofl-")
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             let _ = Command::new("ip").args(["netns", "del", &name]).output();
         }
@@ -117,11 +139,18 @@ impl Fwd {
             Ok(value) => value,
             Err(_) => {
                 let out = child.wait_with_output().expect("wait offlab-fwd");
-                panic!("offlab-fwd did not start: {}", String::from_utf8_lossy(&out.stderr));
+                panic!(
+                    "offlab-fwd did not start: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
             }
         };
         assert_eq!(ready["event"], "ready", "{ready}");
-        Fwd { child: Some(child), lines, ready }
+        Fwd {
+            child: Some(child),
+            lines,
+            ready,
+        }
     }
 
     fn signal(&self, signal: libc::c_int) {
@@ -133,7 +162,10 @@ impl Fwd {
     /// Asks for stats with SIGUSR1 and returns them.
     pub fn stats(&mut self) -> Value {
         self.signal(libc::SIGUSR1);
-        let value = self.lines.recv_timeout(Duration::from_secs(5)).expect("stats line");
+        let value = self
+            .lines
+            .recv_timeout(Duration::from_secs(5))
+            .expect("stats line");
         assert_eq!(value["event"], "stats", "{value}");
         value
     }
@@ -175,7 +207,8 @@ fn read_json_lines(stdout: ChildStdout) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            let value: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
             if tx.send(value).is_err() {
                 break;
             }
@@ -186,6 +219,17 @@ fn read_json_lines(stdout: ChildStdout) -> mpsc::Receiver<Value> {
 
 pub const ADDR_A: &str = "10.210.0.1";
 pub const ADDR_B: &str = "10.210.0.2";
+/// IPv6 addresses, bracketed as socket addresses want them.
+pub const ADDR6_A: &str = "[fd00:210::1]";
+pub const ADDR6_B: &str = "[fd00:210::2]";
+
+/// Gives `dev` in `ns` the IPv4 and IPv6 address of one side (no duplicate detection,
+/// so IPv6 works at once).
+fn address(ns: &Netns, dev: &str, v4: &str, v6: &str) {
+    ns.ip(&["addr", "add", &format!("{v4}/24"), "dev", dev]);
+    let v6 = v6.trim_matches(|c| c == '[' || c == ']');
+    ns.ip(&["-6", "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"]);
+}
 
 /// nsA ⇄ tap ⇄ offlab-fwd ⇄ (tap | AF_PACKET on veth in a middle namespace) ⇄ nsB.
 /// Field order is drop order: the forwarder stops before its namespaces go.
@@ -209,9 +253,14 @@ impl Topology {
             "--mode".into(),
             mode.into(),
         ]);
-        a.ip(&["addr", "add", &format!("{ADDR_A}/24"), "dev", "ofl-ta"]);
-        b.ip(&["addr", "add", &format!("{ADDR_B}/24"), "dev", "ofl-tb"]);
-        Topology { fwd: Some(fwd), a, b, middle: None }
+        address(&a, "ofl-ta", ADDR_A, ADDR6_A);
+        address(&b, "ofl-tb", ADDR_B, ADDR6_B);
+        Topology {
+            fwd: Some(fwd),
+            a,
+            b,
+            middle: None,
+        }
     }
 
     /// VM to host: tap in nsA, AF_PACKET on a veth whose peer is in nsB.
@@ -219,8 +268,10 @@ impl Topology {
         let a = Netns::new(&format!("{tag}a"));
         let b = Netns::new(&format!("{tag}b"));
         let m = Netns::new(&format!("{tag}m"));
-        m.ip(&["link", "add", "ofl-vm", "type", "veth", "peer", "name", "ofl-vb", "netns", &b.name]);
-        b.ip(&["addr", "add", &format!("{ADDR_B}/24"), "dev", "ofl-vb"]);
+        m.ip(&[
+            "link", "add", "ofl-vm", "type", "veth", "peer", "name", "ofl-vb", "netns", &b.name,
+        ]);
+        address(&b, "ofl-vb", ADDR_B, ADDR6_B);
         b.ip(&["link", "set", "ofl-vb", "up"]);
         let fwd = Fwd::start(&[
             "--port".into(),
@@ -230,8 +281,13 @@ impl Topology {
             "--mode".into(),
             mode.into(),
         ]);
-        a.ip(&["addr", "add", &format!("{ADDR_A}/24"), "dev", "ofl-ta"]);
-        Topology { fwd: Some(fwd), a, b, middle: Some(m) }
+        address(&a, "ofl-ta", ADDR_A, ADDR6_A);
+        Topology {
+            fwd: Some(fwd),
+            a,
+            b,
+            middle: Some(m),
+        }
     }
 
     pub fn fwd(&mut self) -> &mut Fwd {
@@ -246,7 +302,12 @@ impl Topology {
 
 /// Sum of one counter over both directions of a stats object.
 pub fn total(stats: &Value, counter: &str) -> u64 {
-    stats["directions"].as_object().unwrap().values().map(|d| d[counter].as_u64().unwrap_or(0)).sum()
+    stats["directions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|d| d[counter].as_u64().unwrap_or(0))
+        .sum()
 }
 
 /// Sum of drops in one category over both directions.

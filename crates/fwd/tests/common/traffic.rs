@@ -46,10 +46,16 @@ fn check_stream(sock: &mut TcpStream, seed: u64, len: usize) {
     let mut offset = 0;
     while offset < len {
         let n = (len - offset).min(got.len());
-        sock.read_exact(&mut got[..n]).unwrap_or_else(|e| panic!("tcp read at byte {offset} of {len}: {e}"));
+        sock.read_exact(&mut got[..n])
+            .unwrap_or_else(|e| panic!("tcp read at byte {offset} of {len}: {e}"));
         stream.fill(&mut want[..n]);
         if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-            panic!("tcp data differs at byte {} (got {:#04x}, want {:#04x})", offset + i, got[i], want[i]);
+            panic!(
+                "tcp data differs at byte {} (got {:#04x}, want {:#04x})",
+                offset + i,
+                got[i],
+                want[i]
+            );
         }
         offset += n;
     }
@@ -64,15 +70,19 @@ pub fn tcp_exchange(client_ns: &Netns, server_ns: &Netns, server_ip: &str, up: u
         let listener = TcpListener::bind(bind).expect("bind");
         port_tx.send(listener.local_addr().unwrap().port()).unwrap();
         let (mut sock, _) = listener.accept().expect("accept");
-        sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         check_stream(&mut sock, 1, up);
         send_stream(&mut sock, 2, down);
     });
-    let port = port_rx.recv_timeout(Duration::from_secs(5)).expect("server port");
+    let port = port_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("server port");
     let addr: SocketAddr = format!("{server_ip}:{port}").parse().unwrap();
     let client = client_ns.spawn(move || {
         let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
-        sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         send_stream(&mut sock, 1, up);
         check_stream(&mut sock, 2, down);
     });
@@ -111,13 +121,21 @@ fn udp_datagram_is_intact(data: &[u8]) -> bool {
 /// Sends `count` datagrams cycling through `sizes` (each ≥ 8 bytes). With `gso`, each
 /// send carries `gso.1` datagrams of `gso.0` bytes glued by UDP_SEGMENT (one
 /// super-packet per send).
-pub fn udp_exchange(sender_ns: &Netns, receiver_ns: &Netns, receiver_ip: &str, sizes: &[usize], count: usize, gso: Option<(usize, usize)>) -> UdpResult {
+pub fn udp_exchange(
+    sender_ns: &Netns,
+    receiver_ns: &Netns,
+    receiver_ip: &str,
+    sizes: &[usize],
+    count: usize,
+    gso: Option<(usize, usize)>,
+) -> UdpResult {
     let (port_tx, port_rx) = mpsc::channel();
     let bind: SocketAddr = format!("{receiver_ip}:0").parse().unwrap();
     let receiver = receiver_ns.spawn(move || {
         let sock = UdpSocket::bind(bind).expect("udp bind");
         set_int_option(&sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
-        sock.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
         port_tx.send(sock.local_addr().unwrap().port()).unwrap();
         let mut result = UdpResult::default();
         let mut buf = vec![0u8; 65536];
@@ -131,7 +149,9 @@ pub fn udp_exchange(sender_ns: &Netns, receiver_ns: &Netns, receiver_ip: &str, s
         }
         result
     });
-    let port = port_rx.recv_timeout(Duration::from_secs(5)).expect("udp port");
+    let port = port_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("udp port");
     let to: SocketAddr = format!("{receiver_ip}:{port}").parse().unwrap();
     let sizes = sizes.to_vec();
     let sender = sender_ns.spawn(move || {
@@ -148,7 +168,12 @@ pub fn udp_exchange(sender_ns: &Netns, receiver_ns: &Netns, receiver_ip: &str, s
                     sent += 1;
                 }
                 Some((segment, per_send)) => {
-                    set_int_option(&sock, libc::SOL_UDP, libc::UDP_SEGMENT, segment as libc::c_int);
+                    set_int_option(
+                        &sock,
+                        libc::SOL_UDP,
+                        libc::UDP_SEGMENT,
+                        segment as libc::c_int,
+                    );
                     for k in 0..per_send {
                         udp_datagram(sent as u32, segment, &mut buf[k * segment..]);
                         sent += 1;
@@ -173,7 +198,18 @@ pub fn udp_exchange(sender_ns: &Netns, receiver_ns: &Netns, receiver_ip: &str, s
 fn set_int_option(sock: &UdpSocket, level: libc::c_int, name: libc::c_int, value: libc::c_int) {
     // SAFETY: a valid int option of the length given, on a socket we own.
     let rc = unsafe {
-        libc::setsockopt(sock.as_raw_fd(), level, name, &value as *const _ as *const libc::c_void, 4)
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            &value as *const _ as *const libc::c_void,
+            4,
+        )
     };
-    assert_eq!(rc, 0, "setsockopt {name}: {}", std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "setsockopt {name}: {}",
+        std::io::Error::last_os_error()
+    );
 }

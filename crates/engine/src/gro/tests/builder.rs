@@ -45,7 +45,11 @@ impl Tunnel {
     }
 
     pub fn geneve(vni: u32, options: Vec<u8>) -> Tunnel {
-        Tunnel { kind: TunnelKind::Geneve, options, ..Tunnel::vxlan(vni) }
+        Tunnel {
+            kind: TunnelKind::Geneve,
+            options,
+            ..Tunnel::vxlan(vni)
+        }
     }
 }
 
@@ -121,21 +125,34 @@ impl Pkt {
     }
 
     pub fn tcp6(seq: u32, len: usize) -> Pkt {
-        Pkt { v6: true, ..Pkt::tcp4(seq, len) }
+        Pkt {
+            v6: true,
+            ..Pkt::tcp4(seq, len)
+        }
     }
 
     pub fn udp4(len: usize) -> Pkt {
-        Pkt { l4: L4::Udp, ..Pkt::tcp4(0, len) }
+        Pkt {
+            l4: L4::Udp,
+            ..Pkt::tcp4(0, len)
+        }
     }
 
     pub fn udp6(len: usize) -> Pkt {
-        Pkt { v6: true, ..Pkt::udp4(len) }
+        Pkt {
+            v6: true,
+            ..Pkt::udp4(len)
+        }
     }
 
     /// The next TCP segment of this flow (sequence advanced, IPv4 ID + 1).
     pub fn next(&self, len: usize) -> Pkt {
         let seq = self.seq.wrapping_add(self.payload.len() as u32);
-        let mut p = Pkt { seq, id: self.id.wrapping_add(1), ..self.clone() };
+        let mut p = Pkt {
+            seq,
+            id: self.id.wrapping_add(1),
+            ..self.clone()
+        };
         p.payload = (0..len).map(|i| (seq as usize + i) as u8).collect();
         if let Some(t) = &mut p.tunnel {
             t.outer_id = t.outer_id.wrapping_add(1);
@@ -160,7 +177,11 @@ impl Pkt {
                 tunnel_header.extend_from_slice(&t.options);
             }
         }
-        let dport: u16 = if t.kind == TunnelKind::Vxlan { 4789 } else { 6081 };
+        let dport: u16 = if t.kind == TunnelKind::Vxlan {
+            4789
+        } else {
+            6081
+        };
         let mut udp_payload = tunnel_header;
         udp_payload.extend_from_slice(&inner);
         let ip = IpSpec {
@@ -176,7 +197,14 @@ impl Pkt {
             ip_options: false,
             bad_checksum: false,
         };
-        let l4 = udp_segment(&ip, t.src_port, dport, &udp_payload, !t.outer_udp_checksum, false);
+        let l4 = udp_segment(
+            &ip,
+            t.src_port,
+            dport,
+            &udp_payload,
+            !t.outer_udp_checksum,
+            false,
+        );
         let mut frame = ethernet([2, 0, 0, 0, 0, 0xaa], None, ip.v6);
         frame.extend_from_slice(&ip.packet(17, &l4));
         frame
@@ -198,9 +226,17 @@ impl Pkt {
         };
         let (proto, l4) = match self.l4 {
             L4::Tcp => (6, self.tcp_segment(&ip)),
-            L4::Udp => {
-                (17, udp_segment(&ip, self.sport, self.dport, &self.payload, self.zero_udp_checksum, self.bad_l4_checksum))
-            }
+            L4::Udp => (
+                17,
+                udp_segment(
+                    &ip,
+                    self.sport,
+                    self.dport,
+                    &self.payload,
+                    self.zero_udp_checksum,
+                    self.bad_l4_checksum,
+                ),
+            ),
         };
         let mut frame = ethernet(self.src_mac, self.vlan, self.v6);
         frame.extend_from_slice(&ip.packet(proto, &l4));
@@ -229,7 +265,14 @@ impl Pkt {
     }
 }
 
-fn udp_segment(ip: &IpSpec, sport: u16, dport: u16, payload: &[u8], zero: bool, bad: bool) -> Vec<u8> {
+fn udp_segment(
+    ip: &IpSpec,
+    sport: u16,
+    dport: u16,
+    payload: &[u8],
+    zero: bool,
+    bad: bool,
+) -> Vec<u8> {
     let mut s = Vec::new();
     s.extend_from_slice(&sport.to_be_bytes());
     s.extend_from_slice(&dport.to_be_bytes());
@@ -348,7 +391,11 @@ impl IpSpec {
 pub fn sum(data: &[u8], initial: u32) -> u32 {
     let mut s = u64::from(initial);
     for pair in data.chunks(2) {
-        let word = if pair.len() == 2 { u16::from_be_bytes([pair[0], pair[1]]) } else { u16::from_be_bytes([pair[0], 0]) };
+        let word = if pair.len() == 2 {
+            u16::from_be_bytes([pair[0], pair[1]])
+        } else {
+            u16::from_be_bytes([pair[0], 0])
+        };
         s += u64::from(word);
     }
     while s > 0xffff {

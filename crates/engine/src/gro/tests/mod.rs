@@ -35,7 +35,13 @@ impl Harness {
     }
 
     pub fn with(cfg: GroConfig) -> Self {
-        Harness { gro: Gro::new(cfg), frames: Vec::new(), out: Vec::new(), validated: false, now: 0 }
+        Harness {
+            gro: Gro::new(cfg),
+            frames: Vec::new(),
+            out: Vec::new(),
+            validated: false,
+            now: 0,
+        }
     }
 
     pub fn push(&mut self, pkt: &Pkt) -> Result<Held, Refusal> {
@@ -44,9 +50,14 @@ impl Harness {
 
     pub fn push_frame(&mut self, frame: Vec<u8>) -> Result<Held, Refusal> {
         let id = self.frames.len() as u64;
-        let meta = RxMeta { csum_validated: self.validated, now: self.now };
+        let meta = RxMeta {
+            csum_validated: self.validated,
+            now: self.now,
+        };
         let out = &mut self.out;
-        let r = self.gro.push(id, &frame, meta, &mut |m: Merged<'_>| out.push(copy(&m)));
+        let r = self
+            .gro
+            .push(id, &frame, meta, &mut |m: Merged<'_>| out.push(copy(&m)));
         self.frames.push(frame);
         r
     }
@@ -61,7 +72,9 @@ impl Harness {
         let o = &self.out[i];
         let mut bytes = o.header.clone();
         for p in &o.parts {
-            bytes.extend_from_slice(&self.frames[p.id as usize][p.payload.start as usize..p.payload.end as usize]);
+            bytes.extend_from_slice(
+                &self.frames[p.id as usize][p.payload.start as usize..p.payload.end as usize],
+            );
         }
         bytes
     }

@@ -24,12 +24,18 @@ fn contiguous_segments_merge_into_one_checksum_partial_packet() {
     h.flush();
     assert_eq!(h.segments(), vec![3]);
     let o = &h.out[0];
-    assert_eq!((o.gso_size, o.gso_type, o.csum_start, o.csum_offset), (100, 1, 34, 16));
+    assert_eq!(
+        (o.gso_size, o.gso_type, o.csum_start, o.csum_offset),
+        (100, 1, 34, 16)
+    );
     let merged = h.packet(0);
     let hdr = 14 + 20 + 32;
     assert_eq!(merged.len(), hdr + 300);
     // IPv4 total length and header checksum.
-    assert_eq!(u16::from_be_bytes([merged[16], merged[17]]) as usize, 20 + 32 + 300);
+    assert_eq!(
+        u16::from_be_bytes([merged[16], merged[17]]) as usize,
+        20 + 32 + 300
+    );
     assert_eq!(builder::sum(&merged[14..34], 0), 0xffff);
     // The transport checksum is the pseudo-header seed: completing it gives a valid sum.
     let seed = u16::from_be_bytes([merged[34 + 16], merged[34 + 17]]);
@@ -40,7 +46,10 @@ fn contiguous_segments_merge_into_one_checksum_partial_packet() {
     let mut expected = pkts[0].clone();
     expected.payload = pkts.iter().flat_map(|p| p.payload.clone()).collect();
     assert_eq!(&merged[34 + 20..], &expected.build()[34 + 20..]);
-    assert_eq!(builder::finish(builder::sum(&l4, expected_pseudo_v4(l4.len()))), 0);
+    assert_eq!(
+        builder::finish(builder::sum(&l4, expected_pseudo_v4(l4.len()))),
+        0
+    );
     assert_eq!(h.gro.stats().merged, 2);
     assert_eq!(h.gro.stats().flushed_explicit, 1);
 }
@@ -66,7 +75,10 @@ fn single_packet_comes_out_unchanged_with_data_valid() {
 fn unequal_ttl() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
-    let b = Pkt { ttl: 63, ..a.next(100) };
+    let b = Pkt {
+        ttl: 63,
+        ..a.next(100)
+    };
     h.push(&a).unwrap();
     assert_eq!(h.push(&b), Ok(Held::NewFlow));
     h.flush();
@@ -79,8 +91,16 @@ fn unequal_tos_and_df() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
     h.push(&a).unwrap();
-    h.push(&Pkt { tos: 4, ..a.next(100) }).unwrap();
-    let c = Pkt { tos: 4, df: false, ..a.next(100).next(100) };
+    h.push(&Pkt {
+        tos: 4,
+        ..a.next(100)
+    })
+    .unwrap();
+    let c = Pkt {
+        tos: 4,
+        df: false,
+        ..a.next(100).next(100)
+    };
     h.push(&c).unwrap();
     assert_eq!(h.gro.stats().ended(Reason::TosDiffers), 1);
     assert_eq!(h.gro.stats().ended(Reason::DfDiffers), 1);
@@ -91,7 +111,13 @@ fn psh_mid_run_ends_the_run() {
     let mut h = Harness::new();
     let pkts = run_of(Pkt::tcp4(0, 100), 3);
     h.push(&pkts[0]).unwrap();
-    assert_eq!(h.push(&Pkt { flags: ACK | PSH, ..pkts[1].clone() }), Ok(Held::Merged));
+    assert_eq!(
+        h.push(&Pkt {
+            flags: ACK | PSH,
+            ..pkts[1].clone()
+        }),
+        Ok(Held::Merged)
+    );
     assert_eq!(h.segments(), vec![2], "PSH delivers the run at once");
     assert_eq!(h.out[0].header[34 + 13], ACK | PSH);
     h.push(&pkts[2]).unwrap();
@@ -103,7 +129,13 @@ fn psh_mid_run_ends_the_run() {
 #[test]
 fn psh_alone_is_not_held() {
     let mut h = Harness::new();
-    assert_eq!(reason(h.push(&Pkt { flags: ACK | PSH, ..Pkt::tcp4(0, 100) })), Reason::Psh);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            flags: ACK | PSH,
+            ..Pkt::tcp4(0, 100)
+        })),
+        Reason::Psh
+    );
     assert!(h.out.is_empty());
 }
 
@@ -112,7 +144,13 @@ fn fin() {
     let mut h = Harness::new();
     let pkts = run_of(Pkt::tcp4(0, 100), 2);
     h.push(&pkts[0]).unwrap();
-    assert_eq!(h.push(&Pkt { flags: ACK | FIN, ..pkts[1].clone() }), Ok(Held::Merged));
+    assert_eq!(
+        h.push(&Pkt {
+            flags: ACK | FIN,
+            ..pkts[1].clone()
+        }),
+        Ok(Held::Merged)
+    );
     assert_eq!(h.segments(), vec![2]);
     assert_eq!(h.out[0].header[34 + 13], ACK | FIN);
     assert_eq!(h.gro.stats().ended(Reason::FinEnd), 1);
@@ -123,27 +161,77 @@ fn syn_never_merged() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
     h.push(&a).unwrap();
-    assert_eq!(reason(h.push(&Pkt { flags: SYN | ACK, ..a.next(100) })), Reason::Syn);
-    assert_eq!(h.segments(), vec![1], "the held run goes out before the refused packet");
-    assert_eq!(reason(h.push(&Pkt { flags: RST | ACK, ..Pkt::tcp4(0, 10) })), Reason::Rst);
-    assert_eq!(reason(h.push(&Pkt { flags: URG | ACK, ..Pkt::tcp4(0, 10) })), Reason::Urg);
-    assert_eq!(reason(h.push(&Pkt { flags: 0, ..Pkt::tcp4(0, 10) })), Reason::NoAck);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            flags: SYN | ACK,
+            ..a.next(100)
+        })),
+        Reason::Syn
+    );
+    assert_eq!(
+        h.segments(),
+        vec![1],
+        "the held run goes out before the refused packet"
+    );
+    assert_eq!(
+        reason(h.push(&Pkt {
+            flags: RST | ACK,
+            ..Pkt::tcp4(0, 10)
+        })),
+        Reason::Rst
+    );
+    assert_eq!(
+        reason(h.push(&Pkt {
+            flags: URG | ACK,
+            ..Pkt::tcp4(0, 10)
+        })),
+        Reason::Urg
+    );
+    assert_eq!(
+        reason(h.push(&Pkt {
+            flags: 0,
+            ..Pkt::tcp4(0, 10)
+        })),
+        Reason::NoAck
+    );
     assert_eq!(reason(h.push(&Pkt::tcp4(0, 0))), Reason::NoPayload);
     assert_eq!(h.gro.stats().refused(Reason::Syn), 1);
 }
 
 #[test]
-fn cwr_starts_a_new_run() {
+fn cwr_is_delivered_alone_after_the_run() {
+    // Linux 6.18 (tests/kernel_gro.rs): the run goes out, then the CWR segment alone,
+    // then the following segments form a new run.
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
-    let b = Pkt { flags: ACK | CWR, ..a.next(100) };
-    let c = Pkt { flags: ACK, ..b.next(100) };
+    let b = a.next(100);
+    let c = Pkt {
+        flags: ACK | CWR,
+        ..b.next(100)
+    };
+    let d = Pkt {
+        flags: ACK,
+        ..c.next(100)
+    };
     h.push(&a).unwrap();
-    assert_eq!(h.push(&b), Ok(Held::NewFlow));
-    assert_eq!(h.push(&c), Ok(Held::Merged));
+    h.push(&b).unwrap();
+    assert_eq!(reason(h.push(&c)), Reason::Cwr);
+    assert_eq!(
+        h.segments(),
+        vec![2],
+        "the held run goes out before the CWR segment"
+    );
+    assert_eq!(h.push(&d), Ok(Held::NewFlow));
+    assert_eq!(h.push(&d.next(100)), Ok(Held::Merged));
     h.flush();
-    assert_eq!(h.segments(), vec![1, 2]);
-    assert_eq!(h.out[1].gso_type, 0x80 | 1, "CWR head marks the run ECN");
+    assert_eq!(h.segments(), vec![2, 2]);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            flags: ACK | CWR,
+            ..Pkt::tcp4(0, 100)
+        })),
+        Reason::Cwr
+    );
 }
 
 #[test]
@@ -154,7 +242,10 @@ fn options_differ() {
     b.tcp_options[11] = 9;
     h.push(&a).unwrap();
     h.push(&b).unwrap();
-    let c = Pkt { tcp_options: vec![], ..b.next(100) };
+    let c = Pkt {
+        tcp_options: vec![],
+        ..b.next(100)
+    };
     h.push(&c).unwrap();
     assert_eq!(h.gro.stats().ended(Reason::OptionsDiffer), 2);
 }
@@ -164,7 +255,11 @@ fn window_differs() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
     h.push(&a).unwrap();
-    h.push(&Pkt { window: 1, ..a.next(100) }).unwrap();
+    h.push(&Pkt {
+        window: 1,
+        ..a.next(100)
+    })
+    .unwrap();
     assert_eq!(h.gro.stats().ended(Reason::WindowDiffers), 1);
 }
 
@@ -173,7 +268,11 @@ fn ack_differs() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
     h.push(&a).unwrap();
-    h.push(&Pkt { ack: 78, ..a.next(100) }).unwrap();
+    h.push(&Pkt {
+        ack: 78,
+        ..a.next(100)
+    })
+    .unwrap();
     assert_eq!(h.gro.stats().ended(Reason::AckDiffers), 1);
 }
 
@@ -182,7 +281,11 @@ fn ece_differs() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
     h.push(&a).unwrap();
-    h.push(&Pkt { flags: ACK | builder::ECE, ..a.next(100) }).unwrap();
+    h.push(&Pkt {
+        flags: ACK | builder::ECE,
+        ..a.next(100)
+    })
+    .unwrap();
     assert_eq!(h.gro.stats().ended(Reason::FlagsDiffer), 1);
 }
 
@@ -200,9 +303,15 @@ fn sequence_gap_is_not_contiguous() {
 #[test]
 fn ip_id_jump() {
     let mut h = Harness::new();
-    let a = Pkt { df: false, ..Pkt::tcp4(0, 100) };
+    let a = Pkt {
+        df: false,
+        ..Pkt::tcp4(0, 100)
+    };
     let b = a.next(100);
-    let c = Pkt { id: b.id + 2, ..b.next(100) };
+    let c = Pkt {
+        id: b.id + 2,
+        ..b.next(100)
+    };
     h.push(&a).unwrap();
     h.push(&b).unwrap();
     h.push(&c).unwrap();
@@ -215,8 +324,14 @@ fn ip_id_jump() {
 fn fixed_ip_id_with_df_merges() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
-    let b = Pkt { id: a.id, ..a.next(100) };
-    let c = Pkt { id: a.id, ..b.next(100) };
+    let b = Pkt {
+        id: a.id,
+        ..a.next(100)
+    };
+    let c = Pkt {
+        id: a.id,
+        ..b.next(100)
+    };
     h.push(&a).unwrap();
     h.push(&b).unwrap();
     h.push(&c).unwrap();
@@ -224,9 +339,16 @@ fn fixed_ip_id_with_df_merges() {
     assert_eq!(h.segments(), vec![3]);
     // Without DF a fixed ID is a jump.
     let mut h = Harness::new();
-    let a = Pkt { df: false, ..Pkt::tcp4(0, 100) };
+    let a = Pkt {
+        df: false,
+        ..Pkt::tcp4(0, 100)
+    };
     h.push(&a).unwrap();
-    h.push(&Pkt { id: a.id, ..a.next(100) }).unwrap();
+    h.push(&Pkt {
+        id: a.id,
+        ..a.next(100)
+    })
+    .unwrap();
     assert_eq!(h.gro.stats().ended(Reason::IpIdNotSequential), 1);
 }
 
@@ -240,17 +362,30 @@ fn ipv6_segments_merge() {
     h.flush();
     assert_eq!(h.segments(), vec![4]);
     let merged = h.packet(0);
-    assert_eq!(u16::from_be_bytes([merged[18], merged[19]]) as usize, 32 + 400);
+    assert_eq!(
+        u16::from_be_bytes([merged[18], merged[19]]) as usize,
+        32 + 400
+    );
     assert_eq!((h.out[0].gso_type, h.out[0].csum_start), (4, 54));
 }
 
 #[test]
 fn ipv6_ext_headers_differ() {
     let mut h = Harness::new();
-    let a = Pkt { ext: Some([1, 4, 0, 0, 0, 0]), ..Pkt::tcp6(0, 100) };
-    let b = Pkt { ext: Some([1, 4, 0, 0, 0, 1]), ..a.next(100) };
+    let a = Pkt {
+        ext: Some([1, 4, 0, 0, 0, 0]),
+        ..Pkt::tcp6(0, 100)
+    };
+    let b = Pkt {
+        ext: Some([1, 4, 0, 0, 0, 1]),
+        ..a.next(100)
+    };
     h.push(&a).unwrap();
-    assert_eq!(h.push(&b), Ok(Held::NewFlow), "other extension headers: another flow");
+    assert_eq!(
+        h.push(&b),
+        Ok(Held::NewFlow),
+        "other extension headers: another flow"
+    );
     h.push(&a.next(100)).unwrap();
     h.flush();
     assert_eq!(h.segments(), vec![2, 1]);
@@ -261,8 +396,17 @@ fn ipv6_traffic_class_and_hop_limit_differ() {
     let mut h = Harness::new();
     let a = Pkt::tcp6(0, 100);
     h.push(&a).unwrap();
-    h.push(&Pkt { tos: 8, ..a.next(100) }).unwrap();
-    h.push(&Pkt { tos: 8, ttl: 1, ..a.next(100).next(100) }).unwrap();
+    h.push(&Pkt {
+        tos: 8,
+        ..a.next(100)
+    })
+    .unwrap();
+    h.push(&Pkt {
+        tos: 8,
+        ttl: 1,
+        ..a.next(100).next(100)
+    })
+    .unwrap();
     assert_eq!(h.gro.stats().ended(Reason::TrafficClassDiffers), 1);
     assert_eq!(h.gro.stats().ended(Reason::HopLimitDiffers), 1);
 }
@@ -272,7 +416,13 @@ fn flow_label_differs() {
     let mut h = Harness::new();
     let a = Pkt::tcp6(0, 100);
     h.push(&a).unwrap();
-    assert_eq!(h.push(&Pkt { flow_label: 9, ..a.next(100) }), Ok(Held::NewFlow));
+    assert_eq!(
+        h.push(&Pkt {
+            flow_label: 9,
+            ..a.next(100)
+        }),
+        Ok(Held::NewFlow)
+    );
     h.flush();
     assert_eq!(h.segments(), vec![1, 1]);
     assert_eq!(h.gro.stats().flows_opened, 2);
@@ -322,7 +472,11 @@ fn cap_64_kib() {
 fn udp_segment_cap_64() {
     let mut h = Harness::new();
     for i in 0..65 {
-        h.push(&Pkt { id: 100 + i, ..Pkt::udp4(100) }).unwrap();
+        h.push(&Pkt {
+            id: 100 + i,
+            ..Pkt::udp4(100)
+        })
+        .unwrap();
     }
     assert_eq!(h.segments(), vec![64]);
     h.flush();
@@ -330,7 +484,10 @@ fn udp_segment_cap_64() {
     let o = &h.out[0];
     assert_eq!((o.gso_type, o.gso_size, o.csum_offset), (5, 100, 6));
     let merged = h.packet(0);
-    assert_eq!(u16::from_be_bytes([merged[38], merged[39]]) as usize, 8 + 6400);
+    assert_eq!(
+        u16::from_be_bytes([merged[38], merged[39]]) as usize,
+        8 + 6400
+    );
     assert_eq!(h.gro.stats().ended(Reason::SegmentCap), 1);
 }
 
@@ -349,31 +506,62 @@ fn udp_shorter_last_datagram_ends_the_run_and_longer_restarts() {
 #[test]
 fn udp_zero_checksum_is_refused() {
     let mut h = Harness::new();
-    assert_eq!(reason(h.push(&Pkt { zero_udp_checksum: true, ..Pkt::udp4(100) })), Reason::UdpZeroChecksum);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            zero_udp_checksum: true,
+            ..Pkt::udp4(100)
+        })),
+        Reason::UdpZeroChecksum
+    );
 }
 
 #[test]
 fn bad_ipv4_header_checksum() {
     let mut h = Harness::new();
     h.validated = true;
-    assert_eq!(reason(h.push(&Pkt { bad_ip_checksum: true, ..Pkt::tcp4(0, 100) })), Reason::BadIpChecksum);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            bad_ip_checksum: true,
+            ..Pkt::tcp4(0, 100)
+        })),
+        Reason::BadIpChecksum
+    );
 }
 
 #[test]
 fn bad_tcp_checksum_when_not_validated() {
     let mut h = Harness::new();
-    let bad = Pkt { bad_l4_checksum: true, ..Pkt::tcp4(0, 100) };
+    let bad = Pkt {
+        bad_l4_checksum: true,
+        ..Pkt::tcp4(0, 100)
+    };
     assert_eq!(reason(h.push(&bad)), Reason::BadL4Checksum);
     h.validated = true;
-    assert_eq!(h.push(&bad), Ok(Held::NewFlow), "validated checksums are not checked again");
+    assert_eq!(
+        h.push(&bad),
+        Ok(Held::NewFlow),
+        "validated checksums are not checked again"
+    );
     let mut h = Harness::new();
-    assert_eq!(reason(h.push(&Pkt { bad_l4_checksum: true, ..Pkt::udp6(10) })), Reason::BadL4Checksum);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            bad_l4_checksum: true,
+            ..Pkt::udp6(10)
+        })),
+        Reason::BadL4Checksum
+    );
 }
 
 #[test]
 fn ip_options_and_fragments_are_refused() {
     let mut h = Harness::new();
-    assert_eq!(reason(h.push(&Pkt { ip_options: true, ..Pkt::tcp4(0, 100) })), Reason::IpOptions);
+    assert_eq!(
+        reason(h.push(&Pkt {
+            ip_options: true,
+            ..Pkt::tcp4(0, 100)
+        })),
+        Reason::IpOptions
+    );
     let mut frame = Pkt::tcp4(0, 100).build();
     frame[20] |= 0x20; // MF
     fix_ipv4_checksum(&mut frame);
@@ -381,7 +569,12 @@ fn ip_options_and_fragments_are_refused() {
     let mut padded = Pkt::tcp4(0, 2).build();
     padded.extend_from_slice(&[0; 6]);
     assert_eq!(reason(h.push_frame(padded)), Reason::Padded);
-    assert_eq!(reason(h.push_frame(vec![1, 2, 3])), Reason::Unparseable(crate::wire::ParseError::Truncated { layer: crate::wire::Layer::Ethernet }));
+    assert_eq!(
+        reason(h.push_frame(vec![1, 2, 3])),
+        Reason::Unparseable(crate::wire::ParseError::Truncated {
+            layer: crate::wire::Layer::Ethernet
+        })
+    );
 }
 
 fn fix_ipv4_checksum(frame: &mut [u8]) {
@@ -394,8 +587,14 @@ fn fix_ipv4_checksum(frame: &mut [u8]) {
 fn different_flows_interleave_without_mixing() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
-    let b = Pkt { sport: 1001, ..Pkt::tcp4(5000, 100) };
-    let c = Pkt { vlan: Some(7), ..Pkt::tcp4(0, 100) };
+    let b = Pkt {
+        sport: 1001,
+        ..Pkt::tcp4(5000, 100)
+    };
+    let c = Pkt {
+        vlan: Some(7),
+        ..Pkt::tcp4(0, 100)
+    };
     let (mut a2, mut b2, mut c2) = (a.clone(), b.clone(), c.clone());
     for _ in 0..3 {
         h.push(&a2).unwrap();
@@ -408,15 +607,25 @@ fn different_flows_interleave_without_mixing() {
     h.flush();
     assert_eq!(h.segments(), vec![3, 3, 3]);
     for (i, o) in h.out.iter().enumerate() {
-        assert!(o.parts.iter().all(|p| p.id as usize % 3 == i), "run {i} mixes flows");
+        assert!(
+            o.parts.iter().all(|p| p.id as usize % 3 == i),
+            "run {i} mixes flows"
+        );
     }
 }
 
 #[test]
 fn table_full_evicts_oldest() {
-    let mut h = Harness::with(GroConfig { max_flows: 2, ..GroConfig::default() });
+    let mut h = Harness::with(GroConfig {
+        max_flows: 2,
+        ..GroConfig::default()
+    });
     for port in 0..3 {
-        h.push(&Pkt { sport: port, ..Pkt::tcp4(0, 100) }).unwrap();
+        h.push(&Pkt {
+            sport: port,
+            ..Pkt::tcp4(0, 100)
+        })
+        .unwrap();
     }
     assert_eq!(h.segments(), vec![1]);
     assert_eq!(h.out[0].parts[0].id, 0, "the oldest flow goes first");
@@ -428,14 +637,24 @@ fn table_full_evicts_oldest() {
 fn flush_older_than() {
     let mut h = Harness::new();
     h.now = 10;
-    h.push(&Pkt { sport: 1, ..Pkt::tcp4(0, 100) }).unwrap();
+    h.push(&Pkt {
+        sport: 1,
+        ..Pkt::tcp4(0, 100)
+    })
+    .unwrap();
     h.now = 20;
-    h.push(&Pkt { sport: 2, ..Pkt::tcp4(0, 100) }).unwrap();
+    h.push(&Pkt {
+        sport: 2,
+        ..Pkt::tcp4(0, 100)
+    })
+    .unwrap();
     let out = &mut h.out;
-    h.gro.flush_older_than(25, 10, &mut |m| out.push(super::copy(&m)));
+    h.gro
+        .flush_older_than(25, 10, &mut |m| out.push(super::copy(&m)));
     assert_eq!(h.segments(), vec![1], "only the run opened at 10 is 10 old");
     let out = &mut h.out;
-    h.gro.flush_older_than(30, 10, &mut |m| out.push(super::copy(&m)));
+    h.gro
+        .flush_older_than(30, 10, &mut |m| out.push(super::copy(&m)));
     assert_eq!(h.segments(), vec![1, 1]);
     assert_eq!(h.gro.stats().flushed_aged, 2);
     assert_eq!(h.gro.held_flows(), 0);

@@ -5,7 +5,10 @@ use super::{reason, Harness};
 use crate::gro::{Held, Reason};
 
 fn in_tunnel(p: Pkt, t: Tunnel) -> Pkt {
-    Pkt { tunnel: Some(t), ..p }
+    Pkt {
+        tunnel: Some(t),
+        ..p
+    }
 }
 
 #[test]
@@ -101,7 +104,10 @@ fn geneve_inner_ipv6_merges() {
 #[test]
 fn geneve_options_differ() {
     let mut h = Harness::new();
-    let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::geneve(7, vec![0, 1, 2, 1, 0, 0, 0, 1]));
+    let a = in_tunnel(
+        Pkt::tcp4(0, 100),
+        Tunnel::geneve(7, vec![0, 1, 2, 1, 0, 0, 0, 1]),
+    );
     let b = in_tunnel(a.next(100), Tunnel::geneve(7, vec![0, 1, 2, 1, 0, 0, 0, 2]));
     h.push(&a).unwrap();
     assert_eq!(h.push(&b), Ok(Held::NewFlow));

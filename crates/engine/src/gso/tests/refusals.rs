@@ -126,7 +126,7 @@ fn headers_longer_than_the_cap_are_refused() {
         ..Spec::tcp6(3000)
     });
     let l = parse_frame(&frame).expect("a 2 KiB destination options header parses");
-    assert!(l.headers_len() > plan::MAX_HEADERS_LEN);
+    assert!(l.headers_len() > MAX_HEADERS_LEN);
     let mut out = GsoOutput::new();
     let result = segment(&frame, &l, &GsoParams::tcp(1448), &mut out);
     assert_eq!(result, Err(GsoError::HeadersTooLong));
