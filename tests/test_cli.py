@@ -38,3 +38,40 @@ def test_bad_plan_file_is_one_line_naming_the_key(tmp_path):
 def test_report_without_runs(tmp_path):
     done = offlab("report", "--out", str(tmp_path))
     assert done.returncode == 1 and "no runs" in done.stderr
+
+
+@pytest.mark.parametrize("args, text", [
+    (["run", "--ci-target", "5%", "--runs", "3"], "--runs and --ci-target exclude each other"),
+    (["run", "--ci-target", "0%"], "--ci-target '0%': must be more than 0%"),
+    (["run", "--ci-target", "5%", "--min-runs", "6", "--max-runs", "4"], "--max-runs 4 is below --min-runs 6"),
+    (["compare", "a", "b"], "no such store"),
+])
+def test_adaptive_and_compare_errors_are_one_line(tmp_path, args, text):
+    done = offlab(*args, cwd=tmp_path)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_two_runs_from_two_store_files(tmp_path):
+    from tests.fixtures.make_store import build_store
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    run_a, run_b = build_store(a, seed=1), build_store(b, seed=2)
+    out_dir = tmp_path / "cmp"
+    done = offlab("compare", run_a, run_b, "--store", str(a), "--store-b", str(b),
+                  "--out", str(out_dir), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "16 matching cases" in done.stdout and "0 only in A, 0 only in B" in done.stdout
+    md = (out_dir / "compare.md").read_text()
+    assert md.startswith(f"# offlab comparison: {run_b} (B) against {run_a} (A)")
+    assert (out_dir / "compare.html").read_text().lower().startswith("<!doctype html>")
+
+
+def test_compare_unknown_run_is_one_line(tmp_path):
+    from tests.fixtures.make_store import build_store
+    a = tmp_path / "a.sqlite"
+    run_a = build_store(a)
+    done = offlab("compare", run_a, "nope", "--store", str(a), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"offlab: no run 'nope' in {a}"

@@ -81,3 +81,28 @@ def test_reports_name_both_runs_and_every_case(base, tmp_path):
     assert "src=\"http" not in html and "href=\"http" not in html
     md_path, html_path = write_comparison(result, tmp_path / "cmp")
     assert md_path.read_text() == md and html_path.exists()
+
+
+def test_two_store_files_with_the_same_run_id_compare_case_by_case(tmp_path):
+    # Two machines (or dates) each wrote their own store; ids may even coincide.
+    path_a, path_b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    run_a, run_b = build_store(path_a, seed=1), build_store(path_b, seed=2)
+    with Store(path_a) as a, Store(path_b) as b:
+        result = compare(a.load_run(run_a), b.load_run(run_b))
+    assert run_a == run_b
+    assert len(result.matched) == len(fixture_cases()) and not result.only_a and not result.only_b
+    for m in result.matched:
+        assert m.throughput is not None and m.throughput.ci95 is not None
+        low, high = m.throughput.ci95
+        # Same model, fresh noise: the change is small and its CI covers it.
+        assert low <= m.throughput.ratio <= high and abs(m.throughput.ratio) < 0.2
+
+
+def test_a_case_with_one_sample_is_compared_without_a_test(base):
+    one = {k: v[:1] for k, v in base.samples.items()}
+    other = dataclasses.replace(base, samples=one,
+                                info=dataclasses.replace(base.info, run_id="single"))
+    result = compare(base, other)
+    assert result.matched and not result.significant
+    md = render_markdown(result)
+    assert "n.s." in md or "–" in md

@@ -1,4 +1,4 @@
-"""The `offlab` command: run, report, list, export, doctor."""
+"""The `offlab` command: run, report, compare, list, export, doctor."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from rich.table import Column, Table
 
 from . import doctor as doctor_checks
 from . import environment
+from .adaptive import Adaptive, TargetError, parse_target
 from .plan import Plan, PlanError, load
 from .proc import ProcessError
 from .export import export
@@ -50,14 +51,35 @@ class Session:
     runs: int
     steer_rx_softirq: bool
     done: Mapping[str, int]
+    adaptive: Adaptive | None = None
+    history: Mapping[str, tuple[float, ...]] | None = None
+    """case key → throughputs already stored (resumed adaptive runs)."""
 
 
 def _store(out_dir: Path) -> Store:
     return Store(out_dir / STORE_NAME)
 
 
-def _notes(plan: Plan) -> str:
-    return f"repetitions={plan.runs} steer_rx_softirq={str(plan.steer_rx_softirq).lower()}"
+def _notes(plan: Plan, adaptive: Adaptive | None) -> str:
+    notes = f"repetitions={plan.runs} steer_rx_softirq={str(plan.steer_rx_softirq).lower()}"
+    return notes + (f" {adaptive.notes}" if adaptive else "")
+
+
+def _adaptive_from_notes(notes: str) -> Adaptive | None:
+    target = _from_notes(notes, "ci_target")
+    if target is None:
+        return None
+    return Adaptive(float(target), int(_from_notes(notes, "min_runs") or 2),
+                    int(_from_notes(notes, "max_runs") or 2))
+
+
+def _adaptive(ci_target: str | None, min_runs: int, max_runs: int, runs: int | None) -> Adaptive | None:
+    if ci_target is None:
+        return None
+    if runs is not None:
+        raise LabError("--runs and --ci-target exclude each other; bound adaptive runs "
+                       "with --min-runs/--max-runs")
+    return Adaptive(parse_target(ci_target), min_runs, max_runs)
 
 
 def _from_notes(notes: str, key: str) -> str | None:
@@ -84,18 +106,30 @@ def run_cmd(
     out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="store and reports directory"),
     resume: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    ci_target: Optional[str] = typer.Option(
+        None, "--ci-target", help="repeat each case until its 95% CI half-width is within this "
+        "share of the mean, e.g. 5%"),
+    min_runs: int = typer.Option(3, "--min-runs", help="with --ci-target: runs before the first check"),
+    max_runs: int = typer.Option(20, "--max-runs", help="with --ci-target: runs at most"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
+    adaptive = _adaptive(ci_target, min_runs, max_runs, runs)
+    if resume and adaptive:
+        raise LabError("--resume continues with the run's own repetition rule; drop --ci-target")
     chosen = None if resume else load(plan).with_overrides(runs, duration, warmup)
     sweep = sweep_leftovers()
     if sweep:
         err.print(f"removed leftovers of killed runs: {', '.join(sweep)}")
     store = _store(out_dir)
-    session = _resume(store, resume, runs) if chosen is None else _begin(store, chosen)
+    session = _resume(store, resume, runs) if chosen is None else _begin(store, chosen, adaptive)
     run_id = session.run_id
     runner = Runner(store, run_id, session.runs, steer_rx_softirq=session.steer_rx_softirq,
-                    console=err, show_progress=not no_progress)
-    err.print(f"run {run_id}: {len(session.cases)} cases × {session.runs} runs, store {store.path}")
+                    console=err, show_progress=not no_progress, adaptive=session.adaptive,
+                    history=session.history)
+    how_many = (f"{session.adaptive.min_runs}–{session.adaptive.max_runs} runs "
+                f"(CI target {100 * session.adaptive.target:g}%)" if session.adaptive
+                else f"{session.runs} runs")
+    err.print(f"run {run_id}: {len(session.cases)} cases × {how_many}, store {store.path}")
     try:
         with TerminationSignals():
             stats = runner.execute(session.cases, session.done)
@@ -112,20 +146,24 @@ def run_cmd(
     store.finish_run(run_id, "complete")
     for refused in stats.refused_offload_changes:
         err.print(f"[yellow]offload change refused[/] (recorded as read back): {refused}")
+    for outcome in stats.adaptive:
+        if not outcome.reached:
+            err.print(f"[yellow]{outcome.case_key}[/]: {outcome.sentence()}")
     _write_report(store, run_id, out_dir)
 
 
-def _begin(store: Store, plan: Plan) -> Session:
+def _begin(store: Store, plan: Plan, adaptive: Adaptive | None = None) -> Session:
     info = RunInfo(
         run_id=_new_run_id(), plan=plan.source if plan.source.endswith(".toml") else plan.name,
         started_at=time.time(), command_line=shlex.join(sys.argv), kernel=environment.kernel(),
         cpu_model=environment.cpu_model(), cores=environment.cores(),
-        tool_versions=environment.tool_versions(), host=environment.host(), notes=_notes(plan),
+        tool_versions=environment.tool_versions(), host=environment.host(),
+        notes=_notes(plan, adaptive),
     )
     run_id = store.begin_run(info)
     for case in plan.cases:
         store.add_case(run_id, case)
-    return Session(run_id, plan.cases, plan.runs, plan.steer_rx_softirq, {})
+    return Session(run_id, plan.cases, plan.runs, plan.steer_rx_softirq, {}, adaptive)
 
 
 def _resume(store: Store, run_id: str, runs: int | None) -> Session:
@@ -134,7 +172,9 @@ def _resume(store: Store, run_id: str, runs: int | None) -> Session:
     if wanted < 1:
         raise LabError(f"run {run_id} does not record its repetitions; pass --runs N")
     steer = _from_notes(results.info.notes, "steer_rx_softirq") != "false"
-    return Session(run_id, tuple(results.cases), wanted, steer, store.completed_counts(run_id))
+    history = {k: tuple(s.throughput_bps for s in v) for k, v in results.samples.items()}
+    return Session(run_id, tuple(results.cases), wanted, steer, store.completed_counts(run_id),
+                   _adaptive_from_notes(results.info.notes), history)
 
 
 @app.command("report")
@@ -148,6 +188,32 @@ def report_cmd(
     if chosen is None:
         raise LabError(f"no runs in {store.path}; start one with: offlab run")
     _write_report(store, chosen, out_dir)
+
+
+@app.command("compare")
+def compare_cmd(
+    run_a: str = typer.Argument(..., help="run id of set A (the reference)"),
+    run_b: str = typer.Argument(..., help="run id of set B (compared against A)"),
+    store_a: Optional[Path] = typer.Option(None, "--store", help="store file of A "
+                                           f"(default: results/{STORE_NAME})"),
+    store_b: Optional[Path] = typer.Option(None, "--store-b", help="store file of B (default: A's)"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory for compare.md/html "
+                                           "(default: results/compare-A-vs-B)"),
+) -> None:
+    """Compare two stored runs case by case: change with 95% CI and significance."""
+    from .comparison import compare, write_comparison  # imports the report (matplotlib)
+    path_a = store_a or DEFAULT_OUT / STORE_NAME
+    path_b = store_b or path_a
+    for path in {path_a, path_b}:
+        if not path.is_file():
+            raise LabError(f"{path}: no such store; pass --store (and --store-b) with a results .sqlite")
+    with Store(path_a) as first, Store(path_b) as second:
+        comparison = compare(first.load_run(run_a), second.load_run(run_b))
+    target = out_dir or DEFAULT_OUT / f"compare-{run_a}-vs-{run_b}"
+    md, html = write_comparison(comparison, target)
+    out.print(f"{len(comparison.matched)} matching cases, {len(comparison.significant)} significant, "
+              f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B")
+    out.print(f"comparison: {md}\n            {html}")
 
 
 @app.command("list")
@@ -195,7 +261,8 @@ def main() -> None:
         status = app(standalone_mode=False)
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
-    except (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError) as failure:
+    except (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError,
+            TargetError) as failure:
         print(f"offlab: {failure}", file=sys.stderr)
         sys.exit(1)
     except Exception as failure:

@@ -67,6 +67,7 @@ def measure(
         "iperf3_start_lag_s": start - launched,
         "iperf3_overhead_s": finished - launched - spec.warmup_s - spec.duration_s,
         **_app_counters(apps_before, apps_after, closed - opened, shares),
+        **result.counters,  # per-direction rates of a bidirectional test
     }
     return _sample(case, repetition, started_at, result, shares, topology.roles, offloads, counters)
 

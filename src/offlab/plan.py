@@ -13,9 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import offloads
+from . import datapath, matrix, offloads, sweep
 from .records import CaseSpec, OffloadProfile, TrafficSpec
-from .topology import MTUS, SCENARIOS, TUNNELLED
+from .topology import DATAPATH, DUT_LAYOUTS, MTUS, SCENARIOS, TUNNELLED
 from .traffic import report_interval, whole_seconds
 
 TRAFFIC = {
@@ -26,11 +26,13 @@ TRAFFIC = {
 """Named workloads: TCP stream; UDP in 1500 B frames (1472 B payload); UDP in 60 B
 frames (18 B payload, the Ethernet minimum)."""
 
-SEQUENCES = ("tx", "rx", "tx-single", "rx-single")
+SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on")
 _KEYS = {
     "name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
     "sequences", "profiles", "steer_rx_softirq",
-}
+} | {"paths", "matrix"}  # the middlebox plan's axes, see matrix.py
+_KEYS |= sweep.KEYS  # message sizes, directions, DUT layout: see sweep.py
+_KEYS |= datapath.KEYS  # the userspace plan's studies: see datapath.py
 _PROFILE_KEYS = {"name", "side", "off"}
 
 
@@ -102,7 +104,7 @@ def parse(text: str, source: str) -> Plan:
     warmup = check.number("warmup", at_least=0, default=1.0)
     _check_warmup(warmup, f"{source}: key 'warmup'")
     _check_total(warmup, duration, f"{source}: keys 'warmup' + 'duration'")
-    scenarios = check.choices("scenarios", sorted(SCENARIOS))
+    scenarios = check.choices("scenarios", matrix.plan_scenarios(SCENARIOS))
     mtus = check.choices("mtus", list(MTUS))
     traffic = [
         TrafficSpec(duration_s=duration, warmup_s=warmup, **TRAFFIC[t])  # type: ignore[arg-type]
@@ -110,6 +112,10 @@ def parse(text: str, source: str) -> Plan:
     ]
     sequences = check.choices("sequences", list(SEQUENCES), default=[])
     custom = check.profiles()
+    scenarios, matrix_profiles = matrix.expand(check, scenarios, bool(sequences))
+    custom += matrix_profiles
+    custom += datapath.expand(check, scenarios, DATAPATH)
+    scenarios, traffic = _swept(source, doc, scenarios, traffic)
     if not sequences and not custom:
         raise PlanError(f"{source}: key 'sequences': no offload profiles; "
                         f"set sequences to some of {', '.join(SEQUENCES)} or add [[profiles]]")
@@ -133,7 +139,9 @@ def _profiles(sequences: list[str], tunnel: bool) -> list[OffloadProfile]:
     """Profiles of the chosen sequences, each once ("all on" is shared by all of them)."""
     chosen: dict[tuple[str, str], OffloadProfile] = {}
     for sequence in sequences:
-        if sequence == "tx":
+        if sequence == "all-on":
+            found = [offloads.all_on()]  # the defaults alone (seed 002 changes nothing)
+        elif sequence == "tx":
             found = offloads.tx_sequence(tunnel)
         elif sequence == "rx":
             found = offloads.rx_sequence()
@@ -142,6 +150,17 @@ def _profiles(sequences: list[str], tunnel: bool) -> list[OffloadProfile]:
         for profile in found:
             chosen.setdefault((profile.side, profile.name), profile)
     return list(chosen.values())
+
+
+def _swept(source: str, doc: dict[str, Any], scenarios: list[str],
+           traffic: list[TrafficSpec]) -> tuple[list[str], list[TrafficSpec]]:
+    """Scenarios and workloads with the plan's sweep keys expanded (see sweep.py)."""
+    try:
+        chosen = sweep.parse(doc)
+        return (sweep.expand_scenarios(scenarios, chosen, DUT_LAYOUTS),
+                sweep.expand_traffic(traffic, chosen))
+    except sweep.SweepError as err:
+        raise PlanError(f"{source}: {err}") from None
 
 
 def _check_warmup(warmup: float, where: str) -> None:

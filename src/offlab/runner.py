@@ -4,22 +4,31 @@ back, N repetitions measured, every sample handed to the store the moment it exi
 Interruption (SIGINT/SIGTERM) unwinds through the topology's and the server's
 context managers, so the namespaces are gone before the caller reports how to resume;
 the repetition in flight is discarded, the ones before it are already committed.
+
+With an `Adaptive` rule a case is repeated until its CI is narrow enough (between the
+rule's minimum and maximum runs) and how that ended is stored per case. Every sample
+also keeps the kernel counters (snmp, netstat, interfaces) of every namespace of the
+scenario that changed while it ran, prefixed with the namespace's role ("r:Ip.InDiscards").
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Protocol
+from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
+from . import counters
+from .adaptive import Adaptive, AdaptiveOutcome
 from .measure import measure
 from .offloads import OffloadControl
 from .proc import run
 from .records import CaseSpec, FeatureState, Sample
 from .topology import Topology, build
+from .topology.naming import parse_namespace
 from .traffic import IperfError, IperfServer
 
 ATTEMPTS = 3
@@ -28,6 +37,8 @@ ATTEMPTS = 3
 
 class SampleSink(Protocol):
     def add_sample(self, run_id: str, case: CaseSpec, sample: Sample) -> None: ...
+
+    def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None: ...
 
 
 @dataclass
@@ -38,6 +49,8 @@ class RunnerStats:
     malformed_ethtool_lines: int = 0
     napi_threads_pinned: int = 0
     """NAPI threads pinned for the latest case (0 while GRO is off everywhere)."""
+    adaptive: list[AdaptiveOutcome] = field(default_factory=list)
+    """How each case that finished in this session ended (adaptive runs only)."""
 
 
 def pending(cases: Iterable[CaseSpec], runs: int, done: Mapping[str, int]) -> list[tuple[CaseSpec, int]]:
@@ -56,18 +69,25 @@ def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[tuple[str, i
 class Runner:
     def __init__(self, sink: SampleSink, run_id: str, runs: int, *,
                  steer_rx_softirq: bool = True, console: Console | None = None,
-                 show_progress: bool = True):
+                 show_progress: bool = True, adaptive: Adaptive | None = None,
+                 history: Mapping[str, Sequence[float]] | None = None):
+        """`runs` is the fixed count, or the ceiling when `adaptive` is given;
+        `history`: case key → throughputs already stored (on resume), which the
+        adaptive rule counts."""
         self.sink = sink
         self.run_id = run_id
-        self.runs = runs
+        self.adaptive = adaptive
+        self.runs = adaptive.max_runs if adaptive else runs
         self.steer_rx_softirq = steer_rx_softirq
         self.console = console or Console(stderr=True)
         self.show_progress = show_progress
         self.stats = RunnerStats()
         self._control = OffloadControl(run)
+        self._values: dict[str, list[float]] = {k: list(v) for k, v in (history or {}).items()}
 
     def execute(self, cases: Iterable[CaseSpec], done: Mapping[str, int] | None = None) -> RunnerStats:
-        work = pending(cases, self.runs, done or {})
+        work = [(c, first) for c, first in pending(cases, self.runs, done or {})
+                if self._wants_more(c.key, first)]
         total = sum(self.runs - first for _, first in work)
         with self._progress() as progress:
             task = progress.add_task("starting", total=total)
@@ -81,50 +101,79 @@ class Runner:
         self.stats.malformed_ethtool_lines = self._control.malformed_lines
         return self.stats
 
+    def _wants_more(self, key: str, done: int) -> bool:
+        if self.adaptive is None:
+            return done < self.runs
+        return self.adaptive.wants_more(self._values.get(key, ()))
+
     def _run_group(self, topo: Topology, server: IperfServer, group: list[tuple[CaseSpec, int]],
                    progress: Progress, task: TaskID) -> None:
         """Repetitions interleaved round-robin over the group's cases, so slow drift of
         the machine (other load, thermal state) spreads over every profile alike
         instead of favouring whichever case happened to run first."""
         next_rep = {case.key: first for case, first in group}
+        active = [case for case, _ in group]
         applied: str | None = None
-        while any(next_rep[c.key] < self.runs for c, _ in group):
-            for case, _ in group:
+        while active:
+            for case in list(active):
                 repetition = next_rep[case.key]
-                if repetition >= self.runs:
-                    continue
                 if applied != case.key:
                     state, napi = self._apply(topo, case)
                     applied = case.key
                 progress.update(task, description=f"{case.key} #{repetition + 1}/{self.runs}")
                 sample = self._measure(topo, server, case, repetition, state, napi)
                 self.sink.add_sample(self.run_id, case, sample)
+                self._values.setdefault(case.key, []).append(sample.throughput_bps)
                 next_rep[case.key] += 1
                 self.stats.samples += 1
                 progress.advance(task)
+                if not self._wants_more(case.key, next_rep[case.key]):
+                    active.remove(case)
+                    progress.advance(task, self.runs - next_rep[case.key])  # runs not needed
+                    self._record_outcome(case.key)
+
+    def _record_outcome(self, key: str) -> None:
+        if self.adaptive is None:
+            return
+        outcome = self.adaptive.outcome(key, self._values[key])
+        self.sink.record_adaptive(self.run_id, outcome)
+        self.stats.adaptive.append(outcome)
 
     def _apply(self, topo: Topology, case: CaseSpec) -> tuple[dict, dict[int, int]]:
         """Put the case's offload profile in force; the state read back and the NAPI
         threads pinned for it."""
         napi_before = topo.napi_snapshot()
-        state = self._control.apply(case.profile, topo.offload_interfaces())
+        # Scenarios with a userspace datapath (topology/vm.py) restart it per profile
+        # first: its devices are the ones ethtool then sets.
+        apply_datapath = getattr(topo, "apply_datapath", None)
+        datapath = apply_datapath(case.profile) if apply_datapath else {}
+        state = {**self._control.apply(case.profile, topo.offload_interfaces()), **datapath}
         napi = topo.pin_napi_threads(napi_before)
         self.stats.napi_threads_pinned = len(napi)
         return state, napi
 
     def _measure(self, topo: Topology, server: IperfServer, case: CaseSpec, repetition: int,
                  state: Mapping[str, Mapping[str, FeatureState]], napi: Mapping[int, int]) -> Sample:
+        """One repetition, with the kernel counters of every namespace that grew while
+        it ran (warm-up included: a drop is a drop whenever it happened)."""
+        namespaces = counter_namespaces(topo)
         for attempt in range(1, ATTEMPTS + 1):
             server.ensure_running()
+            before = counters.snapshot_many(namespaces)
             try:
-                return measure(topo, case, repetition, state, port=server.port,
-                               server_pid=server.pid, kernel_threads=napi)
+                sample = measure(topo, case, repetition, state, port=server.port,
+                                 server_pid=server.pid, kernel_threads=napi)
             except IperfError as failure:
                 if attempt == ATTEMPTS:
                     raise
                 self.stats.retries += 1
                 self.console.print(f"[yellow]retrying[/] ({attempt}/{ATTEMPTS - 1}): {failure}")
                 server.close()  # a fresh server for the next attempt
+                continue
+            grown = counters.delta(before, counters.snapshot_many(namespaces))
+            if hasattr(topo, "datapath_counters"):  # offlab-fwd's own counters, "fwd:…"
+                grown.update(topo.datapath_counters())
+            return dataclasses.replace(sample, counters={**sample.counters, **grown})
         raise AssertionError("unreachable")
 
     def _progress(self) -> Progress:
@@ -133,3 +182,13 @@ class Runner:
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
             console=self.console, disable=not self.show_progress, transient=False,
         )
+
+
+def counter_namespaces(topo: Topology) -> dict[str, str]:
+    """role → namespace, for every namespace the topology made ("ofl-<pid>-r" → "r")."""
+    out = {}
+    for name in topo.namespaces:
+        parsed = parse_namespace(name)
+        if parsed is not None:
+            out[parsed[1]] = name
+    return out

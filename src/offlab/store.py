@@ -7,7 +7,12 @@ upgraded in place by the migrations below.
 
 Tables: ``run`` (environment), ``"case"`` (plan cells, in plan order), ``sample`` (one
 per repetition), ``sample_cpu`` (sample × core × class), ``sample_offload`` (sample ×
-interface × feature), ``sample_counter`` (sample × name).
+interface × feature), ``sample_counter`` (sample × name), ``case_adaptive`` (how a
+case's adaptive repetitions ended, see adaptive.py).
+
+``case_adaptive`` was added without a format bump on purpose: it is created on open
+when missing (so older stores gain it) and older offlab versions never read it, so
+stores stay readable both ways.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ import dataclasses
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .adaptive import AdaptiveOutcome
 from .records import (
     RESULTS_FORMAT_VERSION,
     CaseSpec,
@@ -72,6 +78,13 @@ CREATE TABLE IF NOT EXISTS sample_counter (
     value NOT NULL,
     PRIMARY KEY (sample_id, name)
 );
+CREATE TABLE IF NOT EXISTS case_adaptive (
+    run_id TEXT NOT NULL, case_key TEXT NOT NULL, target REAL NOT NULL,
+    min_runs INTEGER NOT NULL, max_runs INTEGER NOT NULL, runs INTEGER NOT NULL,
+    half_width REAL, reached INTEGER NOT NULL,
+    PRIMARY KEY (run_id, case_key),
+    FOREIGN KEY (run_id, case_key) REFERENCES "case"(run_id, key)
+);
 """
 
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
@@ -105,6 +118,8 @@ class RunResults:
     samples: Mapping[str, tuple[Sample, ...]]
     """case key → samples in repetition order; every case has an entry."""
     finished_at: float | None = None
+    adaptive: Mapping[str, AdaptiveOutcome] = field(default_factory=dict)
+    """case key → how its adaptive repetitions ended (empty for fixed-count runs)."""
 
 
 class Store:
@@ -247,6 +262,15 @@ class Store:
             [(sample_id, name, value) for name, value in sample.counters.items()],
         )
 
+    def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None:
+        """Store (or replace, on resume) how a case's adaptive repetitions ended."""
+        with self._conn:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO case_adaptive VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, outcome.case_key, outcome.target, outcome.min_runs,
+                 outcome.max_runs, outcome.runs, outcome.half_width, outcome.reached),
+            )
+
     def finish_run(self, run_id: str, status: str, finished_at: float | None = None) -> None:
         """Mark a run "complete", "interrupted" or "failed"."""
         if status not in RUN_STATUSES[1:]:
@@ -308,7 +332,16 @@ class Store:
         samples: dict[str, tuple[Sample, ...]] = {c.key: () for c in cases}
         for sample in self._load_samples(run_id):
             samples[sample.case_key] = samples.get(sample.case_key, ()) + (sample,)
-        return RunResults(info, row[10], tuple(cases), samples, row[11])
+        return RunResults(info, row[10], tuple(cases), samples, row[11],
+                          self._load_adaptive(run_id))
+
+    def _load_adaptive(self, run_id: str) -> dict[str, AdaptiveOutcome]:
+        rows = self._conn.execute(
+            "SELECT case_key, target, min_runs, max_runs, runs, half_width, reached"
+            " FROM case_adaptive WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        return {r[0]: AdaptiveOutcome(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6])) for r in rows}
 
     def _load_cases(self, run_id: str) -> list[CaseSpec]:
         rows = self._conn.execute(

@@ -44,6 +44,29 @@ class TrafficResult:
     retransmits: int | None
     lost_packets: int | None
     total_packets: int | None
+    reverse: "DirectionRates | None" = None
+    """With `--bidir`: the server → client direction alone (the totals above include it)."""
+
+    @property
+    def counters(self) -> dict[str, float]:
+        """Per-direction rates of a bidirectional test, for `Sample.counters`."""
+        if self.reverse is None:
+            return {}
+        return {
+            "forward_bps": self.throughput_bps - self.reverse.received_bps,
+            "forward_sender_bps": self.sender_bps - self.reverse.sent_bps,
+            "reverse_bps": self.reverse.received_bps,
+            "reverse_sender_bps": self.reverse.sent_bps,
+        }
+
+
+@dataclass(frozen=True)
+class DirectionRates:
+    """One direction of a test over the measured window, bits per second."""
+
+    received_bps: float
+    sent_bps: float
+    retransmits: int | None
 
 
 def whole_seconds(total_s: float) -> int:
@@ -90,7 +113,12 @@ def client_args(spec: TrafficSpec, server: str, core: int, port: int = DEFAULT_P
 
 
 def parse_result(text: str, warmup_s: float) -> TrafficResult:
-    """Figures over the intervals that start at or after `warmup_s`."""
+    """Figures over the intervals that start at or after `warmup_s`.
+
+    With `--bidir` iperf3 reports each direction apart: the client's `sum` is what it
+    sent and its `sum_bidir_reverse` what it received; the server's the other way
+    round. Throughput, sent rate and retransmits are then the sums of both directions
+    (each rate over its own window), and `reverse` keeps the server → client half."""
     try:
         client = json.loads(text)
     except json.JSONDecodeError as err:
@@ -101,21 +129,40 @@ def parse_result(text: str, warmup_s: float) -> TrafficResult:
         raise IperfError("no server_output_json: run the client with --get-server-output "
                          "against a server started with -J")
     _raise_reported_error(server, "server")
-    received = _measured(server, warmup_s, "server")
-    sent = _measured(client, warmup_s, "client")
+    udp = client.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
+    forward, received = _direction((server, "server"), (client, "client"), warmup_s, "sum", udp)
+    reverse = None
+    if any("sum_bidir_reverse" in i for i in client.get("intervals", [])):
+        reverse, _ = _direction((client, "client"), (server, "server"), warmup_s,
+                                "sum_bidir_reverse", udp)
+    both = [forward] + ([reverse] if reverse is not None else [])
+    retransmits = [d.retransmits for d in both]
+    return TrafficResult(
+        throughput_bps=sum(d.received_bps for d in both),
+        sender_bps=sum(d.sent_bps for d in both),
+        window_s=sum(i["seconds"] for i in received),
+        retransmits=None if udp else sum(r or 0 for r in retransmits),
+        lost_packets=int(sum(i["lost_packets"] for i in received)) if udp else None,
+        total_packets=int(sum(i["packets"] for i in received)) if udp else None,
+        reverse=reverse,
+    )
+
+
+def _direction(receiver: tuple[dict[str, Any], str], sender: tuple[dict[str, Any], str],
+               warmup_s: float, key: str, udp: bool) -> tuple[DirectionRates, list[dict[str, Any]]]:
+    """One direction's rates (and the receiver's kept intervals) from the receiving
+    side's and the sending side's (JSON, name) interval sums named `key`."""
+    received = _measured(*receiver, warmup_s, key)
+    sent = _measured(*sender, warmup_s, key)
     window = sum(i["seconds"] for i in received)
     sent_window = sum(i["seconds"] for i in sent)
     if window <= 0 or sent_window <= 0:
         raise IperfError("the measured window is empty")
-    udp = client.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
-    return TrafficResult(
-        throughput_bps=8 * sum(i["bytes"] for i in received) / window,
-        sender_bps=8 * sum(i["bytes"] for i in sent) / sent_window,
-        window_s=window,
+    return DirectionRates(
+        received_bps=8 * sum(i["bytes"] for i in received) / window,
+        sent_bps=8 * sum(i["bytes"] for i in sent) / sent_window,
         retransmits=None if udp else int(sum(i.get("retransmits", 0) for i in sent)),
-        lost_packets=int(sum(i["lost_packets"] for i in received)) if udp else None,
-        total_packets=int(sum(i["packets"] for i in received)) if udp else None,
-    )
+    ), received
 
 
 def _raise_reported_error(doc: dict[str, Any], who: str) -> None:
@@ -123,12 +170,13 @@ def _raise_reported_error(doc: dict[str, Any], who: str) -> None:
         raise IperfError(f"iperf3 {who}: {doc['error']}")
 
 
-def _measured(doc: dict[str, Any], warmup_s: float, who: str) -> list[dict[str, Any]]:
-    """The `sum` of every interval that starts after the warm-up (half an interval of
-    slack absorbs iperf3's timer jitter on the boundary)."""
-    intervals = [i.get("sum") for i in doc.get("intervals", [])]
+def _measured(doc: dict[str, Any], who: str, warmup_s: float,
+              key: str = "sum") -> list[dict[str, Any]]:
+    """The `key` sum of every interval that starts after the warm-up (half an interval
+    of slack absorbs iperf3's timer jitter on the boundary)."""
+    intervals = [i.get(key) for i in doc.get("intervals", [])]
     if not intervals or any(not isinstance(s, dict) for s in intervals):
-        raise IperfError(f"iperf3 {who} JSON has no intervals")
+        raise IperfError(f"iperf3 {who} JSON has no '{key}' intervals")
     first = intervals[0]
     slack = 0.5 * (first["end"] - first["start"])
     kept = [s for s in intervals if s["start"] >= warmup_s - slack and not s.get("omitted")]

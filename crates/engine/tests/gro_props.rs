@@ -25,7 +25,11 @@ struct Delivered {
 /// Pushes `frames` (id = index) through a fresh GRO, flushes, and returns what came
 /// out in order; a refused frame comes out as itself (one part, no header change).
 fn run_gro(frames: &[Vec<u8>], validated: bool) -> Vec<Delivered> {
-    let mut gro = Gro::new(GroConfig::default());
+    run_gro_with(frames, validated, GroConfig::default())
+}
+
+fn run_gro_with(frames: &[Vec<u8>], validated: bool, cfg: GroConfig) -> Vec<Delivered> {
+    let mut gro = Gro::new(cfg);
     let mut out = Vec::new();
     for (id, frame) in frames.iter().enumerate() {
         let meta = RxMeta {
@@ -105,10 +109,7 @@ fn super_packet() -> impl Strategy<Value = (Pkt, u16)> {
             };
             let mut p = Pkt { l4, df, ..base };
             if l4 == L4::Tcp {
-                p.flags = ACK
-                    | if psh { PSH } else { 0 }
-                    | if fin { FIN } else { 0 }
-                    | if cwr { CWR } else { 0 };
+                p.flags = ACK | if psh { PSH } else { 0 } | if fin { FIN } else { 0 };
             }
             p.tunnel = match tunnel {
                 1 => Some(Tunnel::vxlan(99)),
@@ -182,11 +183,16 @@ fn flow_packet(flow: usize, seq: u32, len: usize, id: u16) -> Pkt {
     p
 }
 
-/// Events: (flow, index into that flow's segments) in the order they are sent.
-fn interleaving() -> impl Strategy<Value = (usize, Vec<(usize, usize)>)> {
-    (2usize..5).prop_flat_map(|flows| {
+/// Events: (flow, index into that flow's segments) in the order they are sent, and the
+/// table size (small tables evict, exercising the index's deletion).
+fn interleaving() -> impl Strategy<Value = (usize, Vec<(usize, usize)>, usize)> {
+    (2usize..24).prop_flat_map(|flows| {
         let event = (0..flows, 0usize..40);
-        (Just(flows), prop::collection::vec(event, 1..200))
+        (
+            Just(flows),
+            prop::collection::vec(event, 1..300),
+            1usize..12,
+        )
     })
 }
 
@@ -194,7 +200,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn gro_never_mixes_flows_or_skips_or_repeats_bytes((flows, events) in interleaving()) {
+    fn gro_never_mixes_flows_or_skips_or_repeats_bytes((flows, events, max_flows) in interleaving()) {
         // Each flow has 40 segments of 300 bytes (every 7th one shorter). An event sends
         // segment `i` of a flow: repeats are duplicates, skips are gaps, any order.
         let seg_len = |i: usize| if i % 7 == 6 { 120 } else { 300 };
@@ -208,7 +214,7 @@ proptest! {
             })
             .collect();
         prop_assert!(flows >= 2);
-        let delivered = run_gro(&frames, false);
+        let delivered = run_gro_with(&frames, false, GroConfig { max_flows, ..GroConfig::default() });
         let mut seen = vec![0u32; frames.len()];
         for d in &delivered {
             prop_assert_eq!(usize::from(d.segments), d.parts.len());
@@ -282,4 +288,82 @@ proptest! {
         }
         prop_assert!(seen.iter().all(|&n| n == 1));
     }
+}
+
+/// Counts heap allocations made by the current thread (tests run on several threads).
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        pub static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub struct Counting;
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+            // SAFETY: forwarded unchanged to the system allocator.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `System.alloc` with this layout.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    pub fn count() -> u64 {
+        ALLOCATIONS.with(|n| n.get())
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
+
+#[test]
+fn gro_steady_state_does_not_allocate() {
+    // Frames of every kind, built before counting starts.
+    let mut frames = Vec::new();
+    for flow in 0..6u16 {
+        let mut p = match flow % 3 {
+            0 => Pkt::tcp4(1, 1000),
+            1 => Pkt {
+                tunnel: Some(Tunnel::vxlan(1)),
+                ..Pkt::tcp6(1, 1000)
+            },
+            _ => Pkt::udp4(1000),
+        };
+        p.sport = 100 + flow;
+        for _ in 0..100 {
+            frames.push(p.build());
+            p = p.next(1000);
+        }
+    }
+    let mut gro = Gro::new(GroConfig {
+        max_flows: 4,
+        ..GroConfig::default()
+    });
+    let mut segments = 0u64;
+    let probe = counting::count();
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(8)));
+    assert!(counting::count() > probe, "the allocation counter counts");
+    let before = counting::count();
+    for (i, frame) in frames.iter().enumerate() {
+        let meta = RxMeta {
+            csum_validated: i % 2 == 0,
+            now: i as u64,
+        };
+        let _ = gro.push(i as u64, frame, meta, &mut |m: Merged<'_>| {
+            segments += u64::from(m.segments)
+        });
+        if i % 50 == 0 {
+            gro.flush_older_than(i as u64, 10, &mut |m: Merged<'_>| {
+                segments += u64::from(m.segments)
+            });
+        }
+    }
+    gro.flush(&mut |m: Merged<'_>| segments += u64::from(m.segments));
+    assert_eq!(counting::count(), before, "push/flush allocated");
+    assert_eq!(segments, frames.len() as u64);
 }

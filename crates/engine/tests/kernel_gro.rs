@@ -18,9 +18,9 @@
 //! Named differences (counted, not failures): `hdr_len`, which the kernel fills with the
 //! skb's linear length (a buffer-layout hint) and the engine with the header length.
 
-mod kernel;
-#[path = "kernel/gro_corpus.rs"]
+#[path = "kernel/gro_corpus/mod.rs"]
 mod corpus;
+mod kernel;
 
 use corpus::GroCase;
 use kernel::diff::{self, Tally};
@@ -75,19 +75,35 @@ impl GroLab {
         b.ip(&["link", "set", "ofl-b", "up"]);
         if extra.vxlan {
             b.ip(&["addr", "add", "10.3.0.2/24", "dev", "ofl-b"]);
-            b.ip(&["link", "add", "ofl-vx", "type", "vxlan", "external", "dstport", "4789"]);
+            b.ip(&[
+                "link", "add", "ofl-vx", "type", "vxlan", "external", "dstport", "4789",
+            ]);
             b.ip(&["link", "set", "ofl-vx", "up"]);
         }
-        let sender = a.enter(|| PacketSocket::bind("ofl-a", false)).expect("bind sender");
-        let receiver = b.enter(|| PacketSocket::bind("ofl-b", true)).expect("bind receiver");
-        GroLab { sender, receiver, _b: b, _a: a }
+        let sender = a
+            .enter(|| PacketSocket::bind("ofl-a", false))
+            .expect("bind sender");
+        let receiver = b
+            .enter(|| PacketSocket::bind("ofl-b", true))
+            .expect("bind receiver");
+        GroLab {
+            sender,
+            receiver,
+            _b: b,
+            _a: a,
+        }
     }
 
     fn kernel_delivers(&self, case: &GroCase) -> Vec<Delivered> {
         self.receiver.drain().expect("drain");
         self.sender.send_batch(&case.frames).expect("sendmmsg");
-        let ours = |r: &Received| r.bytes.get(vnet::BASE_LEN + 6..vnet::BASE_LEN + 12) == Some(&corpus::SRC_MAC[..]);
-        let got = self.receiver.collect(ours, QUIET, Duration::from_secs(5)).expect("receive");
+        let ours = |r: &Received| {
+            r.bytes.get(vnet::BASE_LEN + 6..vnet::BASE_LEN + 12) == Some(&corpus::SRC_MAC[..])
+        };
+        let got = self
+            .receiver
+            .collect(ours, QUIET, Duration::from_secs(5))
+            .expect("receive");
         got.into_iter()
             .map(|r| {
                 let mut vnet = VnetHdr::decode(&r.bytes);
@@ -96,7 +112,11 @@ impl GroLab {
                 if r.vlan.is_some() && vnet.flags & vnet::F_NEEDS_CSUM != 0 {
                     vnet.csum_start += 4;
                 }
-                Delivered { vnet, frame: r.wire_frame(vnet::BASE_LEN), refused: None }
+                Delivered {
+                    vnet,
+                    frame: r.wire_frame(vnet::BASE_LEN),
+                    refused: None,
+                }
             })
             .collect()
     }
@@ -125,17 +145,35 @@ fn engine_delivers(case: &GroCase) -> Vec<Delivered> {
         }
         // Through the wire encoding, so both sides are read by the same decoder.
         let vnet = VnetHdr::decode(&m.vnet.to_bytes());
-        out.borrow_mut().push(Delivered { vnet, frame, refused: None });
+        out.borrow_mut().push(Delivered {
+            vnet,
+            frame,
+            refused: None,
+        });
     };
     for (id, frame) in frames.iter().enumerate() {
-        let meta = RxMeta { csum_validated: false, now: 0 };
+        let meta = RxMeta {
+            csum_validated: false,
+            now: 0,
+        };
         if let Err(refusal) = gro.push(id as u64, frame, meta, &mut collect) {
             // Handed back: forwarded as it is, marked DATA_VALID when the kernel would
             // have verified its transport checksum before refusing it.
             let reason = refusal.reason();
-            let flags = if checked_before_refusal(reason) { vnet::F_DATA_VALID } else { 0 };
-            let vnet = VnetHdr { flags, ..VnetHdr::default() };
-            out.borrow_mut().push(Delivered { vnet, frame: frame.clone(), refused: Some(reason) });
+            let flags = if checked_before_refusal(reason) {
+                vnet::F_DATA_VALID
+            } else {
+                0
+            };
+            let vnet = VnetHdr {
+                flags,
+                ..VnetHdr::default()
+            };
+            out.borrow_mut().push(Delivered {
+                vnet,
+                frame: frame.clone(),
+                refused: Some(reason),
+            });
         }
     }
     gro.flush(&mut collect);
@@ -162,7 +200,9 @@ fn checked_before_refusal(reason: Reason) -> bool {
 
 /// Addresses and ports of the innermost flow (the unit whose order GRO must keep).
 fn flow_key(frame: &[u8]) -> Vec<u8> {
-    let Ok(layout) = parse_frame(frame) else { return frame.to_vec() };
+    let Ok(layout) = parse_frame(frame) else {
+        return frame.to_vec();
+    };
     let ip = &layout.ip;
     let addrs = match frame[ip.offset] >> 4 {
         4 => ip.offset + 12..ip.offset + 20,
@@ -230,7 +270,11 @@ fn compare(kernel: &[Delivered], engine: &[Delivered]) -> Outcome {
             Some(&ei) => diff::bytes(&k.frame, &engine[ei].frame).unwrap_or_default(),
             None => "no engine packet left".into(),
         };
-        found.content.push(format!("kernel packet {ki} ({} bytes, {:?}) has no engine twin: {detail}", k.frame.len(), k.vnet));
+        found.content.push(format!(
+            "kernel packet {ki} ({} bytes, {:?}) has no engine twin: {detail}",
+            k.frame.len(),
+            k.vnet
+        ));
     }
     for &ei in unmatched_engine.iter().skip(unmatched_kernel.len()) {
         let e = &engine[ei];
@@ -243,7 +287,11 @@ fn compare(kernel: &[Delivered], engine: &[Delivered]) -> Outcome {
     }
     if kernel.len() != engine.len() {
         let sizes = |v: &[Delivered]| v.iter().map(|d| d.frame.len()).collect::<Vec<_>>();
-        found.content.push(format!("kernel delivered {:?}, engine {:?}", sizes(kernel), sizes(engine)));
+        found.content.push(format!(
+            "kernel delivered {:?}, engine {:?}",
+            sizes(kernel),
+            sizes(engine)
+        ));
     }
     found
 }
@@ -309,8 +357,14 @@ const KNOWN: &[Known] = &[
 
 /// Whether the running kernel was built with 802.1Q support (which brings VLAN GRO).
 fn kernel_has_vlan_gro() -> bool {
-    let config = std::process::Command::new("zcat").arg("/proc/config.gz").output();
-    config.is_ok_and(|out| String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("CONFIG_VLAN_8021Q=")))
+    let config = std::process::Command::new("zcat")
+        .arg("/proc/config.gz")
+        .output();
+    config.is_ok_and(|out| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.starts_with("CONFIG_VLAN_8021Q="))
+    })
 }
 
 const BAD_PACKET_OVERTAKES: &str = "the kernel delivers a packet that fails validation (IPv4 header or transport \
@@ -320,11 +374,20 @@ const BAD_PACKET_OVERTAKES: &str = "the kernel delivers a packet that fails vali
 /// Same packets on both sides, only the order differs, and the kernel's first delivery
 /// is the engine's refused bad packet, unmarked.
 fn bad_packet_overtakes(kernel: &[Delivered], engine: &[Delivered], outcome: &Outcome) -> bool {
-    let is_bad = |e: &&Delivered| matches!(e.refused, Some(Reason::BadL4Checksum | Reason::BadIpChecksum));
+    let is_bad = |e: &&Delivered| {
+        matches!(
+            e.refused,
+            Some(Reason::BadL4Checksum | Reason::BadIpChecksum)
+        )
+    };
     let bad = engine.iter().find(is_bad);
     outcome.content.is_empty()
         && !outcome.order.is_empty()
-        && bad.is_some_and(|b| kernel.first().is_some_and(|k| k.frame == b.frame && k.vnet.flags == 0))
+        && bad.is_some_and(|b| {
+            kernel
+                .first()
+                .is_some_and(|k| k.frame == b.frame && k.vnet.flags == 0)
+        })
 }
 
 /// The transport payload bytes of every delivered packet, concatenated in order.
@@ -364,8 +427,14 @@ fn run(test: &str, tag: &str, extra: Extra, cases: Vec<GroCase>) {
             tally.name(HDR_LEN_HINT, outcome.hdr_len_hints);
             match known {
                 Some(k) if explained => tally.name(k.why, 1),
-                Some(k) if outcome.is_clean() => println!("[{}] kernel and engine agree here ({} does not show)", case.name, k.why),
-                Some(k) => tally.fail(&case.name, format!("the named difference did not show as described ({})", k.why)),
+                Some(k) if outcome.is_clean() => println!(
+                    "[{}] kernel and engine agree here ({} does not show)",
+                    case.name, k.why
+                ),
+                Some(k) => tally.fail(
+                    &case.name,
+                    format!("the named difference did not show as described ({})", k.why),
+                ),
                 None => {}
             }
             if !explained {
@@ -382,15 +451,39 @@ fn run(test: &str, tag: &str, extra: Extra, cases: Vec<GroCase>) {
 
 #[test]
 fn gro_tcp_matches_kernel() {
-    run("gro_tcp_matches_kernel", "rt", Extra { udp_forwarding: false, vxlan: false }, corpus::tcp_cases());
+    run(
+        "gro_tcp_matches_kernel",
+        "rt",
+        Extra {
+            udp_forwarding: false,
+            vxlan: false,
+        },
+        corpus::tcp_cases(),
+    );
 }
 
 #[test]
 fn gro_udp_matches_kernel() {
-    run("gro_udp_matches_kernel", "ru", Extra { udp_forwarding: true, vxlan: false }, corpus::udp_cases());
+    run(
+        "gro_udp_matches_kernel",
+        "ru",
+        Extra {
+            udp_forwarding: true,
+            vxlan: false,
+        },
+        corpus::udp_cases(),
+    );
 }
 
 #[test]
 fn gro_vxlan_matches_kernel() {
-    run("gro_vxlan_matches_kernel", "rv", Extra { udp_forwarding: true, vxlan: true }, corpus::vxlan_cases());
+    run(
+        "gro_vxlan_matches_kernel",
+        "rv",
+        Extra {
+            udp_forwarding: true,
+            vxlan: true,
+        },
+        corpus::vxlan_cases(),
+    );
 }

@@ -10,15 +10,15 @@
 //!
 //! Engine path: `wire::parse::parse_frame` + `gso::segment` with full checksums.
 
-mod kernel;
 #[path = "kernel/gso_corpus.rs"]
 mod corpus;
+mod kernel;
 
 use corpus::{GsoCase, Kind};
 use kernel::diff::{self, Tally};
+use kernel::frames;
 use kernel::netns::{veth_pair, Netns};
 use kernel::sock::{PacketSocket, Tap};
-use kernel::frames;
 use kernel::vnet;
 use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
 use offlab_engine::virtio::{self, HeaderForm, HEADER_LEN_V1};
@@ -45,8 +45,14 @@ impl GsoLab {
         veth_pair(&a, "ofl-a", &b, "ofl-b");
         // Offload bits only govern what the kernel may hand *us* on reads; writes may
         // carry any GSO type. The 24-byte header lets the TAP accept UDP-tunnel GSO.
-        let offload = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_USO4 | libc::TUN_F_USO6;
-        let tap = a.enter(|| Tap::open("ofl-tap", vnet::TUNNEL_LEN as i32, offload)).expect("open TAP");
+        let offload = libc::TUN_F_CSUM
+            | libc::TUN_F_TSO4
+            | libc::TUN_F_TSO6
+            | libc::TUN_F_USO4
+            | libc::TUN_F_USO6;
+        let tap = a
+            .enter(|| Tap::open("ofl-tap", vnet::TUNNEL_LEN as i32, offload))
+            .expect("open TAP");
         for dev in ["ofl-br", "ofl-tap", "ofl-a"] {
             a.ip(&["link", "set", dev, "mtu", "9000"]);
         }
@@ -64,15 +70,30 @@ impl GsoLab {
                 ("tx-udp_tnl-csum-segmentation", false),
             ],
         );
-        for feature in ["tcp-segmentation-offload", "tx-udp-segmentation", "tx-checksumming", "tx-udp_tnl-segmentation"] {
-            assert!(!a.ethtool_feature_on("ofl-a", feature), "ofl-a still has {feature} on");
+        for feature in [
+            "tcp-segmentation-offload",
+            "tx-udp-segmentation",
+            "tx-checksumming",
+            "tx-udp_tnl-segmentation",
+        ] {
+            assert!(
+                !a.ethtool_feature_on("ofl-a", feature),
+                "ofl-a still has {feature} on"
+            );
         }
         for dev in ["ofl-br", "ofl-tap", "ofl-a"] {
             a.ip(&["link", "set", dev, "up"]);
         }
         b.ip(&["link", "set", "ofl-b", "up"]);
-        let capture = b.enter(|| PacketSocket::bind("ofl-b", false)).expect("bind capture");
-        GsoLab { tap, capture, _b: b, _a: a }
+        let capture = b
+            .enter(|| PacketSocket::bind("ofl-b", false))
+            .expect("bind capture");
+        GsoLab {
+            tap,
+            capture,
+            _b: b,
+            _a: a,
+        }
     }
 
     /// What leaves the kernel for one super-packet, in wire order.
@@ -84,7 +105,10 @@ impl GsoLab {
             panic!("[{}] the kernel refused the super-packet: {e}", case.name);
         }
         let ours = |r: &kernel::sock::Received| r.bytes.get(6..12) == Some(&corpus::SRC_MAC[..]);
-        let got = self.capture.collect(ours, QUIET, Duration::from_secs(5)).expect("capture");
+        let got = self
+            .capture
+            .collect(ours, QUIET, Duration::from_secs(5))
+            .expect("capture");
         got.into_iter().map(|r| r.wire_frame(0)).collect()
     }
 }
@@ -98,6 +122,7 @@ fn engine_params(case: &GsoCase, layout: &Layout) -> Result<GsoParams, String> {
         kind: match case.kind {
             Kind::Tcp => GsoKind::Tcp,
             Kind::Udp => GsoKind::Udp,
+            Kind::UdpFragment => GsoKind::UdpFragment,
         },
         segment_size: case.segment_size,
         // The kernel's egress veth has no checksum offload, so it completes every
@@ -112,14 +137,23 @@ fn engine_params(case: &GsoCase, layout: &Layout) -> Result<GsoParams, String> {
         return Ok(explicit);
     }
     let bytes = case.vnet.encode(HEADER_LEN_V1);
-    let header = virtio::Header::decode(&bytes, HeaderForm::V1).map_err(|e| format!("virtio decode: {e:?}"))?;
-    let decoded = GsoParams::from_virtio(&header, layout).map_err(|e| format!("from_virtio: {e:?}"))?;
+    let header = virtio::Header::decode(&bytes, HeaderForm::V1)
+        .map_err(|e| format!("virtio decode: {e:?}"))?;
+    let decoded =
+        GsoParams::from_virtio(&header, layout).map_err(|e| format!("from_virtio: {e:?}"))?;
     if decoded.checksum != L4Checksum::Partial {
-        return Err(format!("NEEDS_CSUM header did not give partial checksums: {decoded:?}"));
+        return Err(format!(
+            "NEEDS_CSUM header did not give partial checksums: {decoded:?}"
+        ));
     }
-    let decoded = GsoParams { checksum: L4Checksum::Full, ..decoded };
+    let decoded = GsoParams {
+        checksum: L4Checksum::Full,
+        ..decoded
+    };
     if decoded != explicit {
-        return Err(format!("from_virtio gave {decoded:?}, the case says {explicit:?}"));
+        return Err(format!(
+            "from_virtio gave {decoded:?}, the case says {explicit:?}"
+        ));
     }
     Ok(decoded)
 }
@@ -145,10 +179,14 @@ fn kernel_output_is_sound(case: &GsoCase, kernel: &[Vec<u8>]) -> Result<(), Stri
     let inner_ip = case.inner_ip;
     for (i, seg) in kernel.iter().enumerate() {
         if !frames::l4_checksum_ok(seg, inner_ip) {
-            return Err(format!("kernel segment {i}: inner transport checksum does not verify"));
+            return Err(format!(
+                "kernel segment {i}: inner transport checksum does not verify"
+            ));
         }
         if case.outer_udp_checksum == Some(true) && !frames::l4_checksum_ok(seg, frames::ETH_LEN) {
-            return Err(format!("kernel segment {i}: outer UDP checksum does not verify"));
+            return Err(format!(
+                "kernel segment {i}: outer UDP checksum does not verify"
+            ));
         }
     }
     Ok(())
@@ -159,13 +197,24 @@ fn compare(case: &GsoCase, kernel: &[Vec<u8>], tally: &mut Tally) {
     tally.packets_in += 1;
     let engine = match engine_segments(case) {
         Ok(segments) => segments,
-        Err(e) => return tally.fail(&case.name, format!("engine refused what the kernel segmented: {e}")),
+        Err(e) => {
+            return tally.fail(
+                &case.name,
+                format!("engine refused what the kernel segmented: {e}"),
+            )
+        }
     };
     if kernel.len() != engine.len() {
         let sizes = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
         return tally.fail(
             &case.name,
-            format!("kernel made {} segments {:?}, engine {} {:?}", kernel.len(), sizes(kernel), engine.len(), sizes(&engine)),
+            format!(
+                "kernel made {} segments {:?}, engine {} {:?}",
+                kernel.len(),
+                sizes(kernel),
+                engine.len(),
+                sizes(&engine)
+            ),
         );
     }
     for (i, (k, e)) in kernel.iter().zip(&engine).enumerate() {
@@ -184,7 +233,11 @@ fn run(test: &str, tag: &str, cases: Vec<GsoCase>) {
     let mut tally = Tally::default();
     for case in &cases {
         let kernel = lab.kernel_segments(case);
-        assert!(!kernel.is_empty(), "[{}] the kernel emitted nothing (path broken?)", case.name);
+        assert!(
+            !kernel.is_empty(),
+            "[{}] the kernel emitted nothing (path broken?)",
+            case.name
+        );
         if let Err(e) = kernel_output_is_sound(case, &kernel) {
             panic!("[{}] {e}", case.name);
         }

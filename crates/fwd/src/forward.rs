@@ -63,6 +63,8 @@ impl Egress {
 
 /// Length of an Ethernet header: anything shorter is not a frame.
 const ETHERNET_HEADER_LEN: usize = 14;
+/// What an unparsed frame's L2 header may add (two 802.1Q tags) before the MTU applies.
+const TWO_VLAN_TAGS: usize = 8;
 
 /// One direction's state: counters, the output being built and reusable engine state.
 pub struct Direction {
@@ -144,9 +146,10 @@ impl Direction {
             Ok(offload) => offload,
             Err(err) => return self.counters.drop("virtio", err.reason()),
         };
-        let Some(layout) = offload.layout else {
-            // Nothing was asked of this frame; forward it if only our parser cares.
-            return self.unparsed(slot, frame, parsed.err(), egress);
+        let layout = match (offload.layout, parsed) {
+            (Some(layout), _) | (None, Ok(layout)) => layout,
+            // Nothing was asked of this frame; forward it if only our parser minds it.
+            (None, Err(error)) => return self.unparsed(slot, frame, error, egress),
         };
         match offload.gso {
             Some(request) => self.super_packet(rx, slot, &header, &layout, &request, egress),
@@ -156,8 +159,7 @@ impl Direction {
 
     /// A frame that does not parse and asks for no offload: non-IP frames (ARP, …) and
     /// tunnels this parser refuses are forwarded; malformed IP is dropped.
-    fn unparsed(&mut self, slot: usize, frame: &[u8], error: Option<ParseError>, egress: &Egress) {
-        let error = error.unwrap_or(ParseError::UnsupportedEtherType(0));
+    fn unparsed(&mut self, slot: usize, frame: &[u8], error: ParseError, egress: &Egress) {
         let forwardable = match error {
             ParseError::UnsupportedEtherType(_) => true,
             // Only the tunnel inside is odd; the outer packet is fine.
@@ -166,7 +168,7 @@ impl Direction {
         if !forwardable {
             return self.counters.drop("parse", error.reason());
         }
-        if frame.len() - ETHERNET_HEADER_LEN > egress.mtu + 8 {
+        if frame.len() - ETHERNET_HEADER_LEN > egress.mtu + TWO_VLAN_TAGS {
             return self.counters.drop("egress", "frame over egress mtu");
         }
         self.counters.non_ip_frames +=

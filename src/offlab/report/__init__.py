@@ -11,6 +11,7 @@ from .document import ReportModel, build_report_model
 from .html import render_html
 from .markdown import render_markdown
 from .model import Thresholds
+from .views import view_charts
 
 __all__ = ["ReportModel", "Thresholds", "build_report_model", "write_report"]
 
@@ -28,6 +29,7 @@ def write_report(
     (out / CHART_DIR).mkdir(parents=True, exist_ok=True)
     model = build_report_model(results, thresholds)
     charts = {group.slug: group_chart(group) for group in model.groups}
+    charts.update(view_charts(model))  # message-size curves, DUT study
     chart_paths = {}
     for slug, png in charts.items():
         name = f"{CHART_DIR}/{_safe(slug)}.png"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
+from ..adaptive import AdaptiveOutcome
 from ..records import RunInfo
 from ..store import RunResults
 from ..warnings import LabWarning
@@ -23,6 +25,8 @@ class ReportModel:
     thresholds: Thresholds
     samples: int
     cases: int
+    adaptive: Mapping[str, AdaptiveOutcome] = field(default_factory=dict)
+    """case key → how its adaptive repetitions ended (`run --ci-target`)."""
 
 
 def build_report_model(
@@ -41,4 +45,5 @@ def build_report_model(
         thresholds=thresholds,
         samples=sum(len(s) for s in results.samples.values()),
         cases=len(results.cases),
+        adaptive=results.adaptive,
     )

@@ -11,6 +11,7 @@ from .document import ReportModel
 from .recommend import Effect, digest, not_applied_sentence
 from .sections import grouped_warnings, headlines, run_facts, timestamp, rows_by_scenario
 from .tables import Table, cpu_table, offload_matrix, throughput_table
+from .views import seed_views
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;
@@ -77,6 +78,7 @@ def render_html(model: ReportModel, charts: Mapping[str, bytes]) -> str:
         _recommendations(model),
         _warnings(model),
         _results(model, charts),
+        _views(model, charts),
         _appendix(model),
     ]
     return page(title, "".join(body))
@@ -170,6 +172,18 @@ def _results(model: ReportModel, charts: Mapping[str, bytes]) -> str:
         out.append(render_table(throughput_table(group)))
         out.append("<details open><summary>CPU per role (% of its core, mean±std)</summary>"
                    f"{render_table(cpu_table(group))}</details>")
+    return "".join(out)
+
+
+def _views(model: ReportModel, charts: Mapping[str, bytes]) -> str:
+    """Seed-shaped views (message-size curves, DUT tables), each a section."""
+    out = []
+    for view in seed_views(model):
+        out.append(f"<h2>{_e(view.title)}</h2><p class=\"muted\">{_e(view.intro)}</p>")
+        if view.chart in charts:
+            out.append(f'<img class="chart" alt="{_e(view.title)}" '
+                       f'src="{data_uri(charts[view.chart])}">')
+        out += [f"<h3>{_e(caption)}</h3>{render_table(table)}" for caption, table in view.tables]
     return "".join(out)
 
 

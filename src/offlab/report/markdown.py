@@ -8,6 +8,7 @@ from .document import ReportModel
 from .recommend import digest, not_applied_sentence
 from .sections import grouped_warnings, headlines, run_facts, rows_by_scenario
 from .tables import Table, cpu_table, offload_matrix, throughput_table
+from .views import seed_views
 
 
 def render_table(table: Table) -> str:
@@ -46,8 +47,20 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
         parts.append(render_table(throughput_table(group)))
         parts.append(f"CPU per role, % of its core, mean±std over runs:\n\n"
                      f"{render_table(cpu_table(group))}")
+    parts.extend(_views(model, chart_paths))
     parts.append(_appendix(model))
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _views(model: ReportModel, chart_paths: Mapping[str, str]) -> list[str]:
+    """Seed-shaped views (message-size curves, DUT tables), each a section."""
+    parts = []
+    for view in seed_views(model):
+        parts += [f"## {view.title}", view.intro]
+        if view.chart in chart_paths:
+            parts.append(f"![{view.title}]({chart_paths[view.chart]})")
+        parts += [f"{caption}:\n\n{render_table(table)}" for caption, table in view.tables]
+    return parts
 
 
 def _summary(model: ReportModel) -> str:

@@ -26,9 +26,11 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => std::is_x86_feature_detected!("avx2"),
             #[cfg(target_arch = "x86_64")]
+            // AVX2 too: buffers below `AVX512_MIN_LEN` run the AVX2 kernel.
             Kernel::Avx512 => {
                 std::is_x86_feature_detected!("avx512f")
                     && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("avx2")
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
@@ -85,7 +87,7 @@ pub fn sum_with(kernel: Kernel, data: &[u8], initial: u32) -> u32 {
     sum_supported(kernel, data, initial)
 }
 
-/// Sum with a kernel already known to run on this CPU.
+/// Sum with a kernel already known to run on this CPU (callers must guarantee it).
 #[inline]
 pub(super) fn sum_supported(kernel: Kernel, data: &[u8], initial: u32) -> u32 {
     let data_sum = if data.len() <= MAX_CHUNK {
@@ -114,10 +116,13 @@ const AVX512_MIN_LEN: usize = 512;
 fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
     match kernel {
         _ if data.len() < SIMD_MIN_LEN => portable::sum_le(data),
+        // SAFETY: `sum_le` is only reached through `sum_supported`, whose callers pass a
+        // kernel this CPU supports (`kernel()` detects it, `sum_with` checks it).
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 if data.len() >= AVX512_MIN_LEN => super::x86::sum_avx512(data),
+        Kernel::Avx512 if data.len() >= AVX512_MIN_LEN => unsafe { super::x86::sum_avx512(data) },
+        // SAFETY: as above; `Kernel::Avx512` is only supported where AVX2 is too.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 | Kernel::Avx2 => super::x86::sum_avx2(data),
+        Kernel::Avx512 | Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
         _ => portable::sum_le(data),
     }
 }
@@ -126,10 +131,12 @@ fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
 #[cfg(test)]
 pub(super) fn sum_le_exact(kernel: Kernel, data: &[u8]) -> u64 {
     match kernel {
+        // SAFETY: tests only pass kernels from `Kernel::available()`.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => super::x86::sum_avx512(data),
+        Kernel::Avx512 => unsafe { super::x86::sum_avx512(data) },
+        // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => super::x86::sum_avx2(data),
+        Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
         _ => portable::sum_le(data),
     }
 }

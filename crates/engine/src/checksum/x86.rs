@@ -10,8 +10,11 @@ use core::arch::x86_64::*;
 /// Sums 32-bit lanes into 64-bit accumulators: each 256-bit load is split into its
 /// low and high 32-bit halves (a blend and a shift), which cannot overflow a 64-bit
 /// lane. Four loads per iteration keep four independent dependency chains.
-pub fn sum_avx2(data: &[u8]) -> u64 {
-    // SAFETY: the dispatcher only selects this kernel when AVX2 was detected.
+///
+/// # Safety
+/// The CPU must support AVX2.
+pub unsafe fn sum_avx2(data: &[u8]) -> u64 {
+    // SAFETY: the caller guarantees AVX2, the only requirement of `sum_avx2_impl`.
     unsafe { sum_avx2_impl(data) }
 }
 
@@ -72,9 +75,12 @@ fn add_halves_avx2(acc: __m256i, v: __m256i) -> __m256i {
 /// Adds 32-bit lanes with wrap-around and counts the wraps (an unsigned compare into a
 /// mask, then a masked increment): three operations per 64 bytes. The last partial
 /// vector is read with a masked load, so no scalar tail is needed.
-pub fn sum_avx512(data: &[u8]) -> u64 {
-    // SAFETY: the dispatcher only selects this kernel when AVX-512F and AVX-512BW were
-    // detected.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW.
+pub unsafe fn sum_avx512(data: &[u8]) -> u64 {
+    // SAFETY: the caller guarantees AVX-512F/BW, the only requirement of
+    // `sum_avx512_impl`.
     unsafe { sum_avx512_impl(data) }
 }
 

@@ -49,11 +49,14 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
             if layer.header_len != IPV4_PLAIN_HEADER_LEN {
                 return Err(Reason::IpOptions);
             }
-            let ip = Ipv4Packet::new_unchecked(header);
-            if ip.is_fragment() || header[IPV4_FLAGS_BYTE] & IPV4_RESERVED_FLAG != 0 {
+            // A fixed-size view lets the compiler drop every getter's bounds check.
+            let fixed: &[u8; IPV4_PLAIN_HEADER_LEN] =
+                header.try_into().map_err(|_| Reason::IpOptions)?;
+            let ip = Ipv4Packet::new_unchecked(fixed);
+            if ip.is_fragment() || fixed[IPV4_FLAGS_BYTE] & IPV4_RESERVED_FLAG != 0 {
                 return Err(Reason::Fragment);
             }
-            if !header_checksum_ok(header) {
+            if !header_checksum_ok(fixed) {
                 return Err(Reason::BadIpChecksum);
             }
             Ok(IpFacts {
@@ -79,10 +82,7 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
 
 /// Whether a 20-byte IPv4 header sums to 0xffff. Summed inline: the general
 /// `checksum::sum` costs more in dispatch and setup than this whole header.
-fn header_checksum_ok(header: &[u8]) -> bool {
-    let Some(words) = header.get(..IPV4_PLAIN_HEADER_LEN) else {
-        return false;
-    };
+fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
     // Summing 32-bit big-endian words and folding gives the 16-bit one's-complement sum.
     let mut total: u64 = words
         .chunks_exact(4)

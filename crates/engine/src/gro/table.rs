@@ -261,3 +261,15 @@ impl AgeCursor {
         Some(current)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_per_flow_fits_1_kib_with_default_caps() {
+        // Slot + 64 ids + two index entries: 1024 flows stay within 1 MiB.
+        let per_flow = core::mem::size_of::<Slot>() + 64 * 8 + 2 * 8;
+        assert!(per_flow <= 1024, "{per_flow} bytes per flow");
+    }
+}

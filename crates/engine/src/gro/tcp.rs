@@ -21,20 +21,24 @@ pub(crate) struct TcpFacts {
     pub offset_byte: u8,
 }
 
-/// Flags that may differ inside a run: PSH and FIN end it, CWR starts one.
-const RUN_VARIANT_FLAGS: TcpFlags =
-    TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits() | TcpFlags::CWR.bits());
+/// Flags that may differ inside a run: PSH and FIN end it (CWR is refused earlier).
+const RUN_VARIANT_FLAGS: TcpFlags = TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits());
 
 /// Reads a TCP header; `header` is exactly the header `parse_frame` measured.
 pub(crate) fn read(header: &[u8]) -> TcpFacts {
-    let tcp = TcpPacket::new_unchecked(header);
+    // The fixed part as an array: the getters then need no bounds checks.
+    let fixed: [u8; TCP_FIXED_HEADER_LEN] = header
+        .get(..TCP_FIXED_HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .unwrap_or([0; TCP_FIXED_HEADER_LEN]);
+    let tcp = TcpPacket::new_unchecked(&fixed);
     TcpFacts {
         seq: tcp.seq_number(),
         ack: tcp.ack_number(),
         flags: tcp.flags(),
         window: tcp.window(),
         header_len: u16::try_from(header.len()).unwrap_or(u16::MAX),
-        offset_byte: header.get(DATA_OFFSET_BYTE).copied().unwrap_or(0),
+        offset_byte: fixed[DATA_OFFSET_BYTE],
     }
 }
 

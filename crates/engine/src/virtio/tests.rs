@@ -377,3 +377,27 @@ fn vxlan_inner_tcp_gso_points_at_the_inner_transport() {
     let gso = header.validate(&frame, None).unwrap().gso.unwrap();
     assert_eq!((gso.headers_len, gso.segments), (104, 3));
 }
+
+proptest::proptest! {
+    /// Any header against a real frame: validation never panics, and what it accepts
+    /// names offsets inside the frame and segments that cover the payload.
+    #[test]
+    fn any_header_validates_or_errs_cleanly(
+        bytes in proptest::array::uniform12(proptest::num::u8::ANY),
+        payload in 0usize..5000,
+        v6 in proptest::bool::ANY,
+    ) {
+        let frame = if v6 { tcp6_frame(payload) } else { tcp4_frame(payload) };
+        let header = Header::decode(&bytes, HeaderForm::V1).unwrap();
+        proptest::prop_assert_eq!(header.to_bytes(), bytes);
+        if let Ok(offload) = header.validate(&frame, None) {
+            if let ChecksumState::Partial { start, offset } = offload.checksum {
+                proptest::prop_assert!(start + offset + 2 <= frame.len());
+            }
+            if let Some(gso) = offload.gso {
+                let size = usize::from(gso.gso_size);
+                proptest::prop_assert!((gso.segments - 1) * size < payload && payload <= gso.segments * size);
+            }
+        }
+    }
+}

@@ -112,4 +112,15 @@ impl Layout {
             None => self.ip.end,
         }
     }
+    /// The outermost IP layer: the tunnel's outer one, or the only one.
+    pub fn outer_ip(&self) -> &IpLayer {
+        match &self.tunnel {
+            Some(t) => &t.outer,
+            None => &self.ip,
+        }
+    }
+    /// Every IP layer, outermost first (one or two).
+    pub fn ip_layers(&self) -> impl Iterator<Item = &IpLayer> {
+        self.tunnel.as_ref().map(|t| &t.outer).into_iter().chain(core::iter::once(&self.ip))
+    }
 }

@@ -317,3 +317,48 @@ fn every_prefix_of_a_tunnel_frame_parses_or_errs_cleanly() {
         }
     }
 }
+
+proptest::proptest! {
+    /// Corrupting any bytes of real frames never panics, and whatever still parses
+    /// keeps every range inside the frame (the fuzz target's invariant, run in CI).
+    #[test]
+    fn corrupted_frames_parse_or_err_cleanly(
+        which in 0usize..4,
+        edits in proptest::collection::vec((0usize..200, proptest::num::u8::ANY), 1..8),
+        cut in 0usize..200,
+    ) {
+        let vxlan = [0x08, 0, 0, 0, 0x00, 0x00, 0x2a, 0x00];
+        let geneve = [0x01, 0x00, 0x65, 0x58, 0, 1, 0, 0, 0x01, 0x02, 0x03, 0x00];
+        let gre = [0xb0, 0x00, 0x65, 0x58, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2];
+        let ext = [6, 0, 0x01, 0x04, 0, 0, 0, 0];
+        let mut frame = match which {
+            0 => concat(&[&eth(0x0800), &ipv4(17, &udp(4789, &concat(&[&vxlan, &inner_tcp4_frame(&[1; 40])])))]),
+            1 => concat(&[&eth(0x86dd), &ipv6(17, &udp(6081, &concat(&[&geneve, &inner_tcp4_frame(&[2; 40])])))]),
+            2 => concat(&[&eth(0x0800), &ipv4(47, &concat(&[&gre, &inner_tcp4_frame(&[3; 40])]))]),
+            _ => concat(&[&eth(0x86dd), &ipv6(60, &concat(&[&ext, &tcp(&[4; 40])]))]),
+        };
+        for (at, value) in edits {
+            if let Some(byte) = frame.get_mut(at) {
+                *byte = value;
+            }
+        }
+        frame.truncate(frame.len().saturating_sub(cut % 8));
+        if let Ok(layout) = parse_frame(&frame) {
+            assert_inside(&layout, &frame);
+            proptest::prop_assert!(layout.payload().end <= frame.len());
+        }
+    }
+}
+
+#[test]
+fn layout_lists_ip_layers_outermost_first() {
+    let vxlan = [0x08, 0, 0, 0, 0, 0, 1, 0];
+    let frame = concat(&[&eth(0x86dd), &ipv6(17, &udp(4789, &concat(&[&vxlan, &inner_tcp4_frame(b"x")])))]);
+    let layout = parse_frame(&frame).unwrap();
+    assert_eq!(layout.outer_ip().version, IpVersion::V6);
+    let versions: Vec<_> = layout.ip_layers().map(|ip| ip.version).collect();
+    assert_eq!(versions, vec![IpVersion::V6, IpVersion::V4]);
+    let plain = parse_frame(&TCP4_SYN).unwrap();
+    assert_eq!(plain.outer_ip(), &plain.ip);
+    assert_eq!(plain.ip_layers().count(), 1);
+}

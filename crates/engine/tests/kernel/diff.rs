@@ -12,7 +12,12 @@ pub fn bytes(kernel: &[u8], engine: &[u8]) -> Option<String> {
     let mut out = String::new();
     let common = kernel.len().min(engine.len());
     let differing: Vec<usize> = (0..common).filter(|&i| kernel[i] != engine[i]).collect();
-    let _ = write!(out, "kernel {} bytes, engine {} bytes; ", kernel.len(), engine.len());
+    let _ = write!(
+        out,
+        "kernel {} bytes, engine {} bytes; ",
+        kernel.len(),
+        engine.len()
+    );
     let _ = write!(out, "{} differing offsets", differing.len());
     for i in differing.iter().take(16) {
         let _ = write!(out, " {i}:{:02x}/{:02x}", kernel[*i], engine[*i]);
@@ -25,7 +30,12 @@ pub fn bytes(kernel: &[u8], engine: &[u8]) -> Option<String> {
 }
 
 fn hex(b: &[u8], from: usize) -> String {
-    b.iter().skip(from).take(32).map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
+    b.iter()
+        .skip(from)
+        .take(32)
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Counts of one differential test, printed as its one-line summary.

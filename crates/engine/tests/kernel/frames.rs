@@ -39,9 +39,23 @@ pub struct Eth {
 
 #[derive(Debug, Clone)]
 pub enum Ip {
-    V4 { src: [u8; 4], dst: [u8; 4], id: u16, ttl: u8, tos: u8, df: bool },
+    V4 {
+        src: [u8; 4],
+        dst: [u8; 4],
+        id: u16,
+        ttl: u8,
+        tos: u8,
+        df: bool,
+    },
     /// `dest_opts`: insert one 8-byte Destination Options extension header (PadN only).
-    V6 { src: [u8; 16], dst: [u8; 16], hop_limit: u8, tclass: u8, flow_label: u32, dest_opts: bool },
+    V6 {
+        src: [u8; 16],
+        dst: [u8; 16],
+        hop_limit: u8,
+        tclass: u8,
+        flow_label: u32,
+        dest_opts: bool,
+    },
 }
 
 /// IPv6 next-header value of Destination Options.
@@ -159,7 +173,10 @@ pub fn ip_packet(ip: &Ip, l4: &L4, payload: &[u8], csum: Csum) -> Vec<u8> {
 fn transport(l4: &L4, payload_len: usize) -> Vec<u8> {
     match l4 {
         L4::Tcp(t) => {
-            assert!(t.options.len() % 4 == 0, "TCP options must be whole 32-bit words");
+            assert!(
+                t.options.len() % 4 == 0,
+                "TCP options must be whole 32-bit words"
+            );
             let hlen = 20 + t.options.len();
             let mut h = Vec::with_capacity(hlen);
             h.extend_from_slice(&t.sport.to_be_bytes());
@@ -186,7 +203,14 @@ fn transport(l4: &L4, payload_len: usize) -> Vec<u8> {
 
 fn ip_header(ip: &Ip, proto: u8, l4_len: usize) -> Vec<u8> {
     match *ip {
-        Ip::V4 { src, dst, id, ttl, tos, df } => {
+        Ip::V4 {
+            src,
+            dst,
+            id,
+            ttl,
+            tos,
+            df,
+        } => {
             let mut h = vec![0x45, tos];
             h.extend_from_slice(&((20 + l4_len) as u16).to_be_bytes());
             h.extend_from_slice(&id.to_be_bytes());
@@ -198,7 +222,14 @@ fn ip_header(ip: &Ip, proto: u8, l4_len: usize) -> Vec<u8> {
             h[10..12].copy_from_slice(&c.to_be_bytes());
             h
         }
-        Ip::V6 { src, dst, hop_limit, tclass, flow_label, dest_opts } => {
+        Ip::V6 {
+            src,
+            dst,
+            hop_limit,
+            tclass,
+            flow_label,
+            dest_opts,
+        } => {
             let word = (6u32 << 28) | (u32::from(tclass) << 20) | (flow_label & 0xf_ffff);
             let ext_len = if dest_opts { 8 } else { 0 };
             let first = if dest_opts { IPV6_DEST_OPTS } else { proto };
@@ -221,7 +252,10 @@ pub fn vxlan_frame(eth: &Eth, ip: &Ip, sport: u16, vni: u32, inner: &[u8], udp: 
     let mut vx = vec![0x08, 0, 0, 0];
     vx.extend_from_slice(&(vni << 8).to_be_bytes());
     vx.extend_from_slice(inner);
-    let l4 = L4::Udp { sport, dport: VXLAN_PORT };
+    let l4 = L4::Udp {
+        sport,
+        dport: VXLAN_PORT,
+    };
     let ethertype = match ip {
         Ip::V4 { .. } => 0x0800,
         Ip::V6 { .. } => 0x86dd,
@@ -233,7 +267,9 @@ pub fn vxlan_frame(eth: &Eth, ip: &Ip, sport: u16, vni: u32, inner: &[u8], udp: 
 
 /// Deterministic payload bytes; `seed` makes flows distinguishable.
 pub fn payload(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed)).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .collect()
 }
 
 /// TCP timestamp option (NOP, NOP, kind 8) — 12 bytes.
@@ -268,7 +304,11 @@ pub fn pseudo_sum(ip: &Ip, proto: u8, l4_len: usize) -> u32 {
     match ip {
         Ip::V4 { src, dst, .. } => sum(src) + sum(dst) + u32::from(proto) + l4_len as u32,
         Ip::V6 { src, dst, .. } => {
-            sum(src) + sum(dst) + u32::from(proto) + (l4_len as u32 >> 16) + (l4_len as u32 & 0xffff)
+            sum(src)
+                + sum(dst)
+                + u32::from(proto)
+                + (l4_len as u32 >> 16)
+                + (l4_len as u32 & 0xffff)
         }
     }
 }
@@ -285,7 +325,11 @@ pub fn l4_checksum_ok(frame: &[u8], l2_len: usize) -> bool {
         }
         _ => {
             let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-            let (proto, ext) = if ip[6] == IPV6_DEST_OPTS { (ip[40], (usize::from(ip[41]) + 1) * 8) } else { (ip[6], 0) };
+            let (proto, ext) = if ip[6] == IPV6_DEST_OPTS {
+                (ip[40], (usize::from(ip[41]) + 1) * 8)
+            } else {
+                (ip[6], 0)
+            };
             (proto, &ip[8..40], &ip[40 + ext..40 + plen])
         }
     };

@@ -147,16 +147,31 @@ impl Drop for Netns {
 /// Creates a veth pair with one end in each namespace (names are per namespace, so the
 /// same short names can be used by tests running in parallel).
 pub fn veth_pair(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str) {
-    a.ip(&["link", "add", a_dev, "type", "veth", "peer", "name", b_dev, "netns", b.name()]);
+    a.ip(&[
+        "link",
+        "add",
+        a_dev,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        b_dev,
+        "netns",
+        b.name(),
+    ]);
 }
 
 /// Deletes `ofl-<pid>-*` namespaces whose creating process no longer exists. Namespaces
 /// of live processes (including other test binaries running now) are never touched.
 fn sweep_dead_leftovers() {
-    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else { return };
+    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = owner_pid(&name) else { continue };
+        let Some(pid) = owner_pid(&name) else {
+            continue;
+        };
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             eprintln!("removing leftover namespace {name} (pid {pid} is gone)");
             let _ = run("ip", &["netns", "del", &name]);

@@ -49,19 +49,34 @@ impl Tap {
         // SAFETY: ifreq is plain old data; all-zero is a valid value.
         let mut ifr: libc::ifreq = unsafe { zeroed() };
         let bytes = name.as_bytes();
-        assert!(bytes.len() < libc::IFNAMSIZ, "interface name too long: {name}");
+        assert!(
+            bytes.len() < libc::IFNAMSIZ,
+            "interface name too long: {name}"
+        );
         for (dst, src) in ifr.ifr_name.iter_mut().zip(bytes) {
             *dst = *src as libc::c_char;
         }
         ifr.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as i16;
         // SAFETY: TUNSETIFF reads and writes one ifreq, which outlives the call.
-        check(unsafe { libc::ioctl(raw, libc::TUNSETIFF, &mut ifr) }, "TUNSETIFF")?;
+        check(
+            unsafe { libc::ioctl(raw, libc::TUNSETIFF, &mut ifr) },
+            "TUNSETIFF",
+        )?;
         let len: libc::c_int = vnet_hdr_len;
         // SAFETY: TUNSETVNETHDRSZ reads one int.
-        check(unsafe { libc::ioctl(raw, libc::TUNSETVNETHDRSZ, &len) }, "TUNSETVNETHDRSZ")?;
+        check(
+            unsafe { libc::ioctl(raw, libc::TUNSETVNETHDRSZ, &len) },
+            "TUNSETVNETHDRSZ",
+        )?;
         // SAFETY: TUNSETOFFLOAD takes the mask by value.
-        check(unsafe { libc::ioctl(raw, libc::TUNSETOFFLOAD, offload as libc::c_ulong) }, "TUNSETOFFLOAD")?;
-        Ok(Tap { fd, name: name.to_owned() })
+        check(
+            unsafe { libc::ioctl(raw, libc::TUNSETOFFLOAD, offload as libc::c_ulong) },
+            "TUNSETOFFLOAD",
+        )?;
+        Ok(Tap {
+            fd,
+            name: name.to_owned(),
+        })
     }
 
     /// Writes one virtio header + frame; the kernel takes it as a frame received on the
@@ -69,11 +84,18 @@ impl Tap {
     pub fn write(&self, vnet_and_frame: &[u8]) -> io::Result<()> {
         // SAFETY: the buffer is valid for its length.
         let n = unsafe {
-            libc::write(self.fd.as_raw_fd(), vnet_and_frame.as_ptr().cast(), vnet_and_frame.len())
+            libc::write(
+                self.fd.as_raw_fd(),
+                vnet_and_frame.as_ptr().cast(),
+                vnet_and_frame.len(),
+            )
         };
         let n = check(n as libc::c_int, "write to TAP")? as usize;
         if n != vnet_and_frame.len() {
-            return Err(io::Error::other(format!("short TAP write {n}/{}", vnet_and_frame.len())));
+            return Err(io::Error::other(format!(
+                "short TAP write {n}/{}",
+                vnet_and_frame.len()
+            )));
         }
         Ok(())
     }
@@ -128,8 +150,20 @@ impl PacketSocket {
             set_int_opt(raw, libc::SOL_PACKET, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR")?;
         }
         set_int_opt(raw, libc::SOL_PACKET, PACKET_AUXDATA, 1, "PACKET_AUXDATA")?;
-        set_int_opt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20, "SO_RCVBUFFORCE")?;
-        set_int_opt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 8 << 20, "SO_SNDBUFFORCE")?;
+        set_int_opt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            8 << 20,
+            "SO_RCVBUFFORCE",
+        )?;
+        set_int_opt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            8 << 20,
+            "SO_SNDBUFFORCE",
+        )?;
         let cname = CString::new(ifname).expect("interface name");
         // SAFETY: NUL-terminated name.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
@@ -156,7 +190,10 @@ impl PacketSocket {
     pub fn send_batch(&self, frames: &[Vec<u8>]) -> io::Result<()> {
         let mut iovs: Vec<libc::iovec> = frames
             .iter()
-            .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() })
+            .map(|f| libc::iovec {
+                iov_base: f.as_ptr() as *mut _,
+                iov_len: f.len(),
+            })
             .collect();
         let mut sll = sockaddr_ll(self.ifindex);
         // SAFETY: mmsghdr is plain old data; all-zero is valid before filling in.
@@ -185,7 +222,11 @@ impl PacketSocket {
 
     /// Reads one frame, waiting at most `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> io::Result<Option<Received>> {
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
         if check(unsafe { libc::poll(&mut pfd, 1, ms) }, "poll")? == 0 {
@@ -195,7 +236,10 @@ impl PacketSocket {
         // SAFETY: sockaddr_ll is plain old data.
         let mut from: libc::sockaddr_ll = unsafe { zeroed() };
         let mut control = [0u64; 16]; // 8-byte aligned room for one tpacket_auxdata cmsg
-        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
         // SAFETY: msghdr is plain old data; every pointer set below outlives the call.
         let mut msg: libc::msghdr = unsafe { zeroed() };
         msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
@@ -211,7 +255,11 @@ impl PacketSocket {
             return Err(io::Error::other(format!("frame of {n} bytes truncated")));
         }
         buf.truncate(n);
-        Ok(Some(Received { bytes: buf, pkttype: from.sll_pkttype, vlan: vlan_from_control(&msg) }))
+        Ok(Some(Received {
+            bytes: buf,
+            pkttype: from.sll_pkttype,
+            vlan: vlan_from_control(&msg),
+        }))
     }
 
     /// Collects incoming frames accepted by `keep` until none has arrived for `quiet`,
@@ -258,7 +306,11 @@ fn vlan_from_control(msg: &libc::msghdr) -> Option<(u16, u16)> {
                 if status & TP_STATUS_VLAN_VALID == 0 {
                     return None;
                 }
-                let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 { tpid } else { 0x8100 };
+                let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 {
+                    tpid
+                } else {
+                    0x8100
+                };
                 return Some((tpid, tci));
             }
             cmsg = libc::CMSG_NXTHDR(msg, cmsg);

@@ -8,6 +8,8 @@ pub const F_DATA_VALID: u8 = 2;
 
 pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
+/// UFO: one UDP datagram cut into IPv4 fragments.
+pub const GSO_UDP: u8 = 3;
 pub const GSO_TCPV6: u8 = 4;
 pub const GSO_UDP_L4: u8 = 5;
 pub const GSO_ECN: u8 = 0x80;
@@ -41,12 +43,20 @@ impl VnetHdr {
         let mut b = Vec::with_capacity(len);
         b.push(self.flags);
         b.push(self.gso_type);
-        for v in [self.hdr_len, self.gso_size, self.csum_start, self.csum_offset] {
+        for v in [
+            self.hdr_len,
+            self.gso_size,
+            self.csum_start,
+            self.csum_offset,
+        ] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         b.resize(len.max(BASE_LEN), 0);
         if let Some((outer_th, inner_nh)) = self.tunnel {
-            assert!(len >= TUNNEL_LEN, "tunnel offsets need a {TUNNEL_LEN}-byte header");
+            assert!(
+                len >= TUNNEL_LEN,
+                "tunnel offsets need a {TUNNEL_LEN}-byte header"
+            );
             b[20..22].copy_from_slice(&outer_th.to_le_bytes());
             b[22..24].copy_from_slice(&inner_nh.to_le_bytes());
         }
@@ -54,7 +64,11 @@ impl VnetHdr {
     }
 
     pub fn decode(b: &[u8]) -> VnetHdr {
-        assert!(b.len() >= BASE_LEN, "virtio header needs {BASE_LEN} bytes, got {}", b.len());
+        assert!(
+            b.len() >= BASE_LEN,
+            "virtio header needs {BASE_LEN} bytes, got {}",
+            b.len()
+        );
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         VnetHdr {
             flags: b[0],

@@ -1,0 +1,74 @@
+"""One short real TCP case through offlab-fwd, VM to VM and VM to host: the sample has
+throughput, the forwarder's counters and its datapath state, and nothing is left
+behind (namespaces, forwarder processes)."""
+
+import os
+import subprocess
+
+import pytest
+
+from offlab.datapath import DIRECT_PROFILE, PROFILES
+from offlab.fwd import FwdError, find_binary
+from offlab.records import CaseSpec, TrafficSpec
+from offlab.runner import Runner
+from offlab.topology import our_namespaces
+
+try:
+    BINARY = find_binary()
+except FwdError as missing:
+    pytest.skip(str(missing), allow_module_level=True)
+
+
+class ListSink:
+    def __init__(self):
+        self.samples = []
+
+    def add_sample(self, run_id, case, sample):
+        self.samples.append((case, sample))
+
+    def record_adaptive(self, run_id, outcome):
+        raise AssertionError("not an adaptive run")
+
+
+def forwarders_running() -> list[str]:
+    """Our forwarders: their --port arguments name this process's namespaces."""
+    out = subprocess.run(["pgrep", "-f", f"offlab-fwd .*@ofl-{os.getpid()}-"],
+                         capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def run_cases(scenario, profiles):
+    traffic = TrafficSpec("tcp", duration_s=1.0, warmup_s=1.0)
+    cases = [CaseSpec(scenario, 1500, p, traffic) for p in profiles]
+    sink = ListSink()
+    Runner(sink, "itest", runs=1, show_progress=False).execute(cases)
+    assert our_namespaces() == []
+    assert forwarders_running() == []
+    return {case.profile.name: sample for case, sample in sink.samples}
+
+
+@pytest.mark.parametrize("scenario, b_label", [("vm2vm", "tap:ofl-tb"), ("vm2host", "packet:ofl-hm")])
+def test_engine_gro_through_the_forwarder(scenario, b_label):
+    samples = run_cases(scenario, [PROFILES["engine-gro"], DIRECT_PROFILE])
+    sample = samples["engine-gro"]
+    assert sample.throughput_bps > 0
+    assert sample.roles["forwarder"] == 1
+    assert sample.counters["fwd:a>b:rx_packets"] > 0
+    assert sample.counters["fwd:a>b:merged_super_packets"] > 0
+    assert sample.counters["fwd:a>b:merged_packets"] > sample.counters["fwd:a>b:merged_super_packets"]
+    assert not any(k.startswith("fwd:") and ":drop." in k for k in sample.counters)
+    assert sample.offloads["fwd"]["mode.gro"].on and sample.offloads["fwd"]["mode.gro"].requested
+    assert sample.offloads[b_label]["tso4"].on and not sample.offloads["tap:ofl-ta"]["tso4"].on
+    direct = samples["veth-direct"]
+    assert direct.throughput_bps > 0 and "forwarder" not in direct.roles
+    assert direct.offloads["fwd"]["veth.direct"].on
+    assert not any(k.startswith("fwd:") for k in direct.counters)
+
+
+def test_engine_gso_segments_the_vms_super_packets():
+    samples = run_cases("vm2host", [PROFILES["engine-gso"]])
+    sample = samples["engine-gso"]
+    assert sample.throughput_bps > 0
+    assert sample.counters["fwd:a>b:segmented_super_packets"] > 0
+    assert sample.counters["fwd:a>b:segments"] > sample.counters["fwd:a>b:segmented_super_packets"]
+    assert sample.offloads["tx:ofl-ta"]["tcp-segmentation-offload"].on
