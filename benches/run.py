@@ -236,8 +236,8 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
     parts = [
         f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}, {args.pairs} pairs "
         f"(DPDK then engine, alternately, `taskset -c 0`), {args.seconds} s per workload "
-        "per run; each run's figure is its fastest of 10 equal slices; medians over runs; "
-        "ratio = engine/DPDK of the same pair.",
+        "per run; each run's figure is the rate at the fast decile of ~50 µs samples; "
+        "medians over runs; ratio = engine/DPDK of the same pair.",
         "",
         *machine(),
         "",

@@ -50,6 +50,8 @@ def test_rates_table_pairs_generated_and_received(studies):
     assert float(rows["CPU % per Mbps, both cores − generator process"][0].split("±")[0]) == \
         pytest.approx((busy - 40) / 60, abs=0.01)
     assert rows["Generator process %usr+%sys (its core)"] == ("40.0±0.0", "40.0±0.0")
+    assert float(rows["CPU % per Mbps, both cores − foreign load"][0].split("±")[0]) == \
+        pytest.approx((busy - 1.0) / 60, abs=0.01)  # the fixture's other_busy_pct is 1 %
 
 
 def test_tcp_rates_are_in_gbit(studies):

@@ -10,7 +10,7 @@ from offlab import matrix, plan
 from offlab.counters import is_pathology
 from offlab.plan import PlanError, parse
 from offlab.records import CaseSpec, Sample, TrafficSpec
-from offlab.report.middlebox import (COLLAPSED, NOT_REACHED, grown_pathologies,
+from offlab.report.middlebox import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
                                      middlebox_sections, middlebox_tables, pathology_table,
                                      seed_table)
 from offlab.report.model import profile_row
@@ -106,17 +106,20 @@ def _samples(case: CaseSpec, gbps: float, counters: dict, rng: random.Random, n:
     )
 
 
-def _rows(collapse_key: str | None = None):
-    """Two paths × four profiles; the profile `collapse_key` runs at 2 % of the rest
-    and its router drops packets."""
+DROPS = {"r:dev.ofl-rb0.tx_drop": 500, "a:Tcp.RetransSegs": 480}
+
+
+def _rows(collapse_key: str | None = None, rate: float = 0.2, counters: dict = DROPS):
+    """Two paths × four profiles at 10 Gbit/s; the profile `collapse_key` runs at
+    `rate` with these counters growing."""
     rng = random.Random(7)
     p = parse(PLAN.replace('["checksum", "tso", "gro"]', '["checksum", "gro"]')
               + 'paths = ["a-b", "a-r"]\n', "mb.toml")
     rows = []
     for case in p.cases:
         bad = case.key == collapse_key
-        counters = {"r:dev.ofl-rb0.tx_drop": 500, "a:Tcp.RetransSegs": 480} if bad else {"r:dev.ofl-rb0.rx_bytes": 10**9}
-        rows.append(profile_row(case, _samples(case, 0.2 if bad else 10.0, counters, rng)))
+        grown = counters if bad else {"r:dev.ofl-rb0.rx_bytes": 10**9}
+        rows.append(profile_row(case, _samples(case, rate if bad else 10.0, grown, rng)))
     return rows
 
 
@@ -150,7 +153,8 @@ def test_target_not_reached_is_marked_in_the_cell():
     (table,) = middlebox_tables(rows)
     assert seed_table(table, {key: outcome}).rows[0][2].endswith(NOT_REACHED)
     ((title, _, tables),) = middlebox_sections(rows, {key: outcome})
-    assert "seed 003" in title and len(tables) == 1
+    assert "seed 003" in title and len(tables) == 2
+    assert "0 collapsed, 0 degraded" in tables[1][0]
 
 
 def test_mbit_unit_when_every_cell_is_below_a_gigabit():
@@ -171,3 +175,14 @@ def test_grown_pathologies_ignore_traffic_counters_and_average_per_sample():
     t = dataclasses.replace(s, repetition=1, counters={"r:Ip.InDiscards": 2})
     assert grown_pathologies([s, t]) == {"r:Ip.InDiscards": 3.0}
     assert is_pathology("dev.ofl-rb0.tx_drop") and not is_pathology("Tcp.InSegs")
+
+
+def test_slow_with_path_drops_is_degraded_but_socket_overflow_alone_is_not():
+    key = "middlebox-ab/mtu1500/both:chkN-groY/tcp"
+    (table,) = middlebox_tables(_rows(collapse_key=key, rate=3.0))
+    assert seed_table(table, {}).rows[2][2].endswith(DEGRADED)
+    assert pathology_table(table).rows[0][2] == "degraded"
+    socket_only = {"b:Udp.RcvbufErrors": 10**5, "b:Udp.InErrors": 10**5}
+    (table,) = middlebox_tables(_rows(collapse_key=key, rate=3.0, counters=socket_only))
+    assert DEGRADED not in seed_table(table, {}).rows[2][2]
+    assert pathology_table(table) is None

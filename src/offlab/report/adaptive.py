@@ -22,11 +22,11 @@ def adaptive_sections(outcomes: Mapping[str, AdaptiveOutcome]) -> list[tuple[str
     missed = [o for o in outcomes.values() if not o.reached]
     first = next(iter(outcomes.values()))
     rows = tuple(
-        (o.case_key, "yes" if o.reached else "no", str(o.runs),
-         "–" if o.half_width is None else f"±{100 * o.half_width:.1f}%", o.sentence())
+        (o.case_key, "yes" if o.reached else "no", o.sentence(), str(o.runs),
+         "–" if o.half_width is None else f"±{100 * o.half_width:.1f}%")
         for o in sorted(outcomes.values(), key=lambda o: (o.reached, o.case_key))
     )
-    table = Table(header=("case", "reached", "runs", "CI half-width", "outcome"), rows=rows, align_left=2)
+    table = Table(header=("case", "reached", "outcome", "runs", "CI half-width"), rows=rows, align_left=3)
     caption = (f"{len(outcomes) - len(missed)} of {len(outcomes)} cases reached "
                f"±{100 * first.target:g}% within {first.min_runs}–{first.max_runs} runs")
     return [(f"Adaptive repetitions (target ±{100 * first.target:g}%)", INTRO, ((caption, table),))]

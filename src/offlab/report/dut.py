@@ -89,8 +89,9 @@ def dut_cpu_table(study: DutStudy) -> Table:
 
 def dut_rates_table(study: DutStudy) -> Table:
     """Generated vs received (the article's bar pairs), loss, CPU per unit of rate over
-    both cores, and the same without the generator's own process time (an estimate of
-    the DUT's alone: the generator's softirq work on the shared core stays in)."""
+    both cores, the same without the generator's own process time (an estimate of the
+    DUT's alone: the generator's softirq work on the shared core stays in) and without
+    the machine's foreign load (what a shared machine adds to every core)."""
     unit, scale = study.rate_unit
     per = unit.replace("bit/s", "bps")
     lines: list[tuple[str, list[str]]] = [
@@ -104,6 +105,8 @@ def dut_rates_table(study: DutStudy) -> Table:
          [mean_std(_per_rate(r, scale, False)) for _, r in study.columns]),
         (f"CPU % per {per}, both cores − generator process",
          [mean_std(_per_rate(r, scale, True)) for _, r in study.columns]),
+        (f"CPU % per {per}, both cores − foreign load",
+         [mean_std(_per_rate_without_foreign(r, scale)) for _, r in study.columns]),
         ("Generator process %usr+%sys (its core)",
          [mean_std(_generator_percent(d, r), decimals=1) for d, r in study.columns]),
         ("Foreign load % (not offlab's, both cores)",
@@ -147,6 +150,19 @@ def _per_rate(row: ProfileRow, scale: float, without_generator: bool) -> Summary
         if generator is not None:
             busy -= generator.values[number]
         values.append(busy / rate)
+    return summary(values)
+
+
+def _per_rate_without_foreign(row: ProfileRow, scale: float) -> Summary | None:
+    """Busy CPU minus what the cores spent on other processes of the machine
+    (`other_busy_pct`), per unit of rate: the lab's own cost on a shared machine."""
+    values = []
+    for sample in row.samples:
+        foreign = sample.counters.get("other_busy_pct")
+        rate = sample.throughput_bps / 1e9 * scale
+        if foreign is None or rate <= 0:
+            return None
+        values.append((sample.cpu_total_percent - foreign) / rate)
     return summary(values)
 
 

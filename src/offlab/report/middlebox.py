@@ -19,8 +19,15 @@ from .tables import Table, decimals_for
 
 COLLAPSE_FRACTION = 0.10
 """A profile whose mean is below this share of the path's best profile has collapsed it."""
+DEGRADED_FRACTION = 0.50
+"""Below this share, and with packets dropped on the path, a profile has degraded it."""
 NOT_REACHED = "†"
 COLLAPSED = "⚠"
+DEGRADED = "↓"
+SOCKET_OR_TCP = ("Tcp.RetransSegs", "TcpExt.TCPLostRetransmit", "Udp.InErrors",
+                 "Udp.RcvbufErrors", "Udp.SndbufErrors")
+"""Pathology counters that also grow under any saturating load (a socket buffer full, a
+retransmit): shown, but on their own they do not make a path "degraded"."""
 TOP_COUNTERS = 4
 """Pathology counters named per flagged cell, largest first."""
 
@@ -30,7 +37,9 @@ INTRO = (
     "Cells are the receiver's goodput, mean ± 95% CI (Student t) over the runs, as in "
     "seed 003; Y = feature on, N = off. "
     f"{COLLAPSED} marks a profile below {COLLAPSE_FRACTION:.0%} of the path's best "
-    f"(collapsed); {NOT_REACHED} a case whose adaptive CI target was not reached. "
+    f"(collapsed); {DEGRADED} one below {DEGRADED_FRACTION:.0%} while interface or IP "
+    "drop, error or checksum counters grew (degraded by drops on the path); "
+    f"{NOT_REACHED} a case whose adaptive CI target was not reached. "
     "Turning checksumming off also turns TSO off on the same interface (a kernel "
     "dependency: tx-tcp-segmentation goes off although ethtool still prints "
     "tcp-segmentation-offload: on), so rows chk N · tso Y measure TSO off; the "
@@ -65,9 +74,20 @@ class MiddleboxTable:
         return max((c.row.throughput.mean for (_, p), c in self.cells.items() if p == path.name),
                    default=0.0)
 
-    def collapsed(self, cell: Cell) -> bool:
+    def share_of_best(self, cell: Cell) -> float | None:
         best = self.best(cell.path)
-        return best > 0 and cell.row.throughput.mean < COLLAPSE_FRACTION * best
+        return cell.row.throughput.mean / best if best > 0 else None
+
+    def verdict(self, cell: Cell) -> str | None:
+        """"collapsed", "degraded" or None (see the thresholds above)."""
+        share = self.share_of_best(cell)
+        if share is None:
+            return None
+        if share < COLLAPSE_FRACTION:
+            return "collapsed"
+        if share < DEGRADED_FRACTION and path_drops(grown_pathologies(cell.row.samples)):
+            return "degraded"
+        return None
 
 
 def middlebox_tables(rows: Sequence[ProfileRow]) -> list[MiddleboxTable]:
@@ -117,8 +137,9 @@ def seed_table(table: MiddleboxTable, adaptive: Mapping[str, AdaptiveOutcome]) -
                 cells.append("–")
                 continue
             text = mean_ci(cell.row.throughput, scale)
-            if table.collapsed(cell):
-                text += f" {COLLAPSED}"
+            verdict = table.verdict(cell)
+            if verdict is not None:
+                text += f" {COLLAPSED if verdict == 'collapsed' else DEGRADED}"
             outcome = adaptive.get(cell.row.case.key)
             if outcome is not None and not outcome.reached:
                 text += f" {NOT_REACHED}"
@@ -138,25 +159,29 @@ def grown_pathologies(samples: Sequence) -> dict[str, float]:
     return dict(sorted(means.items(), key=lambda item: -item[1]))
 
 
+def path_drops(grown: Mapping[str, float]) -> list[str]:
+    """The grown counters that say the path (an interface or IP) lost or damaged packets."""
+    return [name for name in grown if name.split(":", 1)[-1] not in SOCKET_OR_TCP]
+
+
 def pathology_table(table: MiddleboxTable) -> Table | None:
-    """Cells that collapsed or whose drop/error/checksum counters grew; None if none."""
+    """Collapsed and degraded cells with the counters that grew; None if there are none."""
     name, scale = unit(table)
     rows = []
     for (combo, _), cell in table.cells.items():
-        grown = grown_pathologies(cell.row.samples)
-        collapsed = table.collapsed(cell)
-        if not grown and not collapsed:
+        verdict = table.verdict(cell)
+        if verdict is None:
             continue
-        best = table.best(cell.path)
-        share = f"{cell.row.throughput.mean / best:.0%}" if best > 0 else "–"
+        grown = grown_pathologies(cell.row.samples)
+        share = table.share_of_best(cell)
         loss = cell.row.loss_percent
         counters = ", ".join(f"{k} {v:.3g}" for k, v in list(grown.items())[:TOP_COUNTERS])
         rows.append((
             cell.path.label,
             " ".join(f"{SHORT[d]}{'Y' if on else 'N'}" for d, on in zip(table.dimensions, combo)),
-            "collapsed" if collapsed else "counters only",
+            verdict,
             mean_ci(cell.row.throughput, scale),
-            share,
+            "–" if share is None else f"{share:.0%}",
             "–" if loss is None else f"{loss.mean:.2f}",
             counters or "none",
         ))
@@ -168,17 +193,22 @@ def pathology_table(table: MiddleboxTable) -> Table | None:
 
 
 def counter_summary(table: MiddleboxTable) -> str:
-    """One sentence: how much of the table saw any pathology counter grow."""
-    flagged = sum(1 for c in table.cells.values() if grown_pathologies(c.row.samples))
-    collapsed = sum(1 for c in table.cells.values() if table.collapsed(c))
+    """One sentence: how much of the table was flagged, and how much saw counters grow."""
+    verdicts = [table.verdict(c) for c in table.cells.values()]
+    grown = [grown_pathologies(c.row.samples) for c in table.cells.values()]
     runs = statistics.fmean(c.row.n for c in table.cells.values())
-    return (f"{len(table.cells)} cells, {runs:.3g} runs each on average; {collapsed} collapsed; "
-            f"{flagged} with a drop, error, retransmit or checksum counter that grew.")
+    return (f"{len(table.cells)} cells, {runs:.3g} runs each on average: "
+            f"{verdicts.count('collapsed')} collapsed, {verdicts.count('degraded')} degraded; "
+            f"{sum(1 for g in grown if path_drops(g))} with interface/IP drops or errors, "
+            f"{sum(1 for g in grown if g and not path_drops(g))} with only socket-buffer or "
+            "retransmit counters")
 
 
 def dimension_features() -> str:
     return "; ".join(f"{SHORT[d]} = {', '.join(fs)}" for d, fs in DIMENSIONS.items())
 
+
+NOTHING_FLAGGED = Table(header=("flag",), rows=(("no profile collapsed or degraded a path",),))
 
 Section = tuple[str, str, tuple[tuple[str, Table], ...]]
 """(title, introduction, captioned tables): what `report.views.View` is built from."""
@@ -190,8 +220,8 @@ def middlebox_sections(rows: Sequence[ProfileRow],
     for table in middlebox_tables(rows):
         tables = [(f"{table.title}: throughput by router offloads and path", seed_table(table, adaptive))]
         flagged = pathology_table(table)
-        if flagged is not None:
-            tables.append((f"{table.title}: pathologies ({counter_summary(table)})", flagged))
+        caption = f"{table.title}: pathologies — {counter_summary(table)}"
+        tables.append((caption, flagged if flagged is not None else NOTHING_FLAGGED))
         intro = f"{INTRO} Features per letter: {dimension_features()}."
         sections.append((f"{table.title} (seed 003 shape)", intro, tuple(tables)))
     return sections

@@ -74,9 +74,6 @@ class VmPath(Topology):
                         peer={"ifname": HOST_DEV, "net_ns_fd": self.b_ns})
             self._configure(self.m_ns, HOST_PORT, None)
             self._configure(self.b_ns, HOST_DEV, B_ADDR)
-        if self.tunnel:
-            self._add_vxlan(self.a_ns, VXLAN_A, A_ADDR, B_ADDR, INNER_A)
-            self._add_vxlan(self.b_ns, VXLAN_B, B_ADDR, A_ADDR, INNER_B)
         # Start on the direct pair: the receiver's address exists before iperf3 binds it.
         self._connect(datapath_of(OffloadProfile("veth-direct", "both", {"veth.direct": True})))
         if self.steer_rx_softirq:
@@ -96,10 +93,9 @@ class VmPath(Topology):
             ns.link("set", index=index, state="up")
 
     def _add_vxlan(self, namespace: str, device: str, local: str, remote: str, inner: str) -> None:
-        # No underlay link: the device must outlive the underlay, which changes per profile.
         with NetNS(namespace) as ns:
             ns.link("add", ifname=device, kind="vxlan", vxlan_id=VNI, vxlan_local=local,
-                    vxlan_group=remote, vxlan_port=DSTPORT)
+                    vxlan_group=remote, vxlan_port=DSTPORT, vxlan_udp_csum=0)
         self._configure(namespace, device, inner, mtu=self.mtu - VXLAN_OVERHEAD)
 
     # --- the datapath of a profile ----------------------------------------------------
@@ -127,8 +123,12 @@ class VmPath(Topology):
         else:
             self._start_forwarder(path)
         for namespace in (self.a_ns, self.b_ns):
-            # Devices were recreated with new MACs: forget the old neighbours.
+            # The other end's device was recreated with a new MAC (nsB's host veth
+            # stays): forget what was learnt about the old one.
             run(in_netns(namespace, ["ip", "neigh", "flush", "all"]), check=False)
+        if self.tunnel:
+            self._add_vxlan(self.a_ns, VXLAN_A, A_ADDR, B_ADDR, INNER_A)
+            self._add_vxlan(self.b_ns, VXLAN_B, B_ADDR, A_ADDR, INNER_B)
 
     def _start_forwarder(self, path: Datapath) -> None:
         if self.to_host:
@@ -164,9 +164,14 @@ class VmPath(Topology):
             _wait_gone(self.a_ns, TAP_A)
             if not self.to_host:
                 _wait_gone(self.b_ns, TAP_B)
-        if self.path is not None and self.path.direct:
-            with NetNS(self.a_ns) as ns:
-                found = ns.link_lookup(ifname=DIRECT_A)
+        doomed = [(self.a_ns, DIRECT_A)] if self.path is not None and self.path.direct else []
+        if self.tunnel:
+            # A VXLAN device keeps state about its underlay (cached routes, learnt
+            # remotes) that went stale with it: it is recreated over every new one.
+            doomed += [(self.a_ns, VXLAN_A), (self.b_ns, VXLAN_B)]
+        for namespace, device in doomed:
+            with NetNS(namespace) as ns:
+                found = ns.link_lookup(ifname=device)
                 if found:
                     ns.link("del", index=found[0])
         self.path = None

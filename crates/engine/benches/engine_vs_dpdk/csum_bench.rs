@@ -22,7 +22,7 @@ pub fn run(seconds: f64, only: &str) {
         let data = &buf.0[..len];
         let expected = ref_fold(data, 0);
         assert_eq!(checksum::fold(checksum::sum(data, 0)), expected, "engine sum disagrees");
-        let m = measure(seconds, if len < 4096 { 1024 } else { 16 }, || {
+        let m = measure(seconds, || {
             black_box(checksum::fold(checksum::sum(black_box(data), 0)));
         });
         Row {

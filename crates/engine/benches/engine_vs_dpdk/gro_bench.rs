@@ -110,7 +110,7 @@ pub fn run(seconds: f64, only: &str) {
         assert_eq!(counts.segments, ROUND as u64, "{}: every frame comes out once", case.name);
         assert_eq!(gro.stats().refused_total(), 0, "{}: nothing refused", case.name);
         counts = Counts::default();
-        let m = measure(seconds, 1, || round(&mut gro, &mut frames, case.flush_every, &mut counts));
+        let m = measure(seconds, || round(&mut gro, &mut frames, case.flush_every, &mut counts));
         Row {
             workload: case.name,
             unit: "Mpps",
@@ -125,7 +125,7 @@ pub fn run(seconds: f64, only: &str) {
 
 /// ns per frame of the re-priming copy alone (included in every GRO figure).
 fn reprime_cost(seconds: f64, frames: &mut Frames) -> f64 {
-    let m = measure(seconds, 1, || {
+    let m = measure(seconds, || {
         for n in 0..ROUND {
             frames.reprime(n);
         }

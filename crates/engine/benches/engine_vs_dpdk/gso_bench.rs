@@ -62,7 +62,7 @@ pub fn run(seconds: f64, only: &str) {
         };
         round(&mut out);
         check_segments(case, &frame, &out);
-        let m = measure(seconds, 16, || round(&mut out));
+        let m = measure(seconds, || round(&mut out));
         Row {
             workload: case.name,
             unit: "Msegs/s",

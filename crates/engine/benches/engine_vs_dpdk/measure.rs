@@ -47,13 +47,14 @@ pub fn live_bytes() -> i64 {
 pub struct Measured {
     pub rounds: u64,
     pub elapsed: f64,
-    /// Rounds per second in the fastest slice (what is reported; see `measure`).
+    /// Rounds per second at the fast decile of samples (what is reported; see `measure`).
     pub best_rate: f64,
     /// Heap allocations during the timed part (after warm-up).
     pub allocations: u64,
 }
 
-const SLICES: u32 = 10;
+/// Room for the per-batch samples, allocated before the timed part starts.
+const MAX_SAMPLES: usize = 1 << 17;
 
 /// `--rounds N`: run exactly N rounds per workload, untimed in effect (for
 /// `valgrind --tool=callgrind`, whose instruction counts are repeatable here).
@@ -79,40 +80,49 @@ fn fixed_rounds(mut round: impl FnMut(), rounds: u64) -> Measured {
     Measured { rounds, elapsed, best_rate: rounds as f64 / elapsed, allocations }
 }
 
-/// Runs `round` for 20% of `seconds` untimed (warm-up: caches, predictors, and any
-/// buffer growth), then for `seconds` in `SLICES` slices, reading the clock every
-/// `batch` rounds. The fastest slice is the figure: the host is a shared VM whose noise
-/// comes in bursts, and the DPDK side measures the same way.
-pub fn measure(seconds: f64, batch: u32, mut round: impl FnMut()) -> Measured {
+/// Time of one sample: long enough that the clock's cost does not matter, short enough
+/// that most samples fit between two preemptions of this shared core.
+const SAMPLE_SECONDS: f64 = 50e-6;
+
+/// Runs `round` for 20% of `seconds` untimed (warm-up: caches, predictors, any buffer
+/// growth; also sizes a batch of rounds that takes about `SAMPLE_SECONDS`), then for
+/// `seconds`, timing every batch as one sample. The figure is the rate at the fast
+/// decile (10th percentile of time per round): this VM's core 0 is shared, and
+/// preemption lands in whole samples, which a low percentile leaves out. The DPDK side
+/// measures the same way.
+pub fn measure(seconds: f64, mut round: impl FnMut()) -> Measured {
     if let Some(&rounds) = FIXED_ROUNDS.get() {
         return fixed_rounds(round, rounds);
     }
     let warm = Instant::now();
+    let mut warm_rounds = 0u64;
     while warm.elapsed().as_secs_f64() < seconds * 0.2 {
         round();
+        warm_rounds += 1;
     }
+    let per_round = warm.elapsed().as_secs_f64() / warm_rounds.max(1) as f64;
+    let batch = (SAMPLE_SECONDS / per_round) as u64 + 1;
+    let mut samples: Vec<f64> = Vec::with_capacity(MAX_SAMPLES);
     let allocs_before = allocations();
-    let slice = seconds / f64::from(SLICES);
-    let mut m = Measured { rounds: 0, elapsed: 0.0, best_rate: 0.0, allocations: 0 };
-    for _ in 0..SLICES {
-        let start = Instant::now();
-        let mut rounds = 0u64;
-        let elapsed = loop {
-            for _ in 0..batch {
-                round();
-            }
-            rounds += u64::from(batch);
-            let el = start.elapsed().as_secs_f64();
-            if el >= slice {
-                break el;
-            }
-        };
-        m.best_rate = m.best_rate.max(rounds as f64 / elapsed);
-        m.rounds += rounds;
-        m.elapsed += elapsed;
+    let start = Instant::now();
+    let mut last = start;
+    let mut rounds = 0u64;
+    loop {
+        for _ in 0..batch {
+            round();
+        }
+        let now = Instant::now();
+        samples.push((now - last).as_secs_f64() / batch as f64);
+        rounds += batch;
+        last = now;
+        if (now - start).as_secs_f64() >= seconds || samples.len() == MAX_SAMPLES {
+            break;
+        }
     }
-    m.allocations = allocations() - allocs_before;
-    m
+    let allocations = allocations() - allocs_before;
+    samples.sort_unstable_by(f64::total_cmp);
+    let elapsed = (last - start).as_secs_f64();
+    Measured { rounds, elapsed, best_rate: 1.0 / samples[samples.len() / 10], allocations }
 }
 
 /// One result line, the same fields the DPDK side prints.

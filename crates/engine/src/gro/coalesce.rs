@@ -143,6 +143,7 @@ impl Run {
 
 /// Whether `pkt` (from `frame`) continues `run`, whose head's header is `held`.
 /// Rules in order, each an early return with its reason.
+#[inline(always)]
 pub(crate) fn can_coalesce(
     run: &Run,
     held: &[u8],

@@ -19,7 +19,6 @@ mod field {
     pub const IPV6_FLOW_LABEL: Range<usize> = 1..4;
     pub const IPV6_NEXT_HEADER: Range<usize> = 6..7;
     pub const IPV6_ADDRS: Range<usize> = 8..40;
-    pub const IPV6_FIXED_LEN: usize = 40;
     /// Source and destination port of TCP and UDP.
     pub const L4_PORTS: Range<usize> = 0..4;
     /// The flow label is the low 20 bits of the first word; the traffic class above it
@@ -108,26 +107,31 @@ pub(crate) fn same_flow(shape: &Shape, a: &[u8], b: &[u8]) -> bool {
         let outer = shape.outer_ip_offset();
         let outer_l4 = outer + usize::from(t.outer_header_len);
         let tunnel = usize::from(t.offset)..usize::from(t.offset) + usize::from(t.header_len);
-        // Outer IP, outer UDP ports, the tunnel header (VNI, flags, options) and the inner
-        // Ethernet header, which runs from the tunnel header's end to the inner IP.
-        let inner_l2 = tunnel.end..usize::from(shape.ip_offset);
+        // Outer IP and UDP ports, then the tunnel header (VNI, flags, options) and the
+        // inner Ethernet header, which together run up to the inner IP header.
         if !same_ip_identity(t.outer_v6, outer, outer_l4, a, b)
-            || !same_range(a, b, shift(field::L4_PORTS, outer_l4))
-            || !same_range(a, b, tunnel)
-            || !same_range(a, b, inner_l2)
+            || !same_range(a, b, tunnel.start..usize::from(shape.ip_offset))
         {
             return false;
         }
     }
-    let ip = usize::from(shape.ip_offset);
-    let l4 = shape.inner_l4_offset();
-    same_ip_identity(shape.ip_v6, ip, l4, a, b) && same_range(a, b, shift(field::L4_PORTS, l4))
+    same_ip_identity(
+        shape.ip_v6,
+        usize::from(shape.ip_offset),
+        shape.inner_l4_offset(),
+        a,
+        b,
+    )
 }
 
+/// IP protocol, addresses and ports (and for IPv6 the flow label and the extension
+/// headers, which the kernel compares whole). Addresses, whatever lies between them and
+/// the transport header, and the ports form one contiguous range: one compare.
 fn same_ip_identity(v6: bool, ip: usize, l4: usize, a: &[u8], b: &[u8]) -> bool {
+    let ports_end = l4 + field::L4_PORTS.end;
     if !v6 {
-        return same_range(a, b, shift(field::IPV4_PROTOCOL, ip))
-            && same_range(a, b, shift(field::IPV4_ADDRS, ip));
+        return same_range(a, b, ip + field::IPV4_ADDRS.start..ports_end)
+            && same_range(a, b, shift(field::IPV4_PROTOCOL, ip));
     }
     let label = shift(field::IPV6_FLOW_LABEL, ip);
     let (Some(la), Some(lb)) = (a.get(label.clone()), b.get(label)) else {
@@ -138,12 +142,9 @@ fn same_ip_identity(v6: bool, ip: usize, l4: usize, a: &[u8], b: &[u8]) -> bool 
         .zip(lb)
         .zip(field::FLOW_LABEL_MASK)
         .all(|((x, y), m)| (x ^ y) & m == 0);
-    // Extension headers are compared whole, as the kernel does (memcmp of the chain).
-    let extensions = ip + field::IPV6_FIXED_LEN..l4;
     label_equal
+        && same_range(a, b, ip + field::IPV6_ADDRS.start..ports_end)
         && same_range(a, b, shift(field::IPV6_NEXT_HEADER, ip))
-        && same_range(a, b, shift(field::IPV6_ADDRS, ip))
-        && same_range(a, b, extensions)
 }
 
 fn same_range(a: &[u8], b: &[u8], r: core::ops::Range<usize>) -> bool {

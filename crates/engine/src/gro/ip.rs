@@ -37,6 +37,7 @@ pub(crate) enum IdMode {
 
 /// Reads one IP header whose bounds `parse_frame` has checked, and applies the rules
 /// that refuse the packet on its own: IPv4 options, fragments, a bad header checksum.
+#[inline]
 pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
     let header = frame
         .get(layer.offset..layer.offset + layer.header_len)
@@ -96,6 +97,7 @@ fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
 
 /// Whether `pkt` may join a run whose head is `head` and which holds `count` packets.
 /// Returns the run's ID mode after this packet.
+#[inline]
 pub(crate) fn can_join(
     head: &IpFacts,
     mode: IdMode,

@@ -59,7 +59,7 @@
 //! # Memory and cost
 //!
 //! Everything is allocated in [`Gro::new`]: per flow a 256-byte header slot, the run
-//! state and one id per allowed segment (`GroState` for 1024 flows with the default
+//! state and one id per allowed segment (the state for 1024 flows with the default
 //! caps is about 0.9 MiB). `push` parses once, hashes the flow's addresses and ports,
 //! probes an open-addressing index and compares a few fields; it never allocates.
 

@@ -73,6 +73,7 @@ impl Table {
     }
 
     /// The slot holding the flow of `frame`, if any.
+    #[inline(always)]
     pub fn find(&self, shape: &Shape, hash: u64, frame: &[u8]) -> Option<u32> {
         let tag = hash >> 32;
         let mut pos = hash as usize & self.mask;

@@ -25,6 +25,7 @@ pub(crate) struct TcpFacts {
 const RUN_VARIANT_FLAGS: TcpFlags = TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits());
 
 /// Reads a TCP header; `header` is exactly the header `parse_frame` measured.
+#[inline]
 pub(crate) fn read(header: &[u8]) -> TcpFacts {
     // The fixed part as an array: the getters then need no bounds checks.
     let fixed: [u8; TCP_FIXED_HEADER_LEN] = header
@@ -98,6 +99,7 @@ impl TcpRun {
 
 /// Whether `pkt` continues `run`. `pkt_options`/`held_options` are the option bytes of
 /// the segment and of the run's head; `seg_size` is the run's segment size.
+#[inline]
 pub(crate) fn can_join(
     run: &TcpRun,
     pkt: &TcpFacts,

@@ -337,3 +337,39 @@ pub fn l4_checksum_ok(frame: &[u8], l2_len: usize) -> bool {
     let s = sum(src_dst) + u32::from(proto) + (len >> 16) + (len & 0xffff) + sum(l4);
     fold(s) == 0xffff
 }
+
+/// Whether IPv4 fragments (in order, IP header at `ip_offset`) reassemble into a UDP
+/// datagram whose checksum verifies and whose length field covers exactly the data.
+pub fn reassembled_udp_ok(fragments: &[Vec<u8>], ip_offset: usize) -> bool {
+    let mut datagram = Vec::new();
+    for f in fragments {
+        let ip = &f[ip_offset..];
+        let ihl = usize::from(ip[0] & 0xf) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let offset = usize::from(u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff) * 8;
+        if offset != datagram.len() {
+            return false;
+        }
+        datagram.extend_from_slice(&ip[ihl..total]);
+    }
+    let Some(first) = fragments.first() else {
+        return false;
+    };
+    let ip = &first[ip_offset..];
+    let udp_len = usize::from(u16::from_be_bytes([datagram[4], datagram[5]]));
+    let len = datagram.len() as u32;
+    let s = sum(&ip[12..20]) + 17 + len + sum(&datagram);
+    udp_len == datagram.len() && fold(s) == 0xffff
+}
+
+/// Finishes a partial transport checksum (the field holds the pseudo-header sum): sums
+/// from `start` to the end of the IP packet and stores the complement at `start + offset`,
+/// as a NIC does for CHECKSUM_PARTIAL / NEEDS_CSUM. A UDP result of 0 is sent as 0xffff.
+pub fn finish_partial(frame: &mut [u8], start: usize, offset: usize) {
+    let end = frame.len();
+    let mut c = !fold(sum(&frame[start..end]));
+    if offset == 6 && c == 0 {
+        c = 0xffff;
+    }
+    frame[start + offset..start + offset + 2].copy_from_slice(&c.to_be_bytes());
+}

@@ -115,6 +115,7 @@ impl Spec {
             packet,
             mss: 1000,
             ecn: false,
+            fragment: false,
         }
     }
 
@@ -123,16 +124,26 @@ impl Spec {
             sport: 40001,
             dport: 5202,
         };
+        let packet = Packet {
+            eth: eth(),
+            ip,
+            l4,
+            payload: vec![],
+        };
         Spec {
             name,
-            packet: Packet {
-                eth: eth(),
-                ip,
-                l4,
-                payload: vec![],
-            },
+            packet,
             mss: 1000,
             ecn: false,
+            fragment: false,
+        }
+    }
+
+    /// A UDP spec segmented by IPv4 fragmentation (UFO) rather than into datagrams.
+    fn ufo(name: &'static str, ip: Ip) -> Spec {
+        Spec {
+            fragment: true,
+            ..Spec::udp(name, ip)
         }
     }
 
@@ -173,10 +184,10 @@ impl Spec {
     /// The super-packet with the virtio header a sender would write for it.
     fn plain(self) -> GsoCase {
         let p = &self.packet;
-        let kind = if matches!(p.l4, L4::Tcp(_)) {
-            Kind::Tcp
-        } else {
-            Kind::Udp
+        let kind = match p.l4 {
+            L4::Tcp(_) => Kind::Tcp,
+            L4::Udp { .. } if self.fragment => Kind::UdpFragment,
+            L4::Udp { .. } => Kind::Udp,
         };
         let vnet = VnetHdr {
             flags: vnet::F_NEEDS_CSUM,
@@ -341,6 +352,8 @@ pub fn udp_cases() -> Vec<GsoCase> {
             with_dest_opts(v6(0, 0)),
         )
         .size(5_000, 1200),
+        Spec::ufo("udp4 UFO, 1480-byte fragments", v4(4242, false)).size(5_000, 1480),
+        Spec::ufo("udp4 UFO, fragment size not a multiple of 8", v4(17, false)).size(4_000, 1001),
     ];
     specs.into_iter().map(Spec::plain).collect()
 }

@@ -6,7 +6,9 @@
 //! AF_PACKET sockets, a packet builder with hand-computed checksums, the virtio-net header
 //! as the kernel writes it, and a byte-diff for readable failures.
 //!
-//! Each test binary uses only part of it, hence the `dead_code` allowance.
+//! The corpora (`gso_corpus.rs`, `gro_corpus/`) live here too but are included by the
+//! test file that uses them (`#[path]`), so each binary compiles only its own.
+//! Each test binary uses only part of this module, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 pub mod diff;

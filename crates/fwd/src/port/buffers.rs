@@ -11,67 +11,89 @@ pub const MAX_FRAME: usize = 65535 + 256;
 /// the CPU cache between the read that fills it and the write that empties it.
 pub const BATCH_BYTES: usize = 256 * 1024;
 
-/// A batch of received frames, each stored as `[vnet header][frame]`.
+/// Room one frame may need: its virtio header and the largest frame.
+const SLOT: usize = VNET_LEN + MAX_FRAME;
+/// Frames read one at a time are packed at this alignment (a cache line).
+const PACK_ALIGN: usize = 64;
+
+/// A batch of received frames, each stored as `[vnet header][frame]` in one arena.
+/// Frames read one by one are packed densely (a batch of small frames touches few
+/// cache lines and pages); batched receive calls get strided maximum-size slots.
 pub struct RxBatch {
-    buffers: Vec<Box<[u8]>>,
-    lens: Vec<usize>,
+    arena: Box<[u8]>,
+    capacity: usize,
+    frames: Vec<Range<usize>>,
+    /// Where the next frame goes.
+    next: usize,
     bytes: usize,
 }
 
 impl RxBatch {
     pub fn new(capacity: usize) -> RxBatch {
         RxBatch {
-            buffers: (0..capacity)
-                .map(|_| vec![0u8; VNET_LEN + MAX_FRAME].into_boxed_slice())
-                .collect(),
-            lens: Vec::with_capacity(capacity),
+            arena: vec![0u8; capacity * SLOT].into_boxed_slice(),
+            capacity,
+            frames: Vec::with_capacity(capacity),
+            next: 0,
             bytes: 0,
         }
     }
 
     pub fn clear(&mut self) {
-        self.lens.clear();
+        self.frames.clear();
+        self.next = 0;
         self.bytes = 0;
     }
 
     pub fn len(&self) -> usize {
-        self.lens.len()
+        self.frames.len()
     }
 
     pub fn is_full(&self) -> bool {
-        self.lens.len() == self.buffers.len() || self.bytes >= BATCH_BYTES
+        self.frames.len() == self.capacity || self.bytes >= BATCH_BYTES
     }
 
     /// The buffer the next received frame goes into; `None` once the batch is full.
+    /// Each frame so far used at most `SLOT` bytes, so a whole slot is always left.
     pub fn next_slot(&mut self) -> Option<&mut [u8]> {
         if self.is_full() {
             return None;
         }
-        let slot = self.lens.len();
-        self.buffers.get_mut(slot).map(|b| &mut b[..])
+        self.arena.get_mut(self.next..self.next + SLOT)
     }
 
-    /// Every free slot, for batched receive calls.
-    pub fn free_slots(&mut self) -> impl Iterator<Item = &mut Box<[u8]>> {
-        let used = self.lens.len();
-        self.buffers.iter_mut().skip(used)
-    }
-
-    /// Records that the next slot now holds `len` bytes (header included).
+    /// Records that the buffer from `next_slot` now holds `len` bytes (header included).
     pub fn commit(&mut self, len: usize) {
-        debug_assert!(self.lens.len() < self.buffers.len());
-        self.lens.push(len);
+        debug_assert!(self.frames.len() < self.capacity && len <= SLOT);
+        self.frames.push(self.next..self.next + len);
+        self.next += len.next_multiple_of(PACK_ALIGN);
         self.bytes += len;
     }
 
-    /// Everything received in slot `i`: the vnet header followed by the frame.
-    pub fn raw(&self, i: usize) -> &[u8] {
-        &self.buffers[i][..self.lens[i]]
+    /// Every free slot at full size, for batched receive calls.
+    pub fn free_slots(&mut self) -> impl Iterator<Item = &mut [u8]> {
+        let free = self.capacity - self.frames.len();
+        self.arena[self.next..].chunks_exact_mut(SLOT).take(free)
     }
 
-    /// The frame of slot `i`, writable (checksum completion happens in place).
+    /// Records the lengths of frames a batched receive put into `free_slots`, in order.
+    pub fn commit_slots(&mut self, lens: impl IntoIterator<Item = usize>) {
+        for len in lens {
+            debug_assert!(self.frames.len() < self.capacity && len <= SLOT);
+            self.frames.push(self.next..self.next + len);
+            self.next += SLOT;
+            self.bytes += len;
+        }
+    }
+
+    /// Everything received as frame `i`: the vnet header followed by the frame.
+    pub fn raw(&self, i: usize) -> &[u8] {
+        &self.arena[self.frames[i].clone()]
+    }
+
+    /// Frame `i`, writable (checksum completion happens in place).
     pub fn raw_mut(&mut self, i: usize) -> &mut [u8] {
-        &mut self.buffers[i][..self.lens[i]]
+        &mut self.arena[self.frames[i].clone()]
     }
 }
 
@@ -166,5 +188,60 @@ impl TxQueue {
             });
         }
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receive(batch: &mut RxBatch, bytes: &[u8]) {
+        batch.next_slot().unwrap()[..bytes.len()].copy_from_slice(bytes);
+        batch.commit(bytes.len());
+    }
+
+    #[test]
+    fn packed_and_strided_frames_read_back_and_fill_the_batch() {
+        let mut batch = RxBatch::new(3);
+        receive(&mut batch, &[1; 100]);
+        receive(&mut batch, &[2; 30]);
+        assert_eq!(batch.raw(0), &[1; 100][..]);
+        assert_eq!(batch.raw(1), &[2; 30][..]);
+        let mut free: Vec<_> = batch.free_slots().collect();
+        assert_eq!(free.len(), 1);
+        free[0][..5].copy_from_slice(&[3; 5]);
+        batch.commit_slots([5]);
+        assert_eq!(batch.raw(2), &[3; 5][..]);
+        assert!(batch.is_full() && batch.next_slot().is_none());
+        batch.clear();
+        assert_eq!(batch.len(), 0);
+        assert_eq!(batch.next_slot().map(|s| s.len()), Some(SLOT));
+    }
+
+    #[test]
+    fn a_batch_stops_at_its_byte_budget() {
+        let mut batch = RxBatch::new(64);
+        while let Some(slot) = batch.next_slot() {
+            let len = slot.len();
+            batch.commit(len);
+        }
+        assert_eq!(batch.len(), BATCH_BYTES.div_ceil(SLOT));
+    }
+
+    #[test]
+    fn a_frame_is_sent_as_its_pieces_in_order() {
+        let mut batch = RxBatch::new(1);
+        receive(&mut batch, b"0123456789");
+        let mut tx = TxQueue::default();
+        tx.begin(&[9; VNET_LEN]);
+        tx.push_bytes(b"head");
+        tx.push_rx(0, 2..6);
+        tx.push_rx(0, 6..6);
+        tx.finish();
+        let bytes: Vec<u8> = tx.pieces(0, &batch).flatten().copied().collect();
+        assert_eq!(bytes, [&[9; VNET_LEN][..], b"head", b"2345"].concat());
+        let mut iovecs = Vec::new();
+        assert_eq!(tx.iovecs(0, &batch, &mut iovecs), VNET_LEN + 8);
+        assert_eq!(iovecs.len(), 3);
     }
 }

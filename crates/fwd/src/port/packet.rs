@@ -160,9 +160,7 @@ impl Port for PacketPort {
                 _ => return Err(err),
             }
         };
-        for msg in &msgs[..received] {
-            batch.commit(msg.msg_len as usize);
-        }
+        batch.commit_slots(msgs[..received].iter().map(|msg| msg.msg_len as usize));
         Ok(())
     }
 

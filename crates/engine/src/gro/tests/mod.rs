@@ -1,7 +1,9 @@
 //! GRO rules, one test per rule, with real frames from `builder`.
 
 mod builder;
+mod index;
 mod rules;
+mod table_udp_refusals;
 mod tunnels;
 
 use super::{Gro, GroConfig, Held, Merged, Part, Refusal, RxMeta};
