@@ -354,6 +354,7 @@ fn run(test: &str, tag: &str, checksums: Checksums, cases: Vec<GsoCase>) {
             "[{}] the kernel emitted nothing (path broken?)",
             case.name
         );
+        eprintln!("DBG {} partial {}/{}", case.name, kernel.iter().filter(|s| s.partial.is_some()).count(), kernel.len());
         compare(case, checksums, &kernel, &mut tally);
     }
     tally.finish(test);

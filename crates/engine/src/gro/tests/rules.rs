@@ -2,7 +2,7 @@
 
 use super::builder::{self, Pkt, ACK, CWR, FIN, PSH, RST, SYN, URG};
 use super::{reason, Harness};
-use crate::gro::{FlushCause, GroConfig, Held, Reason};
+use crate::gro::{Held, Reason};
 
 /// Three 100-byte segments, each the next of the previous.
 fn run_of(first: Pkt, n: usize) -> Vec<Pkt> {

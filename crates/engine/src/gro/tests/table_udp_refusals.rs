@@ -194,7 +194,6 @@ fn flush_older_than() {
     assert_eq!(h.segments(), vec![1, 1]);
     assert_eq!(h.gro.stats().flushed_aged, 2);
     assert_eq!(h.gro.held_flows(), 0);
-    let _ = FlushCause::Aged;
 }
 
 #[test]
