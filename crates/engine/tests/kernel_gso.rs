@@ -260,12 +260,15 @@ fn kernel_output_is_sound(case: &GsoCase, kernel: &[Segment]) -> Result<(), Stri
     Ok(())
 }
 
+/// Checks a named difference on (case, kernel frames, engine frames), checksums finished.
+type Holds = fn(&GsoCase, &[Vec<u8>], &[Vec<u8>]) -> bool;
+
 /// A case where the engine knowingly differs from this kernel, and a check that the
 /// observed difference is exactly that.
 struct Known {
     case: &'static str,
     why: &'static str,
-    holds: fn(&GsoCase, &[Vec<u8>], &[Vec<u8>]) -> bool,
+    holds: Holds,
 }
 
 const KNOWN: &[Known] = &[Known {
@@ -354,7 +357,6 @@ fn run(test: &str, tag: &str, checksums: Checksums, cases: Vec<GsoCase>) {
             "[{}] the kernel emitted nothing (path broken?)",
             case.name
         );
-        eprintln!("DBG {} partial {}/{}", case.name, kernel.iter().filter(|s| s.partial.is_some()).count(), kernel.len());
         compare(case, checksums, &kernel, &mut tally);
     }
     tally.finish(test);
