@@ -69,10 +69,11 @@ def test_plan_expands_default_paths_times_matrix():
     assert p.cases[0].key == "middlebox-ab/mtu1500/both:chkY-tsoY-groY/tcp"
 
 
-def test_builtin_middlebox_plan_has_four_paths_eight_profiles_two_workloads():
+def test_builtin_middlebox_plan_has_both_routers_eight_profiles_two_workloads():
     p = plan.load("middlebox")
-    assert len(p.cases) == 4 * 8 * 2
-    assert {c.scenario for c in p.cases} == {"middlebox-ab", "middlebox-ba", "middlebox-ar", "middlebox-ra"}
+    assert len(p.cases) == (4 + 2) * 8 * 2  # offlab-fwd has the two forwarded paths
+    assert {c.scenario for c in p.cases} == {"middlebox-ab", "middlebox-ba", "middlebox-ar",
+                                             "middlebox-ra", "middlebox-fwd-ab", "middlebox-fwd-ba"}
 
 
 def test_chosen_paths_in_order():

@@ -6,6 +6,11 @@ router itself (terminated). Here each checkbox is a set of ethtool features on R
 interfaces, all 2ⁿ combinations are profiles, and each path is its own scenario name
 (`middlebox-ab` = A→B through R), so a case key names its path and two result sets
 match path by path.
+
+R is either the kernel (routing) or offlab-fwd (bridging its two veth ends in
+userspace, see fwdmatrix.py); the plan's `router` key chooses, and a forwarder
+scenario is named `middlebox-fwd-ab`. offlab-fwd only forwards, so it has only the
+forwarded paths (A→B, B→A).
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from .records import OffloadProfile
 FAMILY = "middlebox"
 """The plan scenario that expands into one scenario per path."""
 LRO = "large-receive-offload"
+KERNEL, FWD = "kernel", "offlab-fwd"
+ROUTERS = {KERNEL: "", FWD: "fwd-"}
+"""Router → the infix of its scenario names (`middlebox-ab`, `middlebox-fwd-ab`)."""
 
 DIMENSIONS: dict[str, tuple[str, ...]] = {
     "checksum": (TX_CSUM, RX_CSUM),
@@ -44,6 +52,7 @@ class Path:
 
     @property
     def scenario(self) -> str:
+        """The kernel router's scenario for this path (see `scenario_name`)."""
         return f"{FAMILY}-{self.sender}{self.receiver}"
 
     @property
@@ -63,9 +72,28 @@ DEFAULT_PATHS = ("a-b", "b-a", "a-r", "r-a")
 """The issue's four: both forwarded directions, and A's traffic to and from R."""
 
 
+def scenario_name(path: Path, router: str = KERNEL) -> str:
+    return f"{FAMILY}-{ROUTERS[router]}{path.sender}{path.receiver}"
+
+
+def router_paths(router: str) -> list[Path]:
+    """The paths a router has: the forwarder has no address of its own to end traffic."""
+    return [p for p in PATHS.values() if router == KERNEL or p.forwarded]
+
+
+SCENARIO_NAMES = {scenario_name(p, r): (r, p) for r in ROUTERS for p in router_paths(r)}
+
+
 def path_of(scenario: str) -> Path | None:
     """The path a middlebox scenario name stands for; None for any other scenario."""
-    return next((p for p in PATHS.values() if p.scenario == scenario), None)
+    found = SCENARIO_NAMES.get(scenario)
+    return found[1] if found else None
+
+
+def router_of(scenario: str) -> str | None:
+    """"kernel" or "offlab-fwd" for a middlebox scenario name; None for any other."""
+    found = SCENARIO_NAMES.get(scenario)
+    return found[0] if found else None
 
 
 def plan_scenarios(registered: Iterable[str]) -> list[str]:
@@ -114,14 +142,20 @@ class Checker(Protocol):
 
 
 def expand(check: Checker, scenarios: list[str], has_sequences: bool) -> tuple[list[str], list[OffloadProfile]]:
-    """A plan's scenarios with `middlebox` replaced by one scenario per path, and the
-    matrix profiles (none when the plan has no `matrix` key)."""
+    """A plan's scenarios with `middlebox` replaced by one scenario per router and path,
+    and the matrix profiles (none when the plan has no `matrix` key)."""
     dims = check.choices("matrix", list(DIMENSIONS), default=[])
     if FAMILY not in scenarios:
-        if "paths" in check.doc:
-            raise check.fail("paths", f"only the '{FAMILY}' scenario has paths; add it to scenarios")
+        for key in ("paths", "router"):
+            if key in check.doc:
+                raise check.fail(key, f"only the '{FAMILY}' scenario has a {key}; add it to scenarios")
         return scenarios, matrix_profiles(dims) if dims else []
     paths = check.choices("paths", list(PATHS), default=list(DEFAULT_PATHS))
+    routers = check.choices("router", list(ROUTERS), default=[KERNEL])
+    chosen = [(r, PATHS[p]) for r in routers for p in paths if PATHS[p] in router_paths(r)]
+    for router in routers:
+        if not any(r == router for r, _ in chosen):
+            raise check.fail("paths", f"router '{router}' forwards only; add 'a-b' or 'b-a' to paths")
     if has_sequences:
         raise check.fail("sequences", f"the '{FAMILY}' scenario toggles the router's offloads "
                                       "with 'matrix'; remove 'sequences'")
@@ -130,5 +164,5 @@ def expand(check: Checker, scenarios: list[str], has_sequences: bool) -> tuple[l
                                    f"e.g. matrix = {list(DIMENSIONS)}")
     expanded: list[str] = []
     for scenario in scenarios:
-        expanded += [PATHS[p].scenario for p in paths] if scenario == FAMILY else [scenario]
+        expanded += [scenario_name(p, r) for r, p in chosen] if scenario == FAMILY else [scenario]
     return expanded, matrix_profiles(dims)

@@ -30,7 +30,7 @@ SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on")
 _KEYS = {
     "name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
     "sequences", "profiles", "steer_rx_softirq",
-} | {"paths", "matrix"}  # the middlebox plan's axes, see matrix.py
+} | {"paths", "matrix", "router"}  # the middlebox plan's axes, see matrix.py
 _KEYS |= sweep.KEYS  # message sizes, directions, DUT layout: see sweep.py
 _KEYS |= datapath.KEYS  # the userspace plan's studies: see datapath.py
 _PROFILE_KEYS = {"name", "side", "off"}

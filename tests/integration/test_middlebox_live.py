@@ -2,6 +2,9 @@
 R→A traffic itself, and every sample carries the counter deltas of A, R and B; the
 adaptive rule stops between its bounds and stores its outcome."""
 
+import os
+from pathlib import Path
+
 from offlab import plan
 from offlab.adaptive import Adaptive
 from offlab.proc import in_netns, run
@@ -77,3 +80,52 @@ def test_terminated_path_ends_on_the_router_and_adaptive_outcome_is_stored(tmp_p
     counters = samples[0].counters
     assert counters["r:Tcp.OutSegs"] > 1000 and counters["a:Tcp.InSegs"] > 1000
     assert counters.get("r:Ip.ForwDatagrams", 0) == 0
+
+
+# --- R as offlab-fwd ----------------------------------------------------------------
+
+FWD_PLAN = PLAN.replace('paths = ["{path}"]', 'paths = ["a-b"]\nrouter = ["offlab-fwd"]')
+
+
+def _our_forwarders() -> set[int]:
+    """offlab-fwd processes this test process started (others may run their own)."""
+    found = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue  # exited while we looked
+        if fields.get("Name") == "offlab-fwd" and int(fields.get("PPid", "0")) == os.getpid():
+            found.add(int(status.parent.name))
+    return found
+
+
+def test_offlab_fwd_as_router_forwards_tcp_and_its_counters_are_in_the_sample(tmp_path):
+    cases = plan.parse(FWD_PLAN, "live.toml").cases  # chkY (mode gro), chkN (mode csum)
+    assert [c.scenario for c in cases] == ["middlebox-fwd-ab"] * 2
+    with build("middlebox-fwd-ab", 1500) as topo:
+        r = topo.ns["r"]
+        assert run(in_netns(r, ["sysctl", "-n", "net.ipv4.ip_forward"])).stdout.strip() == "0"
+        for device in (AR_R, RB_R):  # no address: R is no IP hop, A and B share a segment
+            assert run(in_netns(r, ["ip", "-o", "addr", "show", "dev", device])).stdout == ""
+        assert topo.sender.address == "10.204.0.1" and topo.receiver.address == "10.204.0.2"
+    with Store(tmp_path / "s.sqlite") as store:
+        _begin(store, "fwd")
+        Runner(store, "fwd", 1, show_progress=False).execute(cases)
+        samples = store.load_run("fwd").samples
+    on, off = (samples[c.key][0] for c in cases)
+    for sample in (on, off):
+        assert sample.throughput_bps > 0
+        c = sample.counters
+        # The data went A → R's ofl-ar1 → offlab-fwd → R's ofl-rb0 → B, not via R's IP.
+        assert c["fwd:a>b:rx_packets"] > 100 and c["fwd:a>b:tx_bytes"] > 10**6
+        assert c["fwd:b>a:rx_packets"] > 100  # the ACKs came back through it
+        assert c.get("r:Ip.ForwDatagrams", 0) == 0
+        assert c.get("b:Tcp.InCsumErrors", 0) == 0 and c["b:Tcp.InSegs"] > 100
+        assert {"fwd", f"packet:{AR_R}", f"packet:{RB_R}", f"router:{AR_R}"} <= set(sample.offloads)
+    assert on.offloads["fwd"]["mode.gro"].on and off.offloads["fwd"]["mode.csum"].on
+    assert off.offloads[f"packet:{RB_R}"]["csum"].on is False
+    # chk N: the forwarder completed the checksums itself.
+    assert off.counters["fwd:a>b:checksums_completed"] > 100
+    assert "fwd:a>b:checksums_completed" not in on.counters
+    assert our_namespaces() == [] and _our_forwarders() == set()

@@ -1,7 +1,9 @@
-"""The middlebox plan in seed 003's shape: one row per checksum/TSO/GRO combination on
-the router, one column per path, cells "mean ± CI95"; and the pathologies — a profile
-that collapses a path (below a tenth of that path's best profile) and the drop, error
-and checksum counters that grew while it ran. Pure: rows in, tables out."""
+"""The middlebox plan in seed 003's shape: one row per router and checksum/TSO/GRO
+combination on it, one column per path, cells "mean ± CI95"; and the pathologies — a
+profile that collapses a path (below a tenth of that path's best profile with the same
+router) and the drop, error and checksum counters that grew while it ran. With both
+routers measured, the kernel-vs-offlab-fwd table (routers.py) follows. Pure: rows in,
+tables out."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Mapping, Sequence
 
 from ..adaptive import AdaptiveOutcome
 from ..counters import is_pathology
-from ..matrix import DIMENSIONS, SHORT, Path, combo_of, path_of
+from ..fwdmatrix import fwd_settings
+from ..matrix import DIMENSIONS, FWD, KERNEL, SHORT, Path, combo_of, path_of, router_of
 from ..records import TrafficSpec
-from ..stats import Summary
+from ..stats import Summary, relative_change
 from .model import ProfileRow
 from .tables import Table, decimals_for
 
@@ -32,8 +35,12 @@ TOP_COUNTERS = 4
 """Pathology counters named per flagged cell, largest first."""
 
 INTRO = (
-    "A ⇄ R ⇄ B, R routing in its kernel (three namespaces, two veth pairs); the "
-    "offload combination is applied to R's two interfaces, A and B keep all offloads on. "
+    "A ⇄ R ⇄ B, R routing in its kernel (three namespaces, two veth pairs) or R as "
+    "offlab-fwd bridging its two veth ends with AF_PACKET ports (forwarded paths only); "
+    "the offload combination is applied to R's two interfaces, A and B keep all offloads on. "
+    "For offlab-fwd the router column names the forwarder's mode / egress offloads the "
+    "combination maps to (fwdmatrix.py): rows with the same mode differ only by the "
+    "kernel's GRO on R's veths. "
     "Cells are the receiver's goodput, mean ± 95% CI (Student t) over the runs, as in "
     "seed 003; Y = feature on, N = off. "
     f"{COLLAPSED} marks a profile below {COLLAPSE_FRACTION:.0%} of the path's best "
@@ -54,7 +61,11 @@ class Cell:
     row: ProfileRow
     path: Path
     combo: Mapping[str, bool]
+    router: str = KERNEL
 
+
+Key = tuple[str, tuple[bool, ...], str]
+"""(router, combo states, path name)."""
 
 @dataclass(frozen=True)
 class MiddleboxTable:
@@ -63,19 +74,19 @@ class MiddleboxTable:
     dimensions: tuple[str, ...]
     paths: tuple[Path, ...]
     combos: tuple[tuple[bool, ...], ...]
-    cells: Mapping[tuple[tuple[bool, ...], str], Cell]
-    """(combo states, path name) → cell."""
+    cells: Mapping[Key, Cell]
+    routers: tuple[str, ...] = (KERNEL,)
 
     @property
     def title(self) -> str:
         return f"Middlebox · MTU {self.mtu} · {self.traffic.label}"
 
-    def best(self, path: Path) -> float:
-        return max((c.row.throughput.mean for (_, p), c in self.cells.items() if p == path.name),
-                   default=0.0)
+    def best(self, path: Path, router: str = KERNEL) -> float:
+        return max((c.row.throughput.mean for (r, _, p), c in self.cells.items()
+                    if p == path.name and r == router), default=0.0)
 
     def share_of_best(self, cell: Cell) -> float | None:
-        best = self.best(cell.path)
+        best = self.best(cell.path, cell.router)
         return cell.row.throughput.mean / best if best > 0 else None
 
     def verdict(self, cell: Cell) -> str | None:
@@ -91,22 +102,32 @@ class MiddleboxTable:
 
 
 def middlebox_tables(rows: Sequence[ProfileRow]) -> list[MiddleboxTable]:
-    """One table per MTU × workload, paths and combinations in plan order."""
+    """One table per MTU × workload; routers, paths and combinations in plan order."""
     buckets: dict[tuple[int, str], list[Cell]] = {}
     for row in rows:
         path, combo = path_of(row.case.scenario), combo_of(row.case.profile)
-        if path is None or combo is None:
+        router = router_of(row.case.scenario)
+        if path is None or combo is None or router is None:
             continue
-        buckets.setdefault((row.case.mtu, row.case.traffic.label), []).append(Cell(row, path, combo))
+        cell = Cell(row, path, combo, router)
+        buckets.setdefault((row.case.mtu, row.case.traffic.label), []).append(cell)
     tables = []
     for cells in buckets.values():
         dims = tuple(cells[0].combo)
         paths = tuple(dict.fromkeys(c.path for c in cells))
         combos = tuple(dict.fromkeys(tuple(c.combo[d] for d in dims) for c in cells))
-        by_key = {(tuple(c.combo[d] for d in dims), c.path.name): c for c in cells}
+        routers = tuple(r for r in (KERNEL, FWD) if any(c.router == r for c in cells))
+        by_key = {(c.router, tuple(c.combo[d] for d in dims), c.path.name): c for c in cells}
         first = cells[0].row.case
-        tables.append(MiddleboxTable(first.mtu, first.traffic, dims, paths, combos, by_key))
+        tables.append(MiddleboxTable(first.mtu, first.traffic, dims, paths, combos, by_key, routers))
     return tables
+
+
+def router_label(router: str, dims: Sequence[str], combo: Sequence[bool]) -> str:
+    """"kernel", or "offlab-fwd gro/csum+tso4+tso6+ecn" (mode / egress offloads)."""
+    if router == KERNEL:
+        return KERNEL
+    return f"{FWD} {fwd_settings(dict(zip(dims, combo))).label.replace(', ', '/')}"
 
 
 def unit(table: MiddleboxTable) -> tuple[str, float]:
@@ -126,26 +147,33 @@ def mean_ci(stat: Summary, scale: float) -> str:
 
 
 def seed_table(table: MiddleboxTable, adaptive: Mapping[str, AdaptiveOutcome]) -> Table:
+    """The seed's table; a leading router column when offlab-fwd was measured."""
     name, scale = unit(table)
-    header = (*(SHORT[d] for d in table.dimensions), *(f"{p.label} ({name})" for p in table.paths))
+    with_router = table.routers != (KERNEL,)
+    header = (*(("router",) if with_router else ()), *(SHORT[d] for d in table.dimensions),
+              *(f"{p.label} ({name})" for p in table.paths))
     rows = []
-    for combo in table.combos:
-        cells = []
-        for path in table.paths:
-            cell = table.cells.get((combo, path.name))
-            if cell is None:
-                cells.append("–")
-                continue
-            text = mean_ci(cell.row.throughput, scale)
-            verdict = table.verdict(cell)
-            if verdict is not None:
-                text += f" {COLLAPSED if verdict == 'collapsed' else DEGRADED}"
-            outcome = adaptive.get(cell.row.case.key)
-            if outcome is not None and not outcome.reached:
-                text += f" {NOT_REACHED}"
-            cells.append(text)
-        rows.append((*("Y" if on else "N" for on in combo), *cells))
-    return Table(header=header, rows=tuple(rows), align_left=len(table.dimensions))
+    for router in table.routers:
+        for combo in table.combos:
+            cells = [_seed_cell(table.cells.get((router, combo, p.name)), table, adaptive, scale)
+                     for p in table.paths]
+            lead = (router_label(router, table.dimensions, combo),) if with_router else ()
+            rows.append((*lead, *("Y" if on else "N" for on in combo), *cells))
+    return Table(header=header, rows=tuple(rows), align_left=len(table.dimensions) + with_router)
+
+
+def _seed_cell(cell: Cell | None, table: MiddleboxTable,
+               adaptive: Mapping[str, AdaptiveOutcome], scale: float) -> str:
+    if cell is None:
+        return "–"
+    text = mean_ci(cell.row.throughput, scale)
+    verdict = table.verdict(cell)
+    if verdict is not None:
+        text += f" {COLLAPSED if verdict == 'collapsed' else DEGRADED}"
+    outcome = adaptive.get(cell.row.case.key)
+    if outcome is not None and not outcome.reached:
+        text += f" {NOT_REACHED}"
+    return text
 
 
 def grown_pathologies(samples: Sequence) -> dict[str, float]:
@@ -153,10 +181,16 @@ def grown_pathologies(samples: Sequence) -> dict[str, float]:
     totals: dict[str, float] = {}
     for sample in samples:
         for name, value in sample.counters.items():
-            if ":" in name and is_pathology(name.split(":", 1)[1]) and value > 0:
+            if (is_fwd_drop(name) or ":" in name and is_pathology(name.split(":", 1)[1])) and value > 0:
                 totals[name] = totals.get(name, 0.0) + value
     means = {name: total / len(samples) for name, total in totals.items()}
     return dict(sorted(means.items(), key=lambda item: -item[1]))
+
+
+def is_fwd_drop(name: str) -> bool:
+    """offlab-fwd's drops by reason, "fwd:a>b:drop.egress.ENOBUFS" (its total
+    "…:dropped" is left out: the reasons already add up to it)."""
+    return name.startswith("fwd:") and ":drop." in name
 
 
 def path_drops(grown: Mapping[str, float]) -> list[str]:
@@ -168,7 +202,7 @@ def pathology_table(table: MiddleboxTable) -> Table | None:
     """Collapsed and degraded cells with the counters that grew; None if there are none."""
     name, scale = unit(table)
     rows = []
-    for (combo, _), cell in table.cells.items():
+    for (router, combo, _), cell in table.cells.items():
         verdict = table.verdict(cell)
         if verdict is None:
             continue
@@ -177,7 +211,7 @@ def pathology_table(table: MiddleboxTable) -> Table | None:
         loss = cell.row.loss_percent
         counters = ", ".join(f"{k} {v:.3g}" for k, v in list(grown.items())[:TOP_COUNTERS])
         rows.append((
-            cell.path.label,
+            cell.path.label if table.routers == (KERNEL,) else f"{cell.path.label} ({router})",
             " ".join(f"{SHORT[d]}{'Y' if on else 'N'}" for d, on in zip(table.dimensions, combo)),
             verdict,
             mean_ci(cell.row.throughput, scale),
@@ -208,6 +242,45 @@ def dimension_features() -> str:
     return "; ".join(f"{SHORT[d]} = {', '.join(fs)}" for d, fs in DIMENSIONS.items())
 
 
+def router_table(table: MiddleboxTable) -> Table | None:
+    """Kernel router against offlab-fwd on the paths both measured: per combination and
+    path the two means and offlab-fwd's change against the kernel (95 % Fieller CI,
+    * = significant by Welch's test); None unless both routers are in the table."""
+    paths = [p for p in table.paths
+             if all(any(k[0] == r and k[2] == p.name for k in table.cells) for r in (KERNEL, FWD))]
+    if not paths:
+        return None
+    name, scale = unit(table)
+    header = (*(SHORT[d] for d in table.dimensions), "offlab-fwd mode / egress offloads",
+              *(h for p in paths for h in (f"{p.label} kernel ({name})", f"{p.label} fwd ({name})",
+                                           f"{p.label} fwd vs kernel")))
+    rows = []
+    for combo in table.combos:
+        settings = fwd_settings(dict(zip(table.dimensions, combo))).label.replace(", ", " / ")
+        cells: list[str] = []
+        for path in paths:
+            kernel = table.cells.get((KERNEL, combo, path.name))
+            fwd = table.cells.get((FWD, combo, path.name))
+            cells += [mean_ci(c.row.throughput, scale) if c else "–" for c in (kernel, fwd)]
+            cells.append(_change(fwd, kernel))
+        rows.append((*("Y" if on else "N" for on in combo), settings, *cells))
+    return Table(header=header, rows=tuple(rows), align_left=len(table.dimensions) + 1)
+
+
+def _change(new: Cell | None, base: Cell | None) -> str:
+    """"+12% [+3%, +22%] *" — offlab-fwd against the kernel router."""
+    if new is None or base is None:
+        return "–"
+    change = relative_change([s.throughput_bps for s in new.row.samples],
+                             [s.throughput_bps for s in base.row.samples])
+    if change is None:
+        return "–"
+    text = f"{change.ratio:+.0%}"
+    if change.ci95 is not None:
+        text += f" [{change.ci95[0]:+.0%}, {change.ci95[1]:+.0%}]"
+    return text + (" *" if change.significant else "")
+
+
 NOTHING_FLAGGED = Table(header=("flag",), rows=(("no profile collapsed or degraded a path",),))
 
 Section = tuple[str, str, tuple[tuple[str, Table], ...]]
@@ -222,6 +295,9 @@ def middlebox_sections(rows: Sequence[ProfileRow],
         flagged = pathology_table(table)
         caption = f"{table.title}: pathologies — {counter_summary(table)}"
         tables.append((caption, flagged if flagged is not None else NOTHING_FLAGGED))
+        versus = router_table(table)
+        if versus is not None:
+            tables.append((f"{table.title}: kernel router vs offlab-fwd, forwarded paths", versus))
         intro = f"{INTRO} Features per letter: {dimension_features()}."
         sections.append((f"{table.title} (seed 003 shape)", intro, tuple(tables)))
     return sections

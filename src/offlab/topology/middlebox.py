@@ -112,5 +112,8 @@ class Middlebox(Topology):
 
 
 def builders() -> dict[str, Builder]:
-    """One scenario name per path: `middlebox-ab` … `middlebox-rb`."""
-    return {path.scenario: partial(Middlebox, path=path) for path in PATHS.values()}
+    """One scenario name per router and path: `middlebox-ab` … `middlebox-rb` with R
+    routing in its kernel, `middlebox-fwd-ab`, `middlebox-fwd-ba` with R as offlab-fwd."""
+    from .middlebox_fwd import builders as fwd_builders  # it imports this module's names
+    return {**{path.scenario: partial(Middlebox, path=path) for path in PATHS.values()},
+            **fwd_builders()}

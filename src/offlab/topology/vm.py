@@ -26,7 +26,8 @@ from typing import ClassVar
 from pyroute2 import NetNS
 
 from ..datapath import Datapath, datapath_of
-from ..fwd import PORT_OFFLOADS, Forwarder, FwdConfig, PortSpec, counters, delta, port_roles
+from ..fwd import (PORT_OFFLOADS, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta,
+                   port_roles)
 from ..offloads import Interface
 from ..proc import in_netns, run
 from ..records import FeatureState, OffloadProfile
@@ -137,7 +138,10 @@ class VmPath(Topology):
         else:
             port_b = PortSpec("tap", TAP_B, self.b_ns, path.b.offloads, path.b.napi)
         port_a = PortSpec("tap", TAP_A, self.a_ns, path.a.offloads)
-        self.fwd = Forwarder(FwdConfig(path.mode, (port_a, port_b), self.forwarder_core)).start()
+        try:
+            self.fwd = Forwarder(FwdConfig(path.mode, (port_a, port_b), self.forwarder_core)).start()
+        except FwdError as err:  # missing binary, refused arguments: one line for the CLI
+            raise TopologyError(f"{self.scenario}: {err}") from err
         self._ports = port_roles(self.fwd.ready)
         self._last_counters = {}
         self._configure(self.a_ns, TAP_A, A_ADDR)
@@ -208,7 +212,10 @@ class VmPath(Topology):
         "fwd:a>b:merged_packets" …, and its own CPU over the same span."""
         if self.fwd is None:
             return {}
-        now = counters(self.fwd.snapshot(), self._ports)
+        try:
+            now = counters(self.fwd.snapshot(), self._ports)
+        except FwdError as err:
+            raise TopologyError(f"{self.scenario}: {err}") from err
         grown = delta(self._last_counters, now)
         self._last_counters = now
         grown.update({f"fwd:{k}": v for k, v in self.fwd.cpu_since_last().items()})

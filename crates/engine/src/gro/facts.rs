@@ -14,7 +14,7 @@ use crate::wire::parse::{parse_frame_with, ParseOptions};
 use crate::wire::{Ipv4Packet, Ipv6Packet};
 
 /// Everything the merge rules need to know about one frame.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Facts {
     pub shape: Shape,
     pub hash: u64,
@@ -29,7 +29,7 @@ pub(crate) struct Facts {
     pub l4: L4Facts,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum L4Facts {
     Tcp(TcpFacts),
     Udp(UdpFacts),

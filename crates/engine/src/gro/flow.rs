@@ -185,6 +185,7 @@ fn shift(r: core::ops::Range<usize>, by: usize) -> core::ops::Range<usize> {
 /// A hash of the fields that vary most between flows (addresses, ports, the tunnel
 /// header), mixed with the shape's transport. Collisions are resolved by
 /// [`same_flow`], so this only has to spread flows, not identify them.
+#[inline]
 pub(crate) fn flow_hash(shape: &Shape, frame: &[u8]) -> u64 {
     let mut h = Hasher::new(shape.transport as u64 + 2 * u64::from(shape.ip_v6));
     let ip = usize::from(shape.ip_offset);

@@ -83,7 +83,8 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
 
 /// Whether a 20-byte IPv4 header sums to 0xffff. Summed inline: the general
 /// `checksum::sum` costs more in dispatch and setup than this whole header.
-fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
+#[inline]
+pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
     // Summing 32-bit big-endian words and folding gives the 16-bit one's-complement sum.
     let mut total: u64 = words
         .chunks_exact(4)

@@ -68,6 +68,7 @@ mod emit;
 mod facts;
 mod flow;
 mod ip;
+mod plain;
 mod reason;
 mod stats;
 mod table;
@@ -173,6 +174,9 @@ pub struct Gro {
     /// Scratch for the parts of the run being delivered.
     parts: Vec<Part>,
     stats: GroStats,
+    /// Whether plain TCP/IPv4 frames skip `parse_frame` (`plain::classify`); off only in
+    /// the tests that compare both paths.
+    fast_path: bool,
 }
 
 impl Gro {
@@ -194,6 +198,7 @@ impl Gro {
             table: Table::new(cfg.max_flows, segment_cap, Run::blank()),
             parts: Vec::with_capacity(segment_cap),
             stats: GroStats::default(),
+            fast_path: true,
         }
     }
 
@@ -207,19 +212,24 @@ impl Gro {
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         self.stats.packets_in += 1;
-        let facts = match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
-            Ok(facts) => facts,
-            Err(refused) => {
-                // Deliver what the frame's flow holds first, so the flow stays in order.
-                if let Some((shape, hash)) = refused.flow {
-                    if let Some(slot) = self.table.find(&shape, hash, frame) {
-                        self.deliver(slot, FlushCause::Rule(refused.reason), out);
-                    }
-                }
-                return Err(self.refuse(refused.reason));
-            }
+        let fast = if self.fast_path {
+            plain::classify(frame, meta.csum_validated, HEADER_CAP)
+        } else {
+            None
         };
-        if let Some(slot) = self.table.find(&facts.shape, facts.hash, frame) {
+        let (facts, found) = match (fast, plain::fixed(frame)) {
+            (Some(facts), Some(fixed)) => {
+                let found = self.table.find_by(facts.hash, |s| {
+                    s.shape == facts.shape && plain::same_flow(fixed, &s.header)
+                });
+                (facts, found)
+            }
+            _ => match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
+                Ok(facts) => (facts, self.table.find(&facts.shape, facts.hash, frame)),
+                Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
+            },
+        };
+        if let Some(slot) = found {
             let held = self.table.slot(slot);
             match can_coalesce(&held.run, &held.header, frame, &facts, &self.limits) {
                 Verdict::Join { ids, ends } => {
@@ -255,6 +265,13 @@ impl Gro {
             }
             self.deliver(slot, FlushCause::Aged, out);
         }
+    }
+
+    /// The same table without the fast classifier, to check that it changes nothing.
+    #[cfg(test)]
+    pub(crate) fn general_path_only(mut self) -> Self {
+        self.fast_path = false;
+        self
     }
 
     pub fn stats(&self) -> &GroStats {
@@ -295,6 +312,22 @@ impl Gro {
             self.deliver(slot, FlushCause::Rule(Reason::SegmentCap), out);
         }
         Ok(Held::NewFlow)
+    }
+
+    /// Refuses a frame, delivering what its flow holds first so the flow stays in order.
+    #[cold]
+    fn refuse_in_order(
+        &mut self,
+        frame: &[u8],
+        refused: facts::Refused,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Refusal {
+        if let Some((shape, hash)) = refused.flow {
+            if let Some(slot) = self.table.find(&shape, hash, frame) {
+                self.deliver(slot, FlushCause::Rule(refused.reason), out);
+            }
+        }
+        self.refuse(refused.reason)
     }
 
     fn refuse(&mut self, reason: Reason) -> Refusal {

@@ -75,6 +75,14 @@ impl Table {
     /// The slot holding the flow of `frame`, if any.
     #[inline(always)]
     pub fn find(&self, shape: &Shape, hash: u64, frame: &[u8]) -> Option<u32> {
+        self.find_by(hash, |s| {
+            s.shape == *shape && flow::same_flow(shape, frame, &s.header)
+        })
+    }
+
+    /// The slot with `hash` whose flow `same` accepts, if any.
+    #[inline(always)]
+    pub fn find_by(&self, hash: u64, same: impl Fn(&Slot) -> bool) -> Option<u32> {
         let tag = hash >> 32;
         let mut pos = hash as usize & self.mask;
         for _ in 0..self.index.len() {
@@ -85,7 +93,7 @@ impl Table {
             if entry >> 32 == tag {
                 let slot = (entry & 0xffff_ffff) as u32 - 1;
                 let s = &self.slots[slot as usize];
-                if s.hash == hash && s.shape == *shape && flow::same_flow(shape, frame, &s.header) {
+                if s.hash == hash && same(s) {
                     return Some(slot);
                 }
             }

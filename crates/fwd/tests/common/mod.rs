@@ -228,7 +228,15 @@ pub const ADDR6_B: &str = "[fd00:210::2]";
 fn address(ns: &Netns, dev: &str, v4: &str, v6: &str) {
     ns.ip(&["addr", "add", &format!("{v4}/24"), "dev", dev]);
     let v6 = v6.trim_matches(|c| c == '[' || c == ']');
-    ns.ip(&["-6", "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"]);
+    ns.ip(&[
+        "-6",
+        "addr",
+        "add",
+        &format!("{v6}/64"),
+        "dev",
+        dev,
+        "nodad",
+    ]);
 }
 
 /// nsA ⇄ tap ⇄ offlab-fwd ⇄ (tap | AF_PACKET on veth in a middle namespace) ⇄ nsB.

@@ -1,6 +1,7 @@
 //! GRO rules, one test per rule, with real frames from `builder`.
 
 mod builder;
+mod fast_path;
 mod index;
 mod rules;
 mod table_udp_refusals;

@@ -1,0 +1,122 @@
+//! The fast classifier for the common frame: untagged Ethernet, IPv4 without options,
+//! TCP, checksums validated by the caller. It reads the fixed offsets directly instead
+//! of walking the frame with `parse_frame` and building a `Layout`, and yields exactly
+//! the [`Facts`] that `facts::classify` would.
+//!
+//! It only ever answers "here are the facts" or "not sure": every frame that the
+//! general path would refuse, or that is not of this one shape, gets `None` and takes
+//! the general path, which then finds the reason (and keeps the flow in order). So the
+//! fast path cannot change a decision; `tests/fast_path.rs` checks that it does not.
+
+use super::facts::{Facts, L4Facts};
+use super::flow::{self, Shape, Transport};
+use super::ip::IpFacts;
+use super::table::HEADER_CAP;
+use super::tcp;
+use crate::wire::TcpFlags;
+
+const ETHERNET_LEN: usize = 14;
+const IPV4_LEN: usize = 20;
+const TCP_MIN_LEN: usize = 20;
+const L4_OFFSET: usize = ETHERNET_LEN + IPV4_LEN;
+/// Ethernet + IPv4 + the fixed TCP header: what is read at fixed offsets.
+pub(crate) const FIXED_LEN: usize = L4_OFFSET + TCP_MIN_LEN;
+
+/// Offsets within the frame.
+const ETHERTYPE: usize = 12;
+const IP_VERSION_IHL: usize = ETHERNET_LEN;
+const IP_TOS: usize = ETHERNET_LEN + 1;
+const IP_TOTAL_LEN: usize = ETHERNET_LEN + 2;
+const IP_ID: usize = ETHERNET_LEN + 4;
+const IP_FLAGS: usize = ETHERNET_LEN + 6;
+const IP_TTL: usize = ETHERNET_LEN + 8;
+const IP_PROTOCOL: usize = ETHERNET_LEN + 9;
+const TCP_DATA_OFFSET: usize = L4_OFFSET + 12;
+const TCP_FLAGS: usize = L4_OFFSET + 13;
+const ADDRS: usize = ETHERNET_LEN + 12;
+
+/// IPv4 flags/fragment word: DF may be set; the reserved bit, MF and the offset not.
+const IPV4_DF: u16 = 0x4000;
+/// TCP flags byte: ACK must be set; SYN, RST, URG, CWR must not (PSH, FIN, ECE may).
+const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
+const FLAG_ACK: u8 = 0x10;
+
+/// The shape of every frame this classifier accepts.
+const SHAPE: Shape = Shape {
+    l2_len: ETHERNET_LEN as u16,
+    tunnel: None,
+    ip_offset: ETHERNET_LEN as u16,
+    ip_header_len: IPV4_LEN as u16,
+    ip_v6: false,
+    transport: Transport::Tcp,
+};
+
+/// The facts of `frame` when it is a plain TCP/IPv4 frame that no rule refuses on its
+/// own; `None` otherwise (the general path decides then).
+#[inline(always)]
+pub(crate) fn classify(frame: &[u8], validated: bool, header_cap: usize) -> Option<Facts> {
+    let fixed = fixed(frame)?;
+    let be16 = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
+    let ip_len = usize::from(be16(IP_TOTAL_LEN));
+    let tcp_len = usize::from(fixed[TCP_DATA_OFFSET] >> 4) * 4;
+    let headers_len = L4_OFFSET + tcp_len;
+    let plain = validated
+        && be16(ETHERTYPE) == 0x0800
+        && fixed[IP_VERSION_IHL] == 0x45
+        && fixed[IP_PROTOCOL] == 6
+        // Not padded (and not truncated): the IP packet ends where the frame does.
+        && ETHERNET_LEN + ip_len == frame.len()
+        && be16(IP_FLAGS) & !IPV4_DF == 0
+        && tcp_len >= TCP_MIN_LEN
+        && headers_len < frame.len()
+        && headers_len <= header_cap
+        && fixed[TCP_FLAGS] & (FLAGS_REFUSED | FLAG_ACK) == FLAG_ACK;
+    if !plain {
+        return None;
+    }
+    let ip_header: &[u8; IPV4_LEN] = fixed[ETHERNET_LEN..L4_OFFSET].try_into().ok()?;
+    if !super::ip::header_checksum_ok(ip_header) {
+        return None;
+    }
+    let tcp = tcp::read(frame.get(L4_OFFSET..headers_len)?);
+    debug_assert!(tcp.flags.contains(TcpFlags::ACK));
+    Some(Facts {
+        shape: SHAPE,
+        hash: flow::flow_hash(&SHAPE, frame),
+        headers_len,
+        payload_len: frame.len() - headers_len,
+        outer_ip_len: ip_len,
+        ip: IpFacts {
+            v6: false,
+            ttl: fixed[IP_TTL],
+            tos: fixed[IP_TOS],
+            df: be16(IP_FLAGS) & IPV4_DF != 0,
+            id: be16(IP_ID),
+        },
+        outer: None,
+        l4: L4Facts::Tcp(tcp),
+    })
+}
+
+/// Whether plain frame `frame` and the held header `held` (of a run whose shape is
+/// [`SHAPE`]) are the same flow: what `flow::same_flow` compares for this shape — the
+/// Ethernet header, the IP protocol, addresses and ports — in a few word loads.
+#[inline(always)]
+pub(crate) fn same_flow(frame: &[u8; FIXED_LEN], held: &[u8; HEADER_CAP]) -> bool {
+    let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+    let ports =
+        |b: &[u8]| u32::from_ne_bytes(b[L4_OFFSET..L4_OFFSET + 4].try_into().unwrap_or([0; 4]));
+    // Bytes 0..14 as two overlapping words; addresses 26..34; ports 34..38.
+    let differ = (word(frame, 0) ^ word(held, 0))
+        | (word(frame, 6) ^ word(held, 6))
+        | (word(frame, ADDRS) ^ word(held, ADDRS))
+        | u64::from(ports(frame) ^ ports(held))
+        | u64::from(frame[IP_PROTOCOL] ^ held[IP_PROTOCOL]);
+    differ == 0
+}
+
+/// The first `FIXED_LEN` bytes of a frame that `classify` accepted.
+#[inline(always)]
+pub(crate) fn fixed(frame: &[u8]) -> Option<&[u8; FIXED_LEN]> {
+    frame.get(..FIXED_LEN)?.try_into().ok()
+}

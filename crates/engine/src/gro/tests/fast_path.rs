@@ -1,0 +1,172 @@
+//! The fast classifier (`plain.rs`) must not change a single decision: random frames —
+//! plain, mutated, padded, truncated, tagged, tunnelled, IPv6, UDP — go through a table
+//! with it and one forced to the general path, and every result, delivered run and
+//! counter must be equal. Each frame the fast classifier accepts must also yield exactly
+//! the facts the general classifier reads.
+
+use super::builder::{Pkt, Tunnel, ACK, CWR, ECE, FIN, PSH, RST, SYN, URG};
+use super::{copy, Gro, GroConfig, Merged, RxMeta};
+use crate::gro::{facts, plain, HEADER_CAP};
+use crate::wire::parse::ParseOptions;
+use proptest::prelude::*;
+
+/// One frame to push: which flow, what kind of frame, and how it is damaged.
+#[derive(Debug, Clone)]
+struct Step {
+    flow: u8,
+    kind: u8,
+    len: usize,
+    flags: u8,
+    /// Skip (or repeat) sequence space and IP IDs.
+    seq_skip: u8,
+    id_skip: u8,
+    ttl_bump: bool,
+    options: u8,
+    validated: bool,
+    bad_ip_checksum: bool,
+    mutation: Option<(usize, u8)>,
+    pad: u8,
+    cut: u8,
+    flush: bool,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let flags = prop_oneof![
+        6 => Just(ACK),
+        1 => Just(ACK | PSH),
+        1 => Just(ACK | FIN),
+        1 => Just(ACK | ECE),
+        1 => prop::sample::select(vec![SYN, RST, URG, CWR, 0, ACK | SYN, ACK | CWR, ACK | URG]),
+    ];
+    (
+        (
+            0u8..3,
+            0u8..8,
+            prop::sample::select(vec![1usize, 7, 100, 1448, 1448, 1448]),
+            flags,
+        ),
+        (
+            prop_oneof![8 => Just(0u8), 1 => 1u8..3],
+            prop_oneof![8 => Just(0u8), 1 => 1u8..3],
+            prop::bool::weighted(0.05),
+            0u8..3,
+        ),
+        (prop::bool::weighted(0.9), prop::bool::weighted(0.05)),
+        (
+            prop::option::weighted(0.15, (0usize..90, 1u8..=255)),
+            prop_oneof![9 => Just(0u8), 1 => 1u8..5],
+            prop_oneof![9 => Just(0u8), 1 => 1u8..30],
+            prop::bool::weighted(0.03),
+        ),
+    )
+        .prop_map(
+            |(
+                (flow, kind, len, flags),
+                (seq_skip, id_skip, ttl_bump, options),
+                (validated, bad_ip_checksum),
+                (mutation, pad, cut, flush),
+            )| Step {
+                flow,
+                kind,
+                len,
+                flags,
+                seq_skip,
+                id_skip,
+                ttl_bump,
+                options,
+                validated,
+                bad_ip_checksum,
+                mutation,
+                pad,
+                cut,
+                flush,
+            },
+        )
+}
+
+/// The frame for `step`, advancing its flow's sequence number and IP ID.
+fn build(step: &Step, next: &mut [(u32, u16); 3]) -> Vec<u8> {
+    let (seq, id) = &mut next[usize::from(step.flow)];
+    *seq = seq.wrapping_add(u32::from(step.seq_skip) * 100);
+    *id = id.wrapping_add(u16::from(step.id_skip));
+    let mut p = Pkt::tcp4(*seq, step.len);
+    p.sport = 1000 + u16::from(step.flow);
+    p.id = *id;
+    p.flags = step.flags;
+    p.ttl = if step.ttl_bump { 63 } else { 64 };
+    p.bad_ip_checksum = step.bad_ip_checksum;
+    p.tcp_options = match step.options {
+        0 => vec![1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+        1 => Vec::new(),
+        _ => vec![1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 2],
+    };
+    match step.kind {
+        0..=3 => {}
+        4 => p.vlan = Some(5),
+        5 => p.ip_options = true,
+        6 => p.v6 = true,
+        _ => p.tunnel = Some(Tunnel::vxlan(7)),
+    }
+    *seq = seq.wrapping_add(step.len as u32);
+    *id = id.wrapping_add(1);
+    let mut frame = p.build();
+    if let Some((at, xor)) = step.mutation {
+        if let Some(b) = frame.get_mut(at) {
+            *b ^= xor;
+        }
+    }
+    frame.extend(std::iter::repeat(0).take(usize::from(step.pad)));
+    frame.truncate(frame.len().saturating_sub(usize::from(step.cut)));
+    frame
+}
+
+/// Pushes every step through `gro`; returns what came out, as comparable text.
+fn run(mut gro: Gro, frames: &[Vec<u8>], steps: &[Step]) -> (Vec<String>, crate::gro::GroStats) {
+    let mut log = Vec::new();
+    for (i, (frame, step)) in frames.iter().zip(steps).enumerate() {
+        let meta = RxMeta {
+            csum_validated: step.validated,
+            now: i as u64,
+        };
+        let mut outs = Vec::new();
+        let r = gro.push(i as u64, frame, meta, &mut |m: Merged<'_>| {
+            outs.push(copy(&m))
+        });
+        log.push(format!("{i}: {r:?} {outs:?}"));
+        if step.flush {
+            gro.flush_older_than(i as u64, 3, &mut |m: Merged<'_>| {
+                log.push(format!("aged {:?}", copy(&m)))
+            });
+        }
+    }
+    gro.flush(&mut |m: Merged<'_>| log.push(format!("flush {:?}", copy(&m))));
+    (log, gro.stats().clone())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn fast_path_changes_no_decision(steps in prop::collection::vec(step(), 1..120), max_flows in 1usize..4) {
+        let mut next = [(0u32, 0u16); 3];
+        let frames: Vec<Vec<u8>> = steps.iter().map(|s| build(s, &mut next)).collect();
+        for (frame, s) in frames.iter().zip(&steps) {
+            if let Some(fast) = plain::classify(frame, s.validated, HEADER_CAP) {
+                let general = facts::classify(frame, s.validated, HEADER_CAP, &ParseOptions::DEFAULT);
+                prop_assert_eq!(Some(fast), general.ok());
+            }
+        }
+        let cfg = GroConfig { max_flows, max_segments_tcp: 20, ..GroConfig::default() };
+        let fast = run(Gro::new(cfg), &frames, &steps);
+        let general = run(Gro::new(cfg).general_path_only(), &frames, &steps);
+        prop_assert_eq!(fast, general);
+    }
+}
+
+#[test]
+fn plain_frames_take_the_fast_path() {
+    let p = Pkt::tcp4(0, 1448);
+    assert!(plain::classify(&p.build(), true, HEADER_CAP).is_some());
+    // Not validated: the general path verifies the TCP checksum.
+    assert!(plain::classify(&p.build(), false, HEADER_CAP).is_none());
+}
