@@ -75,3 +75,13 @@ def test_compare_unknown_run_is_one_line(tmp_path):
     done = offlab("compare", run_a, "nope", "--store", str(a), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip() == f"offlab: no run 'nope' in {a}"
+
+
+def test_run_help_names_every_builtin_plan(tmp_path):
+    from offlab.plan import builtin_names
+
+    done = offlab("run", "--help", cwd=tmp_path)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    for name in builtin_names():
+        assert name in text, f"`offlab run --help` does not mention plan {name!r}"

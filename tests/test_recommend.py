@@ -79,3 +79,33 @@ def test_opposite_significant_effects_are_reported_as_contradictory():
     assert contradiction.features == (GSO,)
     assert "helps in vxlan" in contradiction.sentence()
     assert rec.tested == 4 and abs(rec.expected_by_chance - 0.2) < 1e-9
+
+
+def test_userspace_datapath_profiles_get_no_offload_advice():
+    """fwd modes and port offloads are compared in the userspace section, never phrased
+    as "keep <ethtool feature> on"."""
+    import random
+
+    from offlab.records import CaseSpec, OffloadProfile, TrafficSpec
+    from offlab.report.model import build_groups, build_rows
+    from offlab.report.recommend import recommend
+    from offlab.store import RunResults
+    from tests.fixtures.make_store import fixture_run_info, make_samples
+
+    rng = random.Random(1)
+    traffic = TrafficSpec("tcp", duration_s=10.0)
+    cases = (
+        CaseSpec("vm2vm", 1500, OffloadProfile("all-on", "tx", {"fwd.mode.pass": True}), traffic),
+        CaseSpec("vm2vm", 1500, OffloadProfile("tso-off", "tx", {"fwd.mode.pass": False,
+                                                                  "port.a.tso4": False}), traffic),
+    )
+    samples = {}
+    for case, template in zip(cases, ("all-on", "tso-off")):
+        model_case = CaseSpec("veth", 1500, OffloadProfile(template, "tx", {}), traffic)
+        samples[case.key] = tuple(
+            s.__class__(**{**s.__dict__, "case_key": case.key})
+            for s in make_samples(model_case, rng)
+        )
+    results = RunResults(fixture_run_info(), "complete", cases, samples)
+    recs = recommend(build_groups(results, build_rows(results)))
+    assert recs.effects == () and recs.goals == ()

@@ -99,7 +99,7 @@ def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
 
 @app.command("run")
 def run_cmd(
-    plan: str = typer.Option("quick", "--plan", help="a built-in plan (quick, offloads, middlebox, …) or a plan .toml file"),
+    plan: str = typer.Option("quick", "--plan", help="a built-in plan (quick, offloads, msgsize, vxlan, middlebox, userspace) or a plan .toml file"),
     runs: Optional[int] = typer.Option(None, "--runs", help="repetitions per case (overrides the plan)"),
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),

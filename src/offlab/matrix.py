@@ -148,7 +148,7 @@ def expand(check: Checker, scenarios: list[str], has_sequences: bool) -> tuple[l
     if FAMILY not in scenarios:
         for key in ("paths", "router"):
             if key in check.doc:
-                raise check.fail(key, f"only the '{FAMILY}' scenario has a {key}; add it to scenarios")
+                raise check.fail(key, f"only the '{FAMILY}' scenario takes '{key}'; add it to scenarios")
         return scenarios, matrix_profiles(dims) if dims else []
     paths = check.choices("paths", list(PATHS), default=list(DEFAULT_PATHS))
     routers = check.choices("router", list(ROUTERS), default=[KERNEL])

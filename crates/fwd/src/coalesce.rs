@@ -59,7 +59,7 @@ impl Sink<'_> {
             Mode::Gro,
             slot,
             offered.checksum,
-            &offered.layout,
+            offered.layout.frame_end(),
             self.egress,
             self.counters,
             self.to_complete,

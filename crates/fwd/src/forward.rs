@@ -148,8 +148,10 @@ impl Direction {
         };
         let layout = match (offload.layout, parsed) {
             (Some(layout), _) | (None, Ok(layout)) => layout,
-            // Nothing was asked of this frame; forward it if only our parser minds it.
-            (None, Err(error)) => return self.unparsed(slot, frame, error, egress),
+            // No segmentation was asked; forward the frame if only our parser minds it.
+            (None, Err(error)) => {
+                return self.unparsed(slot, frame, error, offload.checksum, egress)
+            }
         };
         match offload.gso {
             Some(request) => self.super_packet(rx, slot, &header, &layout, &request, egress),
@@ -157,23 +159,40 @@ impl Direction {
         }
     }
 
-    /// A frame that does not parse and asks for no offload: non-IP frames (ARP, …) and
-    /// tunnels this parser refuses are forwarded; malformed IP is dropped.
-    fn unparsed(&mut self, slot: usize, frame: &[u8], error: ParseError, egress: &Egress) {
-        let forwardable = match error {
-            ParseError::UnsupportedEtherType(_) => true,
-            // Only the tunnel inside is odd; the outer packet is fine.
-            _ => parse_frame_with(frame, &ParseOptions::DEFAULT.without_tunnels()).is_ok(),
+    /// A frame that does not parse and asks for no segmentation: non-IP frames (ARP, …)
+    /// and tunnels this parser refuses (ARP inside VXLAN, …) are forwarded; malformed
+    /// IP is dropped. A partial checksum still travels with the frame (for a tunnel it
+    /// is the outer UDP one), so it is handed on or completed like any other.
+    fn unparsed(
+        &mut self,
+        slot: usize,
+        frame: &[u8],
+        error: ParseError,
+        checksum: ChecksumState,
+        egress: &Egress,
+    ) {
+        // Only the tunnel inside is odd; the outer packet is fine.
+        let outer = parse_frame_with(frame, &ParseOptions::DEFAULT.without_tunnels());
+        let end = match (&error, &outer) {
+            (_, Ok(layout)) => layout.frame_end(),
+            (ParseError::UnsupportedEtherType(_), Err(_)) => frame.len(),
+            (_, Err(_)) => return self.counters.drop("parse", error.reason()),
         };
-        if !forwardable {
-            return self.counters.drop("parse", error.reason());
-        }
         if frame.len() - ETHERNET_HEADER_LEN > egress.mtu + TWO_VLAN_TAGS {
             return self.counters.drop("egress", "frame over egress mtu");
         }
         self.counters.non_ip_frames +=
             u64::from(matches!(error, ParseError::UnsupportedEtherType(_)));
-        self.emit_frame(slot, &Header::none(), frame.len());
+        let header = checksum_header(
+            self.mode,
+            slot,
+            checksum,
+            end,
+            egress,
+            &mut self.counters,
+            &mut self.to_complete,
+        );
+        self.emit_frame(slot, &header, frame.len());
     }
 
     /// A frame that is not (or no longer) a super-packet.
@@ -205,7 +224,7 @@ impl Direction {
                 return;
             }
         }
-        let header = self.checksum_header(slot, offload.checksum, layout, egress);
+        let header = self.checksum_header(slot, offload.checksum, layout.frame_end(), egress);
         self.emit_frame(slot, &header, frame.len());
     }
 
@@ -214,14 +233,14 @@ impl Direction {
         &mut self,
         slot: usize,
         state: ChecksumState,
-        layout: &Layout,
+        end: usize,
         egress: &Egress,
     ) -> Header {
         checksum_header(
             self.mode,
             slot,
             state,
-            layout,
+            end,
             egress,
             &mut self.counters,
             &mut self.to_complete,
@@ -310,26 +329,20 @@ impl Direction {
 }
 
 /// The vnet header a non-GSO frame leaves with: a partial checksum is handed on when
-/// the egress accepts it (and the mode allows), otherwise queued for completion.
+/// the egress accepts it (and the mode allows), otherwise queued for completion over
+/// the frame up to `end` (the end of its IP packet: Ethernet padding is not summed).
 pub(crate) fn checksum_header(
     mode: Mode,
     slot: usize,
     state: ChecksumState,
-    layout: &Layout,
+    end: usize,
     egress: &Egress,
     counters: &mut Counters,
     to_complete: &mut Vec<(usize, ChecksumSpan)>,
 ) -> Header {
     match state {
         ChecksumState::Partial { start, offset } if mode == Mode::Csum || !egress.offloads.csum => {
-            to_complete.push((
-                slot,
-                ChecksumSpan {
-                    start,
-                    offset,
-                    end: layout.frame_end(),
-                },
-            ));
+            to_complete.push((slot, ChecksumSpan { start, offset, end }));
             counters.checksums_completed += 1;
             Header::none()
         }
@@ -365,3 +378,7 @@ fn complete_checksum(frame: &mut [u8], span: ChecksumSpan) {
 #[cfg(test)]
 #[path = "forward_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "forward_tunnel_tests.rs"]
+mod tunnel_tests;

@@ -51,8 +51,8 @@ INTRO = (
     "dependency: tx-tcp-segmentation goes off although ethtool still prints "
     "tcp-segmentation-offload: on), so rows chk N · tso Y measure TSO off; the "
     "read-back is in the appendix. "
-    "Forwarding runs in softirq on the sender's core (the role \"forwarder\" in the CPU "
-    "tables)."
+    "Forwarding runs on the sender's core (the kernel's softirq, or the pinned offlab-fwd "
+    "process; the role \"forwarder\" in the CPU tables)."
 )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..datapath import is_datapath_feature
 from ..stats import RelativeChange, Summary, relative_change
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change, format_p
@@ -179,6 +180,9 @@ class Recommendations:
 
 
 def recommend(groups: Iterable[CaseGroup]) -> Recommendations:
+    # Groups that vary the userspace datapath (fwd mode, port offloads) are compared in
+    # their own section; "keep X on" is advice about ethtool offloads only.
+    groups = [g for g in groups if not _varies_datapath(g)]
     steps = tuple(step for group in groups for step in group_steps(group))
     effects = tuple(e for step in steps if step.credited for e in step_effects(step))
     by_goal: dict[str, list[Effect]] = {title: [] for title in GOALS.values()}
@@ -336,3 +340,7 @@ def group_headline(group: CaseGroup) -> str | None:
         f"{group.context}: enabling the offloads of {who} (all on vs {widest.profile.name}) "
         f"changes " + " and ".join(parts)
     )
+
+
+def _varies_datapath(group: CaseGroup) -> bool:
+    return any(is_datapath_feature(name) for row in group.rows for name in row.profile.features)

@@ -130,13 +130,28 @@ impl Run {
 
     /// Appends `pkt` as `can_coalesce` allowed.
     pub fn append(&mut self, pkt: &Facts, ids: (IdMode, IdMode)) {
+        let flags = match &pkt.l4 {
+            L4Facts::Tcp(t) => Some(t.flags),
+            L4Facts::Udp(_) => None,
+        };
+        self.append_segment(pkt.payload_len, flags, ids);
+    }
+
+    /// Appends a segment of `payload_len` bytes (`tcp_flags`: its TCP flags, if TCP).
+    #[inline(always)]
+    pub fn append_segment(
+        &mut self,
+        payload_len: usize,
+        tcp_flags: Option<TcpFlags>,
+        ids: (IdMode, IdMode),
+    ) {
         self.segments += 1;
-        self.last_len = narrow(pkt.payload_len);
-        self.outer_ip_len += pkt.payload_len as u32;
+        self.last_len = narrow(payload_len);
+        self.outer_ip_len += payload_len as u32;
         (self.ip_ids, self.outer_ids) = ids;
-        if let (RunL4::Tcp(run), L4Facts::Tcp(t)) = (&mut self.l4, &pkt.l4) {
-            run.next_seq = run.next_seq.wrapping_add(pkt.payload_len as u32);
-            self.end_flags = t.flags & TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits());
+        if let (RunL4::Tcp(run), Some(flags)) = (&mut self.l4, tcp_flags) {
+            run.next_seq = run.next_seq.wrapping_add(payload_len as u32);
+            self.end_flags = flags & TcpFlags(TcpFlags::PSH.bits() | TcpFlags::FIN.bits());
         }
     }
 }
@@ -189,6 +204,7 @@ pub(crate) fn can_coalesce(
 }
 
 /// Outer then inner IP rules; the ID modes after this packet.
+#[inline(always)]
 fn network_rules(run: &Run, pkt: &Facts) -> Result<(IdMode, IdMode), Reason> {
     let outer_ids = match (&run.outer, &pkt.outer) {
         (Some(head), Some(p)) => ip::can_join(&head.ip, run.outer_ids, &p.ip, run.segments)?,

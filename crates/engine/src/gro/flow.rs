@@ -208,6 +208,17 @@ pub(crate) fn flow_hash(shape: &Shape, frame: &[u8]) -> u64 {
     h.finish()
 }
 
+/// `flow_hash` for an untagged IPv4 TCP frame without a tunnel, from its address and
+/// port bytes: the same value, without the shape's branches and slicing.
+#[inline(always)]
+pub(crate) fn plain_tcp4_hash(addrs: [u8; 8], ports: [u8; 4]) -> u64 {
+    let mut h = Hasher::new(Transport::Tcp as u64);
+    h.add(u64::from_le_bytes(addrs));
+    let [a, b, c, d] = ports;
+    h.add(u64::from_le_bytes([a, b, c, d, 0, 0, 0, 0]) ^ (4 << 59));
+    h.finish()
+}
+
 /// A small multiply-rotate hash over 8-byte words (FxHash-like, with a final avalanche
 /// so the low bits used by the index are well mixed).
 struct Hasher(u64);

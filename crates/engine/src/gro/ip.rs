@@ -85,6 +85,19 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
 /// `checksum::sum` costs more in dispatch and setup than this whole header.
 #[inline]
 pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
+    ones_complement_sum(words) == 0xffff
+}
+
+/// The checksum for an IPv4 header whose checksum field is zero (any IHL).
+#[inline]
+pub(crate) fn header_checksum(header: &[u8]) -> u16 {
+    !ones_complement_sum(header)
+}
+
+/// The folded 16-bit one's-complement sum of a header whose length is a multiple of 4
+/// (every IPv4 header's is).
+#[inline]
+fn ones_complement_sum(words: &[u8]) -> u16 {
     // Summing 32-bit big-endian words and folding gives the 16-bit one's-complement sum.
     let mut total: u64 = words
         .chunks_exact(4)
@@ -93,7 +106,7 @@ pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
     total = (total & 0xffff_ffff) + (total >> 32);
     total = (total & 0xffff) + (total >> 16);
     total = (total & 0xffff) + (total >> 16);
-    total == 0xffff
+    total as u16
 }
 
 /// Whether `pkt` may join a run whose head is `head` and which holds `count` packets.

@@ -87,6 +87,7 @@ use crate::virtio;
 use crate::wire::parse::ParseOptions;
 use coalesce::{can_coalesce, Limits, Run, Verdict};
 use facts::{Facts, L4Facts};
+use plain::Plain;
 use table::{AgeCursor, Table};
 
 /// Capacities and caps of a [`Gro`].
@@ -212,39 +213,85 @@ impl Gro {
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         self.stats.packets_in += 1;
-        let fast = if self.fast_path {
-            plain::classify(frame, meta.csum_validated, HEADER_CAP)
-        } else {
-            None
-        };
-        let (facts, found) = match (fast, plain::fixed(frame)) {
-            (Some(facts), Some(fixed)) => {
-                let found = self.table.find_by(facts.hash, |s| {
-                    s.shape == facts.shape && plain::same_flow(fixed, &s.header)
-                });
-                (facts, found)
+        if self.fast_path {
+            if let Some(plain) = Plain::check(frame, meta.csum_validated, HEADER_CAP) {
+                return self.push_plain(id, frame, &plain, meta.now, out);
             }
-            _ => match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
-                Ok(facts) => (facts, self.table.find(&facts.shape, facts.hash, frame)),
-                Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
-            },
+        }
+        let facts = match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
+            Ok(facts) => facts,
+            Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
         };
+        let found = self.table.find(&facts.shape, facts.hash, frame);
+        self.offer(id, frame, &facts, found, meta.now, out)
+    }
+
+    /// `push` for a plain TCP/IPv4 frame: joins its flow's run without reading the
+    /// general facts when every rule allows it, else decides as the general path does.
+    #[inline(always)]
+    fn push_plain(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        plain: &Plain<'_>,
+        now: u64,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        let hash = plain.hash();
+        let found = self.table.find_by(hash, |s| {
+            s.shape == plain::SHAPE && plain::same_flow(plain.fixed, &s.header)
+        });
         if let Some(slot) = found {
             let held = self.table.slot(slot);
-            match can_coalesce(&held.run, &held.header, frame, &facts, &self.limits) {
+            if let Some(j) = plain.try_join(&held.run, &held.header, &self.limits) {
+                let run = &mut self.table.slot_mut(slot).run;
+                let ids = (j.ip_ids, run.outer_ids);
+                run.append_segment(j.payload_len, Some(j.flags), ids);
+                return Ok(self.joined(slot, id, j.ends, out));
+            }
+        }
+        self.offer(id, frame, &plain.facts(hash), found, now, out)
+    }
+
+    /// Records `id` in the run `slot` it was appended to; delivers the run if it ends.
+    #[inline(always)]
+    fn joined(
+        &mut self,
+        slot: u32,
+        id: u64,
+        ends: Option<Reason>,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Held {
+        self.table.push_id(slot, id);
+        self.stats.merged += 1;
+        if let Some(reason) = ends {
+            self.deliver(slot, FlushCause::Rule(reason), out);
+        }
+        Held::Merged
+    }
+
+    /// Joins the classified frame to its flow's run in `found`, or starts a run.
+    #[inline(always)]
+    fn offer(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        facts: &Facts,
+        found: Option<u32>,
+        now: u64,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        if let Some(slot) = found {
+            let held = self.table.slot(slot);
+            match can_coalesce(&held.run, &held.header, frame, facts, &self.limits) {
                 Verdict::Join { ids, ends } => {
-                    self.table.slot_mut(slot).run.append(&facts, ids);
-                    self.table.push_id(slot, id);
-                    self.stats.merged += 1;
-                    if let Some(reason) = ends {
-                        self.deliver(slot, FlushCause::Rule(reason), out);
-                    }
-                    return Ok(Held::Merged);
+                    self.table.slot_mut(slot).run.append(facts, ids);
+                    return Ok(self.joined(slot, id, ends, out));
                 }
                 Verdict::Restart(reason) => self.deliver(slot, FlushCause::Rule(reason), out),
             }
         }
-        self.open(id, frame, &facts, meta.now, out)
+        self.open(id, frame, facts, now, out)
     }
 
     /// Delivers every held run, oldest first.

@@ -8,11 +8,13 @@
 //! the general path, which then finds the reason (and keeps the flow in order). So the
 //! fast path cannot change a decision; `tests/fast_path.rs` checks that it does not.
 
+use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
 use super::flow::{self, Shape, Transport};
-use super::ip::IpFacts;
+use super::ip::{self, IdMode, IpFacts};
+use super::reason::Reason;
 use super::table::HEADER_CAP;
-use super::tcp;
+use super::tcp::{self, TcpFacts};
 use crate::wire::TcpFlags;
 
 const ETHERNET_LEN: usize = 14;
@@ -42,7 +44,7 @@ const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
 const FLAG_ACK: u8 = 0x10;
 
 /// The shape of every frame this classifier accepts.
-const SHAPE: Shape = Shape {
+pub(crate) const SHAPE: Shape = Shape {
     l2_len: ETHERNET_LEN as u16,
     tunnel: None,
     ip_offset: ETHERNET_LEN as u16,
@@ -51,51 +53,130 @@ const SHAPE: Shape = Shape {
     transport: Transport::Tcp,
 };
 
-/// The facts of `frame` when it is a plain TCP/IPv4 frame that no rule refuses on its
-/// own; `None` otherwise (the general path decides then).
-#[inline(always)]
-pub(crate) fn classify(frame: &[u8], validated: bool, header_cap: usize) -> Option<Facts> {
-    let fixed = fixed(frame)?;
-    let be16 = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
-    let ip_len = usize::from(be16(IP_TOTAL_LEN));
-    let tcp_len = usize::from(fixed[TCP_DATA_OFFSET] >> 4) * 4;
-    let headers_len = L4_OFFSET + tcp_len;
-    let plain = validated
-        && be16(ETHERTYPE) == 0x0800
-        && fixed[IP_VERSION_IHL] == 0x45
-        && fixed[IP_PROTOCOL] == 6
-        // Not padded (and not truncated): the IP packet ends where the frame does.
-        && ETHERNET_LEN + ip_len == frame.len()
-        && be16(IP_FLAGS) & !IPV4_DF == 0
-        && tcp_len >= TCP_MIN_LEN
-        && headers_len < frame.len()
-        && headers_len <= header_cap
-        && fixed[TCP_FLAGS] & (FLAGS_REFUSED | FLAG_ACK) == FLAG_ACK;
-    if !plain {
-        return None;
+/// A plain TCP/IPv4 frame that no rule refuses on its own (checked by [`Plain::check`]).
+pub(crate) struct Plain<'a> {
+    pub fixed: &'a [u8; FIXED_LEN],
+    frame: &'a [u8],
+    headers_len: usize,
+}
+
+/// What joining a held run changes, as `can_coalesce` would decide it.
+pub(crate) struct Joined {
+    pub ip_ids: IdMode,
+    pub ends: Option<Reason>,
+    pub payload_len: usize,
+    pub flags: TcpFlags,
+}
+
+impl<'a> Plain<'a> {
+    /// `frame` when it is a plain TCP/IPv4 frame that no rule refuses on its own;
+    /// `None` otherwise (the general path decides then).
+    #[inline(always)]
+    pub fn check(frame: &'a [u8], validated: bool, header_cap: usize) -> Option<Self> {
+        let fixed: &[u8; FIXED_LEN] = frame.get(..FIXED_LEN)?.try_into().ok()?;
+        let be16 = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
+        let tcp_len = usize::from(fixed[TCP_DATA_OFFSET] >> 4) * 4;
+        let headers_len = L4_OFFSET + tcp_len;
+        let plain = validated
+            && be16(ETHERTYPE) == 0x0800
+            && fixed[IP_VERSION_IHL] == 0x45
+            && fixed[IP_PROTOCOL] == 6
+            // Not padded (and not truncated): the IP packet ends where the frame does.
+            && ETHERNET_LEN + usize::from(be16(IP_TOTAL_LEN)) == frame.len()
+            && be16(IP_FLAGS) & !IPV4_DF == 0
+            && tcp_len >= TCP_MIN_LEN
+            && headers_len < frame.len()
+            && headers_len <= header_cap
+            && fixed[TCP_FLAGS] & (FLAGS_REFUSED | FLAG_ACK) == FLAG_ACK;
+        if !plain {
+            return None;
+        }
+        let ip_header: &[u8; IPV4_LEN] = fixed[ETHERNET_LEN..L4_OFFSET].try_into().ok()?;
+        if !ip::header_checksum_ok(ip_header) {
+            return None;
+        }
+        Some(Plain {
+            fixed,
+            frame,
+            headers_len,
+        })
     }
-    let ip_header: &[u8; IPV4_LEN] = fixed[ETHERNET_LEN..L4_OFFSET].try_into().ok()?;
-    if !super::ip::header_checksum_ok(ip_header) {
-        return None;
+
+    /// `flow::flow_hash` of this frame.
+    #[inline(always)]
+    pub fn hash(&self) -> u64 {
+        let f = self.fixed;
+        let addrs = [f[26], f[27], f[28], f[29], f[30], f[31], f[32], f[33]];
+        flow::plain_tcp4_hash(addrs, [f[34], f[35], f[36], f[37]])
     }
-    let tcp = tcp::read(frame.get(L4_OFFSET..headers_len)?);
-    debug_assert!(tcp.flags.contains(TcpFlags::ACK));
-    Some(Facts {
-        shape: SHAPE,
-        hash: flow::flow_hash(&SHAPE, frame),
-        headers_len,
-        payload_len: frame.len() - headers_len,
-        outer_ip_len: ip_len,
-        ip: IpFacts {
+
+    /// Exactly the facts `facts::classify` reads from this frame.
+    #[inline(always)]
+    pub fn facts(&self, hash: u64) -> Facts {
+        Facts {
+            shape: SHAPE,
+            hash,
+            headers_len: self.headers_len,
+            payload_len: self.payload_len(),
+            outer_ip_len: self.frame.len() - ETHERNET_LEN,
+            ip: self.ip_facts(),
+            outer: None,
+            l4: L4Facts::Tcp(self.tcp_facts()),
+        }
+    }
+
+    /// Whether the frame continues `run` (whose head header is `held`): the rules of
+    /// `coalesce::can_coalesce` for this shape, with the same helpers. `None` when it
+    /// does not (the general path then finds the reason and delivers the run).
+    #[inline(always)]
+    pub fn try_join(&self, run: &Run, held: &[u8], limits: &Limits) -> Option<Joined> {
+        let RunL4::Tcp(t) = &run.l4 else { return None };
+        if run.outer.is_some() {
+            return None;
+        }
+        let ip_ids = ip::can_join(&run.ip, run.ip_ids, &self.ip_facts(), run.segments).ok()?;
+        let tcp = self.tcp_facts();
+        let payload_len = self.payload_len();
+        let seg_size = usize::from(run.seg_size);
+        let options = tcp::options(self.frame, L4_OFFSET, tcp.header_len);
+        let held_options = tcp::options(held, L4_OFFSET, t.head.header_len);
+        tcp::can_join(t, &tcp, options, held_options, payload_len, seg_size).ok()?;
+        if run.outer_ip_len as usize + payload_len > limits.max_bytes + 1 {
+            return None;
+        }
+        let full = run.segments + 1 >= limits.max_segments_tcp;
+        let ends = tcp::ends_run(&tcp, payload_len, seg_size);
+        Some(Joined {
+            ip_ids,
+            ends: ends.or(full.then_some(Reason::SegmentCap)),
+            payload_len,
+            flags: tcp.flags,
+        })
+    }
+
+    fn payload_len(&self) -> usize {
+        self.frame.len() - self.headers_len
+    }
+
+    #[inline(always)]
+    fn ip_facts(&self) -> IpFacts {
+        let f = self.fixed;
+        let be16 = |at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
+        IpFacts {
             v6: false,
-            ttl: fixed[IP_TTL],
-            tos: fixed[IP_TOS],
+            ttl: f[IP_TTL],
+            tos: f[IP_TOS],
             df: be16(IP_FLAGS) & IPV4_DF != 0,
             id: be16(IP_ID),
-        },
-        outer: None,
-        l4: L4Facts::Tcp(tcp),
-    })
+        }
+    }
+
+    #[inline(always)]
+    fn tcp_facts(&self) -> TcpFacts {
+        let mut facts = tcp::read(&self.fixed[L4_OFFSET..]);
+        facts.header_len = (self.headers_len - L4_OFFSET) as u16;
+        facts
+    }
 }
 
 /// Whether plain frame `frame` and the held header `held` (of a run whose shape is
@@ -113,10 +194,4 @@ pub(crate) fn same_flow(frame: &[u8; FIXED_LEN], held: &[u8; HEADER_CAP]) -> boo
         | u64::from(ports(frame) ^ ports(held))
         | u64::from(frame[IP_PROTOCOL] ^ held[IP_PROTOCOL]);
     differ == 0
-}
-
-/// The first `FIXED_LEN` bytes of a frame that `classify` accepted.
-#[inline(always)]
-pub(crate) fn fixed(frame: &[u8]) -> Option<&[u8; FIXED_LEN]> {
-    frame.get(..FIXED_LEN)?.try_into().ok()
 }

@@ -99,7 +99,7 @@ impl TcpRun {
 
 /// Whether `pkt` continues `run`. `pkt_options`/`held_options` are the option bytes of
 /// the segment and of the run's head; `seg_size` is the run's segment size.
-#[inline]
+#[inline(always)]
 pub(crate) fn can_join(
     run: &TcpRun,
     pkt: &TcpFacts,
