@@ -96,7 +96,7 @@ class VmPath(Topology):
     def _add_vxlan(self, namespace: str, device: str, local: str, remote: str, inner: str) -> None:
         with NetNS(namespace) as ns:
             ns.link("add", ifname=device, kind="vxlan", vxlan_id=VNI, vxlan_local=local,
-                    vxlan_group=remote, vxlan_port=DSTPORT, vxlan_udp_csum=0)
+                    vxlan_group=remote, vxlan_port=DSTPORT, vxlan_udp_csum=1)
         self._configure(namespace, device, inner, mtu=self.mtu - VXLAN_OVERHEAD)
 
     # --- the datapath of a profile ----------------------------------------------------

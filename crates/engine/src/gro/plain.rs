@@ -80,7 +80,7 @@ impl<'a> Plain<'a> {
         let plain = validated
             && be16(ETHERTYPE) == 0x0800
             && fixed[IP_VERSION_IHL] == 0x45
-            && fixed[IP_PROTOCOL] == 6
+            && fixed[IP_PROTOCOL] & 0xfe == 6
             // Not padded (and not truncated): the IP packet ends where the frame does.
             && ETHERNET_LEN + usize::from(be16(IP_TOTAL_LEN)) == frame.len()
             && be16(IP_FLAGS) & !IPV4_DF == 0
@@ -141,7 +141,7 @@ impl<'a> Plain<'a> {
         let options = tcp::options(self.frame, L4_OFFSET, tcp.header_len);
         let held_options = tcp::options(held, L4_OFFSET, t.head.header_len);
         tcp::can_join(t, &tcp, options, held_options, payload_len, seg_size).ok()?;
-        if run.outer_ip_len as usize + payload_len > limits.max_bytes + 1 {
+        if run.outer_ip_len as usize + payload_len > limits.max_bytes {
             return None;
         }
         let full = run.segments + 1 >= limits.max_segments_tcp;
