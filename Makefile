@@ -41,9 +41,10 @@ demo: setup
 test: setup test-rust test-python
 
 test-rust:
-	$(CARGO) test --release --workspace
+	$(CARGO) test --release --workspace --no-fail-fast
 
 test-python:
+	$(PY) -m unittest discover -s benches -p 'test_*.py'
 	$(PY) -m pytest -q
 
 ## bench: engine vs DPDK (and the kernel), side by side in one run

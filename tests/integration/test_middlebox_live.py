@@ -1,12 +1,16 @@
 """The middlebox in real namespaces: R forwards A→B traffic in its kernel, terminates
 R→A traffic itself, and every sample carries the counter deltas of A, R and B; the
-adaptive rule stops between its bounds and stores its outcome."""
+adaptive rule stops between its bounds and stores its outcome. With R as offlab-fwd
+the forwarder bridges R's veths and its counters and state are in every sample."""
 
 import os
 from pathlib import Path
 
+import pytest
+
 from offlab import plan
 from offlab.adaptive import Adaptive
+from offlab.fwd import FwdError, find_binary
 from offlab.proc import in_netns, run
 from offlab.runner import Runner
 from offlab.store import Store
@@ -84,6 +88,14 @@ def test_terminated_path_ends_on_the_router_and_adaptive_outcome_is_stored(tmp_p
 
 # --- R as offlab-fwd ----------------------------------------------------------------
 
+def _fwd_missing() -> str | None:
+    try:
+        find_binary()
+    except FwdError as missing:
+        return str(missing)
+    return None
+
+
 FWD_PLAN = PLAN.replace('paths = ["{path}"]', 'paths = ["a-b"]\nrouter = ["offlab-fwd"]')
 
 
@@ -100,6 +112,7 @@ def _our_forwarders() -> set[int]:
     return found
 
 
+@pytest.mark.skipif(_fwd_missing() is not None, reason=str(_fwd_missing()))
 def test_offlab_fwd_as_router_forwards_tcp_and_its_counters_are_in_the_sample(tmp_path):
     cases = plan.parse(FWD_PLAN, "live.toml").cases  # chkY (mode gro), chkN (mode csum)
     assert [c.scenario for c in cases] == ["middlebox-fwd-ab"] * 2

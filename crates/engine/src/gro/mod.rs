@@ -60,8 +60,13 @@
 //!
 //! Everything is allocated in [`Gro::new`]: per flow a 256-byte header slot, the run
 //! state and one id per allowed segment (the state for 1024 flows with the default
-//! caps is about 0.9 MiB). `push` parses once, hashes the flow's addresses and ports,
-//! probes an open-addressing index and compares a few fields; it never allocates.
+//! caps is about 0.9 MiB). `push` never allocates. An untagged TCP/IPv4 frame without
+//! options whose checksums were validated (the common case) takes a fast path
+//! (`plain.rs`): its fields are read at fixed offsets, the flow is found with a few
+//! word compares and, when every rule allows it, the frame joins its run without
+//! `parse_frame` or the general facts; anything else, or any rule that does not hold,
+//! goes through the general path (`facts::classify`, `can_coalesce`), which decides
+//! exactly as it would have alone (`gro/tests/fast_path.rs` checks that).
 
 mod coalesce;
 mod emit;

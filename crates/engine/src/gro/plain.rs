@@ -80,7 +80,7 @@ impl<'a> Plain<'a> {
         let plain = validated
             && be16(ETHERTYPE) == 0x0800
             && fixed[IP_VERSION_IHL] == 0x45
-            && fixed[IP_PROTOCOL] & 0xfe == 6
+            && fixed[IP_PROTOCOL] == 6
             // Not padded (and not truncated): the IP packet ends where the frame does.
             && ETHERNET_LEN + usize::from(be16(IP_TOTAL_LEN)) == frame.len()
             && be16(IP_FLAGS) & !IPV4_DF == 0

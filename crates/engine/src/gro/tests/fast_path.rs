@@ -32,6 +32,19 @@ struct Step {
     flush: bool,
 }
 
+/// Where to damage a frame: mostly the fields the fast classifier reads.
+fn offset() -> impl Strategy<Value = usize> {
+    // EtherType, version/IHL, TOS, total length, flags/fragment, TTL, protocol, the TCP
+    // data offset and flags (for untagged IPv4 TCP frames), then anywhere.
+    let fields = vec![12, 13, 14, 15, 16, 17, 20, 21, 22, 23, 46, 47];
+    prop_oneof![3 => prop::sample::select(fields), 1 => 0usize..90]
+}
+
+/// How to damage a byte: one bit (small, targeted changes) or any pattern.
+fn xor() -> impl Strategy<Value = u8> {
+    prop_oneof![(0u32..8).prop_map(|b| 1u8 << b), 1u8..=255]
+}
+
 fn step() -> impl Strategy<Value = Step> {
     let flags = prop_oneof![
         6 => Just(ACK),
@@ -44,7 +57,7 @@ fn step() -> impl Strategy<Value = Step> {
         (
             0u8..3,
             0u8..8,
-            prop::sample::select(vec![1usize, 7, 100, 1448, 1448, 1448]),
+            prop::sample::select(vec![0usize, 1, 7, 100, 1448, 1448, 1448]),
             flags,
         ),
         (
@@ -55,7 +68,7 @@ fn step() -> impl Strategy<Value = Step> {
         ),
         (prop::bool::weighted(0.9), prop::bool::weighted(0.05)),
         (
-            prop::option::weighted(0.2, (0usize..90, 1u8..=255, any::<bool>())),
+            prop::option::weighted(0.3, (offset(), xor(), prop::bool::weighted(0.8))),
             prop_oneof![9 => Just(0u8), 1 => 1u8..5],
             prop_oneof![9 => Just(0u8), 1 => 1u8..30],
             prop::bool::weighted(0.03),
