@@ -133,7 +133,7 @@ fn build(step: &Step, next: &mut [(u32, u16); 3]) -> Vec<u8> {
             refresh_ipv4_checksum(&mut frame);
         }
     }
-    frame.extend(std::iter::repeat(0).take(usize::from(step.pad)));
+    frame.extend(std::iter::repeat_n(0, usize::from(step.pad)));
     frame.truncate(frame.len().saturating_sub(usize::from(step.cut)));
     frame
 }
