@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .cpu import ProcessTimes, process_percent, process_times
+from .proc import stop as stop_process
 
 BINARY_ENV = "OFFLAB_FWD"
 """Environment variable naming the offlab-fwd binary to use instead of the built one."""
@@ -262,13 +263,7 @@ class Forwarder:
         proc, self._proc = self._proc, None
         final = None
         if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=STOP_GRACE_S)
+            stop_process(proc, grace_s=STOP_GRACE_S)
             if proc.returncode == 0 and self.stats_file.exists():
                 final = parse_stats(self.stats_file.read_text())
         shutil.rmtree(self._dir, ignore_errors=True)
