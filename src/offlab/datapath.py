@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from .fwd import MODES, PORT_OFFLOADS
+from .fwd import MODES, PORT_OFFLOADS, TUNNEL_OFFLOADS
 from .offloads import GRO, GSO
 from .records import OffloadProfile
 
@@ -86,7 +86,9 @@ def _profile(name: str, mode: str, a: Sequence[str], b: Sequence[str], *, napi: 
     """Every datapath setting named explicitly, so the read-back records what was asked."""
     features: dict[str, bool] = {MODE + m: m == mode for m in MODES}
     for role, offloads in (("a", a), ("b", b)):
-        features.update({f"{PORT}{role}.{o}": o in offloads for o in PORT_OFFLOADS})
+        # Tunnel offloads are the topology's to add (tunnelled paths only), not a profile's.
+        features.update({f"{PORT}{role}.{o}": o in offloads
+                         for o in PORT_OFFLOADS if o not in TUNNEL_OFFLOADS})
     features[f"{PORT}b.napi"] = napi
     features[GSO] = gso
     features[GRO] = gro

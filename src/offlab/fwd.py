@@ -26,7 +26,11 @@ from .proc import stop as stop_process
 BINARY_ENV = "OFFLAB_FWD"
 """Environment variable naming the offlab-fwd binary to use instead of the built one."""
 MODES = ("pass", "csum", "gso", "gro")
-PORT_OFFLOADS = ("csum", "tso4", "tso6", "ecn", "uso")
+TUNNEL_OFFLOADS = ("udptnl", "udptnl-csum")
+"""UDP-tunnel segmentation on a TAP (the 24-byte vnet header, Linux >= 6.17): the VM
+topologies add these on tunnelled paths wherever a TAP port takes TSO, so VXLAN
+super-packets reach the forwarder whole instead of being cut in the sending namespace."""
+PORT_OFFLOADS = ("csum", "tso4", "tso6", "ecn", "uso") + TUNNEL_OFFLOADS
 """What a port may negotiate (virtio-style feature bits), in offlab-fwd's spelling."""
 READY_TIMEOUT_S = 10.0
 STATS_TIMEOUT_S = 5.0

@@ -72,3 +72,22 @@ def test_engine_gso_segments_the_vms_super_packets():
     assert sample.counters["fwd:a>b:segmented_super_packets"] > 0
     assert sample.counters["fwd:a>b:segments"] > sample.counters["fwd:a>b:segmented_super_packets"]
     assert sample.offloads["tx:ofl-ta"]["tcp-segmentation-offload"].on
+
+
+def test_vxlan_super_packets_cross_the_forwarder_whole():
+    """On a tunnelled path the TAPs that take TSO also take UDP-tunnel segmentation, so
+    the VM's VXLAN super-packets reach offlab-fwd whole: engine GSO cuts them, and TSO
+    pass-through carries them to the other VM uncut."""
+    samples = run_cases("vm2vm-vxlan", [PROFILES["engine-gso"], PROFILES["tso-pass"]])
+    gso = samples["engine-gso"]
+    assert gso.throughput_bps > 0
+    assert gso.offloads["tap:ofl-ta"]["udptnl-csum"].on
+    assert gso.offloads["tap:ofl-ta"]["udptnl-csum"].requested
+    assert not gso.offloads["tap:ofl-tb"]["udptnl"].on  # MTU-only egress: no tunnel GSO
+    assert gso.counters["fwd:a>b:segmented_super_packets"] > 0
+    assert gso.counters["fwd:a>b:segments"] > gso.counters["fwd:a>b:segmented_super_packets"]
+    passed = samples["tso-pass"]
+    assert passed.throughput_bps > 0
+    assert all(passed.offloads[t]["udptnl"].on for t in ("tap:ofl-ta", "tap:ofl-tb"))
+    assert not any(k.startswith("fwd:") and ":drop." in k for k in passed.counters)
+    assert not any("CsumErrors" in k for k in passed.counters)

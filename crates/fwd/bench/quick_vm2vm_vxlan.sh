@@ -53,6 +53,9 @@ for rep in $(seq "$REPS"); do
     through_fwd "gso/$csum" gso "$TSO" "$csum"
     through_fwd "gro/$csum" gro "$TSO" "$csum"
     through_fwd "none/$csum" pass none "$csum"
+    # UDP-tunnel segmentation on the taps: whole VXLAN super-packets reach the forwarder.
+    through_fwd "pass+udptnl/$csum" pass "$TSO+udptnl-csum" "$csum"
+    through_fwd "gso+udptnl/$csum" gso "$TSO+udptnl-csum" "$csum"
   done
 done
 python3 - "$RESULTS" <<'PY'

@@ -3,8 +3,9 @@
 //! flushed at the end of every batch like a NAPI poll.
 
 use crate::forward::{checksum_header, ChecksumSpan, Egress, Mode};
-use crate::port::{TxQueue, VNET_LEN};
+use crate::port::TxQueue;
 use crate::stats::Counters;
+use crate::tunnel_header::TunnelGso;
 use offlab_engine::gro::{Gro, GroConfig, Merged, RxMeta};
 use offlab_engine::virtio::ChecksumState;
 use offlab_engine::wire::{IpVersion, L4Proto, Layout};
@@ -22,6 +23,8 @@ pub struct Coalescer {
     gro: Gro,
     offered: Vec<Option<Offered>>,
     batches: u64,
+    /// Length of the vnet header before each frame of the current batch.
+    vnet_len: usize,
 }
 
 /// Where a delivered run goes: borrowed pieces of the caller's state.
@@ -31,6 +34,7 @@ struct Sink<'a> {
     counters: &'a mut Counters,
     to_complete: &'a mut Vec<(usize, ChecksumSpan)>,
     offered: &'a [Option<Offered>],
+    vnet_len: usize,
 }
 
 impl Sink<'_> {
@@ -38,12 +42,12 @@ impl Sink<'_> {
         if run.segments > 1 {
             self.counters.merged_super_packets += 1;
             self.counters.merged_packets += u64::from(run.segments);
-            self.tx.begin(&run.vnet.to_bytes());
+            self.begin_run(&run);
             self.tx.push_bytes(run.header);
             for part in run.parts {
                 let (start, end) = (part.payload.start as usize, part.payload.end as usize);
                 self.tx
-                    .push_rx(part.id as usize, VNET_LEN + start..VNET_LEN + end);
+                    .push_rx(part.id as usize, self.vnet_len + start..self.vnet_len + end);
             }
             return;
         }
@@ -66,7 +70,24 @@ impl Sink<'_> {
         );
         self.tx.begin(&header.to_bytes());
         self.tx
-            .push_rx(slot, VNET_LEN..VNET_LEN + offered.frame_len);
+            .push_rx(slot, self.vnet_len..self.vnet_len + offered.frame_len);
+    }
+}
+
+impl Sink<'_> {
+    /// Starts a merged run's frame: a tunnelled run (offered only to a `udptnl` egress)
+    /// gets the tunnel fields of its head frame's layout, with the outer checksum asked
+    /// for when the merged header carries its seed.
+    fn begin_run(&mut self, run: &Merged<'_>) {
+        let head = run.parts.first().map(|part| part.id as usize);
+        let layout = head.and_then(|id| self.offered.get(id).copied().flatten());
+        match layout.and_then(|o| TunnelGso::describe(&o.layout, run.header)) {
+            Some(tunnel) => {
+                let (base, tail) = tunnel.join(run.vnet.to_bytes());
+                self.tx.begin_extended(&base, &tail);
+            }
+            None => self.tx.begin(&run.vnet.to_bytes()),
+        }
     }
 }
 
@@ -76,6 +97,7 @@ impl Coalescer {
             gro: Gro::new(GroConfig::default()),
             offered: Vec::new(),
             batches: 0,
+            vnet_len: crate::port::VNET_LEN,
         }
     }
 
@@ -93,7 +115,7 @@ impl Coalescer {
         counters: &mut Counters,
         to_complete: &mut Vec<(usize, ChecksumSpan)>,
     ) -> bool {
-        if !egress_takes_runs_of(layout, egress) {
+        if !egress_takes_runs_of(frame, layout, egress) {
             return false;
         }
         if self.offered.len() <= slot {
@@ -114,6 +136,7 @@ impl Coalescer {
             counters,
             to_complete,
             offered: &self.offered,
+            vnet_len: self.vnet_len,
         };
         match self
             .gro
@@ -141,8 +164,14 @@ impl Coalescer {
             counters,
             to_complete,
             offered: &self.offered,
+            vnet_len: self.vnet_len,
         };
         self.gro.flush(&mut |run| sink.deliver(run));
+    }
+
+    /// Sets the header length of the batch about to be offered.
+    pub fn begin_batch(&mut self, vnet_len: usize) {
+        self.vnet_len = vnet_len;
     }
 
     /// Called once the batch's frames are all sent: their slots are reused next.
@@ -153,11 +182,20 @@ impl Coalescer {
 }
 
 /// GRO is worth it only if the egress takes the super-packet the run would become;
-/// tunnelled frames stay out (virtio v1 headers cannot describe tunnel GSO).
-fn egress_takes_runs_of(layout: &Layout, egress: &Egress) -> bool {
+/// tunnelled frames only for an egress with `udptnl` (and `udptnl-csum` when they
+/// carry an outer UDP checksum): a 12-byte header cannot describe tunnel GSO.
+fn egress_takes_runs_of(frame: &[u8], layout: &Layout, egress: &Egress) -> bool {
     let o = &egress.offloads;
-    if layout.tunnel.is_some() || layout.ip.is_fragment || !o.csum {
+    if layout.ip.is_fragment || !o.csum {
         return false;
+    }
+    if layout.tunnel.is_some() {
+        let Some(tunnel) = TunnelGso::describe(layout, frame) else {
+            return false;
+        };
+        if !o.udp_tunnel || (tunnel.outer_checksum && !o.udp_tunnel_csum) {
+            return false;
+        }
     }
     match (layout.ip.l4, layout.ip.version) {
         (L4Proto::Tcp, IpVersion::V4) => o.tso4,

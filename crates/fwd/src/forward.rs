@@ -4,8 +4,9 @@
 //! receive buffers.
 
 use crate::coalesce::Coalescer;
-use crate::port::{Offloads, RxBatch, TxQueue, VNET_LEN};
+use crate::port::{Offloads, RxBatch, TxQueue};
 use crate::stats::Counters;
+use crate::tunnel_header::{self, TunnelGso};
 use offlab_engine::checksum;
 use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
 use offlab_engine::virtio::{
@@ -48,16 +49,19 @@ pub struct Egress {
 }
 
 impl Egress {
-    /// Whether a super-packet of this kind may be written to the egress as it is.
-    fn accepts(&self, request: &GsoRequest) -> bool {
+    /// Whether a super-packet of this kind (inside this UDP tunnel, if any) may be
+    /// written to the egress as it is.
+    fn accepts(&self, request: &GsoRequest, tunnel: Option<&TunnelGso>) -> bool {
         let o = &self.offloads;
+        let tunnel_ok =
+            tunnel.is_none_or(|t| o.udp_tunnel && (!t.outer_checksum || o.udp_tunnel_csum));
         let kind = match request.kind {
             virtio::GsoKind::TcpV4 => o.tso4,
             virtio::GsoKind::TcpV6 => o.tso6,
             virtio::GsoKind::Uso => o.uso,
             virtio::GsoKind::Ufo => false,
         };
-        kind && o.csum && (!request.ecn || o.ecn)
+        kind && tunnel_ok && o.csum && (!request.ecn || o.ecn)
     }
 }
 
@@ -75,6 +79,16 @@ pub struct Direction {
     coalescer: Option<Coalescer>,
     /// Partial checksums to finish in the receive buffers before sending.
     to_complete: Vec<(usize, ChecksumSpan)>,
+}
+
+/// A validated segmentation request and what it was read from.
+#[derive(Clone, Copy)]
+struct SuperPacket<'a> {
+    header: &'a Header,
+    layout: &'a Layout,
+    request: &'a GsoRequest,
+    /// The UDP-tunnel fields, when the header had them.
+    tunnel: Option<&'a TunnelGso>,
 }
 
 /// Where a partial checksum is, in frame offsets.
@@ -109,7 +123,11 @@ impl Direction {
     /// Turns a received batch into the frames to send.
     pub fn process(&mut self, rx: &mut RxBatch, egress: &Egress) {
         self.tx.clear();
+        self.tx.set_vnet_len(egress.offloads.vnet_len());
         self.to_complete.clear();
+        if let Some(coalescer) = &mut self.coalescer {
+            coalescer.begin_batch(rx.vnet_len());
+        }
         for slot in 0..rx.len() {
             self.frame(rx, slot, egress);
         }
@@ -122,23 +140,29 @@ impl Direction {
             );
             coalescer.end_batch();
         }
+        let vnet_len = rx.vnet_len();
         for &(slot, span) in &self.to_complete {
-            complete_checksum(&mut rx.raw_mut(slot)[VNET_LEN..], span);
+            complete_checksum(&mut rx.raw_mut(slot)[vnet_len..], span);
         }
         self.tx.finish();
     }
 
     fn frame(&mut self, rx: &RxBatch, slot: usize, egress: &Egress) {
         let raw = rx.raw(slot);
-        if raw.len() < VNET_LEN + ETHERNET_HEADER_LEN {
-            self.counters.received(raw.len().saturating_sub(VNET_LEN));
+        let vnet_len = rx.vnet_len();
+        if raw.len() < vnet_len + ETHERNET_HEADER_LEN {
+            self.counters.received(raw.len().saturating_sub(vnet_len));
             self.counters
                 .drop("frame", "shorter than an ethernet header");
             return;
         }
-        let frame = &raw[VNET_LEN..];
+        let frame = &raw[vnet_len..];
         self.counters.received(frame.len());
-        let Ok(header) = Header::decode(raw, HeaderForm::V1) else {
+        let (base, tunnel) = match tunnel_header::split(&raw[..vnet_len]) {
+            Ok(split) => split,
+            Err(reason) => return self.counters.drop("virtio", reason),
+        };
+        let Ok(header) = Header::decode(&base, HeaderForm::V1) else {
             return self.counters.drop("virtio", "truncated header");
         };
         let parsed = parse_frame(frame);
@@ -146,15 +170,26 @@ impl Direction {
             Ok(offload) => offload,
             Err(err) => return self.counters.drop("virtio", err.reason()),
         };
+        if let Some(tunnel) = &tunnel {
+            return self.tunnel_super_packet(rx, slot, &header, &offload, tunnel, egress);
+        }
         let layout = match (offload.layout, parsed) {
             (Some(layout), _) | (None, Ok(layout)) => layout,
             // No segmentation was asked; forward the frame if only our parser minds it.
             (None, Err(error)) => {
-                return self.unparsed(slot, frame, error, offload.checksum, egress)
+                return self.unparsed(slot, frame, vnet_len, error, offload.checksum, egress)
             }
         };
         match offload.gso {
-            Some(request) => self.super_packet(rx, slot, &header, &layout, &request, egress),
+            Some(request) => {
+                let asked = SuperPacket {
+                    header: &header,
+                    layout: &layout,
+                    request: &request,
+                    tunnel: None,
+                };
+                self.super_packet(rx, slot, &asked, egress)
+            }
             None => self.single(rx, slot, &offload, &layout, egress),
         }
     }
@@ -167,6 +202,7 @@ impl Direction {
         &mut self,
         slot: usize,
         frame: &[u8],
+        rx_vnet_len: usize,
         error: ParseError,
         checksum: ChecksumState,
         egress: &Egress,
@@ -192,7 +228,8 @@ impl Direction {
             &mut self.counters,
             &mut self.to_complete,
         );
-        self.emit_frame(slot, &header, frame.len());
+        self.tx.begin(&header.to_bytes());
+        self.tx.push_rx(slot, rx_range(rx_vnet_len, frame.len()));
     }
 
     /// A frame that is not (or no longer) a super-packet.
@@ -204,7 +241,7 @@ impl Direction {
         layout: &Layout,
         egress: &Egress,
     ) {
-        let frame = &rx.raw(slot)[VNET_LEN..];
+        let frame = &rx.raw(slot)[rx.vnet_len()..];
         if layout.frame_end() - layout.l2_len > egress.mtu {
             return self.counters.drop("egress", "frame over egress mtu");
         }
@@ -225,7 +262,34 @@ impl Direction {
             }
         }
         let header = self.checksum_header(slot, offload.checksum, layout.frame_end(), egress);
-        self.emit_frame(slot, &header, frame.len());
+        self.emit_frame(rx, slot, &header, frame.len());
+    }
+
+    /// A frame whose header has the UDP-tunnel GSO bits: it must be a super-packet
+    /// inside a VXLAN/Geneve tunnel at the offsets the header gives.
+    fn tunnel_super_packet(
+        &mut self,
+        rx: &RxBatch,
+        slot: usize,
+        header: &Header,
+        offload: &ValidatedOffload,
+        tunnel: &TunnelGso,
+        egress: &Egress,
+    ) {
+        let (Some(request), Some(layout)) = (offload.gso, offload.layout) else {
+            // Nothing to segment, so no way to fill in the outer checksum asked for.
+            return self.counters.drop("virtio", "tunnel gso of one segment");
+        };
+        if let Err(reason) = tunnel.check(&layout) {
+            return self.counters.drop("virtio", reason);
+        }
+        let asked = SuperPacket {
+            header,
+            layout: &layout,
+            request: &request,
+            tunnel: Some(tunnel),
+        };
+        self.super_packet(rx, slot, &asked, egress);
     }
 
     /// The vnet header a non-GSO frame leaves with; queues a completion if needed.
@@ -247,15 +311,13 @@ impl Direction {
         )
     }
 
-    fn super_packet(
-        &mut self,
-        rx: &RxBatch,
-        slot: usize,
-        header: &Header,
-        layout: &Layout,
-        request: &GsoRequest,
-        egress: &Egress,
-    ) {
+    fn super_packet(&mut self, rx: &RxBatch, slot: usize, asked: &SuperPacket, egress: &Egress) {
+        let SuperPacket {
+            header,
+            layout,
+            request,
+            tunnel,
+        } = *asked;
         self.counters.rx_super_packets += 1;
         if let Some(coalescer) = &mut self.coalescer {
             // Runs held for this flow must leave before this packet does.
@@ -269,8 +331,8 @@ impl Direction {
         if request.headers_len - layout.l2_len + usize::from(request.gso_size) > egress.mtu {
             return self.counters.drop("egress", "segments over egress mtu");
         }
-        let frame = &rx.raw(slot)[VNET_LEN..];
-        let pass = matches!(self.mode, Mode::Pass | Mode::Gro) && egress.accepts(request);
+        let frame = &rx.raw(slot)[rx.vnet_len()..];
+        let pass = matches!(self.mode, Mode::Pass | Mode::Gro) && egress.accepts(request, tunnel);
         if pass {
             self.counters.passed_super_packets += 1;
             let out = Header {
@@ -278,7 +340,14 @@ impl Direction {
                 hdr_len: request.headers_len as u16,
                 ..*header
             };
-            return self.emit_frame(slot, &out, frame.len());
+            return match tunnel {
+                Some(tunnel) => {
+                    let (base, tail) = tunnel.join(out.to_bytes());
+                    self.tx.begin_extended(&base, &tail);
+                    self.tx.push_rx(slot, rx_range(rx.vnet_len(), frame.len()));
+                }
+                None => self.emit_frame(rx, slot, &out, frame.len()),
+            };
         }
         let partial = self.mode != Mode::Csum && egress.offloads.csum;
         let params = GsoParams {
@@ -295,7 +364,7 @@ impl Direction {
             },
             fixed_ip_id: false,
             ecn: request.ecn,
-            outer_udp_checksum: false,
+            outer_udp_checksum: tunnel.is_some_and(|t| t.outer_checksum),
         };
         if let Err(err) = gso::segment(frame, layout, &params, &mut self.segments) {
             return self.counters.drop("gso", err.reason());
@@ -313,19 +382,25 @@ impl Direction {
             };
             self.tx.begin(&vnet.to_bytes());
             self.tx.push_bytes(segment.header);
+            let vnet_len = rx.vnet_len();
             self.tx.push_rx(
                 slot,
-                VNET_LEN + segment.payload.start..VNET_LEN + segment.payload.end,
+                vnet_len + segment.payload.start..vnet_len + segment.payload.end,
             );
             self.counters.segments += 1;
             self.counters.checksums_completed += u64::from(segment.partial_checksum.is_none());
         }
     }
 
-    fn emit_frame(&mut self, slot: usize, header: &Header, frame_len: usize) {
+    fn emit_frame(&mut self, rx: &RxBatch, slot: usize, header: &Header, frame_len: usize) {
         self.tx.begin(&header.to_bytes());
-        self.tx.push_rx(slot, VNET_LEN..VNET_LEN + frame_len);
+        self.tx.push_rx(slot, rx_range(rx.vnet_len(), frame_len));
     }
+}
+
+/// Where a received frame of `frame_len` bytes sits in its slot.
+fn rx_range(vnet_len: usize, frame_len: usize) -> std::ops::Range<usize> {
+    vnet_len..vnet_len + frame_len
 }
 
 /// The vnet header a non-GSO frame leaves with: a partial checksum is handed on when
@@ -382,3 +457,7 @@ mod tests;
 #[cfg(test)]
 #[path = "forward_tunnel_tests.rs"]
 mod tunnel_tests;
+
+#[cfg(test)]
+#[path = "forward_udp_tunnel_tests.rs"]
+mod udp_tunnel_tests;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::port::Offloads;
+use crate::port::VNET_LEN;
 use offlab_engine::virtio::GsoType;
 
 const MTU: usize = 1500;

@@ -4,11 +4,12 @@
 
 use super::*;
 use crate::port::Offloads;
+use crate::port::VNET_LEN;
 
 const MTU: usize = 1500;
-const OUTER_L4: usize = 34;
+pub(super) const OUTER_L4: usize = 34;
 /// Outer Ethernet + IPv4 + UDP + VXLAN.
-const OUTER_LEN: usize = 50;
+pub(super) const OUTER_LEN: usize = 50;
 const OUTER_SRC: [u8; 4] = [10, 210, 0, 1];
 const OUTER_DST: [u8; 4] = [10, 210, 0, 2];
 
@@ -27,14 +28,14 @@ fn ipv4_header(protocol: u8, payload_len: usize, src: [u8; 4], dst: [u8; 4]) -> 
 }
 
 /// Sum over a UDP/TCP segment with its IPv4 pseudo-header: 0 when the checksum is right.
-fn verify(segment: &[u8], protocol: u8, src: [u8; 4], dst: [u8; 4]) -> u16 {
+pub(super) fn verify(segment: &[u8], protocol: u8, src: [u8; 4], dst: [u8; 4]) -> u16 {
     let pseudo = checksum::pseudo_header_v4(src.into(), dst.into(), protocol, segment.len() as u16);
     checksum::finish(checksum::sum(segment, pseudo))
 }
 
 /// `inner` (an Ethernet frame) inside VXLAN over IPv4/UDP to port 4789, with a
 /// complete outer UDP checksum.
-fn vxlan(inner: &[u8]) -> Vec<u8> {
+pub(super) fn vxlan(inner: &[u8]) -> Vec<u8> {
     let udp_len = 8 + 8 + inner.len();
     let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
     f.extend(ipv4_header(17, udp_len, OUTER_SRC, OUTER_DST));
@@ -64,7 +65,7 @@ const INNER_SRC: [u8; 4] = [10, 211, 0, 1];
 const INNER_DST: [u8; 4] = [10, 211, 0, 2];
 
 /// Inner Ethernet + IPv4 + TCP (complete checksum) + payload.
-fn inner_tcp(payload_len: usize) -> Vec<u8> {
+pub(super) fn inner_tcp(payload_len: usize) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 4, 0x02, 0, 0, 0, 0, 3, 0x08, 0x00];
     f.extend(ipv4_header(6, 20 + payload_len, INNER_SRC, INNER_DST));
     let mut tcp = vec![

@@ -35,8 +35,13 @@ fn add_vxlan(ns: &Netns, local: &str, remote: &str, inner: &str, inner6: &str) {
     ]);
 }
 
-fn vxlan_transfer(tag: &str, mode: &str, offloads: &str) {
-    let mut topo = Topology::vm2vm(tag, mode, offloads, offloads);
+/// Moves content-checked TCP both ways through the tunnel; returns fwd's final stats.
+fn vxlan_transfer(tag: &str, mode: &str, offloads: &str) -> serde_json::Value {
+    vxlan_transfer_between(tag, mode, offloads, offloads)
+}
+
+fn vxlan_transfer_between(tag: &str, mode: &str, a: &str, b: &str) -> serde_json::Value {
+    let mut topo = Topology::vm2vm(tag, mode, a, b);
     add_vxlan(
         &topo.a,
         common::ADDR_A,
@@ -64,6 +69,17 @@ fn vxlan_transfer(tag: &str, mode: &str, offloads: &str) {
         0,
         "{stats:#}"
     );
+    stats
+}
+
+/// Sums one counter over both directions.
+fn total(stats: &serde_json::Value, counter: &str) -> u64 {
+    stats["directions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|d| d[counter].as_u64().unwrap())
+        .sum()
 }
 
 #[test]
@@ -84,4 +100,41 @@ fn vxlan_with_outer_checksum_in_gso_mode() {
 #[test]
 fn vxlan_with_outer_checksum_in_gro_mode() {
     vxlan_transfer("xg", "gro", "csum+tso4+tso6");
+}
+
+/// The taps negotiate UDP-tunnel segmentation (24-byte vnet header), so nsA's VXLAN
+/// device hands whole VXLAN super-packets to the forwarder.
+const TUNNEL_OFFLOADS: &str = "csum+tso4+tso6+udptnl-csum";
+
+#[test]
+fn vxlan_super_packets_pass_between_taps_with_udptnl() {
+    let stats = vxlan_transfer("xtp", "pass", TUNNEL_OFFLOADS);
+    assert!(total(&stats, "rx_super_packets") > 0, "{stats:#}");
+    assert!(total(&stats, "passed_super_packets") > 0, "{stats:#}");
+}
+
+#[test]
+fn vxlan_super_packets_from_a_tap_with_udptnl_are_segmented_in_gso_mode() {
+    let stats = vxlan_transfer("xts", "gso", TUNNEL_OFFLOADS);
+    let super_packets = total(&stats, "segmented_super_packets");
+    assert!(super_packets > 0, "{stats:#}");
+    assert!(total(&stats, "segments") > super_packets, "{stats:#}");
+}
+
+#[test]
+fn vxlan_super_packets_are_segmented_in_pass_mode_for_a_tap_without_udptnl() {
+    let stats = vxlan_transfer_between("xtm", "pass", TUNNEL_OFFLOADS, "csum+tso4+tso6");
+    let super_packets = total(&stats, "segmented_super_packets");
+    assert!(super_packets > 0, "{stats:#}");
+    assert!(total(&stats, "segments") > super_packets, "{stats:#}");
+}
+
+/// nsA's tap lacks `udptnl`, so nsA segments and the forwarder merges the VXLAN MTU
+/// frames into tunnel super-packets for nsB's `udptnl` tap; nsB's super-packets are
+/// segmented on the way back.
+#[test]
+fn vxlan_frames_merged_in_gro_mode_reach_a_udptnl_tap_as_tunnel_super_packets() {
+    let stats = vxlan_transfer_between("xtg", "gro", "csum+tso4+tso6", TUNNEL_OFFLOADS);
+    assert!(total(&stats, "merged_super_packets") > 0, "{stats:#}");
+    assert!(total(&stats, "segmented_super_packets") > 0, "{stats:#}");
 }

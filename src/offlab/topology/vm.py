@@ -21,12 +21,12 @@ host's core when that is not the forwarder's, so ACKs are handled on the sender'
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 from pyroute2 import NetNS
 
 from ..datapath import Datapath, datapath_of
-from ..fwd import (PORT_OFFLOADS, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta,
+from ..fwd import (PORT_OFFLOADS, TUNNEL_OFFLOADS, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta,
                    port_roles)
 from ..offloads import Interface
 from ..proc import in_netns, run
@@ -136,8 +136,8 @@ class VmPath(Topology):
             self._host_address(present=True)
             port_b = PortSpec("packet", HOST_PORT, self.m_ns, path.b.offloads)
         else:
-            port_b = PortSpec("tap", TAP_B, self.b_ns, path.b.offloads, path.b.napi)
-        port_a = PortSpec("tap", TAP_A, self.a_ns, path.a.offloads)
+            port_b = PortSpec("tap", TAP_B, self.b_ns, self._tap_offloads(path.b.offloads), path.b.napi)
+        port_a = PortSpec("tap", TAP_A, self.a_ns, self._tap_offloads(path.a.offloads))
         try:
             self.fwd = Forwarder(FwdConfig(path.mode, (port_a, port_b), self.forwarder_core)).start()
         except FwdError as err:  # missing binary, refused arguments: one line for the CLI
@@ -187,6 +187,14 @@ class VmPath(Topology):
         path = f"/sys/class/net/{device}/queues/rx-0/rps_cpus"
         run(in_netns(namespace, ["tee", path]), input_text=f"{1 << core:x}\n")
 
+    def _tap_offloads(self, offloads: frozenset[str]) -> frozenset[str]:
+        """On a tunnelled path a TAP that takes TSO also takes UDP-tunnel segmentation
+        (with the outer checksum, as the VXLAN devices use one), so "TSO" means the same
+        thing on both kinds of path: the VM's super-packets cross the forwarder whole."""
+        if self.tunnel and offloads & {"tso4", "tso6"}:
+            return offloads | set(TUNNEL_OFFLOADS)
+        return offloads
+
     def _state(self, path: Datapath, profile: OffloadProfile) -> dict[str, dict[str, FeatureState]]:
         """The datapath in force, as offload-state entries: "fwd" (mode or direct pair)
         and one entry per forwarder port (offloads negotiated, as it reports them)."""
@@ -200,7 +208,7 @@ class VmPath(Topology):
         for role, port in zip(("a", "b"), self.fwd.config.ports):
             reported = next((p for p in self.fwd.ready.get("ports", []) if p.get("port", "").startswith(port.label + "@")), {})
             in_force = set(str(reported.get("offloads", "")).split("+"))
-            entry = {o: FeatureState(o in in_force, requested=asked.get(f"port.{role}.{o}"))
+            entry = {o: FeatureState(o in in_force, requested=_requested(asked, port, role, o))
                      for o in PORT_OFFLOADS}
             if port.kind == "tap":
                 entry["napi"] = FeatureState(port.napi, requested=asked.get(f"port.{role}.napi"))
@@ -258,6 +266,14 @@ class VmPath(Topology):
                 fwd.stop()
         finally:
             super().teardown()
+
+
+def _requested(asked: Mapping[str, bool], port: PortSpec, role: str, offload: str) -> bool | None:
+    """What was asked of a port offload: by the profile, or for the tunnel offloads by
+    the topology itself (see `_tap_offloads`)."""
+    if offload in TUNNEL_OFFLOADS:
+        return offload in port.offloads
+    return asked.get(f"port.{role}.{offload}")
 
 
 def _index(ns: NetNS, device: str) -> int:

@@ -85,7 +85,21 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
 /// `checksum::sum` costs more in dispatch and setup than this whole header.
 #[inline]
 pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
-    ones_complement_sum(words) == 0xffff
+    // Summing in native byte order gives the sum byte-swapped (RFC 1071's byte-order
+    // independence), and 0xffff swapped is itself: no conversions needed.
+    let word = |at: usize| {
+        u64::from(u32::from_ne_bytes([
+            words[at],
+            words[at + 1],
+            words[at + 2],
+            words[at + 3],
+        ]))
+    };
+    let mut total = word(0) + word(4) + word(8) + word(12) + word(16);
+    total = (total & 0xffff_ffff) + (total >> 32);
+    total = (total & 0xffff) + (total >> 16);
+    total = (total & 0xffff) + (total >> 16);
+    total == 0xffff
 }
 
 /// The checksum for an IPv4 header whose checksum field is zero (any IHL).

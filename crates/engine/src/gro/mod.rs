@@ -244,7 +244,7 @@ impl Gro {
     ) -> Result<Held, Refusal> {
         let hash = plain.hash();
         let found = self.table.find_by(hash, |s| {
-            s.shape == plain::SHAPE && plain::same_flow(plain.fixed, &s.header)
+            s.plain && plain::same_flow(plain.fixed, &s.header)
         });
         if let Some(slot) = found {
             let held = self.table.slot(slot);
@@ -393,16 +393,14 @@ impl Gro {
         let run = held.run;
         self.parts.clear();
         let start = u32::from(run.headers_len);
-        for (i, &id) in ids.iter().enumerate() {
-            let len = if i + 1 == ids.len() {
-                run.last_len
-            } else {
-                run.seg_size
-            };
-            self.parts.push(Part {
-                id,
-                payload: start..start + u32::from(len),
-            });
+        // Every part but the last is one segment size long.
+        let full = start..start + u32::from(run.seg_size);
+        self.parts.extend(ids.iter().map(|&id| Part {
+            id,
+            payload: full.clone(),
+        }));
+        if let Some(last) = self.parts.last_mut() {
+            last.payload.end = start + u32::from(run.last_len);
         }
         let header = &mut held.header[..usize::from(run.headers_len)];
         let vnet = if run.segments > 1 {

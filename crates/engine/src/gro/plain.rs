@@ -36,6 +36,16 @@ const IP_PROTOCOL: usize = ETHERNET_LEN + 9;
 const TCP_DATA_OFFSET: usize = L4_OFFSET + 12;
 const TCP_FLAGS: usize = L4_OFFSET + 13;
 const ADDRS: usize = ETHERNET_LEN + 12;
+const TCP_SEQ: usize = L4_OFFSET + 4;
+
+/// The word from the TOS byte to the TTL byte (15..23): TOS, flags/fragment and TTL
+/// must equal the head's; total length and ID (16..20) change per segment.
+const IP_WORD: usize = IP_TOS;
+const IP_WORD_MASK: [u8; 8] = [0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff];
+/// The word from the ACK number to the window (42..50): ACK, data offset byte, flags
+/// and window must equal the head's, except PSH and FIN, which end a run.
+const TCP_WORD: usize = L4_OFFSET + 8;
+const TCP_WORD_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0xff, !0x09, 0xff, 0xff];
 
 /// IPv4 flags/fragment word: DF may be set; the reserved bit, MF and the offset not.
 const IPV4_DF: u16 = 0x4000;
@@ -126,32 +136,70 @@ impl<'a> Plain<'a> {
     }
 
     /// Whether the frame continues `run` (whose head header is `held`): the rules of
-    /// `coalesce::can_coalesce` for this shape, with the same helpers. `None` when it
-    /// does not (the general path then finds the reason and delivers the run).
+    /// `coalesce::can_coalesce` for this shape. `None` when it does not (the general
+    /// path then finds the reason and delivers the run).
+    ///
+    /// The fields that must equal the head's (TOS, DF and fragment word, TTL; ACK, data
+    /// offset byte, flags but PSH/FIN, window; the option bytes) are compared with the
+    /// held header bytes as masked words, without reading them one by one: the held
+    /// header is the head frame's, from which the run's facts were read.
     #[inline(always)]
-    pub fn try_join(&self, run: &Run, held: &[u8], limits: &Limits) -> Option<Joined> {
+    pub fn try_join(&self, run: &Run, held: &[u8; HEADER_CAP], limits: &Limits) -> Option<Joined> {
         let RunL4::Tcp(t) = &run.l4 else { return None };
         if run.outer.is_some() {
             return None;
         }
-        let ip_ids = ip::can_join(&run.ip, run.ip_ids, &self.ip_facts(), run.segments).ok()?;
-        let tcp = self.tcp_facts();
-        let payload_len = self.payload_len();
-        let seg_size = usize::from(run.seg_size);
-        let options = tcp::options(self.frame, L4_OFFSET, tcp.header_len);
-        let held_options = tcp::options(held, L4_OFFSET, t.head.header_len);
-        tcp::can_join(t, &tcp, options, held_options, payload_len, seg_size).ok()?;
-        if run.outer_ip_len as usize + payload_len > limits.max_bytes {
+        let f = self.fixed;
+        let differ = masked_differ(f, held, IP_WORD, IP_WORD_MASK)
+            | masked_differ(f, held, TCP_WORD, TCP_WORD_MASK);
+        if differ != 0 || !same_options(self.frame, held, self.headers_len) {
             return None;
         }
-        let full = run.segments + 1 >= limits.max_segments_tcp;
-        let ends = tcp::ends_run(&tcp, payload_len, seg_size);
+        let ip_ids = self.ip_id_mode(run)?;
+        let payload_len = self.payload_len();
+        let seg_size = usize::from(run.seg_size);
+        let seq = u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]);
+        if payload_len > seg_size
+            || seq != t.next_seq
+            || run.outer_ip_len as usize + payload_len > limits.max_bytes
+        {
+            return None;
+        }
+        let flags = TcpFlags(f[TCP_FLAGS]);
+        let ends = if flags.contains(TcpFlags::PSH) {
+            Some(Reason::PshEnd)
+        } else if flags.contains(TcpFlags::FIN) {
+            Some(Reason::FinEnd)
+        } else if payload_len < seg_size {
+            Some(Reason::ShortSegment)
+        } else {
+            (run.segments + 1 >= limits.max_segments_tcp).then_some(Reason::SegmentCap)
+        };
         Some(Joined {
             ip_ids,
-            ends: ends.or(full.then_some(Reason::SegmentCap)),
+            ends,
             payload_len,
-            flags: tcp.flags,
+            flags,
         })
+    }
+
+    /// `ip::can_join`'s IPv4 ID rule (TTL, TOS and DF already compared equal): the ID
+    /// is the head's + segments, or the head's when DF (decided by the 2nd packet).
+    #[inline(always)]
+    fn ip_id_mode(&self, run: &Run) -> Option<IdMode> {
+        let f = self.fixed;
+        let offset = u16::from_be_bytes([f[IP_ID], f[IP_ID + 1]]).wrapping_sub(run.ip.id);
+        let mode = match run.ip_ids {
+            IdMode::Undecided if run.ip.df && offset == 0 => IdMode::Fixed,
+            IdMode::Undecided => IdMode::Incrementing,
+            decided => decided,
+        };
+        let expected = if mode == IdMode::Fixed {
+            0
+        } else {
+            run.segments
+        };
+        (offset == expected).then_some(mode)
     }
 
     fn payload_len(&self) -> usize {
@@ -176,6 +224,41 @@ impl<'a> Plain<'a> {
         let mut facts = tcp::read(&self.fixed[L4_OFFSET..]);
         facts.header_len = (self.headers_len - L4_OFFSET) as u16;
         facts
+    }
+}
+
+/// The bits of the 8 bytes at `at` that differ between `frame` and `held` under `mask`.
+#[inline(always)]
+fn masked_differ(
+    frame: &[u8; FIXED_LEN],
+    held: &[u8; HEADER_CAP],
+    at: usize,
+    mask: [u8; 8],
+) -> u64 {
+    let word = |b: &[u8]| u64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+    (word(frame) ^ word(held)) & u64::from_ne_bytes(mask)
+}
+
+/// Whether the TCP option bytes (54..`headers_len`) of `frame` equal the held head's;
+/// the data offsets are already equal. Up to 16 option bytes (the usual 12 of a
+/// timestamp) are compared as two overlapping words.
+#[inline(always)]
+fn same_options(frame: &[u8], held: &[u8; HEADER_CAP], headers_len: usize) -> bool {
+    let (Some(a), Some(b)) = (
+        frame.get(FIXED_LEN..headers_len),
+        held.get(FIXED_LEN..headers_len),
+    ) else {
+        return false;
+    };
+    let len = a.len();
+    let word = |c: &[u8], at: usize| match c.get(at..at + 8) {
+        Some(w) => u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])),
+        None => 0,
+    };
+    match len {
+        0 => true,
+        8..=16 => (word(a, 0) ^ word(b, 0)) | (word(a, len - 8) ^ word(b, len - 8)) == 0,
+        _ => a == b,
     }
 }
 

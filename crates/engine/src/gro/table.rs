@@ -7,6 +7,7 @@
 
 use super::coalesce::Run;
 use super::flow::{self, Shape};
+use super::plain;
 
 /// Bytes of header a slot holds (Ethernet + VLANs + outer IPv6 + UDP + Geneve with
 /// options + inner Ethernet + IPv6 + TCP with options fits; longer headers are refused).
@@ -18,6 +19,8 @@ const EMPTY: u64 = 0;
 /// One held flow.
 pub(crate) struct Slot {
     pub shape: Shape,
+    /// `shape == plain::SHAPE`, kept so the fast path's lookup tests one byte.
+    pub plain: bool,
     pub hash: u64,
     pub header: [u8; HEADER_CAP],
     pub run: Run,
@@ -45,6 +48,7 @@ impl Table {
         let index_len = (max_flows * 2).next_power_of_two();
         let blank_slot = || Slot {
             shape: blank_shape(),
+            plain: false,
             hash: 0,
             header: [0; HEADER_CAP],
             run: blank,
@@ -114,6 +118,7 @@ impl Table {
     ) -> Option<u32> {
         let slot = self.free.pop()?;
         let s = &mut self.slots[slot as usize];
+        s.plain = shape == plain::SHAPE;
         s.shape = shape;
         s.hash = hash;
         s.header[..header.len()].copy_from_slice(header);

@@ -2,8 +2,11 @@
 
 use std::ops::Range;
 
-/// Size of the virtio-net header every port exchanges (v1 layout, with `num_buffers`).
-pub const VNET_LEN: usize = 12;
+/// Size of the virtio-net header most ports exchange (v1 layout, with `num_buffers`);
+/// TAP ports with UDP-tunnel offloads use the longer tunnel header.
+pub const VNET_LEN: usize = super::offloads::BASE_VNET_LEN;
+/// The longest header a port may use.
+const MAX_VNET_LEN: usize = super::offloads::TUNNEL_VNET_LEN;
 /// Room for the largest frame: a 65535-byte IP packet plus Ethernet, two VLAN tags and
 /// (for tunnels) outer headers.
 pub const MAX_FRAME: usize = 65535 + 256;
@@ -12,7 +15,7 @@ pub const MAX_FRAME: usize = 65535 + 256;
 pub const BATCH_BYTES: usize = 256 * 1024;
 
 /// Room one frame may need: its virtio header and the largest frame.
-const SLOT: usize = VNET_LEN + MAX_FRAME;
+const SLOT: usize = MAX_VNET_LEN + MAX_FRAME;
 /// Frames read one at a time are packed at this alignment (a cache line).
 const PACK_ALIGN: usize = 64;
 
@@ -26,6 +29,8 @@ pub struct RxBatch {
     /// Where the next frame goes.
     next: usize,
     bytes: usize,
+    /// Length of the vnet header that starts every frame (the receiving port's).
+    vnet_len: usize,
 }
 
 impl RxBatch {
@@ -36,6 +41,7 @@ impl RxBatch {
             frames: Vec::with_capacity(capacity),
             next: 0,
             bytes: 0,
+            vnet_len: VNET_LEN,
         }
     }
 
@@ -47,6 +53,17 @@ impl RxBatch {
 
     pub fn len(&self) -> usize {
         self.frames.len()
+    }
+
+    /// Length of the vnet header before each frame.
+    pub fn vnet_len(&self) -> usize {
+        self.vnet_len
+    }
+
+    /// Sets the header length for the frames received next (call after `clear`).
+    pub fn set_vnet_len(&mut self, len: usize) {
+        debug_assert!(self.frames.is_empty() && len <= MAX_VNET_LEN);
+        self.vnet_len = len;
     }
 
     pub fn is_full(&self) -> bool {
@@ -113,6 +130,9 @@ pub struct TxQueue {
     pieces: Vec<Piece>,
     scratch: Vec<u8>,
     open_frame: Option<usize>,
+    /// Length of the vnet header each frame starts with (the egress port's); the
+    /// base length when not set.
+    vnet_len: usize,
 }
 
 impl TxQueue {
@@ -127,11 +147,31 @@ impl TxQueue {
         self.frames.len()
     }
 
-    /// Starts a frame whose first piece is `vnet` (copied to scratch).
+    /// Sets the egress port's header length for the frames begun next.
+    pub fn set_vnet_len(&mut self, len: usize) {
+        debug_assert!((VNET_LEN..=MAX_VNET_LEN).contains(&len));
+        self.vnet_len = len;
+    }
+
+    /// Starts a frame whose first piece is `vnet` (copied to scratch), zero-extended
+    /// to the egress header length (no hash, no tunnel).
     pub fn begin(&mut self, vnet: &[u8; VNET_LEN]) {
+        self.begin_extended(vnet, &[]);
+    }
+
+    /// Starts a frame whose header is `vnet` followed by `tail` (the bytes after the
+    /// v1 header in the egress's longer header), zero-filled to the egress length.
+    pub fn begin_extended(&mut self, vnet: &[u8; VNET_LEN], tail: &[u8]) {
         self.finish();
         self.open_frame = Some(self.pieces.len());
-        self.push_bytes(vnet);
+        let len = self.vnet_len.max(VNET_LEN);
+        debug_assert!(VNET_LEN + tail.len() <= len);
+        let start = self.scratch.len();
+        self.scratch.extend_from_slice(vnet);
+        self.scratch.extend_from_slice(tail);
+        self.scratch.resize(start + len, 0);
+        self.pieces
+            .push(Piece::Scratch(start as u32..self.scratch.len() as u32));
     }
 
     /// Appends bytes copied into scratch (headers, never payload).

@@ -123,6 +123,7 @@ impl Port for PacketPort {
 
     fn recv_batch(&mut self, batch: &mut RxBatch) -> io::Result<()> {
         batch.clear();
+        batch.set_vnet_len(VNET_LEN);
         self.iovecs.clear();
         self.iovecs.extend(batch.free_slots().map(|slot| {
             slot[10..VNET_LEN].fill(0); // num_buffers is not the kernel's to fill

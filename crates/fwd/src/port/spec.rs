@@ -84,6 +84,10 @@ impl std::str::FromStr for PortSpec {
                 }
             }
         }
+        if kind == PortKind::Packet && spec.offloads.udp_tunnel {
+            // AF_PACKET's vnet header has no tunnel fields.
+            return Err(format!("{}: udptnl is a TAP offload", spec.label()));
+        }
         Ok(spec)
     }
 }
@@ -121,5 +125,13 @@ mod tests {
         ] {
             assert!(bad.parse::<PortSpec>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn udptnl_is_a_tap_offload() {
+        let tap: PortSpec = "tap:ofl-ta@ofl-1-a,offloads=csum+tso4+udptnl".parse().unwrap();
+        assert!(tap.offloads.udp_tunnel);
+        let packet = "packet:ofl-p@ofl-1-a,offloads=csum+tso4+udptnl".parse::<PortSpec>();
+        assert!(packet.is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! the namespace behind the device plays the guest.
 
 use super::sys;
-use super::{send_error_reason, Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
+use super::{send_error_reason, Offloads, Port, PortSpec, RxBatch, TxQueue};
 use crate::stats::Counters;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -11,6 +11,8 @@ pub struct TapPort {
     fd: OwnedFd,
     label: String,
     offloads: Offloads,
+    /// 12 bytes, or the 24-byte tunnel header when `udptnl` was negotiated.
+    vnet_len: usize,
     mtu: usize,
     probe: sys::MtuProbe,
     /// Reused per frame; holds pointers only during a `send`.
@@ -40,7 +42,7 @@ impl TapPort {
             sys::ioctl_int(
                 fd.as_raw_fd(),
                 libc::TUNSETVNETHDRSZ,
-                VNET_LEN as libc::c_int,
+                spec.offloads.vnet_len() as libc::c_int,
             )?;
             sys::ioctl_value(
                 fd.as_raw_fd(),
@@ -57,6 +59,7 @@ impl TapPort {
             fd,
             label: spec.label(),
             offloads: spec.offloads,
+            vnet_len: spec.offloads.vnet_len(),
             mtu: probe.mtu()?,
             probe,
             iovecs: Vec::new(),
@@ -88,10 +91,11 @@ impl Port for TapPort {
 
     fn recv_batch(&mut self, batch: &mut RxBatch) -> io::Result<()> {
         batch.clear();
+        batch.set_vnet_len(self.vnet_len);
         while let Some(slot) = batch.next_slot() {
-            // The kernel writes only the first 10 header bytes; clear num_buffers so a
-            // stale value from an earlier frame is never read as this frame's.
-            slot[10..VNET_LEN].fill(0);
+            // The kernel may leave num_buffers (and the hash fields) unwritten; clear
+            // them so a stale value from an earlier frame is never read as this one's.
+            slot[10..self.vnet_len].fill(0);
             match sys::read(self.fd.as_raw_fd(), slot)? {
                 Some(len) => batch.commit(len),
                 None => break,
@@ -105,7 +109,7 @@ impl Port for TapPort {
             self.iovecs.clear();
             let bytes = tx.iovecs(index, rx, &mut self.iovecs);
             match sys::writev(self.fd.as_raw_fd(), &self.iovecs) {
-                Ok(_) => counters.sent(bytes - VNET_LEN),
+                Ok(_) => counters.sent(bytes - self.vnet_len),
                 Err(err) if sys::is_fatal(&err) => return Err(err),
                 Err(err) => counters.drop("egress", send_error_reason(&err)),
             }

@@ -35,8 +35,13 @@ struct Step {
 /// Where to damage a frame: mostly the fields the fast classifier reads.
 fn offset() -> impl Strategy<Value = usize> {
     // EtherType, version/IHL, TOS, total length, flags/fragment, TTL, protocol, the TCP
-    // data offset and flags (for untagged IPv4 TCP frames), then anywhere.
-    let fields = vec![12, 13, 14, 15, 16, 17, 20, 21, 22, 23, 46, 47];
+    // data offset and flags (for untagged IPv4 TCP frames); the fields the fast join
+    // compares as masked words or masks out (IP ID and checksum, sequence, ACK, window,
+    // TCP checksum and urgent pointer, option bytes); then anywhere.
+    let fields = vec![
+        12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 38, 41, 42, 45, 46, 47, 48, 49, 50,
+        52, 53, 54, 57, 61, 65,
+    ];
     prop_oneof![3 => prop::sample::select(fields), 1 => 0usize..90]
 }
 
