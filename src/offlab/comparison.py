@@ -16,7 +16,7 @@ from pathlib import Path
 from .records import RunInfo
 from .report.html import page, render_table as html_table
 from .report.markdown import render_table as md_table
-from .report.model import ProfileRow, profile_row
+from .report.model import ProfileRow, build_rows
 from .report.tables import Table, mean_std, versus
 from .stats import RelativeChange, relative_change
 from .store import RunResults
@@ -56,7 +56,7 @@ class Comparison:
 
 def compare(a: RunResults, b: RunResults) -> Comparison:
     """Match the cases of two runs and compute B's change against A. Pure."""
-    rows_a, rows_b = _rows(a), _rows(b)
+    rows_a, rows_b = build_rows(a), build_rows(b)
     matched = tuple(_compare_rows(k, rows_a[k], rows_b[k]) for k in rows_a if k in rows_b)
     return Comparison(
         a=a.info,
@@ -65,14 +65,6 @@ def compare(a: RunResults, b: RunResults) -> Comparison:
         only_a=tuple(k for k in rows_a if k not in rows_b),
         only_b=tuple(k for k in rows_b if k not in rows_a),
     )
-
-
-def _rows(results: RunResults) -> dict[str, ProfileRow]:
-    return {
-        case.key: profile_row(case, results.samples[case.key])
-        for case in results.cases
-        if results.samples.get(case.key)
-    }
 
 
 def _compare_rows(key: str, a: ProfileRow, b: ProfileRow) -> CaseComparison:
