@@ -40,23 +40,25 @@ ROUTER_SIDE = "router"
 """Interface side of R's devices: matrix profiles (side "both") reach them."""
 
 
-class Middlebox(Topology):
-    scenario = "middlebox"
+class ThreeNodes(Topology):
+    """A ⇄ R ⇄ B: the three namespaces, the two veth links, the end hosts' offloads (all
+    on) and every node's receive steering. Shared by the kernel-routed middlebox and
+    the one with offlab-fwd as R; they differ in addressing and in what R runs."""
 
-    def __init__(self, mtu: int, *, path: Path, **options: object):
-        super().__init__(mtu, **options)  # type: ignore[arg-type]
-        self.path = path
-        self.scenario = path.scenario  # type: ignore[misc]
-        self.ns: dict[str, str] = {}
+    path: Path
+    ns: dict[str, str]
 
-    def _build(self) -> None:
+    def _address(self, node: str, faces: str) -> str | None:
+        """The node's address on its link towards `faces`; None leaves it unaddressed."""
+        raise NotImplementedError
+
+    def _build_nodes(self) -> None:
         for node in ("a", "r", "b"):
             self.ns[node] = self.add_namespace(node)
         self._link("a", AR_A, "r", AR_R)
         self._link("r", RB_R, "b", RB_B)
-        self._route("a", "10.203.2.0", ADDRESSES[("r", "a")])
-        self._route("b", "10.203.1.0", ADDRESSES[("r", "b")])
-        run(in_netns(self.ns["r"], ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
+
+    def _prepare_ends(self) -> None:
         control = OffloadControl(run)
         for node, device in (("a", AR_A), ("b", RB_B)):
             control.set(Interface(node, self.ns[node], device), {name: True for name in TOGGLED})
@@ -70,21 +72,43 @@ class Middlebox(Topology):
             ns.link("add", ifname=left_dev, kind="veth",
                     peer={"ifname": right_dev, "net_ns_fd": self.ns[right]})
         for node, device, faces in ((left, left_dev, right), (right, right_dev, left)):
+            address = self._address(node, faces)
             with NetNS(self.ns[node]) as ns:
                 index = ns.link_lookup(ifname=device)[0]
                 ns.link("set", index=index, mtu=self.mtu)
-                ns.addr("add", index=index, address=ADDRESSES[(node, faces)], prefixlen=PREFIXLEN)
+                if address is not None:
+                    ns.addr("add", index=index, address=address, prefixlen=PREFIXLEN)
                 ns.link("set", index=index, state="up")
-
-    def _route(self, node: str, network: str, gateway: str) -> None:
-        with NetNS(self.ns[node]) as ns:
-            ns.route("add", dst=f"{network}/{PREFIXLEN}", gateway=gateway)
 
     def node_core(self, node: str) -> int:
         """The core a node's receive processing (and its iperf3, if any) runs on."""
         if node == self.path.receiver:
             return self.receiver_core
         return self.sender_core
+
+
+class Middlebox(ThreeNodes):
+    scenario = "middlebox"
+
+    def __init__(self, mtu: int, *, path: Path, **options: object):
+        super().__init__(mtu, **options)  # type: ignore[arg-type]
+        self.path = path
+        self.scenario = path.scenario  # type: ignore[misc]
+        self.ns: dict[str, str] = {}
+
+    def _build(self) -> None:
+        self._build_nodes()
+        self._route("a", "10.203.2.0", ADDRESSES[("r", "a")])
+        self._route("b", "10.203.1.0", ADDRESSES[("r", "b")])
+        run(in_netns(self.ns["r"], ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
+        self._prepare_ends()
+
+    def _address(self, node: str, faces: str) -> str | None:
+        return ADDRESSES[(node, faces)]
+
+    def _route(self, node: str, network: str, gateway: str) -> None:
+        with NetNS(self.ns[node]) as ns:
+            ns.route("add", dst=f"{network}/{PREFIXLEN}", gateway=gateway)
 
     def _host(self, role: str, node: str, other: str) -> Host:
         """`node` as seen by `other`: the address on the link towards it (for A↔B,

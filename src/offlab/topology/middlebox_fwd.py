@@ -18,26 +18,23 @@ from __future__ import annotations
 
 from functools import partial
 
-from pyroute2 import NetNS
-
 from ..fwd import PORT_OFFLOADS, Forwarder, FwdConfig, PortSpec, counters, delta, port_roles
 from ..fwdmatrix import FwdSettings, fwd_settings
 from ..matrix import FWD, Path, combo_of, router_paths, scenario_name
-from ..offloads import TOGGLED, Interface, OffloadControl
+from ..offloads import Interface
 from ..proc import in_netns, run
 from ..records import FeatureState, OffloadProfile
-from .base import Builder, Host, Topology
-from .middlebox import AR_A, AR_R, RB_B, RB_R, ROUTER_SIDE
+from .base import Builder, Host
+from .middlebox import AR_R, RB_R, ROUTER_SIDE, ThreeNodes
 
 ADDRESSES = {"a": "10.204.0.1", "b": "10.204.0.2"}
-PREFIXLEN = 24
 FWD_LABEL = "fwd"
 """Offload-state entry of the forwarder's mode (ports get one entry each)."""
 DEFAULT_COMBO = {"checksum": True, "tso": True, "gro": True}
 """A profile that is no matrix combination runs the forwarder as all-on does."""
 
 
-class FwdMiddlebox(Topology):
+class FwdMiddlebox(ThreeNodes):
     scenario = "middlebox-fwd"
 
     def __init__(self, mtu: int, *, path: Path, forwarder_core: int | None = None, **options: object):
@@ -53,34 +50,14 @@ class FwdMiddlebox(Topology):
         self._last_counters: dict[str, float] = {}
 
     def _build(self) -> None:
-        for node in ("a", "r", "b"):
-            self.ns[node] = self.add_namespace(node)
-        self._link("a", AR_A, "r", AR_R)
-        self._link("r", RB_R, "b", RB_B)
+        self._build_nodes()
         # R's own kernel stays silent on the segment it bridges (no IPv6 autoconf, no
         # router solicitations the forwarder would carry).
         run(in_netns(self.ns["r"], ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]))
-        control = OffloadControl(run)
-        for node, device in (("a", AR_A), ("b", RB_B)):
-            control.set(Interface(node, self.ns[node], device), {name: True for name in TOGGLED})
-        if self.steer_rx_softirq:
-            for node, device in (("a", AR_A), ("r", AR_R), ("r", RB_R), ("b", RB_B)):
-                self.steer_receive(self.ns[node], device, self.node_core(node))
+        self._prepare_ends()
 
-    def _link(self, left: str, left_dev: str, right: str, right_dev: str) -> None:
-        with NetNS(self.ns[left]) as ns:
-            ns.link("add", ifname=left_dev, kind="veth",
-                    peer={"ifname": right_dev, "net_ns_fd": self.ns[right]})
-        for node, device in ((left, left_dev), (right, right_dev)):
-            with NetNS(self.ns[node]) as ns:
-                index = ns.link_lookup(ifname=device)[0]
-                ns.link("set", index=index, mtu=self.mtu)
-                if node in ADDRESSES:
-                    ns.addr("add", index=index, address=ADDRESSES[node], prefixlen=PREFIXLEN)
-                ns.link("set", index=index, state="up")
-
-    def node_core(self, node: str) -> int:
-        return self.receiver_core if node == self.path.receiver else self.sender_core
+    def _address(self, node: str, faces: str) -> str | None:
+        return ADDRESSES.get(node)  # A and B share one segment; R's ports carry no address
 
     # --- the forwarder of a profile ----------------------------------------------------
 
