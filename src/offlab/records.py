@@ -9,9 +9,12 @@ stats/report modules (which read them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Iterator, Literal, Mapping, Union
 
-RESULTS_FORMAT_VERSION = 1
+RESULTS_FORMAT_VERSION = 2
+"""1: case parameters encoded in scenario and profile names, run settings in notes.
+2: typed case parameters, datapath settings apart from ethtool features, run settings
+as a record (see store.py and migrations.py)."""
 
 CPU_CLASSES = ("usr", "nice", "sys", "iowait", "irq", "soft", "steal", "idle")
 """Columns of /proc/stat we keep, in the order they appear there (guest time is
@@ -58,19 +61,118 @@ class OffloadProfile:
     """ethtool -K feature name (as `ethtool -k` prints it) → wanted state."""
 
 
+ParamValue = Union[str, int, bool]
+
+
+class Params(Mapping[str, ParamValue]):
+    """Typed parameters of a case (a study's own axes: path, router, DUT direction,
+    combination …): an immutable, hashable mapping, stored as a JSON object. A name
+    is a field here, never a part of some other string."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, values: Mapping[str, ParamValue] | None = None, **more: ParamValue):
+        merged = {**(values or {}), **more}
+        for name, value in merged.items():
+            if not isinstance(value, (str, int, bool)):
+                raise TypeError(f"case parameter {name!r}: {value!r} is not a str, int or bool")
+        self._items: tuple[tuple[str, ParamValue], ...] = tuple(sorted(merged.items()))
+
+    def __getitem__(self, name: str) -> ParamValue:
+        for key, value in self._items:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Params):
+            return self._items == other._items
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __repr__(self) -> str:
+        return f"Params({dict(self._items)!r})"
+
+    def with_(self, **more: ParamValue) -> "Params":
+        return Params(dict(self._items), **more)
+
+
+@dataclass(frozen=True)
+class PortSetting:
+    """What one forwarder port negotiates: virtio-style offloads in offlab-fwd's
+    spelling (csum, tso4, tso6, ecn, uso, udptnl, udptnl-csum) and, for a TAP, IFF_NAPI."""
+
+    offloads: frozenset[str] = frozenset()
+    napi: bool = False
+
+
+@dataclass(frozen=True)
+class DatapathSetting:
+    """The userspace datapath of a case, apart from its ethtool features.
+
+    `forwarder` False is the reference path: a direct veth pair replaces offlab-fwd
+    between the same hosts (mode and ports are then unused)."""
+
+    forwarder: bool = True
+    mode: str = "pass"
+    """offlab-fwd's mode: pass, csum, gso or gro."""
+    ports: tuple[tuple[str, PortSetting], ...] = ()
+    """Port role ("a", "b") → its setting, in port order."""
+
+    def port(self, role: str) -> PortSetting:
+        return dict(self.ports).get(role, PortSetting())
+
+    @property
+    def label(self) -> str:
+        """For people: "direct veth" or "gro; a: csum; b: csum+tso4+napi"."""
+        if not self.forwarder:
+            return "direct veth"
+        parts = [self.mode]
+        for role, port in self.ports:
+            listed = "+".join(sorted(port.offloads)) or "none"
+            parts.append(f"{role}: {listed}{'+napi' if port.napi else ''}")
+        return "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class CaseSpec:
-    """One cell of a plan: scenario × MTU × offload profile × traffic."""
+    """One cell of a plan: scenario × MTU × offload profile × traffic, with the study's
+    own parameters as data.
+
+    `topology` holds what the scenario's builder takes (middlebox: path, router; a DUT
+    layout: dut); the runner builds one topology per (scenario, MTU, topology). `params`
+    holds the study's other parameters (middlebox: checksum/tso/gro of the combination),
+    which the report reads. `datapath` is the userspace datapath's setting (None: the
+    kernel's own path). `label` names the scenario variant for people and for matching
+    cases across runs ("middlebox-fwd-ab"); it is derived by the study and never parsed.
+    """
 
     scenario: str
     mtu: int
     profile: OffloadProfile
     traffic: TrafficSpec
+    topology: Params = field(default_factory=Params)
+    params: Params = field(default_factory=Params)
+    datapath: DatapathSetting | None = None
+    label: str = ""
+
+    @property
+    def scenario_label(self) -> str:
+        return self.label or self.scenario
 
     @property
     def key(self) -> str:
         """Stable identifier, also used to match cases across two result sets."""
-        return f"{self.scenario}/mtu{self.mtu}/{self.profile.side}:{self.profile.name}/{self.traffic.label}"
+        return (f"{self.scenario_label}/mtu{self.mtu}/{self.profile.side}:{self.profile.name}"
+                f"/{self.traffic.label}")
 
 
 @dataclass(frozen=True)
@@ -122,7 +224,10 @@ class Sample:
     roles: Mapping[str, int] = field(default_factory=dict)
     """role ("sender", "receiver", "forwarder", …) → core it was pinned to."""
     offloads: Mapping[str, Mapping[str, FeatureState]] = field(default_factory=dict)
-    """interface label ("tx:ofl-v0", "rx:ofl-v1", …) → feature → state in force."""
+    """interface label ("tx:ofl-v0", "rx:ofl-v1", …) → ethtool feature → state in force."""
+    datapath: Mapping[str, Mapping[str, FeatureState]] = field(default_factory=dict)
+    """The userspace datapath in force, as offlab-fwd reported it: "fwd" → "mode.<m>",
+    and each port ("tap:ofl-ta") → negotiated offload; empty on the kernel's path."""
     counters: Mapping[str, float] = field(default_factory=dict)
     """Extra per-sample deltas (drops, checksum errors, fwd counters …) by name."""
 
@@ -162,3 +267,21 @@ class RunInfo:
     """iperf3, ethtool, ip, offlab … → version string."""
     host: str = ""
     notes: str = ""
+    """Free text for people; nothing reads settings from it (see `settings`)."""
+    settings: "RunSettings | None" = None
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run repeats and lays out its cases; stored with the run, read by resume
+    and by the report."""
+
+    repetitions: int
+    """Fixed repetitions per case (the ceiling when `ci_target` is set)."""
+    steer_rx_softirq: bool = True
+    ci_target: float | None = None
+    """Adaptive repetitions: the wanted 95 % CI half-width as a fraction of the mean."""
+    min_runs: int | None = None
+    max_runs: int | None = None
+    hosts: str = "local"
+    """Where the run's hosts were: "local" (network namespaces on this machine)."""
