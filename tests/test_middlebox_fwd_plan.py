@@ -6,14 +6,14 @@ import random
 
 import pytest
 
-from offlab import matrix
-from offlab.fwd import FwdConfig, PortSpec, fwd_args
-from offlab.fwdmatrix import FwdSettings, collapsed_with, fwd_settings
 from offlab.plan import PlanError, parse
-from offlab.records import Sample
-from offlab.report.middlebox import (COLLAPSED, grown_pathologies, middlebox_sections,
-                                     middlebox_tables, pathology_table, router_table, seed_table)
+from offlab.records import DatapathSetting, Params, PortSetting, Sample
 from offlab.report.model import profile_row
+from offlab.studies.middlebox import plan as matrix
+from offlab.studies.middlebox.forwarder import FwdSettings, collapsed_with, fwd_settings
+from offlab.studies.middlebox.report import (COLLAPSED, grown_pathologies, middlebox_sections,
+                                             middlebox_tables, pathology_table, router_table,
+                                             seed_table)
 
 PLAN = """
 name = "mbfwd"
@@ -28,24 +28,23 @@ traffic = ["tcp"]
 
 
 def _combos():
-    return [matrix.combo_of(p) for p in matrix.matrix_profiles(["checksum", "tso", "gro"])]
+    return [matrix.combination(p.params) for p in matrix.matrix_profiles(["checksum", "tso", "gro"])]
 
 
 def test_router_key_adds_the_forwarded_paths_through_offlab_fwd():
     p = parse(PLAN + 'router = ["kernel", "offlab-fwd"]\n', "mb.toml")
-    assert [c.scenario for c in p.cases[::8]] == [
+    assert [c.label for c in p.cases[::8]] == [
         "middlebox-ab", "middlebox-ba", "middlebox-ar", "middlebox-ra",
         "middlebox-fwd-ab", "middlebox-fwd-ba"]
     assert p.cases[-1].key == "middlebox-fwd-ba/mtu1500/both:chkN-tsoN-groN/tcp"
-    assert matrix.router_of("middlebox-fwd-ab") == "offlab-fwd"
-    assert matrix.router_of("middlebox-ab") == "kernel" and matrix.router_of("bare") is None
-    assert matrix.path_of("middlebox-fwd-ba") == matrix.PATHS["b-a"]
-    assert matrix.path_of("middlebox-fwd-ar") is None  # the forwarder ends no traffic
+    fwd = [c for c in p.cases if c.topology["router"] == "offlab-fwd"]
+    assert {c.topology["path"] for c in fwd} == {"a-b", "b-a"}  # the forwarder ends no traffic
+    assert all(c.datapath is None for c in p.cases if c.topology["router"] == "kernel")
 
 
 def test_without_router_key_only_the_kernel_is_measured():
     p = parse(PLAN, "mb.toml")
-    assert not any("fwd" in c.scenario for c in p.cases)
+    assert {c.topology["router"] for c in p.cases} == {"kernel"}
 
 
 @pytest.mark.parametrize("change, key, hint", [
@@ -85,15 +84,13 @@ def test_collapsed_dimensions_are_named():
     assert fwd_settings({}).mode == "gro"  # a dimension left out is on, as in ethtool
 
 
-def test_profile_becomes_the_forwarder_command_line():
-    settings = fwd_settings({"checksum": True, "tso": False, "gro": False})
-    ports = tuple(PortSpec("packet", d, "ofl-1-r", settings.offloads) for d in ("ofl-ar1", "ofl-rb0"))
-    args = fwd_args("/bin/offlab-fwd", FwdConfig(settings.mode, ports, 0), "/tmp/s.json")
-    assert args == ["/bin/offlab-fwd", "--port", "packet:ofl-ar1@ofl-1-r,offloads=csum",
-                    "--port", "packet:ofl-rb0@ofl-1-r,offloads=csum", "--mode", "gso",
-                    "--stats-file", "/tmp/s.json", "--cpu", "0"]
-    none = PortSpec("packet", "ofl-ar1", "ofl-1-r", fwd_settings({"checksum": False}).offloads)
-    assert none.argument() == "packet:ofl-ar1@ofl-1-r,offloads=none"
+def test_a_fwd_case_carries_its_combinations_forwarder_setting():
+    p = parse(PLAN + 'router = ["offlab-fwd"]\n', "mb.toml")
+    case = next(c for c in p.cases if c.profile.name == "chkY-tsoN-groN")
+    port = PortSetting(frozenset({"csum"}))
+    assert case.params == Params(checksum=True, tso=False, gro=False)
+    assert case.datapath == DatapathSetting(True, "gso", (("a", port), ("b", port)))
+    assert FwdSettings.of(case.datapath) == fwd_settings(matrix.combination(case.params))
 
 
 # --- the report -----------------------------------------------------------------------
@@ -105,7 +102,7 @@ def _rows(fwd_gbps: float = 5.0, fwd_counters: dict | None = None):
               + 'paths = ["a-b", "a-r"]\nrouter = ["kernel", "offlab-fwd"]\n', "mb.toml")
     rows = []
     for case in p.cases:
-        fwd = matrix.router_of(case.scenario) == "offlab-fwd"
+        fwd = case.topology["router"] == "offlab-fwd"
         gbps = fwd_gbps if fwd else 10.0
         counters = (fwd_counters or {}) if fwd and case.profile.name == "chkN-groN" else {}
         samples = tuple(Sample(case.key, i, float(i), 2.0, gbps * 1e9 * rng.uniform(0.98, 1.02),
@@ -140,7 +137,7 @@ def test_router_table_compares_the_two_on_shared_paths():
 
 
 def test_router_table_needs_both_routers():
-    kernel_only = [r for r in _rows() if matrix.router_of(r.case.scenario) == "kernel"]
+    kernel_only = [r for r in _rows() if r.case.topology["router"] == "kernel"]
     (table,) = middlebox_tables(kernel_only)
     assert router_table(table) is None
     assert seed_table(table, {}).header[0] == "chk"
@@ -148,7 +145,7 @@ def test_router_table_needs_both_routers():
 
 def test_forwarder_drops_flag_a_collapsed_fwd_profile():
     rows = _rows()
-    rows = [r if r.case.profile.name != "chkN-groN" or "fwd" not in r.case.scenario
+    rows = [r if r.case.profile.name != "chkN-groN" or r.case.datapath is None
             else _slow(r) for r in rows]
     (table,) = middlebox_tables(rows)
     flagged = pathology_table(table)

@@ -6,14 +6,16 @@ import random
 
 import pytest
 
-from offlab import matrix, plan
+from offlab import plan
 from offlab.counters import is_pathology
 from offlab.plan import PlanError, parse
-from offlab.records import CaseSpec, Sample, TrafficSpec
-from offlab.report.middlebox import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
-                                     middlebox_sections, middlebox_tables, pathology_table,
-                                     seed_table)
+from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
 from offlab.report.model import profile_row
+from offlab.studies.middlebox import plan as matrix
+from offlab.studies.middlebox.report import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
+                                             middlebox_sections, middlebox_tables, pathology_table,
+                                             seed_table)
+from offlab.topology.middlebox import PATHS
 from offlab.adaptive import AdaptiveOutcome
 
 PLAN = """
@@ -28,8 +30,12 @@ traffic = ["tcp"]
 """
 
 
+def _profiles(dimensions):
+    return [p.offloads for p in matrix.matrix_profiles(dimensions)]
+
+
 def test_matrix_is_all_eight_combinations_in_the_seed_row_order():
-    profiles = matrix.matrix_profiles(["checksum", "tso", "gro"])
+    profiles = _profiles(["checksum", "tso", "gro"])
     assert [p.name for p in profiles] == [
         "chkY-tsoY-groY", "chkY-tsoY-groN", "chkY-tsoN-groY", "chkY-tsoN-groN",
         "chkN-tsoY-groY", "chkN-tsoY-groN", "chkN-tsoN-groY", "chkN-tsoN-groN",
@@ -39,46 +45,48 @@ def test_matrix_is_all_eight_combinations_in_the_seed_row_order():
 
 
 def test_each_dimension_switches_its_features_together():
-    off = matrix.matrix_profiles(["checksum", "tso", "gro"])[-1].features
+    off = _profiles(["checksum", "tso", "gro"])[-1].features
     assert off == {"tx-checksumming": False, "rx-checksumming": False,
                    "tcp-segmentation-offload": False, "generic-receive-offload": False,
                    "large-receive-offload": False}
-    first = matrix.matrix_profiles(["checksum", "tso", "gro"])[0]
+    first = _profiles(["checksum", "tso", "gro"])[0]
     assert all(first.features.values())  # the report's "all on" baseline
 
 
-def test_combo_round_trips_through_the_profile_name():
+def test_the_combination_is_the_cases_parameters_and_names_its_profile():
     for profile in matrix.matrix_profiles(["checksum", "gro"]):
-        combo = matrix.combo_of(profile)
-        assert matrix.profile_name(combo) == profile.name
-    assert matrix.combo_of(plan.offloads.all_on()) is None
+        assert matrix.combination(profile.params) == dict(profile.params)
+        assert matrix.profile_name(matrix.combination(profile.params)) == profile.offloads.name
+    assert matrix.combination(Params(path="a-b")) == {}
 
 
-def test_paths_name_their_scenarios_and_whether_r_forwards():
-    assert matrix.PATHS["a-b"].scenario == "middlebox-ab"
-    assert matrix.path_of("middlebox-ra") == matrix.PATHS["r-a"]
-    assert matrix.path_of("bare") is None
-    assert [p.forwarded for p in (matrix.PATHS[n] for n in matrix.DEFAULT_PATHS)] == [True, True, False, False]
-    assert matrix.PATHS["r-a"].label == "R -> A"
+def test_paths_and_routers_are_topology_parameters_with_labels():
+    p = parse(PLAN, "mb.toml")
+    first = p.cases[0]
+    assert (first.scenario, first.topology, first.label) == (
+        "middlebox", Params(path="a-b", router="kernel"), "middlebox-ab")
+    assert first.params == Params(checksum=True, tso=True, gro=True) and first.datapath is None
+    assert [PATHS[n].forwarded for n in matrix.DEFAULT_PATHS] == [True, True, False, False]
+    assert PATHS["r-a"].label == "R -> A"
 
 
 def test_plan_expands_default_paths_times_matrix():
     p = parse(PLAN, "mb.toml")
     assert len(p.cases) == 4 * 8
-    assert [c.scenario for c in p.cases[::8]] == ["middlebox-ab", "middlebox-ba", "middlebox-ar", "middlebox-ra"]
+    assert [c.label for c in p.cases[::8]] == ["middlebox-ab", "middlebox-ba", "middlebox-ar", "middlebox-ra"]
     assert p.cases[0].key == "middlebox-ab/mtu1500/both:chkY-tsoY-groY/tcp"
 
 
 def test_builtin_middlebox_plan_has_both_routers_eight_profiles_two_workloads():
     p = plan.load("middlebox")
     assert len(p.cases) == (4 + 2) * 8 * 2  # offlab-fwd has the two forwarded paths
-    assert {c.scenario for c in p.cases} == {"middlebox-ab", "middlebox-ba", "middlebox-ar",
+    assert {c.label for c in p.cases} == {"middlebox-ab", "middlebox-ba", "middlebox-ar",
                                              "middlebox-ra", "middlebox-fwd-ab", "middlebox-fwd-ba"}
 
 
 def test_chosen_paths_in_order():
     p = parse(PLAN + 'paths = ["r-b", "a-b"]\n', "mb.toml")
-    assert [c.scenario for c in p.cases[::8]] == ["middlebox-rb", "middlebox-ab"]
+    assert [c.label for c in p.cases[::8]] == ["middlebox-rb", "middlebox-ab"]
 
 
 @pytest.mark.parametrize("change, key, hint", [
@@ -165,7 +173,7 @@ def test_mbit_unit_when_every_cell_is_below_a_gigabit():
 
 
 def test_other_scenarios_are_not_middlebox_tables():
-    case = CaseSpec("bare", 1500, plan.offloads.all_on(), TrafficSpec("tcp", 1.0))
+    case = CaseSpec("bare", 1500, OffloadProfile("all-on", "both", {}), TrafficSpec("tcp", 1.0))
     row = profile_row(case, _samples(case, 5.0, {}, random.Random(1)))
     assert middlebox_tables([row]) == []
 

@@ -68,7 +68,7 @@ def test_overrides():
     (("warmup = 0.5", "warmup = 0.55"), "warmup", "multiple of 0.1"),
     (("duration = 1.5", "duration = 1.2"), "'warmup' + 'duration'", "whole seconds"),
     (('mtus = [1500]', 'mtus = [1400]'), "mtus", "1500, 9000"),
-    (('scenarios = ["bare", "vxlan"]', 'scenarios = ["geneve"]'), "scenarios", "'bare', 'vm2host'"),
+    (('scenarios = ["bare", "vxlan"]', 'scenarios = ["geneve"]'), "scenarios", "'bare', 'middlebox', 'vm2host'"),
     (('traffic = ["tcp", "udp18"]', 'traffic = ["sctp"]'), "traffic", "'tcp'"),
     (('traffic = ["tcp", "udp18"]', 'traffic = ["tcp", "tcp"]'), "traffic", "twice"),
     (('sequences = ["tx", "rx"]', 'sequences = []'), "sequences", "no offload profiles"),

@@ -86,7 +86,7 @@ def test_userspace_datapath_profiles_get_no_offload_advice():
     as "keep <ethtool feature> on"."""
     import random
 
-    from offlab.records import CaseSpec, OffloadProfile, TrafficSpec
+    from offlab.records import CaseSpec, DatapathSetting, OffloadProfile, PortSetting, TrafficSpec
     from offlab.report.model import build_groups, build_rows
     from offlab.report.recommend import recommend
     from offlab.store import RunResults
@@ -95,9 +95,10 @@ def test_userspace_datapath_profiles_get_no_offload_advice():
     rng = random.Random(1)
     traffic = TrafficSpec("tcp", duration_s=10.0)
     cases = (
-        CaseSpec("vm2vm", 1500, OffloadProfile("all-on", "tx", {"fwd.mode.pass": True}), traffic),
-        CaseSpec("vm2vm", 1500, OffloadProfile("tso-off", "tx", {"fwd.mode.pass": False,
-                                                                  "port.a.tso4": False}), traffic),
+        CaseSpec("vm2vm", 1500, OffloadProfile("all-on", "tx", {}), traffic,
+                 datapath=DatapathSetting(True, "pass", (("a", PortSetting(frozenset({"tso4"}))),))),
+        CaseSpec("vm2vm", 1500, OffloadProfile("tso-off", "tx", {"tcp-segmentation-offload": False}),
+                 traffic, datapath=DatapathSetting(True, "gso", (("a", PortSetting()),))),
     )
     samples = {}
     for case, template in zip(cases, ("all-on", "tso-off")):

@@ -180,10 +180,12 @@ def test_interrupted_run_reports_missing_repetitions(tmp_path, results):
     assert "| Status | interrupted |" in md
 
 
-def test_planned_repetitions_from_run_notes(tmp_path, results):
+def test_planned_repetitions_from_run_settings(tmp_path, results):
     from dataclasses import replace
 
-    planned = replace(results, info=replace(results.info, notes="repetitions=6"))
+    from offlab.records import RunSettings
+
+    planned = replace(results, info=replace(results.info, settings=RunSettings(repetitions=6)))
     model = build_report_model(planned)
     missing = [w for w in model.warnings if type(w).__name__ == "IncompleteCase"]
     assert len(missing) == len(results.cases) and all(w.wanted == 6 for w in missing)

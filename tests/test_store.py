@@ -152,7 +152,7 @@ def test_older_format_is_upgraded_in_place(tmp_path, monkeypatch):
         conn.execute("ALTER TABLE run ADD COLUMN upgraded INTEGER DEFAULT 1")
 
     monkeypatch.setattr(store_module, "RESULTS_FORMAT_VERSION", RESULTS_FORMAT_VERSION + 1)
-    monkeypatch.setitem(store_module._MIGRATIONS, RESULTS_FORMAT_VERSION, step)
+    monkeypatch.setitem(store_module.MIGRATIONS, RESULTS_FORMAT_VERSION, step)
     with Store(path) as store:
         assert store.load_run(fixture_run_info().run_id).info == fixture_run_info()
     Store(path).close()  # already upgraded: the step does not run again

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -22,7 +21,7 @@ from .adaptive import Adaptive, TargetError, parse_target
 from .plan import Plan, PlanError, load
 from .proc import ProcessError
 from .export import export
-from .records import CaseSpec, RunInfo
+from .records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner
 from .store import Store, StoreError
 from .topology import Interrupted, TerminationSignals, TopologyError, sweep_leftovers
@@ -48,29 +47,14 @@ class Session:
 
     run_id: str
     cases: tuple[CaseSpec, ...]
-    runs: int
-    steer_rx_softirq: bool
+    settings: RunSettings
     done: Mapping[str, int]
-    adaptive: Adaptive | None = None
     history: Mapping[str, tuple[float, ...]] | None = None
     """case key → throughputs already stored (resumed adaptive runs)."""
 
 
 def _store(out_dir: Path) -> Store:
     return Store(out_dir / STORE_NAME)
-
-
-def _notes(plan: Plan, adaptive: Adaptive | None) -> str:
-    notes = f"repetitions={plan.runs} steer_rx_softirq={str(plan.steer_rx_softirq).lower()}"
-    return notes + (f" {adaptive.notes}" if adaptive else "")
-
-
-def _adaptive_from_notes(notes: str) -> Adaptive | None:
-    target = _from_notes(notes, "ci_target")
-    if target is None:
-        return None
-    return Adaptive(float(target), int(_from_notes(notes, "min_runs") or 2),
-                    int(_from_notes(notes, "max_runs") or 2))
 
 
 def _adaptive(ci_target: str | None, min_runs: int, max_runs: int, runs: int | None) -> Adaptive | None:
@@ -82,9 +66,11 @@ def _adaptive(ci_target: str | None, min_runs: int, max_runs: int, runs: int | N
     return Adaptive(parse_target(ci_target), min_runs, max_runs)
 
 
-def _from_notes(notes: str, key: str) -> str | None:
-    match = re.search(rf"\b{key}=(\S+)", notes)
-    return match.group(1) if match else None
+def _repetitions(settings: RunSettings) -> str:
+    if settings.ci_target is not None:
+        return (f"{settings.min_runs}–{settings.max_runs} runs "
+                f"(CI target {100 * settings.ci_target:g}%)")
+    return f"{settings.repetitions} runs"
 
 
 def _new_run_id() -> str:
@@ -123,13 +109,10 @@ def run_cmd(
     store = _store(out_dir)
     session = _resume(store, resume, runs) if chosen is None else _begin(store, chosen, adaptive)
     run_id = session.run_id
-    runner = Runner(store, run_id, session.runs, steer_rx_softirq=session.steer_rx_softirq,
-                    console=err, show_progress=not no_progress, adaptive=session.adaptive,
+    runner = Runner(store, run_id, session.settings, console=err, show_progress=not no_progress,
                     history=session.history)
-    how_many = (f"{session.adaptive.min_runs}–{session.adaptive.max_runs} runs "
-                f"(CI target {100 * session.adaptive.target:g}%)" if session.adaptive
-                else f"{session.runs} runs")
-    err.print(f"run {run_id}: {len(session.cases)} cases × {how_many}, store {store.path}")
+    err.print(f"run {run_id}: {len(session.cases)} cases × {_repetitions(session.settings)}, "
+              f"store {store.path}")
     try:
         with TerminationSignals():
             stats = runner.execute(session.cases, session.done)
@@ -153,28 +136,34 @@ def run_cmd(
 
 
 def _begin(store: Store, plan: Plan, adaptive: Adaptive | None = None) -> Session:
+    settings = (plan.settings(adaptive.target, adaptive.min_runs, adaptive.max_runs)
+                if adaptive else plan.settings())
     info = RunInfo(
         run_id=_new_run_id(), plan=plan.source if plan.source.endswith(".toml") else plan.name,
         started_at=time.time(), command_line=shlex.join(sys.argv), kernel=environment.kernel(),
         cpu_model=environment.cpu_model(), cores=environment.cores(),
         tool_versions=environment.tool_versions(), host=environment.host(),
-        notes=_notes(plan, adaptive),
+        settings=settings,
     )
     run_id = store.begin_run(info)
     for case in plan.cases:
         store.add_case(run_id, case)
-    return Session(run_id, plan.cases, plan.runs, plan.steer_rx_softirq, {}, adaptive)
+    return Session(run_id, plan.cases, settings, {})
 
 
 def _resume(store: Store, run_id: str, runs: int | None) -> Session:
+    """The rest of a stored run, with the settings it was started with (`--runs` may
+    raise a fixed repetition count)."""
     results = store.load_run(run_id)
-    wanted = runs or int(_from_notes(results.info.notes, "repetitions") or 0)
-    if wanted < 1:
-        raise LabError(f"run {run_id} does not record its repetitions; pass --runs N")
-    steer = _from_notes(results.info.notes, "steer_rx_softirq") != "false"
+    settings = results.info.settings
+    if settings is None:
+        raise LabError(f"run {run_id} does not record its settings; start a new run")
+    if runs is not None:
+        if settings.ci_target is not None:
+            raise LabError(f"run {run_id} repeats adaptively; resume it without --runs")
+        settings = replace(settings, repetitions=runs)
     history = {k: tuple(s.throughput_bps for s in v) for k, v in results.samples.items()}
-    return Session(run_id, tuple(results.cases), wanted, steer, store.completed_counts(run_id),
-                   _adaptive_from_notes(results.info.notes), history)
+    return Session(run_id, tuple(results.cases), settings, store.completed_counts(run_id), history)
 
 
 @app.command("report")

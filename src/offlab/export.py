@@ -10,9 +10,10 @@ import dataclasses
 import io
 import json
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
-from .records import RESULTS_FORMAT_VERSION, CaseSpec, Sample
+from . import codec
+from .records import RESULTS_FORMAT_VERSION, CaseSpec, FeatureState, Sample
 from .store import RunResults
 
 JSON_DOCUMENT = "offlab-results"
@@ -78,6 +79,10 @@ def _case_dict(case: CaseSpec) -> dict[str, Any]:
             "features": dict(case.profile.features),
         },
         "traffic": {**dataclasses.asdict(case.traffic), "label": case.traffic.label},
+        "label": case.scenario_label,
+        "topology": dict(case.topology),
+        "params": dict(case.params),
+        "datapath": json.loads(codec.datapath_to_json(case.datapath) or "null"),
     }
 
 
@@ -96,12 +101,15 @@ def _sample_dict(sample: Sample) -> dict[str, Any]:
         "cpu_percent_per_gbps": sample.cpu_percent_per_gbps,
         "roles": dict(sample.roles),
         "cpu": [{"core": c.core, "percent": dict(c.percent)} for c in sample.cpu],
-        "offloads": {
-            iface: {name: dataclasses.asdict(state) for name, state in features.items()}
-            for iface, features in sample.offloads.items()
-        },
+        "offloads": _states(sample.offloads),
+        "datapath": _states(sample.datapath),
         "counters": dict(sample.counters),
     }
+
+
+def _states(states: Mapping[str, Mapping[str, FeatureState]]) -> dict[str, Any]:
+    return {iface: {name: dataclasses.asdict(state) for name, state in features.items()}
+            for iface, features in states.items()}
 
 
 # --- CSV -------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Offload features: a pure parser of `ethtool -k`, the seed plan's profile sequences,
-and setting a profile on real interfaces with the state actually in force read back.
+"""Offload features: a pure parser of `ethtool -k`, the features the lab toggles,
+and setting a profile on real interfaces with the state actually in force read back
+(the seed plan's sequences of profiles are the offloads study's: studies/offloads).
 
 A feature the kernel would not change (`[fixed]`), or one that another change turned
 off with it (a cascade: no tx checksumming → no TSO), is a fact of the run: it is
@@ -9,7 +10,7 @@ recorded as read back, never treated as an error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .proc import Completed, in_netns
 from .records import FeatureState, OffloadProfile
@@ -34,11 +35,6 @@ RECORDED = TOGGLED + (
     "rx-gro-list",
 )
 """Features stored with every sample: the toggled ones plus those that cascade with them."""
-
-ALL_ON = "all-on"
-
-_SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
-
 
 @dataclass(frozen=True)
 class EthtoolFeature:
@@ -77,49 +73,6 @@ def parse_features(text: str) -> FeatureListing:
             continue
         features[name.strip()] = EthtoolFeature(words[0] == "on", fixed, requested)
     return FeatureListing(features, tuple(malformed))
-
-
-# --- profiles --------------------------------------------------------------------------
-
-
-def _off(features: Iterable[str]) -> dict[str, bool]:
-    return {f: False for f in features}
-
-
-def _cumulative(side: str, steps: Sequence[Sequence[str]]) -> list[OffloadProfile]:
-    profiles, off = [], []
-    for step in steps:
-        off.extend(step)
-        name = "+".join(_SHORT[f] for f in off if f != UDP_TNL) + "-off"
-        profiles.append(OffloadProfile(name, side, _off(off)))  # type: ignore[arg-type]
-    return profiles
-
-
-def all_on() -> OffloadProfile:
-    """The shared baseline of both sequences: every toggled feature on, on both sides."""
-    return OffloadProfile(ALL_ON, "both", {})
-
-
-def tx_sequence(tunnel: bool) -> list[OffloadProfile]:
-    """Seed plan, transmitter: TSO off → + tx checksumming off → + GSO off (on a tunnel
-    the last step also turns tx-udp_tnl-segmentation off). Cumulative; "all on" first."""
-    last = [GSO, UDP_TNL] if tunnel else [GSO]
-    return [all_on(), *_cumulative("tx", [[TSO], [TX_CSUM], last])]
-
-
-def rx_sequence() -> list[OffloadProfile]:
-    """Seed plan, receiver: GRO off → + rx checksumming off. Cumulative; "all on" first."""
-    return [all_on(), *_cumulative("rx", [[GRO], [RX_CSUM]])]
-
-
-def one_off_at_a_time(side: str, tunnel: bool) -> list[OffloadProfile]:
-    """Each feature of one side off alone, everything else on: isolates single effects."""
-    if side == "tx":
-        names = [TSO, TX_CSUM, GSO] + ([UDP_TNL] if tunnel else [])
-    else:
-        names = [GRO, RX_CSUM]
-    singles = [OffloadProfile(f"only-{_SHORT[f]}-off", side, {f: False}) for f in names]  # type: ignore[arg-type]
-    return [all_on(), *singles]
 
 
 # --- applying to interfaces ------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Test plans: TOML files → an ordered list of `CaseSpec`s.
 
-A plan names scenarios, MTUs, traffic and offload sequences; the cross product, in
-that order, is the list of cases. Every mistake is reported as one line naming the
-file, the key, what is wrong and how to fix it.
+A plan names scenarios, MTUs and traffic; each study (studies/) reads its own keys
+and adds profiles, replaces or multiplies scenarios, or multiplies workloads. The
+cross product of scenario variants × MTUs × workloads × profiles, in that order, is
+the list of cases. Every mistake is reported as one line naming the file, the key,
+what is wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import datapath, matrix, offloads, sweep
-from .records import CaseSpec, OffloadProfile, TrafficSpec
-from .topology import DATAPATH, DUT_LAYOUTS, MTUS, SCENARIOS, TUNNELLED
+from .records import CaseSpec, RunSettings, TrafficSpec
+from .studies import Profile, Study, Variant, registered
+from .topology import MTUS, SCENARIOS
 from .traffic import report_interval, whole_seconds
 
 TRAFFIC = {
@@ -26,14 +28,9 @@ TRAFFIC = {
 """Named workloads: TCP stream; UDP in 1500 B frames (1472 B payload); UDP in 60 B
 frames (18 B payload, the Ethernet minimum)."""
 
-SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on")
-_KEYS = {
-    "name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
-    "sequences", "profiles", "steer_rx_softirq",
-} | {"paths", "matrix", "router"}  # the middlebox plan's axes, see matrix.py
-_KEYS |= sweep.KEYS  # message sizes, directions, DUT layout: see sweep.py
-_KEYS |= datapath.KEYS  # the userspace plan's studies: see datapath.py
-_PROFILE_KEYS = {"name", "side", "off"}
+_KEYS = {"name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
+         "steer_rx_softirq"}
+"""The pipeline's own keys; each study adds its own (`Study.keys`)."""
 
 
 class PlanError(ValueError):
@@ -73,6 +70,12 @@ class Plan:
         )
         return replace(self, runs=self.runs if runs is None else runs, cases=cases)
 
+    def settings(self, ci_target: float | None = None, min_runs: int | None = None,
+                 max_runs: int | None = None) -> RunSettings:
+        """The run settings of this plan (adaptive repetitions as given)."""
+        return RunSettings(repetitions=self.runs, steer_rx_softirq=self.steer_rx_softirq,
+                           ci_target=ci_target, min_runs=min_runs, max_runs=max_runs)
+
 
 def builtin_names() -> list[str]:
     folder = resources.files("offlab") / "plans"
@@ -92,39 +95,38 @@ def load(plan: str) -> Plan:
     return parse(path.read_text(), source=str(path))
 
 
-def parse(text: str, source: str) -> Plan:
+def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> Plan:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise PlanError(f"{source}: not valid TOML: {err}") from None
+    studies = registered() if studies is None else studies
     check = _Checker(source, doc)
-    check.no_unknown_keys(doc, _KEYS, "")
+    check.no_unknown_keys(doc, _KEYS.union(*(s.keys for s in studies)), "")
     runs = check.integer("runs", minimum=1)
     duration = check.number("duration", above=0)
     warmup = check.number("warmup", at_least=0, default=1.0)
     _check_warmup(warmup, f"{source}: key 'warmup'")
     _check_total(warmup, duration, f"{source}: keys 'warmup' + 'duration'")
-    scenarios = check.choices("scenarios", matrix.plan_scenarios(SCENARIOS))
+    variants = [Variant(s) for s in check.choices("scenarios", sorted(SCENARIOS))]
     mtus = check.choices("mtus", list(MTUS))
     traffic = [
         TrafficSpec(duration_s=duration, warmup_s=warmup, **TRAFFIC[t])  # type: ignore[arg-type]
         for t in check.choices("traffic", list(TRAFFIC))
     ]
-    sequences = check.choices("sequences", list(SEQUENCES), default=[])
-    custom = check.profiles()
-    scenarios, matrix_profiles = matrix.expand(check, scenarios, bool(sequences))
-    custom += matrix_profiles
-    custom += datapath.expand(check, scenarios, DATAPATH)
-    scenarios, traffic = _swept(source, doc, scenarios, traffic)
-    if not sequences and not custom:
-        raise PlanError(f"{source}: key 'sequences': no offload profiles; "
-                        f"set sequences to some of {', '.join(SEQUENCES)} or add [[profiles]]")
+    for study in studies:
+        variants = study.scenarios(check, variants)
+    for study in studies:
+        traffic = study.traffic(check, traffic)
     cases = []
-    for scenario in scenarios:
-        profiles = _profiles(sequences, scenario in TUNNELLED) + custom
+    for variant in variants:
+        profiles = [p for study in studies for p in study.profiles(check, variant)]
+        if not profiles:
+            raise PlanError(f"{source}: key 'sequences': no offload profiles; set sequences to "
+                            "some of tx, rx, tx-single, rx-single, all-on or add [[profiles]]")
         for mtu in mtus:
             for spec in traffic:
-                cases.extend(CaseSpec(scenario, mtu, p, spec) for p in profiles)
+                cases.extend(_finished(studies, _case(variant, mtu, spec, p)) for p in profiles)
     return Plan(
         name=check.string("name"),
         source=source,
@@ -135,32 +137,15 @@ def parse(text: str, source: str) -> Plan:
     )
 
 
-def _profiles(sequences: list[str], tunnel: bool) -> list[OffloadProfile]:
-    """Profiles of the chosen sequences, each once ("all on" is shared by all of them)."""
-    chosen: dict[tuple[str, str], OffloadProfile] = {}
-    for sequence in sequences:
-        if sequence == "all-on":
-            found = [offloads.all_on()]  # the defaults alone (seed 002 changes nothing)
-        elif sequence == "tx":
-            found = offloads.tx_sequence(tunnel)
-        elif sequence == "rx":
-            found = offloads.rx_sequence()
-        else:
-            found = offloads.one_off_at_a_time(sequence.split("-")[0], tunnel)
-        for profile in found:
-            chosen.setdefault((profile.side, profile.name), profile)
-    return list(chosen.values())
+def _case(variant: Variant, mtu: int, traffic: TrafficSpec, profile: Profile) -> CaseSpec:
+    return CaseSpec(variant.scenario, mtu, profile.offloads, traffic, variant.topology,
+                    profile.params, profile.datapath, variant.label)
 
 
-def _swept(source: str, doc: dict[str, Any], scenarios: list[str],
-           traffic: list[TrafficSpec]) -> tuple[list[str], list[TrafficSpec]]:
-    """Scenarios and workloads with the plan's sweep keys expanded (see sweep.py)."""
-    try:
-        chosen = sweep.parse(doc)
-        return (sweep.expand_scenarios(scenarios, chosen, DUT_LAYOUTS),
-                sweep.expand_traffic(traffic, chosen))
-    except sweep.SweepError as err:
-        raise PlanError(f"{source}: {err}") from None
+def _finished(studies: tuple[Study, ...], case: CaseSpec) -> CaseSpec:
+    for study in studies:
+        case = study.finish(case)
+    return case
 
 
 def _check_warmup(warmup: float, where: str) -> None:
@@ -240,23 +225,8 @@ class _Checker:
             raise self.fail(key, f"{value!r} lists an entry twice; list each once")
         return value
 
-    def profiles(self) -> list[OffloadProfile]:
-        tables = self.get("profiles", [])
-        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-            raise self.fail("profiles", "must be [[profiles]] tables with name, side, off")
-        found = []
-        for number, table in enumerate(tables, start=1):
-            where = f"profiles[{number}]."
-            self.no_unknown_keys(table, _PROFILE_KEYS, where)
-            name, side, off = table.get("name"), table.get("side"), table.get("off")
-            if not isinstance(name, str) or not name or name == offloads.ALL_ON:
-                raise self.fail(where + "name", f"{name!r} must be a non-empty string other than 'all-on'")
-            if side not in ("tx", "rx", "both"):
-                raise self.fail(where + "side", f"{side!r} is not known; use 'tx', 'rx' or 'both'")
-            if not isinstance(off, list) or not off or any(f not in offloads.TOGGLED for f in off):
-                raise self.fail(where + "off", f"{off!r} must list features from {_listing(offloads.TOGGLED)}")
-            found.append(OffloadProfile(name, side, {f: False for f in off}))
-        return found
+    def error(self, problem: str) -> PlanError:
+        return PlanError(f"{self.source}: {problem}")
 
 
 def _listing(items: Any) -> str:

@@ -5,10 +5,13 @@ be written from it later. The database carries its format version in ``meta``: a
 newer version than this code knows is refused with a one-line error, an older one is
 upgraded in place by the migrations below.
 
-Tables: ``run`` (environment), ``"case"`` (plan cells, in plan order), ``sample`` (one
-per repetition), ``sample_cpu`` (sample × core × class), ``sample_offload`` (sample ×
-interface × feature), ``sample_counter`` (sample × name), ``case_adaptive`` (how a
-case's adaptive repetitions ended, see adaptive.py).
+Tables: ``run`` (environment, and the run settings as JSON), ``"case"`` (plan cells,
+in plan order, with their topology and study parameters and datapath setting as
+JSON), ``sample`` (one per repetition), ``sample_cpu`` (sample × core × class),
+``sample_offload`` (sample × layer × interface × feature; layer "ethtool" or
+"datapath"), ``sample_counter`` (sample × name), ``case_adaptive`` (how a case's
+adaptive repetitions ended, see adaptive.py). Format 1 stores are upgraded by
+migrations.py.
 
 ``case_adaptive`` was added without a format bump on purpose: it is created on open
 when missing (so older stores gain it) and older offlab versions never read it, so
@@ -17,15 +20,16 @@ stores stay readable both ways.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
+from . import codec
 from .adaptive import AdaptiveOutcome
+from .migrations import MIGRATIONS
 from .records import (
     RESULTS_FORMAT_VERSION,
     CaseSpec,
@@ -34,7 +38,6 @@ from .records import (
     OffloadProfile,
     RunInfo,
     Sample,
-    TrafficSpec,
 )
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
@@ -45,13 +48,16 @@ CREATE TABLE IF NOT EXISTS run (
     id TEXT PRIMARY KEY, plan TEXT NOT NULL, started_at REAL NOT NULL,
     finished_at REAL, status TEXT NOT NULL, command_line TEXT NOT NULL,
     kernel TEXT NOT NULL, cpu_model TEXT NOT NULL, cores INTEGER NOT NULL,
-    host TEXT NOT NULL, notes TEXT NOT NULL, tool_versions TEXT NOT NULL
+    host TEXT NOT NULL, notes TEXT NOT NULL, tool_versions TEXT NOT NULL,
+    settings TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS "case" (
     run_id TEXT NOT NULL REFERENCES run(id), key TEXT NOT NULL,
     position INTEGER NOT NULL, scenario TEXT NOT NULL, mtu INTEGER NOT NULL,
     profile_name TEXT NOT NULL, profile_side TEXT NOT NULL,
     profile_features TEXT NOT NULL, traffic TEXT NOT NULL,
+    topology TEXT NOT NULL DEFAULT '{}', params TEXT NOT NULL DEFAULT '{}',
+    datapath TEXT, label TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, key)
 );
 CREATE TABLE IF NOT EXISTS sample (
@@ -70,8 +76,8 @@ CREATE TABLE IF NOT EXISTS sample_cpu (
 CREATE TABLE IF NOT EXISTS sample_offload (
     sample_id INTEGER NOT NULL REFERENCES sample(id), iface TEXT NOT NULL,
     feature TEXT NOT NULL, is_on INTEGER NOT NULL, is_fixed INTEGER NOT NULL,
-    requested INTEGER,
-    PRIMARY KEY (sample_id, iface, feature)
+    requested INTEGER, layer TEXT NOT NULL DEFAULT 'ethtool',
+    PRIMARY KEY (sample_id, layer, iface, feature)
 );
 CREATE TABLE IF NOT EXISTS sample_counter (
     sample_id INTEGER NOT NULL REFERENCES sample(id), name TEXT NOT NULL,
@@ -87,10 +93,9 @@ CREATE TABLE IF NOT EXISTS case_adaptive (
 );
 """
 
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
-"""format version v → function upgrading a v database to v + 1. Version 1 is the
-first released format, so there is nothing to upgrade yet; a format change adds
-its step here and bumps RESULTS_FORMAT_VERSION."""
+LAYERS = ("ethtool", "datapath")
+"""sample_offload.layer: an ethtool feature of an interface, or a setting of the
+userspace datapath in force (Sample.offloads and Sample.datapath)."""
 
 
 class StoreError(Exception):
@@ -158,7 +163,7 @@ class Store:
                 f"({RESULTS_FORMAT_VERSION}); upgrade offlab"
             )
         while version < RESULTS_FORMAT_VERSION:
-            step = _MIGRATIONS.get(version)
+            step = MIGRATIONS.get(version)
             if step is None:
                 self._conn.close()
                 raise StoreError(f"{self.path}: no upgrade from results format {version}")
@@ -183,11 +188,13 @@ class Store:
         try:
             with self._conn:
                 self._conn.execute(
-                    "INSERT INTO run VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO run (id, plan, started_at, finished_at, status, command_line,"
+                    " kernel, cpu_model, cores, host, notes, tool_versions, settings)"
+                    " VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         info.run_id, info.plan, info.started_at, info.command_line,
                         info.kernel, info.cpu_model, info.cores, info.host, info.notes,
-                        json.dumps(dict(info.tool_versions)),
+                        json.dumps(dict(info.tool_versions)), codec.settings_to_json(info.settings),
                     ),
                 )
         except sqlite3.IntegrityError as err:
@@ -205,11 +212,14 @@ class Store:
             'SELECT COUNT(*) FROM "case" WHERE run_id = ?', (run_id,)
         ).fetchone()
         self._conn.execute(
-            'INSERT OR IGNORE INTO "case" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            'INSERT OR IGNORE INTO "case" (run_id, key, position, scenario, mtu, profile_name,'
+            " profile_side, profile_features, traffic, topology, params, datapath, label)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id, case.key, position, case.scenario, case.mtu, case.profile.name,
                 case.profile.side, json.dumps(dict(case.profile.features)),
-                json.dumps(dataclasses.asdict(case.traffic), sort_keys=True),
+                codec.traffic_to_json(case.traffic), codec.params_to_json(case.topology),
+                codec.params_to_json(case.params), codec.datapath_to_json(case.datapath), case.label,
             ),
         )
 
@@ -250,10 +260,12 @@ class Store:
             ],
         )
         self._conn.executemany(
-            "INSERT INTO sample_offload VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sample_offload (sample_id, iface, feature, is_on, is_fixed, requested, layer)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (sample_id, iface, feature, st.on, st.fixed, st.requested)
-                for iface, features in sample.offloads.items()
+                (sample_id, iface, feature, st.on, st.fixed, st.requested, layer)
+                for layer, states in zip(LAYERS, (sample.offloads, sample.datapath))
+                for iface, features in states.items()
                 for feature, st in features.items()
             ],
         )
@@ -318,7 +330,7 @@ class Store:
     def load_run(self, run_id: str) -> RunResults:
         row = self._conn.execute(
             "SELECT id, plan, started_at, command_line, kernel, cpu_model, cores,"
-            " tool_versions, host, notes, status, finished_at FROM run WHERE id = ?",
+            " tool_versions, host, notes, status, finished_at, settings FROM run WHERE id = ?",
             (run_id,),
         ).fetchone()
         if row is None:
@@ -327,6 +339,7 @@ class Store:
             run_id=row[0], plan=row[1], started_at=row[2], command_line=row[3],
             kernel=row[4], cpu_model=row[5], cores=row[6],
             tool_versions=json.loads(row[7]), host=row[8], notes=row[9],
+            settings=codec.settings_from_json(row[12]),
         )
         cases = self._load_cases(run_id)
         samples: dict[str, tuple[Sample, ...]] = {c.key: () for c in cases}
@@ -345,8 +358,8 @@ class Store:
 
     def _load_cases(self, run_id: str) -> list[CaseSpec]:
         rows = self._conn.execute(
-            'SELECT scenario, mtu, profile_name, profile_side, profile_features, traffic'
-            ' FROM "case" WHERE run_id = ? ORDER BY position',
+            'SELECT scenario, mtu, profile_name, profile_side, profile_features, traffic,'
+            ' topology, params, datapath, label FROM "case" WHERE run_id = ? ORDER BY position',
             (run_id,),
         ).fetchall()
         return [
@@ -354,9 +367,13 @@ class Store:
                 scenario=scenario,
                 mtu=mtu,
                 profile=OffloadProfile(name, side, json.loads(features)),
-                traffic=_traffic_from_json(traffic),
+                traffic=codec.traffic_from_json(traffic),
+                topology=codec.params_from_json(topology),
+                params=codec.params_from_json(params),
+                datapath=codec.datapath_from_json(datapath),
+                label=label,
             )
-            for scenario, mtu, name, side, features, traffic in rows
+            for scenario, mtu, name, side, features, traffic, topology, params, datapath, label in rows
         ]
 
     def _load_samples(self, run_id: str) -> list[Sample]:
@@ -375,7 +392,8 @@ class Store:
             throughput_bps=row[5], sender_bps=row[6], retransmits=row[7],
             lost_packets=row[8], total_packets=row[9],
             cpu=self._load_cpu(sample_id), roles=json.loads(row[10]),
-            offloads=self._load_offloads(sample_id),
+            offloads=self._load_offloads(sample_id, "ethtool"),
+            datapath=self._load_offloads(sample_id, "datapath"),
             counters=dict(self._conn.execute(
                 "SELECT name, value FROM sample_counter WHERE sample_id = ? ORDER BY rowid",
                 (sample_id,),
@@ -393,11 +411,11 @@ class Store:
             shares.setdefault(ordinal, (core, {}))[1][cls] = pct
         return tuple(CpuShare(core, pct) for core, pct in shares.values())
 
-    def _load_offloads(self, sample_id: int) -> dict[str, dict[str, FeatureState]]:
+    def _load_offloads(self, sample_id: int, layer: str) -> dict[str, dict[str, FeatureState]]:
         rows = self._conn.execute(
             "SELECT iface, feature, is_on, is_fixed, requested FROM sample_offload"
-            " WHERE sample_id = ? ORDER BY rowid",
-            (sample_id,),
+            " WHERE sample_id = ? AND layer = ? ORDER BY rowid",
+            (sample_id, layer),
         ).fetchall()
         offloads: dict[str, dict[str, FeatureState]] = {}
         for iface, feature, on, fixed, requested in rows:
@@ -405,10 +423,3 @@ class Store:
                 bool(on), bool(fixed), None if requested is None else bool(requested)
             )
         return offloads
-
-
-def _traffic_from_json(text: str) -> TrafficSpec:
-    """Rebuild a TrafficSpec, ignoring fields a newer offlab may have added."""
-    known = {f.name for f in dataclasses.fields(TrafficSpec)}
-    data = {k: v for k, v in json.loads(text).items() if k in known}
-    return TrafficSpec(**data)

@@ -3,7 +3,6 @@ differs from the request, UDP loss, cases with missing repetitions. Pure."""
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, Mapping
 
 from ..records import FeatureState
@@ -47,9 +46,9 @@ def find_warnings(
 def _incomplete(results: RunResults) -> Iterator[IncompleteCase]:
     counts = {case.key: len(results.samples.get(case.key, ())) for case in results.cases}
     wanted = max(counts.values(), default=0)
-    planned = re.search(r"\brepetitions=(\d+)\b", results.info.notes)
-    if planned:  # the CLI records the plan's repetitions in the run's notes
-        wanted = max(wanted, int(planned.group(1)))
+    settings = results.info.settings
+    if settings is not None:
+        wanted = max(wanted, settings.repetitions)
     for key, got in counts.items():
         if got < wanted:
             yield IncompleteCase(key, got, wanted)
@@ -90,7 +89,7 @@ def _saturation(key: str, row: ProfileRow, thresholds: Thresholds) -> Iterator[C
 
 
 def _offload_requests(key: str, row: ProfileRow) -> Iterator[OffloadNotAsRequested]:
-    for iface, features in row.offload_state.items():
+    for iface, features in row.recorded_state.items():
         for name, state in features.items():
             if state.requested is not None and state.on != state.requested:
                 yield OffloadNotAsRequested(key, iface, name, state.requested, state.on,

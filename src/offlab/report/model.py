@@ -63,7 +63,9 @@ class ProfileRow:
     retransmits: Summary | None
     roles: tuple[RoleCpu, ...]
     offload_state: Mapping[str, Mapping[str, FeatureState]]
-    """Interface label → feature → state in force (the last repetition's read-back)."""
+    """Interface label → ethtool feature → state in force (the last repetition's read-back)."""
+    datapath_state: Mapping[str, Mapping[str, FeatureState]] = dataclasses.field(default_factory=dict)
+    """The userspace datapath in force ("fwd" → mode, port → offloads), as recorded."""
     vs_baseline_throughput: RelativeChange | None = None
     vs_baseline_cpu: RelativeChange | None = None
     """Relative change of CPU % per Gbps against the baseline."""
@@ -74,8 +76,13 @@ class ProfileRow:
 
     @property
     def off_features(self) -> frozenset[str]:
-        """Features the profile asked to turn off."""
+        """ethtool features the profile asked to turn off (the datapath is apart)."""
         return frozenset(name for name, on in self.profile.features.items() if not on)
+
+    @property
+    def recorded_state(self) -> dict[str, Mapping[str, FeatureState]]:
+        """Everything recorded as in force: ethtool features, then the datapath."""
+        return {**self.offload_state, **self.datapath_state}
 
     @property
     def n(self) -> int:
@@ -87,6 +94,7 @@ class CaseGroup:
     """Profiles of one side compared under one scenario, MTU and workload."""
 
     scenario: str
+    """The scenario variant's label ("middlebox-fwd-ab", "bare-dut-rcv", "bare")."""
     mtu: int
     traffic: TrafficSpec
     side: str
@@ -120,8 +128,11 @@ class CaseGroup:
         return max(others, key=lambda r: len(r.off_features), default=None)
 
 
-def is_all_on(profile: OffloadProfile) -> bool:
-    return all(profile.features.values())
+def is_all_on(case: CaseSpec) -> bool:
+    """Every ethtool feature on and no forwarder in the path: the group's baseline (a
+    direct veth pair, the userspace study's reference, counts as one)."""
+    forwarder = case.datapath is not None and case.datapath.forwarder
+    return all(case.profile.features.values()) and not forwarder
 
 
 def build_rows(results: RunResults) -> dict[str, ProfileRow]:
@@ -149,6 +160,7 @@ def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
         retransmits=_summary_if_all(retrans),
         roles=role_cpu(samples),
         offload_state=samples[-1].offloads,
+        datapath_state=samples[-1].datapath,
     )
 
 
@@ -183,7 +195,7 @@ def build_groups(results: RunResults, rows: Mapping[str, ProfileRow]) -> tuple[C
     buckets: dict[tuple[str, int, str], list[ProfileRow]] = {}
     for case in results.cases:
         if case.key in rows:
-            buckets.setdefault((case.scenario, case.mtu, case.traffic.label), []).append(
+            buckets.setdefault((case.scenario_label, case.mtu, case.traffic.label), []).append(
                 rows[case.key]
             )
     groups: list[CaseGroup] = []
@@ -193,21 +205,21 @@ def build_groups(results: RunResults, rows: Mapping[str, ProfileRow]) -> tuple[C
 
 
 def _split_by_side(members: list[ProfileRow]) -> list[CaseGroup]:
-    shared = next((r for r in members if is_all_on(r.profile)), None)
-    varying = [r for r in members if not is_all_on(r.profile)]
+    shared = next((r for r in members if is_all_on(r.case)), None)
+    varying = [r for r in members if not is_all_on(r.case)]
     sides = [s for s in SIDES if any(r.profile.side == s for r in varying)]
     if not sides:  # only baselines were measured: show them as they are
         sides = list(dict.fromkeys(r.profile.side for r in members))
     groups = []
     for side in sides:
         own = [r for r in members if r.profile.side == side]
-        baseline = next((r for r in own if is_all_on(r.profile)), shared)
+        baseline = next((r for r in own if is_all_on(r.case)), shared)
         if baseline is not None and all(r is not baseline for r in own):
             own.insert(0, baseline)  # borrowed from side "both"
         rows = tuple(_with_deltas(r, baseline) for r in own)
         first = rows[0].case
         groups.append(
-            CaseGroup(first.scenario, first.mtu, first.traffic, side, baseline, rows)
+            CaseGroup(first.scenario_label, first.mtu, first.traffic, side, baseline, rows)
         )
     return groups
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..datapath import is_datapath_feature
 from ..stats import RelativeChange, Summary, relative_change
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change, format_p
@@ -180,8 +179,9 @@ class Recommendations:
 
 
 def recommend(groups: Iterable[CaseGroup]) -> Recommendations:
-    # Groups that vary the userspace datapath (fwd mode, port offloads) are compared in
-    # their own section; "keep X on" is advice about ethtool offloads only.
+    # Groups whose profiles also change the userspace datapath (offlab-fwd's mode and
+    # port offloads: the userspace study, R as offlab-fwd) are compared in their own
+    # sections; "keep X on" is advice about ethtool offloads alone.
     groups = [g for g in groups if not _varies_datapath(g)]
     steps = tuple(step for group in groups for step in group_steps(group))
     effects = tuple(e for step in steps if step.credited for e in step_effects(step))
@@ -343,4 +343,4 @@ def group_headline(group: CaseGroup) -> str | None:
 
 
 def _varies_datapath(group: CaseGroup) -> bool:
-    return any(is_datapath_feature(name) for row in group.rows for name in row.profile.features)
+    return len({row.case.datapath for row in group.rows}) > 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from ..records import RunSettings
 from ..warnings import LabWarning
 from .document import ReportModel
 from .model import ProfileRow
@@ -44,9 +45,24 @@ def run_facts(model: ReportModel) -> Table:
         ("Command", info.command_line),
         ("Cases / samples", f"{model.cases} / {model.samples}"),
     ]
+    if info.settings is not None:
+        rows.append(("Settings", settings_sentence(info.settings)))
     if info.notes:
         rows.append(("Notes", info.notes))
     return Table(("", ""), tuple(rows), align_left=2)
+
+
+def settings_sentence(settings: RunSettings) -> str:
+    """"3 runs per case; receive softirq steered to the receiver's core" (or the
+    adaptive rule)."""
+    if settings.ci_target is not None:
+        runs = (f"repeated until the 95% CI is within ±{100 * settings.ci_target:g}% of the mean "
+                f"({settings.min_runs}–{settings.max_runs} runs)")
+    else:
+        runs = f"{settings.repetitions} runs per case"
+    steering = ("receive softirq steered to the receiving host's core" if settings.steer_rx_softirq
+                else "receive softirq where the kernel puts it")
+    return f"{runs}; {steering}; hosts: {settings.hosts}"
 
 
 def headlines(model: ReportModel) -> list[str]:
@@ -82,5 +98,5 @@ def rows_by_scenario(model: ReportModel) -> dict[str, list[ProfileRow]]:
             seen.setdefault(row.case.key, row)
     out: dict[str, list[ProfileRow]] = {}
     for row in seen.values():
-        out.setdefault(f"{row.case.scenario} · MTU {row.case.mtu}", []).append(row)
+        out.setdefault(f"{row.case.scenario_label} · MTU {row.case.mtu}", []).append(row)
     return out

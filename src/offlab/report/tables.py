@@ -91,8 +91,11 @@ def throughput_table(group: CaseGroup) -> Table:
 
 
 def _off_list(row: ProfileRow) -> str:
-    names = [display_name(f) for f, on in row.profile.features.items() if not on]
-    return ", ".join(names) or "none"
+    """The ethtool features turned off, and the userspace datapath the case ran."""
+    names = ", ".join(display_name(f) for f, on in row.profile.features.items() if not on) or "none"
+    if row.case.datapath is None:
+        return names
+    return f"{names} · datapath {row.case.datapath.label}"
 
 
 def cpu_table(group: CaseGroup) -> Table:
@@ -126,7 +129,7 @@ def offload_matrix(rows: list[ProfileRow]) -> Table:
         profiles.setdefault(f"{row.profile.side}:{row.profile.name}", row)
     lines: dict[tuple[str, str], None] = {}
     for row in profiles.values():
-        for iface, features in row.offload_state.items():
+        for iface, features in row.recorded_state.items():
             for feature in features:
                 lines[(iface, feature)] = None
     body = []
@@ -138,7 +141,7 @@ def offload_matrix(rows: list[ProfileRow]) -> Table:
 
 
 def _state_cell(row: ProfileRow, iface: str, feature: str) -> str:
-    state = row.offload_state.get(iface, {}).get(feature)
+    state = row.recorded_state.get(iface, {}).get(feature)
     if state is None:
         return "–"
     text = "on" if state.on else "off"

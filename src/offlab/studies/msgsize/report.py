@@ -13,9 +13,17 @@ from typing import Iterable
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..stats import Summary
-from .model import ProfileRow, is_all_on
-from .tables import Table, mean_std
+from ...report.model import ProfileRow, is_all_on
+from ...report.tables import Table, mean_std
+from ...stats import Summary
+
+CURVES_INTRO = (
+    "TCP stream against the write size (iperf3 -l), one line per offload profile, "
+    "shaded 95% CI (Student t) over the runs. CPU % is summed over both cores and "
+    "divided by the throughput (bidirectional: both directions together). "
+    "Table cells are mean±std; the last columns give all-on's throughput over each "
+    "other profile's (the seed's TOE-to-NIC ratio)."
+)
 
 _COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 
@@ -94,7 +102,7 @@ def curve_sets(rows: Iterable[ProfileRow]) -> tuple[CurveSet, ...]:
         traffic = row.case.traffic
         if traffic.protocol != "tcp" or not traffic.message_size:
             continue
-        panel = tree.setdefault((row.case.scenario, row.case.mtu), {}).setdefault(
+        panel = tree.setdefault((row.case.scenario_label, row.case.mtu), {}).setdefault(
             traffic.bidirectional, {})
         panel.setdefault(_profile_label(row), {})[traffic.message_size] = row
     sets = []
@@ -106,14 +114,14 @@ def curve_sets(rows: Iterable[ProfileRow]) -> tuple[CurveSet, ...]:
 
 
 def _profile_label(row: ProfileRow) -> str:
-    return row.profile.name if is_all_on(row.profile) else f"{row.profile.side}:{row.profile.name}"
+    return row.profile.name if is_all_on(row.case) else f"{row.profile.side}:{row.profile.name}"
 
 
 def _panel(bidirectional: bool, profiles: dict[str, dict[int, ProfileRow]]) -> CurvePanel:
     curves = []
     for label, by_size in profiles.items():
         points = tuple(CurvePoint(size, by_size[size]) for size in sorted(by_size))
-        curves.append(Curve(label, is_all_on(points[0].row.profile), points))
+        curves.append(Curve(label, is_all_on(points[0].row.case), points))
     curves.sort(key=lambda c: not c.baseline)  # the baseline first, then plan order
     return CurvePanel(bidirectional, tuple(curves))
 

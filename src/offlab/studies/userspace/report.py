@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..datapath import DIRECT_PROFILE, GRO_NONE
-from ..stats import RelativeChange, relative_change
-from .model import ProfileRow
-from .tables import Table, decimals_for, mean_std
+from ...report.model import ProfileRow
+from ...report.tables import Table, decimals_for, mean_std
+from ...stats import RelativeChange, relative_change
+from .plan import DIRECT, GRO_NONE, PROFILES
 
 INTRO = (
     "Seed 004 on offlab-fwd: nsA sends one TCP stream to nsB through the forwarder. "
@@ -52,7 +52,7 @@ GOALS = (
     Goal("engine GRO ≥ 2 × none", "engine-gro", GRO_NONE, 2.0),
     Goal("engine GRO ahead of kernel GRO", "engine-gro", "kernel-gro", 1.0, strict=True),
     Goal("engine GSO ≥ 1.55 × kernel GSO", "engine-gso", "kernel-gso", 1.55),
-    Goal("TSO pass-through ≥ 85% of a direct veth", "tso-pass", DIRECT_PROFILE.name, 0.85),
+    Goal("TSO pass-through ≥ 85% of a direct veth", "tso-pass", DIRECT.offloads.name, 0.85),
 )
 
 
@@ -133,16 +133,16 @@ def reference_table(by_scenario: dict[str, dict[str, ProfileRow]]) -> Table:
     header = ("Scenario", "Direct veth (Gbit/s) ± 95% CI", "CPU % per Gbps")
     body = []
     for scenario, rows in by_scenario.items():
-        row = rows.get(DIRECT_PROFILE.name)
+        row = rows.get(DIRECT.offloads.name)
         body.append((scenario, mean_ci(row) if row else "not measured",
                      mean_std(row.cpu_per_gbps) if row else "—"))
     return Table(header, tuple(body), align_left=1)
 
 
 def is_userspace_row(row: ProfileRow) -> bool:
-    names = {m.profile for m in GSO_MODES + GRO_MODES} | {DIRECT_PROFILE.name}
-    return row.profile.name in names and any(
-        f.startswith(("fwd.", "veth.")) for f in row.profile.features)
+    """A case of one of the plan's own datapath profiles (by its recorded setting)."""
+    known = PROFILES.get(row.profile.name)
+    return known is not None and row.case.datapath == known.datapath
 
 
 def userspace_sections(rows: Sequence[ProfileRow]) -> list[tuple[str, str, tuple[tuple[str, Table], ...]]]:

@@ -1,12 +1,11 @@
-"""Sweep expansion: message sizes, directions, DUT layouts, and the built-in plans
-that use them."""
+"""The message-size study's plan keys: sizes and directions, and the built-in plan."""
 
 import pytest
 
-from offlab import sweep
 from offlab.plan import PlanError, load, parse
 from offlab.records import TrafficSpec
-from offlab.sweep import Sweep, SweepError
+from offlab.studies.msgsize import plan as sweep
+from offlab.studies.msgsize.plan import Sweep, SweepError
 
 TCP = TrafficSpec("tcp", duration_s=2.0, warmup_s=1.0)
 UDP = TrafficSpec("udp", duration_s=2.0, warmup_s=1.0, udp_payload=1472)
@@ -65,26 +64,9 @@ def test_udp_keeps_its_datagram_size_and_only_takes_directions():
 
 def test_no_sweep_leaves_workloads_as_they_are():
     assert sweep.expand_traffic([TCP, UDP], Sweep()) == [TCP, UDP]
-    assert sweep.expand_scenarios(["bare", "vxlan"], Sweep()) == ["bare", "vxlan"]
-
-
-def test_dut_directions_name_scenarios_and_split_back():
-    names = sweep.expand_scenarios(["vxlan", "bare"], Sweep(dut=("rcv", "snd")))
-    assert names == ["vxlan-dut-rcv", "vxlan-dut-snd", "bare-dut-rcv", "bare-dut-snd"]
-    assert [sweep.split_dut_scenario(n) for n in names[:2]] == [("vxlan", "rcv"), ("vxlan", "snd")]
-    assert sweep.split_dut_scenario("vxlan") is None
-    assert sweep.split_dut_scenario("x-dut-sideways") is None
-
-
-def test_a_scenario_without_dut_layout_is_refused():
-    with pytest.raises(SweepError, match="no DUT layout"):
-        sweep.expand_scenarios(["bare"], Sweep(dut=("rcv",)), known={"bare-dut-snd"})
 
 
 @pytest.mark.parametrize("doc, complaint", [
-    ({"dut": ["rcv", "rcv"]}, "each once"),
-    ({"dut": ["up"]}, "not known"),
-    ({"dut": ["rcv"], "steer_rx_softirq": False}, "steers the DUT's softirq"),
     ({"bidirectional": "yes"}, "true, false"),
     ({"bidirectional": []}, "true, false"),
 ])
@@ -114,14 +96,3 @@ def test_builtin_msgsize_plan_is_the_seed_001_sweep():
     profiles = {c.profile.name for c in plan.cases}
     assert profiles == {"all-on", "gro+rxcsum-off", "all-off"}
     assert len(plan.cases) == 13 * 2 * 3
-
-
-def test_builtin_vxlan_plan_is_the_seed_002_study():
-    plan = load("vxlan")
-    assert plan.runs == 10 and all(c.traffic.duration_s == 60 for c in plan.cases)
-    assert {c.scenario for c in plan.cases} == {
-        "vxlan-dut-rcv", "vxlan-dut-snd", "bare-dut-rcv", "bare-dut-snd"}
-    assert {c.traffic.label for c in plan.cases} == {"tcp", "udp1472", "udp18"}
-    assert {c.profile.name for c in plan.cases} == {"all-on"}
-    short = plan.with_overrides(runs=3, duration=3)
-    assert short.runs == 3 and all(c.traffic.duration_s == 3 for c in short.cases)

@@ -11,14 +11,15 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..adaptive import AdaptiveOutcome
-from ..counters import is_pathology
-from ..fwdmatrix import fwd_settings
-from ..matrix import DIMENSIONS, FWD, KERNEL, SHORT, Path, combo_of, path_of, router_of
-from ..records import TrafficSpec
-from ..stats import Summary, relative_change
-from .model import ProfileRow
-from .tables import Table, decimals_for
+from ...adaptive import AdaptiveOutcome
+from ...counters import is_pathology
+from ...records import TrafficSpec
+from ...report.model import ProfileRow
+from ...report.tables import Table, decimals_for
+from ...stats import Summary, relative_change
+from ...topology.middlebox import PATHS, Path
+from .forwarder import FwdSettings, fwd_settings
+from .plan import DIMENSIONS, FWD, KERNEL, SHORT, combination
 
 COLLAPSE_FRACTION = 0.10
 """A profile whose mean is below this share of the path's best profile has collapsed it."""
@@ -39,7 +40,7 @@ INTRO = (
     "offlab-fwd bridging its two veth ends with AF_PACKET ports (forwarded paths only); "
     "the offload combination is applied to R's two interfaces, A and B keep all offloads on. "
     "For offlab-fwd the router column names the forwarder's mode / egress offloads the "
-    "combination maps to (fwdmatrix.py): rows with the same mode differ only by the "
+    "combination maps to (studies/middlebox/forwarder.py): rows with the same mode differ only by the "
     "kernel's GRO on R's veths. "
     "Cells are the receiver's goodput, mean ± 95% CI (Student t) over the runs, as in "
     "seed 003; Y = feature on, N = off. "
@@ -105,11 +106,10 @@ def middlebox_tables(rows: Sequence[ProfileRow]) -> list[MiddleboxTable]:
     """One table per MTU × workload; routers, paths and combinations in plan order."""
     buckets: dict[tuple[int, str], list[Cell]] = {}
     for row in rows:
-        path, combo = path_of(row.case.scenario), combo_of(row.case.profile)
-        router = router_of(row.case.scenario)
-        if path is None or combo is None or router is None:
+        topology, combo = row.case.topology, combination(row.case.params)
+        if "path" not in topology or "router" not in topology or not combo:
             continue
-        cell = Cell(row, path, combo, router)
+        cell = Cell(row, PATHS[str(topology["path"])], combo, str(topology["router"]))
         buckets.setdefault((row.case.mtu, row.case.traffic.label), []).append(cell)
     tables = []
     for cells in buckets.values():
@@ -123,11 +123,21 @@ def middlebox_tables(rows: Sequence[ProfileRow]) -> list[MiddleboxTable]:
     return tables
 
 
-def router_label(router: str, dims: Sequence[str], combo: Sequence[bool]) -> str:
+def forwarder_settings(table: "MiddleboxTable", combo: tuple[bool, ...]) -> FwdSettings:
+    """The forwarder a combination ran with, as its cases recorded it (derived from the
+    combination when no offlab-fwd case of it was measured)."""
+    recorded = next((c.row.case.datapath for (r, states, _), c in table.cells.items()
+                     if r == FWD and states == combo and c.row.case.datapath is not None), None)
+    if recorded is not None:
+        return FwdSettings.of(recorded)
+    return fwd_settings(dict(zip(table.dimensions, combo)))
+
+
+def router_label(table: "MiddleboxTable", router: str, combo: tuple[bool, ...]) -> str:
     """"kernel", or "offlab-fwd gro/csum+tso4+tso6+ecn" (mode / egress offloads)."""
     if router == KERNEL:
         return KERNEL
-    return f"{FWD} {fwd_settings(dict(zip(dims, combo))).label.replace(', ', '/')}"
+    return f"{FWD} {forwarder_settings(table, combo).label.replace(', ', '/')}"
 
 
 def unit(table: MiddleboxTable) -> tuple[str, float]:
@@ -157,7 +167,7 @@ def seed_table(table: MiddleboxTable, adaptive: Mapping[str, AdaptiveOutcome]) -
         for combo in table.combos:
             cells = [_seed_cell(table.cells.get((router, combo, p.name)), table, adaptive, scale)
                      for p in table.paths]
-            lead = (router_label(router, table.dimensions, combo),) if with_router else ()
+            lead = (router_label(table, router, combo),) if with_router else ()
             rows.append((*lead, *("Y" if on else "N" for on in combo), *cells))
     return Table(header=header, rows=tuple(rows), align_left=len(table.dimensions) + with_router)
 
@@ -256,7 +266,7 @@ def router_table(table: MiddleboxTable) -> Table | None:
                                            f"{p.label} fwd vs kernel")))
     rows = []
     for combo in table.combos:
-        settings = fwd_settings(dict(zip(table.dimensions, combo))).label.replace(", ", " / ")
+        settings = forwarder_settings(table, combo).label.replace(", ", " / ")
         cells: list[str] = []
         for path in paths:
             kernel = table.cells.get((KERNEL, combo, path.name))

@@ -1,5 +1,5 @@
-"""Sweeps in a plan: message sizes, uni-/bidirectional, and the DUT direction, expanded
-into the workloads and scenarios of the plan's cross product.
+"""Sweeps of the workload in a plan: message sizes and uni-/bidirectional, expanded
+into the workloads of the plan's cross product (seed 001).
 
 Plan keys (all optional):
 
@@ -7,8 +7,6 @@ Plan keys (all optional):
   range of powers of two ``{ from = 64, to = 262144 }`` (seed 001: 64 B … 256 KiB).
   UDP workloads keep their datagram size and are not multiplied by it.
 * ``bidirectional`` — ``false`` (default), ``true``, or ``[false, true]`` for both.
-* ``dut`` — ``["rcv", "snd"]``: run every scenario in its DUT layout (seed 002), once
-  with the DUT receiving and once sending; see ``topology.dut``.
 
 Pure functions; mistakes raise `SweepError` with the key and the fix, which the plan
 loader prefixes with the file name.
@@ -17,13 +15,11 @@ loader prefixes with the file name.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Container, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
-from .records import TrafficSpec
+from ...records import TrafficSpec
 
-KEYS = frozenset({"message_sizes", "bidirectional", "dut"})
-DUT_DIRECTIONS = ("rcv", "snd")
-"""The DUT receives the generator's traffic, or sends it to the generator."""
+KEYS = frozenset({"message_sizes", "bidirectional"})
 MIN_MESSAGE = 1
 MAX_MESSAGE = 1 << 20
 """iperf3 refuses TCP blocks larger than 1 MiB."""
@@ -38,20 +34,13 @@ class Sweep:
     message_sizes: tuple[int, ...] = ()
     """Empty: iperf3's default write size."""
     bidirectional: tuple[bool, ...] = (False,)
-    dut: tuple[str, ...] = ()
-    """Empty: the scenario's own layout (sender core, receiver core)."""
 
 
 def parse(doc: Mapping[str, Any]) -> Sweep:
     """The sweep keys of a plan document (other keys are the plan loader's business)."""
-    dut = _dut(doc.get("dut", []))
-    if dut and doc.get("steer_rx_softirq", True) is False:
-        raise SweepError("key 'dut': a DUT layout steers the DUT's softirq to its own core; "
-                         "remove steer_rx_softirq = false or the dut key")
     return Sweep(
         message_sizes=message_sizes(doc.get("message_sizes", [])),
         bidirectional=_bidirectional(doc.get("bidirectional", False)),
-        dut=dut,
     )
 
 
@@ -103,34 +92,6 @@ def expand_traffic(specs: Iterable[TrafficSpec], sweep: Sweep) -> list[TrafficSp
     return out
 
 
-def expand_scenarios(scenarios: Iterable[str], sweep: Sweep,
-                     known: Container[str] | None = None) -> list[str]:
-    """Each scenario, or each scenario in each DUT direction (which must be `known`,
-    when given: not every scenario has a DUT layout)."""
-    if not sweep.dut:
-        return list(scenarios)
-    out = [dut_scenario(s, d) for s in scenarios for d in sweep.dut]
-    for name in out:
-        if known is not None and name not in known:
-            raise SweepError(f"key 'dut': scenario {split_dut_scenario(name)[0]!r} has no DUT "
-                             "layout; use it without the dut key, or bare/vxlan")
-    return out
-
-
-def dut_scenario(scenario: str, direction: str) -> str:
-    if direction not in DUT_DIRECTIONS:
-        raise SweepError(f"key 'dut': {direction!r} is not known; use 'rcv' and/or 'snd'")
-    return f"{scenario}-dut-{direction}"
-
-
-def split_dut_scenario(name: str) -> tuple[str, str] | None:
-    """(base scenario, direction) of a DUT-layout scenario name, else None."""
-    base, sep, direction = name.rpartition("-dut-")
-    if sep and base and direction in DUT_DIRECTIONS:
-        return base, direction
-    return None
-
-
 # --- checks ---------------------------------------------------------------------------
 
 
@@ -154,12 +115,3 @@ def _bidirectional(value: Any) -> tuple[bool, ...]:
             and len(set(value)) == len(value):
         return tuple(value)
     raise SweepError(f"key 'bidirectional': {value!r} must be true, false or [false, true]")
-
-
-def _dut(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or len(set(map(str, value))) != len(value):
-        raise SweepError(f"key 'dut': {value!r} must be a list of 'rcv' and/or 'snd', each once")
-    for direction in value:
-        if direction not in DUT_DIRECTIONS:
-            raise SweepError(f"key 'dut': {direction!r} is not known; use 'rcv' and/or 'snd'")
-    return tuple(value)

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from .fwd import MODES, PORT_OFFLOADS
+from ...fwd import MODES, PORT_OFFLOADS
+from ...records import DatapathSetting, PortSetting
 
 SUPER_PACKETS = frozenset({"csum", "tso4", "tso6", "ecn"})
 """Egress offloads of TSO Y: partial checksums and TCP super-packets of both families."""
@@ -53,6 +54,16 @@ class FwdSettings:
         """"gro, csum+tso4+tso6+ecn": mode, then the egress offloads."""
         listed = "+".join(o for o in PORT_OFFLOADS if o in self.offloads) or "none"
         return f"{self.mode}, {listed}"
+
+    def datapath(self) -> DatapathSetting:
+        """As the case's datapath setting: both ports alike."""
+        port = PortSetting(self.offloads)
+        return DatapathSetting(True, self.mode, (("a", port), ("b", port)))
+
+    @classmethod
+    def of(cls, datapath: DatapathSetting) -> "FwdSettings":
+        """The setting a case recorded (its port "a"; both ports are alike)."""
+        return cls(datapath.mode, datapath.port("a").offloads)
 
 
 def fwd_settings(combo: Mapping[str, bool]) -> FwdSettings:

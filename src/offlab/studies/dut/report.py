@@ -1,4 +1,4 @@
-"""Seed-002 views of DUT-layout runs (scenarios "<base>-dut-rcv" / "<base>-dut-snd"):
+"""Seed-002 views of DUT-layout runs (cases with the topology parameter dut = rcv/snd):
 the article's per-core tables ("CPU App %usr … CPU S-IRQ %idle", mean±std, one
 column per direction), generated vs received rates with CPU per unit of rate, the
 encapsulation cost against the bare reference, and the article's bar pairs as a chart.
@@ -13,10 +13,16 @@ from typing import Iterable
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..stats import Summary, summary
-from ..sweep import DUT_DIRECTIONS, split_dut_scenario
-from .model import ProfileRow, RoleCpu
-from .tables import Table, mean_std
+from ...report.model import ProfileRow, RoleCpu
+from ...report.tables import Table, mean_std
+from ...stats import Summary, summary
+from .plan import DUT_DIRECTIONS
+
+DUT_INTRO = (
+    "DUT layout: the DUT's application pinned to one core (App), its softirq work "
+    "steered to the other (S-IRQ); the traffic generator shares the App core (see "
+    "docs/methodology.md, “DUT layout”). Cells are mean±std over the runs, as in the article."
+)
 
 DIRECTION_NAMES = {"rcv": "DUT rcv", "snd": "DUT snd"}
 CORE_ROWS = (("App", "dut-app"), ("S-IRQ", "dut-softirq"))
@@ -55,10 +61,10 @@ def dut_studies(rows: Iterable[ProfileRow]) -> tuple[DutStudy, ...]:
     in the order first seen."""
     found: dict[tuple[str, int, str, str], dict[str, ProfileRow]] = {}
     for row in rows:
-        split = split_dut_scenario(row.case.scenario)
-        if split is None:
+        direction = row.case.topology.get("dut")
+        if direction is None:
             continue
-        base, direction = split
+        base = row.case.scenario
         key = (base, row.case.mtu, row.case.traffic.label,
                f"{row.profile.side}:{row.profile.name}")
         found.setdefault(key, {})[direction] = row
@@ -137,8 +143,8 @@ def _generator_percent(direction: str, row: ProfileRow) -> Summary | None:
 def _per_rate(row: ProfileRow, scale: float, without_generator: bool) -> Summary | None:
     generator = None
     if without_generator:
-        direction = split_dut_scenario(row.case.scenario)
-        generator = _generator_percent(direction[1], row) if direction else None
+        direction = row.case.topology.get("dut")
+        generator = _generator_percent(str(direction), row) if direction else None
         if generator is None:
             return None
     values = []

@@ -1,0 +1,113 @@
+"""Studies: each of the seed reports' test plans, in one folder that owns its plan keys,
+its expansion into cases and its report section and charts — as a flent test
+definition owns its data and plots. The pipeline (plan, runner, store, stats, report
+shell) knows no study by name: it walks `STUDIES` in order and asks each the same
+questions.
+
+A plan is expanded in three steps, each study taking its turn in every step:
+
+1. scenarios — the plan's `scenarios` as `Variant`s (scenario + topology parameters
+   + a label); a study may replace or multiply them (middlebox paths, DUT directions);
+2. profiles — per variant, each study adds its offload profiles (`Profile`: an
+   ethtool profile, the study's parameters, a datapath setting);
+3. traffic — the workloads, which a study may multiply (message sizes, directions);
+
+then every variant × MTU × workload × profile becomes a `CaseSpec`, which each study
+may `finish` (e.g. derive the forwarder's setting from a router and a combination).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from ..records import CaseSpec, DatapathSetting, OffloadProfile, Params, TrafficSpec
+
+
+class PlanCheck(Protocol):
+    """Typed access to a plan document with one-line errors (plan._Checker)."""
+
+    doc: dict[str, Any]
+
+    def choices(self, key: str, allowed: list[Any], default: list[Any] | None = None) -> list[Any]: ...
+
+    def fail(self, key: str, problem: str) -> Exception: ...
+
+    def error(self, problem: str) -> Exception:
+        """A plan error that already names its key: "key 'dut': …"."""
+        ...
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One topology a plan builds: a scenario with its topology parameters."""
+
+    scenario: str
+    topology: Params = field(default_factory=Params)
+    label: str = ""
+    """For people ("middlebox-fwd-ab"); empty: the scenario's name."""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.scenario
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An offload profile as a study adds it: ethtool features, the study's own
+    parameters, and the userspace datapath's setting if it has one."""
+
+    offloads: OffloadProfile
+    params: Params = field(default_factory=Params)
+    datapath: DatapathSetting | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """A study's view in the report: a title, an introduction, an optional chart and
+    captioned tables, which Markdown and HTML render alike."""
+
+    title: str
+    intro: str
+    tables: tuple[tuple[str, Any], ...]
+    """(caption, report.tables.Table)."""
+    chart: str | None = None
+    """Slug of the section's chart (a key of the study's `charts`), if it has one."""
+
+
+class Study:
+    """Base of every study: each step leaves the plan as it is unless overridden."""
+
+    name: str = ""
+    keys: frozenset[str] = frozenset()
+    """Plan keys this study reads (the pipeline refuses keys nobody reads)."""
+
+    def scenarios(self, check: PlanCheck, variants: list[Variant]) -> list[Variant]:
+        return variants
+
+    def profiles(self, check: PlanCheck, variant: Variant) -> list[Profile]:
+        return []
+
+    def traffic(self, check: PlanCheck, workloads: list[TrafficSpec]) -> list[TrafficSpec]:
+        return workloads
+
+    def finish(self, case: CaseSpec) -> CaseSpec:
+        return case
+
+    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
+        """Report views of this study from the report's profile rows (none by default)."""
+        return []
+
+    def charts(self, rows: Sequence[Any]) -> dict[str, bytes]:
+        """slug → PNG of this study's views that have a chart."""
+        return {}
+
+
+def registered() -> tuple[Study, ...]:
+    """Every study, in the order it takes its turn (the plan's case order follows)."""
+    from .dut import DutLayoutStudy
+    from .middlebox import MiddleboxStudy
+    from .msgsize import MessageSizeStudy
+    from .offloads import OffloadsStudy
+    from .userspace import UserspaceStudy
+    return (OffloadsStudy(), MessageSizeStudy(), DutLayoutStudy(), MiddleboxStudy(), UserspaceStudy())

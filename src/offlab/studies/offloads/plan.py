@@ -1,0 +1,96 @@
+"""Seed 000's offload sequences as profiles, and a plan's own `[[profiles]]`.
+
+Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, all-on) and
+`[[profiles]]` tables (name, side, off). The sequences are the seed plan's: on the
+transmitter TSO off → + tx checksumming off → + GSO off (on a tunnel the last step
+also turns tx-udp_tnl-segmentation off), on the receiver GRO off → + rx checksumming
+off, cumulative with "all on" first; or each feature off alone.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ...offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_TNL
+from ...records import OffloadProfile
+
+SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on")
+ALL_ON = "all-on"
+PROFILE_KEYS = {"name", "side", "off"}
+_SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
+
+
+def all_on() -> OffloadProfile:
+    """The shared baseline of both sequences: every toggled feature on, on both sides."""
+    return OffloadProfile(ALL_ON, "both", {})
+
+
+def _off(features: Iterable[str]) -> dict[str, bool]:
+    return {f: False for f in features}
+
+
+def _cumulative(side: str, steps: Sequence[Sequence[str]]) -> list[OffloadProfile]:
+    profiles, off = [], []
+    for step in steps:
+        off.extend(step)
+        name = "+".join(_SHORT[f] for f in off if f != UDP_TNL) + "-off"
+        profiles.append(OffloadProfile(name, side, _off(off)))  # type: ignore[arg-type]
+    return profiles
+
+
+def tx_sequence(tunnel: bool) -> list[OffloadProfile]:
+    last = [GSO, UDP_TNL] if tunnel else [GSO]
+    return [all_on(), *_cumulative("tx", [[TSO], [TX_CSUM], last])]
+
+
+def rx_sequence() -> list[OffloadProfile]:
+    return [all_on(), *_cumulative("rx", [[GRO], [RX_CSUM]])]
+
+
+def one_off_at_a_time(side: str, tunnel: bool) -> list[OffloadProfile]:
+    """Each feature of one side off alone, everything else on: isolates single effects."""
+    if side == "tx":
+        names = [TSO, TX_CSUM, GSO] + ([UDP_TNL] if tunnel else [])
+    else:
+        names = [GRO, RX_CSUM]
+    singles = [OffloadProfile(f"only-{_SHORT[f]}-off", side, {f: False}) for f in names]  # type: ignore[arg-type]
+    return [all_on(), *singles]
+
+
+def sequence_profiles(sequences: Sequence[str], tunnel: bool) -> list[OffloadProfile]:
+    """Profiles of the chosen sequences, each once ("all on" is shared by all of them)."""
+    chosen: dict[tuple[str, str], OffloadProfile] = {}
+    for sequence in sequences:
+        if sequence == "all-on":
+            found = [all_on()]  # the defaults alone (seed 002 changes nothing)
+        elif sequence == "tx":
+            found = tx_sequence(tunnel)
+        elif sequence == "rx":
+            found = rx_sequence()
+        else:
+            found = one_off_at_a_time(sequence.split("-")[0], tunnel)
+        for profile in found:
+            chosen.setdefault((profile.side, profile.name), profile)
+    return list(chosen.values())
+
+
+def custom_profiles(tables: object, fail) -> list[OffloadProfile]:
+    """`[[profiles]]` tables → profiles; `fail(key, problem)` makes the plan's error."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise fail("profiles", "must be [[profiles]] tables with name, side, off")
+    found = []
+    for number, table in enumerate(tables, start=1):
+        where = f"profiles[{number}]."
+        for key in table:
+            if key not in PROFILE_KEYS:
+                raise fail(where + key, f"unknown key; allowed: {', '.join(sorted(PROFILE_KEYS))}")
+        name, side, off = table.get("name"), table.get("side"), table.get("off")
+        if not isinstance(name, str) or not name or name == ALL_ON:
+            raise fail(where + "name", f"{name!r} must be a non-empty string other than 'all-on'")
+        if side not in ("tx", "rx", "both"):
+            raise fail(where + "side", f"{side!r} is not known; use 'tx', 'rx' or 'both'")
+        if not isinstance(off, list) or not off or any(f not in TOGGLED for f in off):
+            listed = ", ".join(repr(t) for t in TOGGLED)
+            raise fail(where + "off", f"{off!r} must list features from {listed}")
+        found.append(OffloadProfile(name, side, {f: False for f in off}))
+    return found
