@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-OFFLAB = [sys.executable, "-c", "from offlab.cli import main; main()"]
+OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 
 
 def offlab(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -36,7 +36,9 @@ def test_bad_plan_file_is_one_line_naming_the_key(tmp_path):
 
 
 def test_report_without_runs(tmp_path):
-    done = offlab("report", "--out", str(tmp_path))
+    from offlab.store import Store
+    Store(tmp_path / "empty.sqlite").close()
+    done = offlab("report", "--store", str(tmp_path / "empty.sqlite"))
     assert done.returncode == 1 and "no runs" in done.stderr
 
 

@@ -62,11 +62,14 @@ def test_overrides():
 
 
 @pytest.mark.parametrize("change, key, hint", [
-    (("runs = 2", "runs = 0"), "runs", "at least 1"),
+    (("runs = 2", "runs = 0"), "runs", "from 1 to 1000"),
+    (("runs = 2", "runs = 100000000000"), "runs", "from 1 to 1000"),
+    (("duration = 1.5", "duration = 1e300"), "duration", "at most 3600"),
+    (("duration = 1.5", "duration = nan"), "duration", "number of seconds"),
     (("runs = 2", 'runs = "many"'), "runs", "whole number"),
     (("duration = 1.5", "duration = -1"), "duration", "more than 0"),
     (("warmup = 0.5", "warmup = 0.55"), "warmup", "multiple of 0.1"),
-    (("duration = 1.5", "duration = 1.2"), "'warmup' + 'duration'", "whole seconds"),
+    (("duration = 1.5", "duration = 1.2"), "'warmup' + 'duration'", "duration of 0.5 or 1.5 s"),
     (('mtus = [1500]', 'mtus = [1400]'), "mtus", "1500, 9000"),
     (('scenarios = ["bare", "vxlan"]', 'scenarios = ["geneve"]'), "scenarios", "'bare', 'middlebox', 'vm2host'"),
     (('traffic = ["tcp", "udp18"]', 'traffic = ["sctp"]'), "traffic", "'tcp'"),

@@ -1,257 +1,282 @@
-"""The `offlab` command: run, report, compare, list, export, doctor."""
+"""The `offlab` command: run, report, compare, list, export, doctor.
+
+Options mean the same in every command: `--store FILE` is the results database
+(default results/offlab.sqlite), `--out DIR` is where a command writes what it makes.
+Every mistake the user can fix is one line on stderr and a non-zero exit, and a
+refused command creates nothing.
+"""
 
 from __future__ import annotations
 
-import os
-import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from importlib import metadata
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Optional
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Column, Table
 
 from . import doctor as doctor_checks
-from . import environment
+from . import preflight
 from .adaptive import Adaptive, TargetError, parse_target
-from .plan import Plan, PlanError, load
+from .plan import PlanError, load
 from .proc import ProcessError
-from .export import export
-from .records import CaseSpec, RunInfo, RunSettings
-from .runner import Runner
+from .runflow import RunError, begin, execute, resume
+from .runscope import BusyError, MachineLock, reclaim_stale
 from .store import Store, StoreError
-from .topology import Interrupted, TerminationSignals, TopologyError, sweep_leftovers
+from .textout import plain_table
+from .topology import TopologyError, sweep_leftovers
 from .traffic import IperfError
 
 EXIT_INTERRUPTED = 130
+EXIT_REGRESSION = 3
+"""`offlab compare --fail-on-regression`: a significant regression was found."""
 DEFAULT_OUT = Path("results")
 STORE_NAME = "offlab.sqlite"
+DEFAULT_STORE = DEFAULT_OUT / STORE_NAME
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="The offload lab: topologies in namespaces, offload profiles, iperf3, CPU, reports.")
-err = Console(stderr=True)
-out = Console()
+# Never wrap: a line copied from a log or a pipe must stay one line.
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 
 class LabError(Exception):
     """An error the user can act on; printed as one line, exit status 1."""
 
 
-@dataclass(frozen=True)
-class Session:
-    """What `offlab run` is about to execute: a new run or the rest of an old one."""
-
-    run_id: str
-    cases: tuple[CaseSpec, ...]
-    settings: RunSettings
-    done: Mapping[str, int]
-    history: Mapping[str, tuple[float, ...]] | None = None
-    """case key → throughputs already stored (resumed adaptive runs)."""
+def _version(value: bool) -> None:
+    if value:
+        print(f"offlab {metadata.version('offlab')}")
+        raise typer.Exit(0)
 
 
-def _store(out_dir: Path) -> Store:
-    return Store(out_dir / STORE_NAME)
-
-
-def _adaptive(ci_target: str | None, min_runs: int, max_runs: int, runs: int | None) -> Adaptive | None:
-    if ci_target is None:
-        return None
-    if runs is not None:
-        raise LabError("--runs and --ci-target exclude each other; bound adaptive runs "
-                       "with --min-runs/--max-runs")
-    return Adaptive(parse_target(ci_target), min_runs, max_runs)
-
-
-def _repetitions(settings: RunSettings) -> str:
-    if settings.ci_target is not None:
-        return (f"{settings.min_runs}–{settings.max_runs} runs "
-                f"(CI target {100 * settings.ci_target:g}%)")
-    return f"{settings.repetitions} runs"
-
-
-def _new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+@app.callback()
+def main_options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                              help="print the version and exit")) -> None:
+    """The offload lab."""
 
 
 def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
     from .report import write_report  # matplotlib: seconds to import, so only when needed
-    md, html = write_report(store.load_run(run_id), out_dir / run_id)
+    md, html = write_report(store.load_run(run_id), out_dir)
     out.print(f"report: {md}\n        {html}")
+
+
+def _adaptive(ci_target: str | None, min_runs: int | None, max_runs: int | None,
+              runs: int | None) -> Adaptive | None:
+    if ci_target is None:
+        if min_runs is not None or max_runs is not None:
+            raise LabError("--min-runs/--max-runs bound adaptive repetitions; add --ci-target "
+                           "(e.g. --ci-target 5%) or use --runs")
+        return None
+    if runs is not None:
+        raise LabError("--runs and --ci-target exclude each other; bound adaptive runs "
+                       "with --min-runs/--max-runs")
+    return Adaptive(parse_target(ci_target), 3 if min_runs is None else min_runs,
+                    20 if max_runs is None else max_runs)
 
 
 @app.command("run")
 def run_cmd(
-    plan: str = typer.Option("quick", "--plan", help="a built-in plan (quick, offloads, msgsize, vxlan, middlebox, userspace) or a plan .toml file"),
+    plan: Optional[str] = typer.Option(None, "--plan", help="a built-in plan (quick, offloads, msgsize, vxlan, middlebox, userspace) or a plan .toml file [default: quick]"),
     runs: Optional[int] = typer.Option(None, "--runs", help="repetitions per case (overrides the plan)"),
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),
-    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="store and reports directory"),
-    resume: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run"),
+    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="directory of the store and the reports"),
+    store_path: Optional[Path] = typer.Option(None, "--store", help="results database [default: OUT/offlab.sqlite]"),
+    resume_id: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run of the store"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     ci_target: Optional[str] = typer.Option(
         None, "--ci-target", help="repeat each case until its 95% CI half-width is within this "
         "share of the mean, e.g. 5%"),
-    min_runs: int = typer.Option(3, "--min-runs", help="with --ci-target: runs before the first check"),
-    max_runs: int = typer.Option(20, "--max-runs", help="with --ci-target: runs at most"),
+    min_runs: Optional[int] = typer.Option(None, "--min-runs", help="with --ci-target: runs before the first check [default: 3]"),
+    max_runs: Optional[int] = typer.Option(None, "--max-runs", help="with --ci-target: runs at most [default: 20]"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the cases, the time they take and what would change; run nothing"),
+    yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta"),
+    max_eta: float = typer.Option(preflight.DEFAULT_MAX_ETA_S / 3600, "--max-eta", help="hours a run may take without --yes"),
+    wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    adaptive = _adaptive(ci_target, min_runs, max_runs, runs)
-    if resume and adaptive:
-        raise LabError("--resume continues with the run's own repetition rule; drop --ci-target")
-    chosen = None if resume else load(plan).with_overrides(runs, duration, warmup)
-    sweep = sweep_leftovers()
-    if sweep:
-        err.print(f"removed leftovers of killed runs: {', '.join(sweep)}")
-    store = _store(out_dir)
-    session = _resume(store, resume, runs) if chosen is None else _begin(store, chosen, adaptive)
-    run_id = session.run_id
-    runner = Runner(store, run_id, session.settings, console=err, show_progress=not no_progress,
-                    history=session.history)
-    err.print(f"run {run_id}: {len(session.cases)} cases × {_repetitions(session.settings)}, "
-              f"store {store.path}")
-    try:
-        with TerminationSignals():
-            stats = runner.execute(session.cases, session.done)
-    except Interrupted as stop:
-        store.finish_run(run_id, "interrupted")
-        err.print(f"interrupted by {stop}: {runner.stats.samples} samples of this session kept, "
-                  "namespaces removed")
-        out.print(f"resume with: offlab run --resume {run_id}" +
-                  (f" --out {out_dir}" if out_dir != DEFAULT_OUT else ""))
-        raise typer.Exit(128 + stop.signum)  # 130 for SIGINT, 143 for SIGTERM
-    except BaseException:
-        store.finish_run(run_id, "failed")
-        raise
-    store.finish_run(run_id, "complete")
-    for refused in stats.refused_offload_changes:
+    store_file = store_path or out_dir / STORE_NAME
+    if resume_id is not None:
+        given = [name for name, value in (("--plan", plan), ("--duration", duration), ("--warmup", warmup),
+                                          ("--ci-target", ci_target), ("--min-runs", min_runs),
+                                          ("--max-runs", max_runs)) if value is not None]
+        if given:
+            raise LabError(f"--resume continues run {resume_id} with its own plan and settings; "
+                           f"drop {', '.join(given)}")
+        if not store_file.is_file():
+            raise LabError(f"{store_file}: no such store to resume from; pass the run's --out or --store")
+        with Store(store_file, readonly=True) as existing:
+            stored = existing.load_run(resume_id)
+        cases, settings = stored.cases, stored.info.settings
+        if settings is None:
+            raise LabError(f"run {resume_id} does not record its settings; start a new run")
+        done = {k: len(v) for k, v in stored.samples.items()}
+        plan_name = stored.info.plan
+    else:
+        adaptive = _adaptive(ci_target, min_runs, max_runs, runs)
+        chosen = load(plan or "quick").with_overrides(runs, duration, warmup)
+        settings = (chosen.settings(adaptive.target, adaptive.min_runs, adaptive.max_runs)
+                    if adaptive else chosen.settings())
+        cases, done = chosen.cases, {}
+        plan_name = chosen.source if chosen.source.endswith(".toml") else chosen.name
+    eta = preflight.estimate(cases, settings, done)
+    if dry_run:
+        for line in preflight.describe(cases, settings, eta):
+            print(line)
+        return
+    if not max_eta > 0:
+        raise LabError(f"--max-eta {max_eta:g} must be a positive number of hours")
+    preflight.check_privileges()
+    preflight.check_tools(cases)
+    preflight.check_eta(eta, max_eta * 3600, yes)
+
+    def prepare(store: Store):
+        if resume_id is not None:
+            return resume(store, resume_id, runs)
+        return begin(store, plan_name, cases, settings)
+
+    err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
+    outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait)
+    if outcome.status == "interrupted":
+        err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
+        where = f" --store {store_file}" if store_file != DEFAULT_STORE else ""
+        print(f"resume with: offlab run --resume {outcome.run_id}{where}", flush=True)
+        raise typer.Exit(128 + (outcome.signal or 2))  # 130 for SIGINT, 143 for SIGTERM
+    for refused in outcome.stats.refused_offload_changes:
         err.print(f"[yellow]offload change refused[/] (recorded as read back): {refused}")
-    for outcome in stats.adaptive:
-        if not outcome.reached:
-            err.print(f"[yellow]{outcome.case_key}[/]: {outcome.sentence()}")
-    _write_report(store, run_id, out_dir)
-
-
-def _begin(store: Store, plan: Plan, adaptive: Adaptive | None = None) -> Session:
-    settings = (plan.settings(adaptive.target, adaptive.min_runs, adaptive.max_runs)
-                if adaptive else plan.settings())
-    info = RunInfo(
-        run_id=_new_run_id(), plan=plan.source if plan.source.endswith(".toml") else plan.name,
-        started_at=time.time(), command_line=shlex.join(sys.argv), kernel=environment.kernel(),
-        cpu_model=environment.cpu_model(), cores=environment.cores(),
-        tool_versions=environment.tool_versions(), host=environment.host(),
-        settings=settings,
-    )
-    run_id = store.begin_run(info)
-    for case in plan.cases:
-        store.add_case(run_id, case)
-    return Session(run_id, plan.cases, settings, {})
-
-
-def _resume(store: Store, run_id: str, runs: int | None) -> Session:
-    """The rest of a stored run, with the settings it was started with (`--runs` may
-    raise a fixed repetition count)."""
-    results = store.load_run(run_id)
-    settings = results.info.settings
-    if settings is None:
-        raise LabError(f"run {run_id} does not record its settings; start a new run")
-    if runs is not None:
-        if settings.ci_target is not None:
-            raise LabError(f"run {run_id} repeats adaptively; resume it without --runs")
-        settings = replace(settings, repetitions=runs)
-    history = {k: tuple(s.throughput_bps for s in v) for k, v in results.samples.items()}
-    return Session(run_id, tuple(results.cases), settings, store.completed_counts(run_id), history)
+    for result in outcome.stats.adaptive:
+        if not result.reached:
+            err.print(f"[yellow]{result.case_key}[/]: {result.sentence()}")
+    with Store(store_file, readonly=True) as store:
+        _write_report(store, outcome.run_id, store_file.parent / outcome.run_id)
 
 
 @app.command("report")
 def report_cmd(
     run_id: Optional[str] = typer.Argument(None, help="run to report (default: the latest)"),
-    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="store and reports directory"),
+    store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="report directory [default: next to the store, named after the run]"),
 ) -> None:
     """Write the Markdown and HTML report of a stored run."""
-    store = _store(out_dir)
-    chosen = run_id or store.latest_run_id()
-    if chosen is None:
-        raise LabError(f"no runs in {store.path}; start one with: offlab run")
-    _write_report(store, chosen, out_dir)
+    with Store(store_path, readonly=True) as store:
+        chosen = run_id or store.latest_run_id()
+        if chosen is None:
+            raise LabError(f"no runs in {store.path}; start one with: offlab run")
+        _write_report(store, chosen, out_dir or store_path.parent / chosen)
 
 
 @app.command("compare")
 def compare_cmd(
     run_a: str = typer.Argument(..., help="run id of set A (the reference)"),
     run_b: str = typer.Argument(..., help="run id of set B (compared against A)"),
-    store_a: Optional[Path] = typer.Option(None, "--store", help="store file of A "
-                                           f"(default: results/{STORE_NAME})"),
-    store_b: Optional[Path] = typer.Option(None, "--store-b", help="store file of B (default: A's)"),
+    store_a: Path = typer.Option(DEFAULT_STORE, "--store", help="results database of A"),
+    store_b: Optional[Path] = typer.Option(None, "--store-b", help="results database of B [default: A's]"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="directory for compare.md/html "
-                                           "(default: results/compare-A-vs-B)"),
+                                           "[default: next to A's store, compare-A-vs-B]"),
+    fail_on_regression: Optional[float] = typer.Option(
+        None, "--fail-on-regression", metavar="PCT",
+        help=f"exit {EXIT_REGRESSION} if B is significantly worse than A by more than PCT % in any "
+             "case (throughput down or CPU per Gbps up); 0: any significant regression"),
 ) -> None:
     """Compare two stored runs case by case: change with 95% CI and significance."""
-    from .comparison import compare, write_comparison  # imports the report (matplotlib)
-    path_a = store_a or DEFAULT_OUT / STORE_NAME
-    path_b = store_b or path_a
-    for path in {path_a, path_b}:
-        if not path.is_file():
-            raise LabError(f"{path}: no such store; pass --store (and --store-b) with a results .sqlite")
-    with Store(path_a) as first, Store(path_b) as second:
+    from .comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
+    if fail_on_regression is not None and not 0 <= fail_on_regression < 100:
+        raise LabError(f"--fail-on-regression {fail_on_regression:g}: give a percentage from 0 to below 100")
+    path_b = store_b or store_a
+    with Store(store_a, readonly=True) as first, Store(path_b, readonly=True) as second:
         comparison = compare(first.load_run(run_a), second.load_run(run_b))
-    target = out_dir or DEFAULT_OUT / f"compare-{run_a}-vs-{run_b}"
+    if run_a == run_b and store_a.resolve() == path_b.resolve():
+        err.print(f"[yellow]warning[/]: run {run_a} is compared with itself; every change is 0")
+    for difference in comparison.environment:
+        err.print(f"[yellow]environment differs[/]: {difference}")
+    target = out_dir or store_a.parent / f"compare-{run_a}-vs-{run_b}"
     md, html = write_comparison(comparison, target)
     out.print(f"{len(comparison.matched)} matching cases, {len(comparison.significant)} significant, "
               f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B")
     out.print(f"comparison: {md}\n            {html}")
+    if fail_on_regression is not None:
+        worse = regressions(comparison, fail_on_regression / 100)
+        for line in worse:
+            err.print(f"regression: {line}")
+        if worse:
+            raise typer.Exit(EXIT_REGRESSION)
 
 
 @app.command("list")
-def list_cmd(out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="store directory")) -> None:
+def list_cmd(store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database")) -> None:
     """Runs in the store."""
-    store = _store(out_dir)
-    table = Table(Column("run", no_wrap=True), Column("started", no_wrap=True),
-                  Column("plan", no_wrap=True),
-                  Column("status", no_wrap=True), "cases", "samples", box=box.SIMPLE_HEAD,
-                  pad_edge=False, padding=(0, 1))
-    for r in store.runs():
+    with Store(store_path, readonly=True) as store:
+        runs = store.runs()
+    live = MachineLock().holder()
+    rows = []
+    for r in runs:
+        status = r.status
+        if status == "running" and (live is None or live.run_id != r.id):
+            status = "running? (no live offlab: killed)"
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
-        table.add_row(r.id, started, r.plan, r.status, str(r.cases), str(r.samples))
-    out.print(table)
+        rows.append((r.id, started, r.plan, status, str(r.cases), str(r.samples)))
+    for line in plain_table(("run", "started", "plan", "status", "cases", "samples"), rows):
+        print(line)
 
 
 @app.command("export")
 def export_cmd(
     run_id: str = typer.Argument(..., help="run to export"),
     fmt: str = typer.Option(..., "--format", help="json or csv"),
-    dest: Optional[Path] = typer.Option(None, "-o", "--output", help="file (default: stdout)"),
-    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="store directory"),
+    dest: Optional[Path] = typer.Option(None, "-o", "--output", help="file [default: stdout]"),
+    store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database"),
 ) -> None:
     """Export a run's samples as JSON or CSV."""
+    from .export import export
     if fmt not in ("json", "csv"):
         raise typer.BadParameter(f"{fmt!r}; use json or csv", param_hint="--format")
-    export(_store(out_dir).load_run(run_id), fmt, dest if dest is not None else sys.stdout)
+    with Store(store_path, readonly=True) as store:
+        results = store.load_run(run_id)
+    try:
+        export(results, fmt, dest if dest is not None else sys.stdout)
+    except OSError as failure:
+        raise LabError(f"{dest}: cannot write the export ({failure.strerror}); choose another -o path") from None
 
 
 @app.command("doctor")
-def doctor_cmd() -> None:
+def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
+                                          "their processes, namespaces and temporary files")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
+    if clean:
+        lock = MachineLock()
+        lock.acquire("offlab doctor --clean")
+        try:
+            removed = reclaim_stale() + [f"namespace of killed run: {n}" for n in sweep_leftovers()]
+        finally:
+            lock.release()
+        for line in removed or ["nothing: no run was killed"]:
+            print(f"removed {line}")
     checks = doctor_checks.run_checks()
-    table = Table("check", "ok", "detail", "fix")
-    for c in checks:
-        table.add_row(c.name, "[green]yes[/]" if c.ok else "[red]no[/]", c.detail, c.fix)
-    out.print(table)
+    for line in plain_table(("check", "ok", "detail", "fix"),
+                            [(c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
+        print(line)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
+
+
+KNOWN_ERRORS = (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError, TargetError,
+                preflight.PreflightError, BusyError, RunError)
 
 
 def main() -> None:
     """Entry point: every failure the user can fix is one line and a non-zero status."""
     try:
         status = app(standalone_mode=False)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
+        print("offlab: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
-    except (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError,
-            TargetError) as failure:
+    except KNOWN_ERRORS as failure:
         print(f"offlab: {failure}", file=sys.stderr)
         sys.exit(1)
     except Exception as failure:

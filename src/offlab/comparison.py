@@ -43,6 +43,9 @@ class Comparison:
     matched: tuple[CaseComparison, ...]
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
+    environment: tuple[str, ...] = ()
+    """How the two runs' machines and settings differ ("kernel: 6.1 → 6.18"): a change
+    may be theirs rather than the offloads'."""
 
     @property
     def significant(self) -> tuple[CaseComparison, ...]:
@@ -64,7 +67,32 @@ def compare(a: RunResults, b: RunResults) -> Comparison:
         matched=matched,
         only_a=tuple(k for k in rows_a if k not in rows_b),
         only_b=tuple(k for k in rows_b if k not in rows_a),
+        environment=environment_differences(a.info, b.info),
     )
+
+
+def environment_differences(a: RunInfo, b: RunInfo) -> tuple[str, ...]:
+    """What differs between the two runs' environments, one phrase each."""
+    facts = [("kernel", a.kernel, b.kernel), ("CPU", a.cpu_model, b.cpu_model),
+             ("cores", a.cores, b.cores), ("host", a.host, b.host)]
+    if a.settings is not None and b.settings is not None:
+        facts += [("receive steering", a.settings.steer_rx_softirq, b.settings.steer_rx_softirq),
+                  ("hosts", a.settings.hosts, b.settings.hosts)]
+    for tool in sorted(set(a.tool_versions) | set(b.tool_versions)):
+        facts.append((tool, a.tool_versions.get(tool, "–"), b.tool_versions.get(tool, "–")))
+    return tuple(f"{name}: {old} → {new}" for name, old, new in facts if old != new)
+
+
+def regressions(c: Comparison, threshold: float) -> list[str]:
+    """Cases where B is significantly worse than A by more than `threshold` (a
+    fraction): throughput down, or CPU per Gbps up."""
+    found = []
+    for m in c.matched:
+        if m.throughput is not None and m.throughput.significant and m.throughput.ratio < -threshold:
+            found.append(f"{m.key}: throughput {m.throughput.ratio:+.1%}")
+        if m.cpu_per_gbps is not None and m.cpu_per_gbps.significant and m.cpu_per_gbps.ratio > threshold:
+            found.append(f"{m.key}: CPU per Gbps {m.cpu_per_gbps.ratio:+.1%}")
+    return found
 
 
 def _compare_rows(key: str, a: ProfileRow, b: ProfileRow) -> CaseComparison:
@@ -131,6 +159,8 @@ def render_markdown(c: Comparison) -> str:
         md_table(runs_table(c)),
         "",
         _summary_line(c),
+        *(["", "Environment differences (a change may be theirs): " + "; ".join(c.environment)]
+          if c.environment else []),
         "",
         "## Matching cases",
         "",
@@ -151,6 +181,8 @@ def render_html(c: Comparison) -> str:
         f"<h1>{escape(title)}</h1>",
         html_table(runs_table(c), "facts"),
         f"<p>{escape(_summary_line(c))}</p>",
+        *([f"<p><b>Environment differences</b> (a change may be theirs): {escape('; '.join(c.environment))}</p>"]
+          if c.environment else []),
         "<h2>Matching cases</h2>",
         "<p class=sub>Cells are mean±std over runs; changes are B against A with their 95 % CI; "
         "* marks a significant change, n.s. one that is not.</p>",

@@ -9,6 +9,7 @@ what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -28,6 +29,10 @@ TRAFFIC = {
 """Named workloads: TCP stream; UDP in 1500 B frames (1472 B payload); UDP in 60 B
 frames (18 B payload, the Ethernet minimum)."""
 
+MAX_RUNS = 1000
+MAX_DURATION_S = 3600.0
+MAX_WARMUP_S = 600.0
+"""Bounds of a plan: beyond them a value is a typo, not a measurement."""
 _KEYS = {"name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
          "steer_rx_softirq"}
 """The pipeline's own keys; each study adds its own (`Study.keys`)."""
@@ -50,11 +55,14 @@ class Plan:
                        warmup: float | None = None) -> "Plan":
         """The same plan with command-line overrides applied (validated like the file)."""
         where = f"{self.source}: command line"
-        if runs is not None and runs < 1:
-            raise PlanError(f"{where}: --runs {runs} must be at least 1")
-        if duration is not None and duration <= 0:
-            raise PlanError(f"{where}: --duration {duration} must be more than 0 seconds")
+        if runs is not None and not 1 <= runs <= MAX_RUNS:
+            raise PlanError(f"{where}: --runs {runs} must be from 1 to {MAX_RUNS}")
+        if duration is not None and not 0 < duration <= MAX_DURATION_S:  # also refuses nan
+            raise PlanError(f"{where}: --duration {duration:g} must be more than 0 and at most "
+                            f"{MAX_DURATION_S:g} seconds")
         if warmup is not None:
+            if not 0 <= warmup <= MAX_WARMUP_S:
+                raise PlanError(f"{where}: --warmup {warmup:g} must be from 0 to {MAX_WARMUP_S:g} seconds")
             _check_warmup(warmup, f"{where}: --warmup")
         for case in self.cases[:1]:
             _check_total(case.traffic.warmup_s if warmup is None else warmup,
@@ -92,7 +100,13 @@ def load(plan: str) -> Plan:
         raise PlanError(
             f"{plan}: no such plan file; use one of {', '.join(builtin_names())} or a .toml path"
         )
-    return parse(path.read_text(), source=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise PlanError(f"{plan}: not UTF-8 text (byte {err.start}); save the plan as UTF-8 TOML") from None
+    except OSError as err:
+        raise PlanError(f"{plan}: cannot read it ({err.strerror})") from None
+    return parse(text, source=str(path))
 
 
 def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> Plan:
@@ -103,9 +117,9 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
     studies = registered() if studies is None else studies
     check = _Checker(source, doc)
     check.no_unknown_keys(doc, _KEYS.union(*(s.keys for s in studies)), "")
-    runs = check.integer("runs", minimum=1)
-    duration = check.number("duration", above=0)
-    warmup = check.number("warmup", at_least=0, default=1.0)
+    runs = check.integer("runs", minimum=1, maximum=MAX_RUNS)
+    duration = check.number("duration", above=0, at_most=MAX_DURATION_S)
+    warmup = check.number("warmup", at_least=0, at_most=MAX_WARMUP_S, default=1.0)
     _check_warmup(warmup, f"{source}: key 'warmup'")
     _check_total(warmup, duration, f"{source}: keys 'warmup' + 'duration'")
     variants = [Variant(s) for s in check.choices("scenarios", sorted(SCENARIOS))]
@@ -156,11 +170,16 @@ def _check_warmup(warmup: float, where: str) -> None:
 
 
 def _check_total(warmup: float, duration: float, where: str) -> None:
+    """iperf3 runs whole seconds: warm-up + duration must be one; the advice names
+    durations that fit the warm-up as it is."""
+    total = warmup + duration
     try:
-        whole_seconds(warmup + duration)
+        whole_seconds(total)
     except ValueError:
-        raise PlanError(f"{where} = {warmup + duration:g} s; iperf3 runs whole seconds, "
-                        f"so make it e.g. {max(1, round(warmup + duration))}") from None
+        fits = sorted({t - warmup for t in (math.floor(total), math.ceil(total)) if t - warmup > 0})
+        advice = " or ".join(f"{d:g}" for d in fits) or f"{math.ceil(warmup) + 1 - warmup:g}"
+        raise PlanError(f"{where}: warm-up {warmup:g} s + duration {duration:g} s = {total:g} s, "
+                        f"but iperf3 runs whole seconds; use a duration of {advice} s") from None
 
 
 class _Checker:
@@ -197,17 +216,19 @@ class _Checker:
             raise self.fail(key, f"{value!r} must be true or false")
         return value
 
-    def integer(self, key: str, minimum: int) -> int:
+    def integer(self, key: str, minimum: int, maximum: int) -> int:
         value = self.get(key, None)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"{value!r} must be a whole number of at least {minimum}")
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            raise self.fail(key, f"{value!r} must be a whole number from {minimum} to {maximum}")
         return value
 
     def number(self, key: str, above: float | None = None, at_least: float | None = None,
-               default: float | None = None) -> float:
+               at_most: float | None = None, default: float | None = None) -> float:
         value = self.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             raise self.fail(key, f"{value!r} must be a number of seconds")
+        if at_most is not None and value > at_most:
+            raise self.fail(key, f"{value:g} must be at most {at_most:g} seconds")
         if above is not None and value <= above:
             raise self.fail(key, f"{value} must be more than {above:g}")
         if at_least is not None and value < at_least:

@@ -130,15 +130,44 @@ class RunResults:
 class Store:
     """A results database. ``Store(path)`` creates it (and its directory) if needed."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, readonly: bool = False):
+        """`readonly`: open an existing store for reading only (list, report, export,
+        compare): it may belong to another user or sit on a read-only mount, and
+        reading it must never create or change anything."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path)
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._open_schema()
+        self.readonly = readonly
+        try:
+            if readonly:
+                if not self.path.is_file():
+                    raise StoreError(f"{self.path}: no such store; pass --store with a results "
+                                     "file, or start a run with: offlab run")
+                self.path.open("rb").close()  # the permission error, as one line, before SQLite's
+                self._conn = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(self.path)
+        except OSError as err:
+            raise StoreError(f"{self.path}: cannot open the store ({err.strerror}); pass --store "
+                             "with a file you can read") from None
+        try:
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._open_schema()
+        except sqlite3.DatabaseError as err:
+            self._conn.close()
+            raise StoreError(f"{self.path}: not a usable offlab store ({err}); pass --store "
+                             "with a results .sqlite, or move this file away") from None
 
     def close(self) -> None:
+        if not self.readonly:
+            # WAL lets reports read while a run writes; a closed store goes back to a
+            # rollback journal so that read-only openers (another user, a read-only
+            # mount) need no -wal/-shm files beside it and create none.
+            try:
+                self._conn.execute("PRAGMA journal_mode = DELETE")
+            except sqlite3.OperationalError:
+                pass  # another connection still has it open: it stays in WAL for now
         self._conn.close()
 
     def __enter__(self) -> "Store":
@@ -148,6 +177,9 @@ class Store:
         self.close()
 
     def _open_schema(self) -> None:
+        if self.readonly:
+            self._check_readonly_version()
+            return
         with self._conn:
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -167,13 +199,28 @@ class Store:
             if step is None:
                 self._conn.close()
                 raise StoreError(f"{self.path}: no upgrade from results format {version}")
-            with self._conn:
+            with self._conn:  # one transaction: a failed step leaves the store as it was
+                self._conn.execute("BEGIN")
                 step(self._conn)
                 version += 1
                 self._set_version(version)
         with self._conn:
             self._conn.executescript(_SCHEMA)
             self._set_version(version)
+
+    def _check_readonly_version(self) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+        version = int(row[0]) if row else None
+        if version is None:
+            raise StoreError(f"{self.path}: not an offlab store (no format version); pass --store "
+                             "with a results .sqlite")
+        if version > RESULTS_FORMAT_VERSION:
+            raise StoreError(f"{self.path}: results format {version} is newer than this offlab "
+                             f"reads ({RESULTS_FORMAT_VERSION}); upgrade offlab")
+        if version < RESULTS_FORMAT_VERSION:
+            raise StoreError(f"{self.path}: results format {version} needs an upgrade this "
+                             "read-only opening cannot write; open it once as its owner "
+                             "(e.g. offlab list as root), or copy it and pass --store")
 
     def _set_version(self, version: int) -> None:
         self._conn.execute(
@@ -293,6 +340,14 @@ class Store:
                 "UPDATE run SET status = ?, finished_at = ? WHERE id = ?",
                 (status, time.time() if finished_at is None else finished_at, run_id),
             )
+
+    def close_killed_runs(self) -> list[str]:
+        """Mark runs still "running" as "interrupted" (their offlab was killed: call this
+        holding the machine lock, when no run can be live); their ids."""
+        rows = self._conn.execute("SELECT id FROM run WHERE status = 'running'").fetchall()
+        with self._conn:
+            self._conn.execute("UPDATE run SET status = 'interrupted' WHERE status = 'running'")
+        return [row[0] for row in rows]
 
     def _require_run(self, run_id: str) -> None:
         if not self._conn.execute("SELECT 1 FROM run WHERE id = ?", (run_id,)).fetchone():

@@ -95,7 +95,9 @@ class Study:
         return case
 
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
-        """Report views of this study from the report's profile rows (none by default)."""
+        """Report views of this study from the report's profile rows (none by default).
+        Studies import their report modules inside this method and `charts`: those draw
+        with matplotlib, which a run needs only once it writes its report."""
         return []
 
     def charts(self, rows: Sequence[Any]) -> dict[str, bytes]:

@@ -8,8 +8,6 @@ from typing import Any, Sequence
 
 from .. import PlanCheck, Section, Study, Variant
 from .plan import KEYS, expand
-from .report import (DUT_INTRO, dut_chart, dut_cpu_table, dut_rates_table, dut_studies,
-                     encapsulation_table)
 
 CHART = "dut-study"
 
@@ -22,6 +20,9 @@ class DutLayoutStudy(Study):
         return expand(check, variants)
 
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
+        # The report modules draw with matplotlib: imported only when a report is written.
+        from .report import (DUT_INTRO, dut_cpu_table, dut_rates_table, dut_studies,
+                             encapsulation_table)
         studies = dut_studies(rows)
         if not studies:
             return []
@@ -35,5 +36,6 @@ class DutLayoutStudy(Study):
         return [Section("DUT CPU study (seed 002 shape)", DUT_INTRO, tuple(tables), CHART)]
 
     def charts(self, rows: Sequence[Any]) -> dict[str, bytes]:
+        from .report import dut_chart, dut_studies
         studies = dut_studies(rows)
         return {CHART: dut_chart(studies)} if studies else {}

@@ -10,7 +10,6 @@ from ...records import CaseSpec
 from .. import PlanCheck, Profile, Section, Study, Variant
 from .forwarder import fwd_settings
 from .plan import DIMENSIONS, FWD, combination, expand_scenarios, matrix_profiles
-from .report import middlebox_sections
 
 ALL_ON = {d: True for d in DIMENSIONS}
 """A profile that is no matrix combination runs the forwarder as all-on does."""
@@ -35,4 +34,5 @@ class MiddleboxStudy(Study):
         return replace(case, datapath=fwd_settings(combo).datapath())
 
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
+        from .report import middlebox_sections
         return [Section(*parts) for parts in middlebox_sections(rows, report.adaptive)]

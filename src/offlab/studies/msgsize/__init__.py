@@ -8,7 +8,6 @@ from typing import Any, Sequence
 from ...records import TrafficSpec
 from .. import PlanCheck, Section, Study
 from .plan import KEYS, SweepError, expand_traffic, parse
-from .report import CURVES_INTRO, curve_chart, curve_sets, curve_table
 
 
 class MessageSizeStudy(Study):
@@ -22,6 +21,7 @@ class MessageSizeStudy(Study):
             raise check.error(str(err)) from None
 
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
+        from .report import CURVES_INTRO, curve_sets, curve_table
         sections = []
         for curves in curve_sets(rows):
             tables = tuple((f"{curves.scenario} · MTU {curves.mtu}, {panel.label}", curve_table(panel))
@@ -30,4 +30,5 @@ class MessageSizeStudy(Study):
         return sections
 
     def charts(self, rows: Sequence[Any]) -> dict[str, bytes]:
+        from .report import curve_chart, curve_sets
         return {curves.slug: curve_chart(curves) for curves in curve_sets(rows)}

@@ -9,7 +9,6 @@ from typing import Any, Sequence
 from ...topology import DATAPATH
 from .. import PlanCheck, Profile, Section, Study, Variant
 from .plan import STUDIES, study_profiles
-from .report import userspace_sections
 
 
 class UserspaceStudy(Study):
@@ -28,4 +27,5 @@ class UserspaceStudy(Study):
         return study_profiles(check.choices("datapath", list(STUDIES), default=[]))
 
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
+        from .report import userspace_sections
         return [Section(*parts) for parts in userspace_sections(rows)]

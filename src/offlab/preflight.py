@@ -1,0 +1,108 @@
+"""Checks made before a run writes anything: privileges, tools, the plan's size against
+a time ceiling — and the description `offlab run --dry-run` prints instead of running.
+
+Each failure is one line with its fix; nothing here creates a file, a directory, a
+namespace or a run record.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from .records import CaseSpec, RunSettings
+
+SAMPLE_OVERHEAD_S = 1.5
+"""Per sample beyond its traffic: iperf3 start and report, ethtool read-back, counters."""
+BUILD_S = 2.0
+"""Per topology: namespaces, links, steering, servers (more with a forwarder)."""
+DEFAULT_MAX_ETA_S = 2 * 3600.0
+TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2"}
+
+
+class PreflightError(Exception):
+    """Something to fix before a run can start; the message is one line with the fix."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    samples: int
+    topologies: int
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        return duration_text(self.seconds)
+
+
+def duration_text(seconds: float) -> str:
+    """"2 h 05 min", "3 min 10 s", "45 s"."""
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds} s"
+
+
+def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, int] | None = None) -> Estimate:
+    """Expected wall time: each sample's warm-up + duration + overhead, each topology's
+    build; adaptive runs counted at their maximum (the ceiling is what a user must plan for)."""
+    runs = settings.max_runs if settings.ci_target is not None and settings.max_runs else settings.repetitions
+    done = done or {}
+    samples, seconds = 0, 0.0
+    topologies = set()
+    for case in cases:
+        left = max(0, runs - done.get(case.key, 0))
+        if not left:
+            continue
+        samples += left
+        seconds += left * (case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S)
+        topologies.add((case.scenario, case.mtu, case.topology))
+    return Estimate(samples, len(topologies), seconds + BUILD_S * len(topologies))
+
+
+def check_eta(eta: Estimate, max_eta_s: float, confirmed: bool) -> None:
+    if eta.seconds > max_eta_s and not confirmed:
+        raise PreflightError(f"this run would take about {eta.text} ({eta.samples} samples), more "
+                             f"than --max-eta {duration_text(max_eta_s)}; lower --runs or --duration, "
+                             "or pass --yes to run it anyway")
+
+
+def check_privileges() -> None:
+    if os.geteuid() != 0:
+        raise PreflightError("offlab run needs root: network namespaces, ethtool and cgroups need "
+                             "CAP_NET_ADMIN and CAP_SYS_ADMIN; run it as root (sudo .venv/bin/offlab run …)")
+
+
+def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset()) -> None:
+    """The tools the plan's cases need; offlab-fwd when a case has a userspace datapath."""
+    missing = [f"{tool} (apt-get install {package})" for tool, package in TOOLS.items()
+               if shutil.which(tool) is None]
+    if missing:
+        raise PreflightError(f"missing {', '.join(missing)}; or run: make setup")
+    if any(c.datapath is not None and c.datapath.forwarder for c in cases):
+        from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
+        try:
+            find_binary()
+        except FwdError as err:
+            raise PreflightError(str(err)) from None
+
+
+def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) -> list[str]:
+    """What `--dry-run` prints: the cases in order, the time it would take, and what the
+    run would change on this machine."""
+    lines = [f"{len(cases)} cases × {settings.repetitions if settings.ci_target is None else f'{settings.min_runs}–{settings.max_runs}'} "
+             f"runs = {eta.samples} samples in {eta.topologies} topologies, about {eta.text}"]
+    for number, case in enumerate(cases, start=1):
+        extra = [f"{k}={v}" for k, v in {**case.topology, **case.params}.items()]
+        if case.datapath is not None:
+            extra.append(f"datapath: {case.datapath.label}")
+        lines.append(f"{number:4d}  {case.key}" + (f"  ({'; '.join(extra)})" if extra else ""))
+    features = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
+    lines.append("would change: network namespaces ofl-<pid>-* with veth/VXLAN devices and TAPs "
+                 "(all removed at the end), and in them the ethtool features "
+                 f"{', '.join(features) or '(none turned off)'}; nothing outside those namespaces")
+    return lines

@@ -1,0 +1,107 @@
+"""UDP capacity at bounded loss: the highest offered rate whose loss stays at or below a
+threshold, found as RFC 2544's throughput test finds it — a binary search over the
+offered rate, each step one short measured trial ("probe").
+
+`iperf3 -u -b 0` floods: on one machine the receiver livelocks and most of what is
+sent is lost, and the "throughput" of such a run says how the sender and the receiver
+share two cores, not what a profile can carry. The search instead reports the rate a
+receiver keeps up with. Pure: the caller's `trial(rate)` runs the probe.
+
+The search runs in log space (each step halves the ratio high/low), so its resolution
+is relative: it stops when high/low ≤ 1 + resolution, or after `max_probes`. The first
+probe is unlimited (the sender's own maximum): if that passes, the case is
+sender-bound and its capacity is what the sender reached.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+DEFAULT_LOSS_PERCENT = 0.1
+DEFAULT_RESOLUTION = 0.05
+DEFAULT_FLOOR_BPS = 1e6
+UNLIMITED = 0.0
+"""Offered rate of the first probe: as fast as the sender can (iperf3 -b 0)."""
+
+
+class SearchError(ValueError):
+    """A search rule that cannot work (threshold, resolution, probe budget)."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One trial at an offered rate, as measured."""
+
+    offered_bps: float
+    """What was asked (0: unlimited)."""
+    sent_bps: float
+    received_bps: float
+    loss_percent: float
+
+    def passed(self, threshold_percent: float) -> bool:
+        return self.loss_percent <= threshold_percent
+
+
+@dataclass(frozen=True)
+class SearchRule:
+    loss_percent: float = DEFAULT_LOSS_PERCENT
+    resolution: float = DEFAULT_RESOLUTION
+    """Relative width of the final bracket: 0.05 → the knee is known within 5 %."""
+    max_probes: int = 10
+    floor_bps: float = DEFAULT_FLOOR_BPS
+    """Below this the case has no capacity worth the name (every probe lost too much)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.loss_percent < 100:
+            raise SearchError(f"loss threshold {self.loss_percent}% must be from 0 to below 100%")
+        if not 0 < self.resolution < 1:
+            raise SearchError(f"resolution {self.resolution} must be between 0 and 1 (e.g. 0.05)")
+        if self.max_probes < 2:
+            raise SearchError(f"max_probes {self.max_probes}: a search needs at least 2 probes")
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How a search ended."""
+
+    rate_bps: float
+    """Received rate of the best passing probe; 0 when none passed."""
+    offered_bps: float
+    """Offered rate of that probe (the sender's maximum when sender-bound)."""
+    probes: tuple[Probe, ...]
+    bracket: tuple[float, float]
+    """(highest passing, lowest failing) offered rate; the knee lies between."""
+    sender_bound: bool
+    """The unlimited probe passed: the sender, not the receiver, sets the capacity."""
+    resolved: bool
+    """The bracket narrowed to the rule's resolution (False: the probe budget ran out)."""
+
+
+def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> Capacity:
+    """The highest offered rate with loss ≤ rule.loss_percent, within rule.resolution."""
+    first = trial(UNLIMITED)
+    probes = [first]
+    if first.passed(rule.loss_percent):
+        return Capacity(first.received_bps, first.sent_bps, tuple(probes),
+                        (first.sent_bps, math.inf), True, True)
+    low, high = rule.floor_bps, max(first.sent_bps, rule.floor_bps)
+    best: Probe | None = None
+    while len(probes) < rule.max_probes and high / low > 1 + rule.resolution:
+        rate = math.sqrt(low * high)
+        probe = trial(rate)
+        probes.append(probe)
+        if probe.passed(rule.loss_percent):
+            low, best = rate, probe
+        else:
+            high = rate
+    resolved = high / low <= 1 + rule.resolution
+    if best is None:
+        return Capacity(0.0, 0.0, tuple(probes), (0.0, high), False, resolved)
+    return Capacity(best.received_bps, best.offered_bps, tuple(probes), (low, high), False, resolved)
+
+
+def overloaded(loss_percent: float | None, rule: SearchRule = SearchRule()) -> bool:
+    """A UDP sample that lost more than the threshold measured overload, not a profile."""
+    return loss_percent is not None and loss_percent > rule.loss_percent

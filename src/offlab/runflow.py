@@ -1,0 +1,121 @@
+"""One `offlab run` from its first write to its last: the machine lock, the reclaiming of
+a killed run's leftovers, the run's cgroup, a new run record or the rest of an old one,
+the runner under signal handling, and the run's status at the end.
+
+Everything before `start` (plan, flags, preflight) has already been checked by the
+CLI, so that a refused run writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping
+
+from rich.console import Console
+
+from . import environment
+from .records import CaseSpec, RunInfo, RunSettings
+from .runner import Runner, RunnerStats
+from .runscope import MachineLock, RunScope, reclaim_stale
+from .store import Store
+from .topology import Interrupted, TerminationSignals, sweep_leftovers
+
+
+class RunError(Exception):
+    """A run that cannot start or continue; one line with the fix."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """What is about to be executed: a new run or the rest of an old one."""
+
+    run_id: str
+    cases: tuple[CaseSpec, ...]
+    settings: RunSettings
+    done: Mapping[str, int]
+    history: Mapping[str, tuple[float, ...]] | None = None
+    """case key → throughputs already stored (resumed adaptive runs)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run_id: str
+    status: str
+    stats: RunnerStats
+    signal: int | None = None
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+
+
+def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: RunSettings) -> Session:
+    info = RunInfo(
+        run_id=new_run_id(), plan=plan_name, started_at=time.time(),
+        command_line=shlex.join(sys.argv), kernel=environment.kernel(),
+        cpu_model=environment.cpu_model(), cores=environment.cores(),
+        tool_versions=environment.tool_versions(), host=environment.host(), settings=settings,
+    )
+    run_id = store.begin_run(info)
+    for case in cases:
+        store.add_case(run_id, case)
+    return Session(run_id, cases, settings, {})
+
+
+def resume(store: Store, run_id: str, runs: int | None) -> Session:
+    """The rest of a stored run, with the settings it was started with (`--runs` may
+    raise a fixed repetition count)."""
+    results = store.load_run(run_id)
+    settings = results.info.settings
+    if settings is None:
+        raise RunError(f"run {run_id} does not record its settings; start a new run")
+    if results.status == "complete" and runs is None:
+        raise RunError(f"run {run_id} is complete; pass --runs N to add repetitions, or start a new run")
+    if runs is not None:
+        if settings.ci_target is not None:
+            raise RunError(f"run {run_id} repeats adaptively; resume it without --runs")
+        settings = replace(settings, repetitions=runs)
+    history = {k: tuple(s.throughput_bps for s in v) for k, v in results.samples.items()}
+    return Session(run_id, tuple(results.cases), settings, store.completed_counts(run_id), history)
+
+
+def execute(store_path: Path, prepare: Callable[[Store], Session], *, console: Console,
+            show_progress: bool, wait: bool) -> Outcome:
+    """Take the machine, reclaim what killed runs left, run the session, release all."""
+    lock = MachineLock()
+    lock.acquire(str(store_path), wait=wait)
+    scope = RunScope()
+    try:
+        for line in reclaim_stale() + [f"namespace of killed run: {n}" for n in sweep_leftovers()]:
+            console.print(f"removed {line}")
+        scope.enter()
+        with Store(store_path) as store:
+            for run_id in store.close_killed_runs():
+                console.print(f"run {run_id} was killed: marked interrupted (its samples are kept)")
+            session = prepare(store)
+            lock.name_run(session.run_id)
+            return _run(store, session, console, show_progress)
+    finally:
+        scope.leave()
+        lock.release()
+
+
+def _run(store: Store, session: Session, console: Console, show_progress: bool) -> Outcome:
+    runner = Runner(store, session.run_id, session.settings, console=console,
+                    show_progress=show_progress, history=session.history)
+    try:
+        with TerminationSignals():
+            stats = runner.execute(session.cases, session.done)
+    except Interrupted as stop:
+        store.finish_run(session.run_id, "interrupted")
+        return Outcome(session.run_id, "interrupted", runner.stats, stop.signum)
+    except BaseException:
+        store.finish_run(session.run_id, "failed")
+        raise
+    store.finish_run(session.run_id, "complete")
+    return Outcome(session.run_id, "complete", stats)

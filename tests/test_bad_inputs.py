@@ -1,0 +1,136 @@
+"""Every bad input a user or QA engineer found is one line on stderr with the fix, a
+non-zero exit, and nothing created — one row per case (issue: hardening the lab)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.make_store import build_store
+
+OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def offlab(*args: str, cwd: Path, as_nobody: bool = False) -> subprocess.CompletedProcess:
+    prefix = NOBODY if as_nobody else []
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    if as_nobody:
+        env["HOME"] = str(cwd)  # a user of their own, not root's home
+    return subprocess.run([*prefix, *OFFLAB, *args], capture_output=True, text=True, timeout=60,
+                          cwd=cwd, env=env)
+
+
+def files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+PLAN = ('name = "p"\nruns = 2\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\n'
+        'mtus = [1500]\ntraffic = ["tcp"]\nsequences = ["tx"]\n')
+
+# (arguments, files to create first, exit status, text in the one line)
+CASES = [
+    (["run", "--plan", "latin1.toml"], {"latin1.toml": b"name = \"caf\xe9\"\n"}, 1, "not UTF-8 text"),
+    (["run", "--plan", "big.toml"], {"big.toml": PLAN.replace("duration = 1.5", "duration = 1e300").encode()},
+     1, "at most 3600 seconds"),
+    (["run", "--plan", "many.toml"], {"many.toml": PLAN.replace("runs = 2", "runs = 100000000000").encode()},
+     1, "from 1 to 1000"),
+    (["run", "--duration", "nan"], {}, 1, "--duration nan must be more than 0"),
+    (["run", "--duration", "10"], {}, 1, "use a duration of 9.5 or 10.5 s"),
+    (["run", "--runs", "1000", "--duration", "58", "--plan", "offloads"], {}, 1, "pass --yes"),
+    (["run", "--min-runs", "5"], {}, 1, "add --ci-target"),
+    (["run", "--resume", "r1", "--plan", "quick"], {}, 1, "drop --plan"),
+    (["run", "--resume", "nosuchrun", "--out", "X"], {}, 1, "no such store to resume from"),
+    (["run", "--resume", "nosuchrun", "--store", "s.sqlite"], {"s.sqlite": None}, 1, "no run 'nosuchrun'"),
+    (["list", "--store", "nonexistent/offlab.sqlite"], {}, 1, "no such store"),
+    (["list", "--store", "corrupt.sqlite"], {"corrupt.sqlite": b"this is not sqlite" * 100}, 1,
+     "not a usable offlab store"),
+    (["report", "--store", "corrupt.sqlite"], {"corrupt.sqlite": b"this is not sqlite" * 100}, 1,
+     "not a usable offlab store"),
+    (["export", "r", "--format", "json", "--store", "corrupt.sqlite"],
+     {"corrupt.sqlite": b"this is not sqlite" * 100}, 1, "not a usable offlab store"),
+    (["export", "fixture-run", "--format", "csv", "--store", "s.sqlite", "-o", "/proc/offlab/x.csv"],
+     {"s.sqlite": None}, 1, "cannot write the export"),
+    (["compare", "fixture-run", "fixture-run", "--store", "s.sqlite", "--fail-on-regression", "150"],
+     {"s.sqlite": None}, 1, "from 0 to below 100"),
+    (["run", "--max-eta", "0", "--yes"], {}, 1, "--max-eta 0 must be a positive"),
+]
+
+
+@pytest.mark.parametrize("args, given, status, text", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_bad_input_is_one_line_and_creates_nothing(tmp_path: Path, args, given, status, text):
+    for name, content in given.items():
+        if content is None:
+            build_store(tmp_path / name)
+        else:
+            (tmp_path / name).write_bytes(content)
+    before = files(tmp_path)
+    done = offlab(*args, cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == status, done.stderr
+    assert len(lines) == 1 and text in lines[0], done.stderr
+    assert files(tmp_path) == before
+
+
+def test_run_as_a_user_without_root_is_one_line(tmp_path: Path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    os.chmod(tmp_path, 0o777)
+    done = offlab("run", "--plan", "quick", cwd=tmp_path, as_nobody=True)
+    assert done.returncode == 1 and done.stderr.strip().startswith("offlab: offlab run needs root")
+    assert files(tmp_path) == set()
+
+
+def test_a_root_owned_store_reads_for_another_user(tmp_path: Path):
+    """The usual state after `sudo offlab run`: list, report (elsewhere) and export work."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    tmp_path = Path(tempfile.mkdtemp(prefix="offlab-ro-"))  # pytest's own is private to root
+    os.chmod(tmp_path, 0o755)
+    store = tmp_path / "results" / "offlab.sqlite"
+    run_id = build_store(store)
+    os.chmod(tmp_path, 0o777)
+    listed = offlab("list", "--store", str(store), cwd=tmp_path, as_nobody=True)
+    assert listed.returncode == 0 and run_id in listed.stdout, listed.stderr
+    exported = offlab("export", run_id, "--format", "json", "--store", str(store), cwd=tmp_path, as_nobody=True)
+    assert exported.returncode == 0 and exported.stdout.startswith("{")
+    report = offlab("report", run_id, "--store", str(store), "--out", str(tmp_path / "mine"),
+                    cwd=tmp_path, as_nobody=True)
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "mine" / "report.md").is_file()
+    assert files(store.parent) == {"offlab.sqlite"}
+    unreadable = offlab("list", "--store", "/root/offlab-nope.sqlite", cwd=tmp_path, as_nobody=True)
+    assert unreadable.returncode == 1 and len(unreadable.stderr.strip().splitlines()) == 1
+    shutil.rmtree(tmp_path)
+
+
+def test_a_piped_list_keeps_every_column_whole(tmp_path: Path):
+    store = tmp_path / "s.sqlite"
+    run_id = build_store(store)
+    done = offlab("list", "--store", str(store), cwd=tmp_path)
+    row = next(line for line in done.stdout.splitlines() if line.startswith(run_id))
+    assert "complete" in row and len(row.split()) >= 6
+
+
+def test_version_and_short_help(tmp_path: Path):
+    assert offlab("--version", cwd=tmp_path).stdout.startswith("offlab ")
+    assert "Run a plan" in offlab("run", "-h", cwd=tmp_path).stdout
+
+
+def test_ctrl_c_during_start_up_is_one_line(tmp_path: Path):
+    proc = subprocess.Popen([*OFFLAB, "run", "--plan", "quick", "--dry-run"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # inside the imports and the plan expansion
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    if proc.returncode == 0:
+        pytest.skip("the dry run finished before the signal arrived")
+    assert proc.returncode == 130 and stderr.strip().splitlines() == ["offlab: interrupted"]

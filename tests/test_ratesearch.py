@@ -1,0 +1,62 @@
+"""The UDP capacity search on synthetic loss curves: it finds the knee within its
+resolution, stops, stores every probe, and says when the sender was the limit."""
+
+import pytest
+
+from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, overloaded, search)
+
+
+def receiver(knee_bps: float, sender_max_bps: float = 10e9):
+    """A receiver that keeps up to `knee_bps` and drops everything above it."""
+    asked: list[float] = []
+
+    def trial(rate: float) -> Probe:
+        asked.append(rate)
+        sent = sender_max_bps if rate == UNLIMITED else min(rate, sender_max_bps)
+        received = min(sent, knee_bps)
+        return Probe(rate, sent, received, 100.0 * (sent - received) / sent)
+
+    return trial, asked
+
+
+@pytest.mark.parametrize("knee", [3.7e9, 250e6, 9.9e9, 12e6])
+def test_finds_the_knee_within_its_resolution(knee):
+    trial, asked = receiver(knee)
+    rule = SearchRule(loss_percent=0.1, resolution=0.05, max_probes=30)
+    found = search(trial, rule)
+    low, high = found.bracket
+    assert found.resolved and low <= knee * 1.001 <= high * 1.001
+    assert high / low <= 1.05
+    assert found.rate_bps <= knee and found.rate_bps >= knee / 1.05 / 1.001
+    assert [p.offered_bps for p in found.probes] == asked and asked[0] == UNLIMITED
+    assert not found.sender_bound
+
+
+def test_stops_at_the_probe_budget_and_says_so():
+    trial, asked = receiver(1.3e9)
+    found = search(trial, SearchRule(resolution=0.001, max_probes=5))
+    assert len(asked) == 5 and not found.resolved
+    assert found.bracket[0] <= 1.3e9 < found.bracket[1]
+
+
+def test_a_sender_bound_case_is_its_senders_rate():
+    trial, asked = receiver(knee_bps=50e9, sender_max_bps=4e9)
+    found = search(trial)
+    assert found.sender_bound and found.rate_bps == 4e9 and asked == [UNLIMITED]
+
+
+def test_nothing_passes_above_the_floor():
+    trial, _ = receiver(knee_bps=10.0)
+    found = search(trial, SearchRule(floor_bps=1e6, max_probes=40))
+    assert found.rate_bps == 0.0 and found.bracket[0] == 0.0
+
+
+def test_loss_threshold_is_inclusive_and_overload_is_above_it():
+    assert Probe(1, 1, 1, 0.1).passed(0.1) and not Probe(1, 1, 1, 0.11).passed(0.1)
+    assert overloaded(99.4) and not overloaded(0.05) and not overloaded(None)
+
+
+@pytest.mark.parametrize("kwargs", [{"loss_percent": -1}, {"resolution": 0}, {"max_probes": 1}])
+def test_bad_rules_are_refused(kwargs):
+    with pytest.raises(SearchError):
+        SearchRule(**kwargs)
