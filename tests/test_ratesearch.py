@@ -3,7 +3,8 @@ resolution, stops, stores every probe, and says when the sender was the limit.""
 
 import pytest
 
-from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, overloaded, search)
+from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, overloaded, passed,
+                               search)
 
 
 def receiver(knee_bps: float, sender_max_bps: float = 10e9):
@@ -52,7 +53,7 @@ def test_nothing_passes_above_the_floor():
 
 
 def test_loss_threshold_is_inclusive_and_overload_is_above_it():
-    assert Probe(1, 1, 1, 0.1).passed(0.1) and not Probe(1, 1, 1, 0.11).passed(0.1)
+    assert passed(Probe(1, 1, 1, 0.1), 0.1) and not passed(Probe(1, 1, 1, 0.11), 0.1)
     assert overloaded(99.4) and not overloaded(0.05) and not overloaded(None)
 
 

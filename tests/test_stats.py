@@ -187,3 +187,22 @@ def test_runs_needed():
 def test_scaled_summary_changes_units():
     s = stats.summary([1e9, 2e9, 3e9]).scaled(1e-9)
     assert s.mean == pytest.approx(2.0) and s.std == pytest.approx(1.0)
+
+
+def test_interval_never_reaches_below_a_physical_zero():
+    from offlab.stats import summary
+
+    noisy = summary([0.016, 0.9, 0.02])  # a t-interval of this reaches far below 0
+    assert noisy.mean - noisy.ci95 < 0
+    low, high = noisy.interval
+    assert 0 < low < high and high > noisy.median
+    steady = summary([10.0, 10.2, 9.9])
+    assert steady.interval == (steady.mean - steady.ci95, steady.mean + steady.ci95)
+    assert summary([5.0]).interval is None
+
+
+def test_outliers_need_five_values():
+    from offlab.stats import modified_z_outliers
+
+    assert modified_z_outliers([1.0, 1.0, 1.01, 9.0]) == ()
+    assert modified_z_outliers([1.0, 1.0, 1.01, 0.99, 9.0]) == (4,)

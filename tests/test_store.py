@@ -173,3 +173,26 @@ def test_a_repetition_cannot_be_stored_twice(tmp_path):
         with pytest.raises(StoreError, match="already stored"):
             store.add_sample(run_id, case, sample)
         assert store.completed_counts(run_id) == {case.key: 1}
+
+
+def test_intervals_probes_and_datapath_state_round_trip(tmp_path):
+    from dataclasses import replace
+
+    from offlab.records import (CaseSpec, DatapathSetting, FeatureState, Interval, OffloadProfile,
+                                Params, PortSetting,
+                                RateProbe, TrafficSpec)
+
+    case = CaseSpec("middlebox", 1500, OffloadProfile("chkY", "both", {"tx-checksumming": True}),
+                    TrafficSpec("udp", 2.0, udp_payload=1472, mode="capacity"),
+                    topology=Params(path="a-b", router="offlab-fwd"), params=Params(checksum=True),
+                    datapath=DatapathSetting(True, "gso", (("a", PortSetting(frozenset({"csum"}))),)),
+                    label="middlebox-fwd-ab")
+    sample = Sample(case.key, 0, 1.0, 2.0, 1e9, 1.1e9,
+                    datapath={"fwd": {"mode.gso": FeatureState(True, requested=True)}},
+                    intervals=(Interval(0.0, 0.5, 9e8, True), Interval(0.5, 1.0, 1e9)),
+                    probes=(RateProbe(0.0, 5e9, 1e9, 80.0), RateProbe(2.2e9, 2.2e9, 1e9, 54.5)))
+    with Store(tmp_path / "r.sqlite") as store:
+        store.begin_run(replace(fixture_run_info(), run_id="x"))
+        store.add_sample("x", case, sample)
+        loaded = store.load_run("x")
+    assert loaded.cases == (case,) and loaded.samples[case.key] == (sample,)

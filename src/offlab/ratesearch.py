@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from .records import RateProbe
+
 DEFAULT_LOSS_PERCENT = 0.1
 DEFAULT_RESOLUTION = 0.05
 DEFAULT_FLOOR_BPS = 1e6
@@ -30,18 +32,12 @@ class SearchError(ValueError):
     """A search rule that cannot work (threshold, resolution, probe budget)."""
 
 
-@dataclass(frozen=True)
-class Probe:
-    """One trial at an offered rate, as measured."""
+Probe = RateProbe
+"""One trial at an offered rate (0: unlimited), as measured."""
 
-    offered_bps: float
-    """What was asked (0: unlimited)."""
-    sent_bps: float
-    received_bps: float
-    loss_percent: float
 
-    def passed(self, threshold_percent: float) -> bool:
-        return self.loss_percent <= threshold_percent
+def passed(probe: Probe, threshold_percent: float) -> bool:
+    return probe.loss_percent <= threshold_percent
 
 
 @dataclass(frozen=True)
@@ -83,7 +79,7 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
     """The highest offered rate with loss ≤ rule.loss_percent, within rule.resolution."""
     first = trial(UNLIMITED)
     probes = [first]
-    if first.passed(rule.loss_percent):
+    if passed(first, rule.loss_percent):
         return Capacity(first.received_bps, first.sent_bps, tuple(probes),
                         (first.sent_bps, math.inf), True, True)
     low, high = rule.floor_bps, max(first.sent_bps, rule.floor_bps)
@@ -92,7 +88,7 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
         rate = math.sqrt(low * high)
         probe = trial(rate)
         probes.append(probe)
-        if probe.passed(rule.loss_percent):
+        if passed(probe, rule.loss_percent):
             low, best = rate, probe
         else:
             high = rate

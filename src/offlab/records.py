@@ -38,16 +38,41 @@ class TrafficSpec:
     """TCP write size (iperf3 -l); None keeps iperf3's default."""
     bidirectional: bool = False
     streams: int = 1
+    mode: Literal["stream", "capacity", "rr"] = "stream"
+    """stream: iperf3 at `rate`; capacity: the highest UDP rate with loss at or below
+    `loss_percent` (ratesearch.py); rr: TCP request/response transactions (sockperf)."""
+    rate_bps: float | None = None
+    """UDP offered rate (iperf3 -b); None: as fast as the sender can."""
+    loss_percent: float = 0.1
+    """A UDP sample losing more than this is overloaded; the capacity search's bound."""
+    latency_probe: bool = False
+    """A TCP stream with an irtt probe beside it (RTT under load)."""
 
     @property
     def label(self) -> str:
+        if self.mode == "rr":
+            return "tcp-rr"
         if self.protocol == "udp":
             name = f"udp{self.udp_payload}"
+            if self.mode == "capacity":
+                name += "-capacity"
+            elif self.rate_bps:
+                name += f"-{rate_text(self.rate_bps)}"
         elif self.message_size:
             name = f"tcp-m{self.message_size}"
         else:
             name = "tcp"
+        if self.streams > 1:
+            name += f"-p{self.streams}"
         return name + ("-bidir" if self.bidirectional else "")
+
+
+def rate_text(bps: float) -> str:
+    """1e9 → "1G", 2.5e8 → "250M" (iperf3's own suffixes)."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:g}{unit}"
+    return f"{bps:g}"
 
 
 @dataclass(frozen=True)
@@ -230,6 +255,10 @@ class Sample:
     and each port ("tap:ofl-ta") → negotiated offload; empty on the kernel's path."""
     counters: Mapping[str, float] = field(default_factory=dict)
     """Extra per-sample deltas (drops, checksum errors, fwd counters …) by name."""
+    intervals: tuple["Interval", ...] = ()
+    """The receiver's rate over time, warm-up included (iperf3's report intervals)."""
+    probes: tuple["RateProbe", ...] = ()
+    """Capacity mode: every trial of the rate search, in the order run."""
 
     @property
     def loss_percent(self) -> float | None:
@@ -250,6 +279,26 @@ class Sample:
     def role_share(self, role: str) -> CpuShare | None:
         core = self.roles.get(role)
         return next((c for c in self.cpu if c.core == core), None)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One report interval of a test: seconds from its start, and the received rate."""
+
+    start_s: float
+    end_s: float
+    bps: float
+    warmup: bool = False
+
+
+@dataclass(frozen=True)
+class RateProbe:
+    """One trial of a capacity search (see ratesearch.Probe)."""
+
+    offered_bps: float
+    sent_bps: float
+    received_bps: float
+    loss_percent: float
 
 
 @dataclass(frozen=True)

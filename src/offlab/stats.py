@@ -6,11 +6,17 @@ Methods (all standard, cited so a reader can check them):
 - Spread: sample standard deviation with Bessel's correction (n − 1); coefficient of
   variation = s / |mean|.
 - Outliers: modified Z-score of Iglewicz & Hoaglin (1993), ``M = 0.6745 (x − median) / MAD``,
-  flagged when ``|M| > 3.5``. When MAD is 0 (more than half the values equal) the
+  flagged when ``|M| > 3.5`` and only from five values on (with fewer, the median and
+  MAD are too rough to call one of them odd). When MAD is 0 (more than half the values equal) the
   score falls back to the mean absolute deviation, ``M = (x − median) / (1.253314 · MeanAD)``
   (the convention used by IBM SPSS and others); when that is 0 too there are no outliers.
 - Difference of two means: Welch's unequal-variance t-test with Welch–Satterthwaite
   degrees of freedom (same p-value as ``scipy.stats.ttest_ind(equal_var=False)``).
+- Intervals that respect a physical zero: throughput, CPU % and latencies cannot be
+  negative, but a t-interval of a noisy mean can reach below 0. Where it does, and the
+  values are all positive, the interval is the t-interval of the log values,
+  back-transformed (Limpert, Stahel & Abbt 2001: a CI of the geometric mean, which is
+  asymmetric and positive); ``Summary.interval``.
 - Relative change with a CI: Fieller's theorem at Welch's degrees of freedom (see
   ``relative_change``), so it agrees with Welch's test by construction.
 - Runs needed for a target CI half-width: smallest n with ``t(0.975, n-1) · s/√n ≤ target``.
@@ -30,6 +36,7 @@ from scipy import stats as sps
 
 CONFIDENCE = 0.95
 MODIFIED_Z_THRESHOLD = 3.5
+MIN_OUTLIER_N = 5
 _MAD_TO_Z = 0.6745  # Φ⁻¹(0.75): makes MAD comparable to σ for normal data
 _MEANAD_TO_Z = 1.253314  # √(π/2): makes the mean absolute deviation comparable to σ
 
@@ -51,7 +58,10 @@ class Summary:
     mad: float
     """Median absolute deviation (raw, not scaled to σ)."""
     outliers: tuple[int, ...]
-    """Indices into ``values`` whose modified Z-score exceeds 3.5."""
+    """Indices into ``values`` whose modified Z-score exceeds 3.5 (n ≥ 5 only)."""
+    interval: tuple[float, float] | None = None
+    """95 % CI of the location, never below a physical zero for positive data (see the
+    module text); None with a single value."""
 
     @property
     def minimum(self) -> float:
@@ -93,7 +103,22 @@ def summary(values: Sequence[float]) -> Summary:
         median=median,
         mad=mad,
         outliers=modified_z_outliers(vals),
+        interval=positive_interval(vals, mean, ci95),
     )
+
+
+def positive_interval(values: Sequence[float], mean: float,
+                      ci95: float | None) -> tuple[float, float] | None:
+    """The t-interval (mean ± ci95) while it stays at or above 0; for positive data
+    whose t-interval crosses 0, the back-transformed t-interval of the logs."""
+    if ci95 is None:
+        return None
+    if mean - ci95 >= 0 or any(v <= 0 for v in values):
+        return (mean - ci95, mean + ci95)
+    logs = [math.log(v) for v in values]
+    log_mean = statistics.fmean(logs)
+    half = t_quantile(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return (math.exp(log_mean - half), math.exp(log_mean + half))
 
 
 def modified_z_scores(values: Sequence[float]) -> tuple[float, ...]:
@@ -117,9 +142,9 @@ def modified_z_scores(values: Sequence[float]) -> tuple[float, ...]:
 def modified_z_outliers(
     values: Sequence[float], threshold: float = MODIFIED_Z_THRESHOLD
 ) -> tuple[int, ...]:
-    """Indices of values whose |modified Z| exceeds ``threshold``. Needs n ≥ 3:
-    with two values neither can be told to be the odd one out."""
-    if len(values) < 3:
+    """Indices of values whose |modified Z| exceeds ``threshold``. Needs n ≥ 5: with
+    fewer, the median and the MAD are too rough to call one value odd."""
+    if len(values) < MIN_OUTLIER_N:
         return ()
     scores = modified_z_scores(values)
     return tuple(i for i, z in enumerate(scores) if abs(z) > threshold)

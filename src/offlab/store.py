@@ -9,7 +9,8 @@ Tables: ``run`` (environment, and the run settings as JSON), ``"case"`` (plan ce
 in plan order, with their topology and study parameters and datapath setting as
 JSON), ``sample`` (one per repetition), ``sample_cpu`` (sample × core × class),
 ``sample_offload`` (sample × layer × interface × feature; layer "ethtool" or
-"datapath"), ``sample_counter`` (sample × name), ``case_adaptive`` (how a case's
+"datapath"), ``sample_counter`` (sample × name), ``sample_interval`` (the receiver's rate per
+report interval), ``sample_probe`` (a capacity search's trials), ``case_adaptive`` (how a case's
 adaptive repetitions ended, see adaptive.py). Format 1 stores are upgraded by
 migrations.py.
 
@@ -35,7 +36,9 @@ from .records import (
     CaseSpec,
     CpuShare,
     FeatureState,
+    Interval,
     OffloadProfile,
+    RateProbe,
     RunInfo,
     Sample,
 )
@@ -83,6 +86,17 @@ CREATE TABLE IF NOT EXISTS sample_counter (
     sample_id INTEGER NOT NULL REFERENCES sample(id), name TEXT NOT NULL,
     value NOT NULL,
     PRIMARY KEY (sample_id, name)
+);
+CREATE TABLE IF NOT EXISTS sample_interval (
+    sample_id INTEGER NOT NULL REFERENCES sample(id), ordinal INTEGER NOT NULL,
+    start_s REAL NOT NULL, end_s REAL NOT NULL, bps REAL NOT NULL, warmup INTEGER NOT NULL,
+    PRIMARY KEY (sample_id, ordinal)
+);
+CREATE TABLE IF NOT EXISTS sample_probe (
+    sample_id INTEGER NOT NULL REFERENCES sample(id), ordinal INTEGER NOT NULL,
+    offered_bps REAL NOT NULL, sent_bps REAL NOT NULL, received_bps REAL NOT NULL,
+    loss_percent REAL NOT NULL,
+    PRIMARY KEY (sample_id, ordinal)
 );
 CREATE TABLE IF NOT EXISTS case_adaptive (
     run_id TEXT NOT NULL, case_key TEXT NOT NULL, target REAL NOT NULL,
@@ -320,6 +334,15 @@ class Store:
             "INSERT INTO sample_counter VALUES (?, ?, ?)",
             [(sample_id, name, value) for name, value in sample.counters.items()],
         )
+        self._conn.executemany(
+            "INSERT INTO sample_interval VALUES (?, ?, ?, ?, ?, ?)",
+            [(sample_id, n, i.start_s, i.end_s, i.bps, i.warmup) for n, i in enumerate(sample.intervals)],
+        )
+        self._conn.executemany(
+            "INSERT INTO sample_probe VALUES (?, ?, ?, ?, ?, ?)",
+            [(sample_id, n, p.offered_bps, p.sent_bps, p.received_bps, p.loss_percent)
+             for n, p in enumerate(sample.probes)],
+        )
 
     def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None:
         """Store (or replace, on resume) how a case's adaptive repetitions ended."""
@@ -449,6 +472,12 @@ class Store:
             cpu=self._load_cpu(sample_id), roles=json.loads(row[10]),
             offloads=self._load_offloads(sample_id, "ethtool"),
             datapath=self._load_offloads(sample_id, "datapath"),
+            intervals=tuple(Interval(a, b, c, bool(d)) for a, b, c, d in self._conn.execute(
+                "SELECT start_s, end_s, bps, warmup FROM sample_interval WHERE sample_id = ?"
+                " ORDER BY ordinal", (sample_id,)).fetchall()),
+            probes=tuple(RateProbe(*row) for row in self._conn.execute(
+                "SELECT offered_bps, sent_bps, received_bps, loss_percent FROM sample_probe"
+                " WHERE sample_id = ? ORDER BY ordinal", (sample_id,)).fetchall()),
             counters=dict(self._conn.execute(
                 "SELECT name, value FROM sample_counter WHERE sample_id = ? ORDER BY rowid",
                 (sample_id,),

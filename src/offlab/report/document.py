@@ -29,6 +29,12 @@ class ReportModel:
     """case key → how its adaptive repetitions ended (`run --ci-target`)."""
 
 
+def _local(results: RunResults) -> bool:
+    """Hosts were namespaces on one machine (every run before real hosts existed)."""
+    settings = results.info.settings
+    return settings is None or settings.hosts == "local"
+
+
 def build_report_model(
     results: RunResults, thresholds: Thresholds = Thresholds()
 ) -> ReportModel:
@@ -41,7 +47,7 @@ def build_report_model(
         finished_at=results.finished_at,
         groups=groups,
         warnings=find_warnings(results, rows, groups, thresholds),
-        recommendations=recommend(groups),
+        recommendations=recommend(groups, virtual_devices=_local(results)),
         thresholds=thresholds,
         samples=sum(len(s) for s in results.samples.values()),
         cases=len(results.cases),

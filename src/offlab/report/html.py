@@ -9,7 +9,8 @@ from typing import Mapping
 
 from .document import ReportModel
 from .recommend import Effect, digest, not_applied_sentence
-from .sections import grouped_warnings, headlines, run_facts, timestamp, rows_by_scenario
+from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
+                       rows_by_scenario, run_facts, timestamp, what_was_measured)
 from .tables import Table, cpu_table, offload_matrix, throughput_table
 from .views import seed_views
 
@@ -74,6 +75,7 @@ def render_html(model: ReportModel, charts: Mapping[str, bytes]) -> str:
         '<a href="#appendix">Appendix</a></nav>',
         '<h2 id="summary">Summary</h2>',
         render_table(run_facts(model), "facts"),
+        _measured(model),
         _headlines(model),
         _recommendations(model),
         _warnings(model),
@@ -92,6 +94,15 @@ def page(title: str, body: str) -> str:
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
     )
+
+
+def _measured(model: ReportModel) -> str:
+    lines = what_was_measured(model)
+    if not lines:
+        return ""
+    # The descriptions mark scenario names **bold** for Markdown.
+    items = "".join(f"<li>{_e(line).replace('**', '')}</li>" for line in lines)
+    return f'<h2 id="measured">What was measured</h2><ul>{items}</ul>'
 
 
 def _headlines(model: ReportModel) -> str:
@@ -114,8 +125,9 @@ def _recommendations(model: ReportModel) -> str:
         '<p class="muted">Only significant effects (Welch p &lt; 0.05 and the 95% CI of the '
         "relative change excluding 0); each step is credited to the features it turned off.</p>",
     ]
-    if not rec.goals:
-        out.append("<p>No offload had a significant effect in this run.</p>")
+    empty = no_advice_sentence(model)
+    if empty:
+        out.append(f"<p>{_e(empty)}</p>")
     for title, effects in rec.goals:
         items = "".join(_effect_item(e) for e in effects)
         out.append(f'<h3>{_e(title)}</h3><p><b>{_e(digest(effects))}.</b></p>'
@@ -127,6 +139,11 @@ def _recommendations(model: ReportModel) -> str:
         out.append(f'<p class="muted">{rec.tested} effects were tested; about '
                    f"{rec.expected_by_chance:.1f} would pass p &lt; 0.05 by chance alone, so "
                    "weigh a lone result with p &gt; 0.01 accordingly.</p>")
+    excluded = excluded_sentences(model)
+    if excluded:
+        items = "".join(f"<li>{_e(line)}</li>" for line in excluded)
+        out.append(f'<h3>Differences that are not offload effects (not advised)</h3>'
+                   f'<ul class="rec">{items}</ul>')
     if rec.no_effect:
         items = "".join(f"<li>{_e(n.sentence())}</li>" for n in rec.no_effect)
         out.append(f'<h3>No measurable effect here</h3><ul class="rec muted">{items}</ul>')

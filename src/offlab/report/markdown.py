@@ -6,7 +6,8 @@ from typing import Mapping
 
 from .document import ReportModel
 from .recommend import digest, not_applied_sentence
-from .sections import grouped_warnings, headlines, run_facts, rows_by_scenario
+from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
+                       rows_by_scenario, run_facts, what_was_measured)
 from .tables import Table, cpu_table, offload_matrix, throughput_table
 from .views import seed_views
 
@@ -29,6 +30,7 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
     parts = [
         f"# offlab report — {model.info.plan} (run {model.info.run_id})",
         render_table(run_facts(model)),
+        _measured(model),
         _summary(model),
         _recommendations(model),
         _warnings(model),
@@ -63,6 +65,13 @@ def _views(model: ReportModel, chart_paths: Mapping[str, str]) -> list[str]:
     return parts
 
 
+def _measured(model: ReportModel) -> str:
+    lines = what_was_measured(model)
+    if not lines:
+        return ""
+    return "## What was measured\n\n" + "\n".join(f"- {line}" for line in lines)
+
+
 def _summary(model: ReportModel) -> str:
     lines = headlines(model)
     if not lines:
@@ -75,8 +84,9 @@ def _recommendations(model: ReportModel) -> str:
     out = ["## Recommendations", "Only significant effects are listed (Welch p < 0.05, "
            "95% CI of the relative change excluding 0); each step is attributed to the "
            "features it turned off."]
-    if not rec.goals:
-        out.append("No offload had a significant effect in this run.")
+    empty = no_advice_sentence(model)
+    if empty:
+        out.append(empty)
     for title, effects in rec.goals:
         out.append(f"### {title}\n\n**{digest(effects)}.**\n\n"
                    + "\n".join(f"- {e.sentence()}" for e in effects))
@@ -87,6 +97,10 @@ def _recommendations(model: ReportModel) -> str:
         out.append(f"{rec.tested} effects were tested; about {rec.expected_by_chance:.1f} "
                    "would pass p < 0.05 by chance alone, so weigh a lone result with "
                    "p > 0.01 accordingly.")
+    excluded = excluded_sentences(model)
+    if excluded:
+        out.append("### Differences that are not offload effects (not advised)\n\n"
+                   + "\n".join(f"- {line}" for line in excluded))
     if rec.no_effect:
         out.append("### No measurable effect here\n\n"
                    + "\n".join(f"- {n.sentence()}" for n in rec.no_effect))

@@ -11,6 +11,8 @@ and a feature that changed with it (a cascade) is named in the sentence.
 
 An effect is listed only when it is significant: Welch p < 0.05 and the 95 % CIs of
 the relative change exclude 0. The rest are listed as having no measurable effect.
+Differences that are not offload effects at all — an overloaded UDP case, a property of
+the lab's veth devices — are set apart with the reason (validity.py) and never advised.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..stats import RelativeChange, Summary, relative_change
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change, format_p
 from .states import display_list, known_features, side_changes
+from .validity import exclusion, mechanism
 
 GOALS = {
     ("throughput", "tcp"): "To increase TCP throughput",
@@ -101,7 +104,8 @@ class Effect:
             f"{action} {step.where} — {format_change(change)}{unit} "
             f"({format_p(change.welch.p_value)}, {self.n}) · {step.group.context}"
         )
-        return text + _cascade_note(step)
+        why = mechanism(step.credited)
+        return text + _cascade_note(step) + (f"; why: {why}" if why else "")
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,8 @@ class Recommendations:
     steps: tuple[Step, ...]
     effects: tuple[Effect, ...]
     contradictions: tuple[Contradiction, ...] = ()
+    excluded: tuple[tuple[Step, str], ...] = ()
+    """Steps whose difference is no offload effect (overload, a virtual device), with why."""
 
     @property
     def tested(self) -> int:
@@ -178,12 +184,16 @@ class Recommendations:
         return 0.05 * self.tested
 
 
-def recommend(groups: Iterable[CaseGroup]) -> Recommendations:
+def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Recommendations:
+    """`virtual_devices`: the run's hosts were joined by veth/VXLAN/TAP devices on one
+    machine (a local run), whose own behaviour must not pass for an offload's."""
     # Groups whose profiles also change the userspace datapath (offlab-fwd's mode and
     # port offloads: the userspace study, R as offlab-fwd) are compared in their own
     # sections; "keep X on" is advice about ethtool offloads alone.
     groups = [g for g in groups if not _varies_datapath(g)]
-    steps = tuple(step for group in groups for step in group_steps(group))
+    all_steps = tuple(step for group in groups for step in group_steps(group))
+    reasons = {id(step): exclusion(step, virtual_devices) for step in all_steps}
+    steps = tuple(step for step in all_steps if reasons[id(step)] is None)
     effects = tuple(e for step in steps if step.credited for e in step_effects(step))
     by_goal: dict[str, list[Effect]] = {title: [] for title in GOALS.values()}
     for effect in effects:
@@ -201,6 +211,7 @@ def recommend(groups: Iterable[CaseGroup]) -> Recommendations:
         steps=steps,
         effects=effects,
         contradictions=_contradictions(effects),
+        excluded=tuple((step, reasons[id(step)]) for step in all_steps if reasons[id(step)]),
     )
 
 

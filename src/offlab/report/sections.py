@@ -10,6 +10,8 @@ from ..warnings import LabWarning
 from .document import ReportModel
 from .model import ProfileRow
 from .recommend import group_headline
+from .states import display_list
+from .topologies import describe
 from .tables import Table
 
 WARNING_TITLES = {
@@ -63,6 +65,34 @@ def settings_sentence(settings: RunSettings) -> str:
     steering = ("receive softirq steered to the receiving host's core" if settings.steer_rx_softirq
                 else "receive softirq where the kernel puts it")
     return f"{runs}; {steering}; hosts: {settings.hosts}"
+
+
+def what_was_measured(model: ReportModel) -> list[str]:
+    """The topology in words (report/topologies.py)."""
+    cases = [row.case for group in model.groups for row in group.rows]
+    return describe(cases, model.info.settings, model.info.kernel, model.info.cores)
+
+
+def no_advice_sentence(model: ReportModel) -> str | None:
+    """Why the recommendations list is empty, or None when it is not."""
+    rec = model.recommendations
+    if rec.goals:
+        return None
+    if not rec.steps and not rec.excluded:
+        return ("Nothing was compared: no group has two profiles of which one turns off a "
+                "subset of the other's offloads (a plan needs an all-on baseline, e.g. "
+                "sequences = [\"tx\", \"rx\"], for its profiles to be compared).")
+    return "No offload had a significant effect in this run."
+
+
+def excluded_sentences(model: ReportModel) -> list[str]:
+    """Differences shown in the tables but kept out of the advice, with why."""
+    out = []
+    for step, reason in model.recommendations.excluded:
+        features = display_list(step.credited or step.requested)
+        out.append(f"{step.group.context}: {features} {step.where} "
+                   f"({step.off_row.profile.name} vs {step.on_row.profile.name}) — {reason}")
+    return out
 
 
 def headlines(model: ReportModel) -> list[str]:

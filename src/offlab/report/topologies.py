@@ -1,0 +1,64 @@
+"""What was measured, in words: the topology behind each scenario of a run — which
+"hosts" are namespaces, what joins them (veth, VXLAN over veth, TAP and offlab-fwd),
+what the wire carries, and which roles share which core. A reader must know that a
+local run's hosts are network namespaces on one machine before reading any figure."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..records import CaseSpec, RunSettings
+
+LOCAL = ("Both \u201chosts\u201d are network namespaces on this one machine (kernel {kernel}, "
+         "{cores} cores); no NIC is on the path, so every offload acts on virtual devices.")
+
+SCENARIOS = {
+    "bare": "a veth pair joins the sender's and the receiver's namespace, standing in for the "
+            "NIC pair of the seed's baseline physical scenario",
+    "vxlan": "a VXLAN tunnel (VNI 42, UDP 4789) between the two namespaces runs over a veth "
+             "pair; traffic uses the inner addresses, so every packet is encapsulated on the "
+             "sender and decapsulated on the receiver",
+    "middlebox": "three namespaces A ⇄ R ⇄ B joined by two veth pairs; R routes in its kernel, "
+                 "or bridges its two veth ends through offlab-fwd (AF_PACKET ports)",
+    "vm2vm": "the sending \u201cVM\u201d namespace's TAP and the receiving one's TAP are joined "
+             "by offlab-fwd, the userspace virtio backend, or by a veth pair as the reference",
+    "vm2host": "the sending \u201cVM\u201d namespace's TAP is joined by offlab-fwd to an "
+               "AF_PACKET port on a veth leading to the receiving namespace",
+}
+WIRES = {
+    "mtu": "the wire carries MTU-sized frames: the sender's super-packets are segmented in "
+           "software before they reach the receiver's device, on a core of their own, as a "
+           "NIC pair would deliver them — the same for every receiver profile",
+    None: "the wire carries the sender's super-packets whole (veth passes 64 KiB TSO/GSO "
+          "packets through), so the receiver's GRO has nothing to merge",
+}
+CORES = ("{steering}; the sender's application runs on core 0 and the receiver's on core 1 "
+         "unless the layout says otherwise (the CPU tables name each role's core)")
+
+
+def describe(cases: Iterable[CaseSpec], settings: RunSettings | None, kernel: str,
+             cores: int) -> list[str]:
+    """One sentence per scenario variant of the run, after the sentence on where."""
+    if settings is not None and settings.hosts != "local":
+        return []  # real hosts describe themselves (hosts file, NIC, driver, link)
+    lines = [LOCAL.format(kernel=kernel, cores=cores)]
+    seen: set[tuple[str, object]] = set()
+    for case in cases:
+        wire = case.topology.get("wire")
+        key = (case.scenario_label, wire)
+        if key in seen:
+            continue
+        seen.add(key)
+        what = SCENARIOS.get(case.scenario, case.scenario)
+        text = f"**{case.scenario_label}**: {what}"
+        if case.scenario in ("bare", "vxlan"):
+            text += f"; {WIRES.get(wire, WIRES[None])}"
+        if "dut" in case.topology:
+            text += ("; DUT layout: the DUT's application on one core, its softirq work on the "
+                     "other, the generator sharing the application core")
+        lines.append(text + ".")
+    steering = ("receive processing is steered to the receiving namespace's core (RPS and a "
+                "pinned NAPI thread per veth)" if settings is None or settings.steer_rx_softirq
+                else "receive processing runs where veth puts it: on the sending core")
+    lines.append(CORES.format(steering=steering[:1].upper() + steering[1:]) + ".")
+    return lines

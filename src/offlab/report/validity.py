@@ -1,0 +1,94 @@
+"""Which measured differences may become advice about offloads, and why the others may
+not — each with the mechanism, in a sentence a network engineer can check.
+
+A difference between two profiles is an offload effect only if neither side was
+overloaded and the difference is not a property of the lab's virtual devices:
+
+* **Overload.** A UDP sample that lost more than its loss bound (0.1 % by default)
+  measured a receiver that did not keep up (at `-b 0` one in livelock): how two
+  processes contend for the cores, not what a profile carries. Such rows are shown, flagged, and used for nothing.
+* **veth transmit path.** TSO (tx-tcp-segmentation and the features that carry it)
+  segments TCP only. On veth, turning it off also changes how the pair hands packets
+  over (without TSO the peer takes its NAPI/GRO receive path), which moves UDP rates;
+  on a NIC it would not. So a TCP-only feature's effect on UDP, measured over veth,
+  is the device's, not the offload's.
+* **Super-packets on the wire.** A veth pair carries the sender's 64 KiB TSO/GSO
+  super-packets whole: the receiver's GRO has nothing to merge and its checksum is
+  never computed (the skb stays CHECKSUM_PARTIAL). Receiver offload effects are only
+  measurable where the wire carries MTU-sized frames, as from a NIC pair (the lab's
+  `wire = "mtu"` topology parameter, docs/methodology.md).
+
+Runs on real hosts (run settings `hosts` other than "local") have no virtual devices on
+the path, so only overload applies there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
+from .states import display_list
+
+if TYPE_CHECKING:  # recommend.py imports this module
+    from .model import ProfileRow
+    from .recommend import Step
+
+TCP_ONLY = frozenset({TSO, "tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-tcp-ecn-segmentation",
+                      "tx-tcp-mangleid-segmentation"})
+RECEIVER = frozenset({GRO, RX_CSUM, "large-receive-offload", "rx-gro-list", "rx-udp-gro-forwarding"})
+MTU_WIRE = "mtu"
+"""Topology parameter `wire`: the sender's super-packets are cut to MTU frames before the
+wire (software segmentation on a core of its own), as a NIC pair would deliver them."""
+
+MECHANISMS = {
+    TSO: "with TSO off the sending stack cuts each 64 KiB write into MTU segments in software "
+         "(GSO) and every segment walks the qdisc and the device driver",
+    TX_CSUM: "without tx checksumming every segment's TCP/UDP checksum is computed by the CPU, "
+             "and TSO, which needs it, goes off with it",
+    GSO: "with GSO off too, segments are built by TCP itself, one skb per MSS",
+    UDP_TNL: "without tunnel segmentation the stack segments the inner TCP before encapsulating, "
+             "one VXLAN packet per MSS",
+    GRO: "without GRO the receiving stack processes every MTU frame on its own instead of one "
+         "coalesced packet per flow and poll",
+    RX_CSUM: "without rx checksumming the receiver verifies every checksum in software",
+}
+
+
+def overloaded(row: "ProfileRow") -> bool:
+    """A UDP stream row with a sample above its loss bound (capacity rows never are: the
+    search only reports passing probes)."""
+    traffic = row.case.traffic
+    if traffic.protocol != "udp" or traffic.mode != "stream":
+        return False
+    return any(s.loss_percent is not None and s.loss_percent > traffic.loss_percent for s in row.samples)
+
+
+def exclusion(step: "Step", virtual_devices: bool) -> str | None:
+    """Why a step's difference must not become advice; None if it may."""
+    for row in (step.on_row, step.off_row):
+        if overloaded(row):
+            worst = max(s.loss_percent or 0.0 for s in row.samples)
+            return (f"overloaded: {row.profile.name} lost up to {worst:.1f}% of its UDP datagrams "
+                    f"(bound {row.case.traffic.loss_percent:g}%): the receiver did not keep up, "
+                    "and what the rate measures is how sender and receiver contend for the "
+                    "cores, not an offload; measure UDP with udp_rate = \"capacity\" instead")
+    if not virtual_devices:
+        return None
+    credited = set(step.credited)
+    if step.protocol == "udp" and credited and credited <= TCP_ONLY | {TX_CSUM, GSO}:
+        if credited & TCP_ONLY:
+            return (f"a veth property: {display_list(step.credited)} segments only TCP; on veth, "
+                    "turning it off moves the pair to its NAPI/GRO transmit path, which is what "
+                    "changed the UDP rate — a NIC has no such coupling")
+    wire = step.on_row.case.topology.get("wire")
+    if credited and credited <= RECEIVER and wire != MTU_WIRE:
+        return (f"a veth property: the sender's 64 KiB super-packets cross the veth whole, so "
+                f"{display_list(step.credited)} at the receiver had nothing to work on; measure "
+                "receiver offloads with wire = \"mtu\" (MTU frames on the wire, as from a NIC)")
+    return None
+
+
+def mechanism(features: tuple[str, ...]) -> str:
+    """The known mechanism of turning these features off, or "" if none is known."""
+    known = [MECHANISMS[f] for f in features if f in MECHANISMS]
+    return "; ".join(known)
