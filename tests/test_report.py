@@ -198,7 +198,7 @@ def test_run_without_samples_still_gives_a_report(tmp_path, results):
     md_path, html_path = write_report(empty, tmp_path)
     md = md_path.read_text()
     assert "| Status | failed |" in md and "Nothing was compared" in md
-    assert "0 of 5" not in md  # nothing measured: nothing is "missing" relative to the run
+    assert "0 of 5 repetitions stored" in md  # the run recorded that it planned 5
     assert "<img" not in html_path.read_text()
 
 
