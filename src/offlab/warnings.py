@@ -159,9 +159,31 @@ class UdpLossHigh:
     @property
     def advice(self) -> str:
         return (
-            "the sender generates more than the receiver can take; the receiver's goodput is "
-            "what is compared — lower the UDP target rate to measure loss-free capacity"
+            "the sender generated more than the receiver took: the case is overloaded, shown but "
+            "used for no effect, recommendation or CPU per Gbps — measure UDP with "
+            "udp_rate = \"capacity\" (highest rate at bounded loss) or a lower udp_rate"
         )
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Report intervals far below the case's median rate: the flow stopped for a while."""
+
+    case_key: str
+    repetition: int
+    intervals: int
+    seconds: float
+    median_bps: float
+
+    @property
+    def message(self) -> str:
+        return (f"{self.case_key} #{self.repetition}: {self.intervals} interval(s), {self.seconds:.1f} s "
+                f"in all, below 10% of the case's median {self.median_bps / 1e9:.3g} Gbit/s")
+
+    @property
+    def advice(self) -> str:
+        return ("a stall (retransmission timeout, a blocked receiver, another process taking the "
+                "core) lowers that repetition's mean; see the time series, and rerun if it is rare")
 
 
 @dataclass(frozen=True)
@@ -188,6 +210,7 @@ LabWarning = Union[
     OffloadNotAsRequested,
     CascadedFeature,
     UdpLossHigh,
+    Stall,
     IncompleteCase,
 ]
 

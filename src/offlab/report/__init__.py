@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..store import RunResults
 from .charts import group_chart
+from .timeseries import has_series, series_chart, series_slug
 from .document import ReportModel, build_report_model
 from .html import render_html
 from .markdown import render_markdown
@@ -29,6 +30,7 @@ def write_report(
     (out / CHART_DIR).mkdir(parents=True, exist_ok=True)
     model = build_report_model(results, thresholds)
     charts = {group.slug: group_chart(group) for group in model.groups}
+    charts.update({series_slug(group): series_chart(group) for group in model.groups if has_series(group)})
     charts.update(view_charts(model))  # message-size curves, DUT study
     chart_paths = {}
     for slug, png in charts.items():

@@ -20,6 +20,7 @@ from ..warnings import (
 )
 from .model import CaseGroup, ProfileRow, Thresholds
 from .states import changed_features
+from .timeseries import stalls
 
 MAX_SUGGESTED_RUNS = 100
 
@@ -40,6 +41,8 @@ def find_warnings(
             if row.loss_percent.mean > thresholds.loss_percent:
                 found.append(UdpLossHigh(key, row.loss_percent.mean, thresholds.loss_percent))
     found.extend(_cascades(groups))
+    for key, row in rows.items():
+        found.extend(stalls(key, row.samples))
     return tuple(found)
 
 

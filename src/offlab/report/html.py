@@ -12,6 +12,7 @@ from .recommend import Effect, digest, not_applied_sentence
 from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
                        rows_by_scenario, run_facts, timestamp, what_was_measured)
 from .tables import Table, cpu_table, offload_matrix, throughput_table
+from .timeseries import series_slug
 from .views import seed_views
 
 _CSS = """
@@ -186,6 +187,10 @@ def _results(model: ReportModel, charts: Mapping[str, bytes]) -> str:
         if group.slug in charts:
             out.append(f'<img class="chart" alt="{_e(group.title)}" '
                        f'src="{data_uri(charts[group.slug])}">')
+        if series_slug(group) in charts:
+            out.append(f'<details><summary>Throughput over time</summary><img class="chart" '
+                       f'alt="{_e(group.title)}: over time" src="{data_uri(charts[series_slug(group)])}">'
+                       "</details>")
         out.append(render_table(throughput_table(group)))
         out.append("<details open><summary>CPU per role (% of its core, mean±std)</summary>"
                    f"{render_table(cpu_table(group))}</details>")

@@ -9,6 +9,7 @@ from .recommend import digest, not_applied_sentence
 from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
                        rows_by_scenario, run_facts, what_was_measured)
 from .tables import Table, cpu_table, offload_matrix, throughput_table
+from .timeseries import series_slug
 from .views import seed_views
 
 
@@ -46,6 +47,8 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
         parts.append(f"### {group.title}")
         if group.slug in chart_paths:
             parts.append(f"![{group.title}]({chart_paths[group.slug]})")
+        if series_slug(group) in chart_paths:
+            parts.append(f"![{group.title}: throughput over time]({chart_paths[series_slug(group)]})")
         parts.append(render_table(throughput_table(group)))
         parts.append(f"CPU per role, % of its core, mean±std over runs:\n\n"
                      f"{render_table(cpu_table(group))}")

@@ -20,7 +20,8 @@ WARNING_TITLES = {
     "CpuSaturated": "CPU saturated",
     "OffloadNotAsRequested": "Offload state differs from the request",
     "CascadedFeature": "Features changed as a side effect",
-    "UdpLossHigh": "UDP loss",
+    "UdpLossHigh": "UDP loss (overloaded cases)",
+    "Stall": "Stalls in the time series",
     "IncompleteCase": "Missing repetitions",
 }
 

@@ -9,6 +9,7 @@ from ..studies import Section, registered
 from .adaptive import adaptive_sections
 from .document import ReportModel
 from .model import ProfileRow
+from .traffic_views import capacity_sections, latency_charts, latency_sections
 
 View = Section
 """A titled view with an introduction, an optional chart and captioned tables."""
@@ -25,7 +26,8 @@ def _rows(model: ReportModel) -> list[ProfileRow]:
 
 def seed_views(model: ReportModel) -> tuple[View, ...]:
     rows = _rows(model)
-    views = [view for study in registered() for view in study.sections(rows, model)]
+    views = capacity_sections(rows) + latency_sections(rows)
+    views += [view for study in registered() for view in study.sections(rows, model)]
     views += [Section(title, intro, tables) for title, intro, tables in adaptive_sections(model.adaptive)]
     return tuple(views)
 
@@ -33,4 +35,6 @@ def seed_views(model: ReportModel) -> tuple[View, ...]:
 def view_charts(model: ReportModel) -> dict[str, bytes]:
     """slug → PNG of every view that has a chart."""
     rows = _rows(model)
-    return {slug: png for study in registered() for slug, png in study.charts(rows).items()}
+    charts = latency_charts(rows)
+    charts.update({slug: png for study in registered() for slug, png in study.charts(rows).items()})
+    return charts
