@@ -47,15 +47,10 @@ def test_pathology_names():
     assert not counters.is_pathology("Ip.InReceives")
 
 
-def test_snapshot_uses_one_process_per_namespace():
-    calls = []
+def test_snapshot_uses_one_command_per_host():
+    from tests.fixtures.recording_host import RecordingHost
 
-    def fake_run(args):
-        calls.append(args)
-        from offlab.proc import Completed
-
-        return Completed(tuple(args), 0, FIXTURE.read_text(), "")
-
-    snap = counters.snapshot_many({"router": "ofl-1-r"}, run=fake_run)
-    assert calls == [["ip", "netns", "exec", "ofl-1-r", "cat", *counters.PROC_FILES]]
-    assert snap["router:Ip.DefaultTTL"] == 64
+    host = RecordingHost("r", lambda args: FIXTURE.read_text())
+    snap = counters.snapshot_many({"r": host})
+    assert host.calls == [["cat", *counters.PROC_FILES]]
+    assert snap["r:Ip.DefaultTTL"] == 64

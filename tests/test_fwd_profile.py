@@ -1,5 +1,6 @@
-"""Unit: a userspace profile → offlab-fwd's argument list, and its stats JSON (recorded
-from a real engine-GRO run) → flat sample counters."""
+"""Unit: a userspace datapath setting → offlab-fwd's argument list, and its stats JSON
+(recorded from a real engine-GRO run) → flat sample counters named as offlab-fwd names
+them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from offlab import datapath
-from offlab.datapath import DIRECT_PROFILE, PROFILES, datapath_of, study_profiles
+from offlab.studies.userspace.plan import PROFILES
 from offlab.fwd import (FwdConfig, FwdError, PortSpec, counters, delta, find_binary, fwd_args,
                         parse_stats, port_roles)
-from offlab.plan import PlanError, parse
-from offlab.records import OffloadProfile
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fwd_stats_engine_gro.json"
 A_PORT = "tap:ofl-ta@ofl-19453-a"
@@ -21,10 +19,10 @@ B_PORT = "tap:ofl-tb@ofl-19453-b"
 
 
 def config_for(name: str, cpu: int | None = 1) -> FwdConfig:
-    path = datapath_of(PROFILES[name])
-    a = PortSpec("tap", "ofl-ta", "ofl-1-a", path.a.offloads)
-    b = PortSpec("tap", "ofl-tb", "ofl-1-b", path.b.offloads, path.b.napi)
-    return FwdConfig(path.mode, (a, b), cpu)
+    setting = PROFILES[name].datapath
+    a = PortSpec("tap", "ofl-ta", "ofl-1-a", setting.port("a").offloads)
+    b = PortSpec("tap", "ofl-tb", "ofl-1-b", setting.port("b").offloads, setting.port("b").napi)
+    return FwdConfig(setting.mode, (a, b), cpu)
 
 
 def test_engine_gro_profile_gives_gro_mode_and_a_tso_egress():
@@ -42,45 +40,6 @@ def test_kernel_gro_profile_puts_napi_on_the_egress_tap_only():
     assert args[1:5] == ["--port", "tap:ofl-ta@ofl-1-a,offloads=csum",
                          "--port", "tap:ofl-tb@ofl-1-b,offloads=csum,napi"]
     assert "--cpu" not in args and args[args.index("--mode") + 1] == "pass"
-
-
-@pytest.mark.parametrize("name, mode, a_tso, b_tso", [
-    ("none", "pass", False, False), ("kernel-gso", "pass", False, False),
-    ("engine-gso", "gso", True, False), ("tso-pass", "pass", True, True),
-])
-def test_gso_study_profiles(name, mode, a_tso, b_tso):
-    path = datapath_of(PROFILES[name])
-    assert (path.mode, "tso4" in path.a.offloads, "tso4" in path.b.offloads) == (mode, a_tso, b_tso)
-    assert not path.direct and "csum" in path.a.offloads
-
-
-def test_only_none_turns_the_senders_gso_off():
-    gso_off = [n for n, p in PROFILES.items() if p.features.get("generic-segmentation-offload") is False]
-    assert gso_off == ["none"]
-
-
-def test_every_profile_names_exactly_one_mode():
-    for profile in PROFILES.values():
-        modes = [k for k, v in profile.features.items() if k.startswith("fwd.mode.") and v]
-        assert len(modes) == 1, profile.name
-
-
-def test_two_modes_are_refused():
-    profile = OffloadProfile("x", "both", {"fwd.mode.gro": True, "fwd.mode.gso": True})
-    with pytest.raises(ValueError, match="exactly one"):
-        datapath_of(profile)
-
-
-def test_direct_profile_and_study_order():
-    assert datapath_of(DIRECT_PROFILE).direct
-    names = [p.name for p in study_profiles(["gro", "direct", "gso"])]
-    assert names == ["veth-direct", "none", "kernel-gso", "engine-gso", "tso-pass",
-                     "kernel-gro", "engine-gro"]
-
-
-def test_datapath_features_are_not_ethtool_features():
-    plain = datapath.ethtool_features(PROFILES["kernel-gro"].features)
-    assert plain == {"generic-segmentation-offload": True, "generic-receive-offload": True}
 
 
 def test_port_spec_refuses_napi_on_a_packet_port_and_unknown_offloads():
@@ -134,14 +93,13 @@ def test_no_binary_anywhere_says_make_build(monkeypatch, tmp_path):
         find_binary(tmp_path / "target" / "release" / "offlab-fwd")
 
 
-def test_a_plan_with_datapath_studies_expands_to_their_profiles():
-    plan = parse('name = "u"\nruns = 1\nduration = 1.0\nscenarios = ["vm2vm"]\nmtus = [1500]\n'
-                 'traffic = ["tcp"]\ndatapath = ["direct", "gro"]\n', "test")
-    assert [c.profile.name for c in plan.cases] == ["veth-direct", "kernel-gso", "kernel-gro",
-                                                    "engine-gro"]
 
 
-def test_datapath_studies_refuse_a_scenario_without_a_forwarder():
-    with pytest.raises(PlanError, match="no userspace datapath"):
-        parse('name = "u"\nruns = 1\nduration = 1.0\nscenarios = ["bare"]\nmtus = [1500]\n'
-              'traffic = ["tcp"]\ndatapath = ["gso"]\n', "test")
+def test_counter_names_come_from_offlab_fwds_own_output():
+    """No hand-kept list: a counter offlab-fwd adds is a sample counter at once."""
+    doc = json.loads(FIXTURE.read_text())
+    first = next(iter(doc["directions"].values()))
+    first["tunnel_headers_added"] = 12
+    first["gro_refusals"] = {"ttl": {"differs": 2}}
+    flat = parse_stats(json.dumps(doc)).directions[f"{A_PORT} -> {B_PORT}"]
+    assert flat["tunnel_headers_added"] == 12 and flat["gro_refused.ttl.differs"] == 2

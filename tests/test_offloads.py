@@ -6,7 +6,8 @@ from pathlib import Path
 from offlab import offloads
 from offlab.offloads import (GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, Interface,
                              OffloadControl, parse_features)
-from offlab.proc import Completed
+from offlab.studies.offloads.plan import one_off_at_a_time, rx_sequence, tx_sequence
+from tests.fixtures.recording_host import RecordingHost
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -54,43 +55,32 @@ def test_qualifiers_and_malformed_lines():
 
 
 def test_tx_sequence_is_cumulative_and_tunnel_aware():
-    bare = offloads.tx_sequence(tunnel=False)
+    bare = tx_sequence(tunnel=False)
     assert [p.name for p in bare] == ["all-on", "tso-off", "tso+txcsum-off", "tso+txcsum+gso-off"]
     assert bare[0].side == "both" and bare[0].features == {}
     assert bare[2].features == {TSO: False, TX_CSUM: False}
     assert UDP_TNL not in bare[3].features
-    assert offloads.tx_sequence(tunnel=True)[3].features == {TSO: False, TX_CSUM: False, GSO: False, UDP_TNL: False}
+    assert tx_sequence(tunnel=True)[3].features == {TSO: False, TX_CSUM: False, GSO: False, UDP_TNL: False}
 
 
 def test_rx_sequence_and_single_mode():
-    assert [p.features for p in offloads.rx_sequence()] == [{}, {GRO: False}, {GRO: False, RX_CSUM: False}]
-    singles = offloads.one_off_at_a_time("tx", tunnel=True)
+    assert [p.features for p in rx_sequence()] == [{}, {GRO: False}, {GRO: False, RX_CSUM: False}]
+    singles = one_off_at_a_time("tx", tunnel=True)
     assert [p.name for p in singles] == ["all-on", "only-tso-off", "only-txcsum-off", "only-gso-off", "only-udptnl-off"]
     assert all(len(p.features) == 1 for p in singles[1:])
 
 
-class RecordedEthtool:
-    """Replays a recorded `ethtool -k` and remembers every `-K` asked for."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.calls: list[list[str]] = []
-
-    def __call__(self, args, check=True, timeout=30.0):
-        self.calls.append(list(args))
-        return Completed(tuple(args), 0, self.text if "-k" in args else "", "")
-
-
 def test_apply_skips_fixed_and_unchanged_features_and_marks_requests():
-    ethtool = RecordedEthtool((FIXTURES / "ethtool-k-vxlan.txt").read_text())
-    control = OffloadControl(ethtool)
-    tx = Interface("tx", "ofl-1-tx", "ofl-vx0")
-    rx = Interface("rx", "ofl-1-rx", "ofl-vx1")
-    profile = offloads.tx_sequence(tunnel=True)[1]  # TSO off
+    text = (FIXTURES / "ethtool-k-vxlan.txt").read_text()
+    tx_host = RecordingHost("tx", lambda args: text if "-k" in args else "")
+    rx_host = RecordingHost("rx", lambda args: text if "-k" in args else "")
+    control = OffloadControl()
+    tx = Interface("tx", tx_host, "ofl-vx0")
+    rx = Interface("rx", rx_host, "ofl-vx1")
+    profile = tx_sequence(tunnel=True)[1]  # TSO off
     state = control.apply(profile, [tx, rx])
-    sets = [c for c in ethtool.calls if "-K" in c]
-    assert sets[0][:4] == ["ip", "netns", "exec", "ofl-1-tx"]
-    assert sets[0][sets[0].index("-K") + 1:] == ["ofl-vx0", TSO, "off"]
+    sets = [c for c in tx_host.calls if "-K" in c]
+    assert sets[0] == ["ethtool", "-K", "ofl-vx0", TSO, "off"]
     assert UDP_TNL not in sets[0]  # fixed on this device: never asked
     assert state["tx:ofl-vx0"][TSO].requested is False
     assert state["rx:ofl-vx1"][TSO].requested is None  # the profile leaves the receiver alone

@@ -3,14 +3,15 @@ and /proc/net/dev (retransmits, checksum errors, drops per interface).
 
 A forwarded path that "collapses" under some offload profile (seed 003: checksum offload
 on a middlebox) shows up here before it shows up anywhere else, so every sample of the
-middlebox plan keeps these deltas. Parsers are pure; one function reads a namespace.
+middlebox plan keeps these deltas. Parsers are pure; one function reads a host.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-from . import proc
+if TYPE_CHECKING:
+    from .hosts import Host
 
 PROC_FILES = ("/proc/net/snmp", "/proc/net/netstat", "/proc/net/dev")
 
@@ -99,21 +100,17 @@ def is_pathology(name: str) -> bool:
     return name in PATHOLOGY_COUNTERS or "CsumErrors" in name
 
 
-Runner = Callable[[list[str]], proc.Completed]
+def snapshot(host: "Host") -> Counters:
+    """The three files as the host sees them (one command; /proc/net is per namespace)."""
+    return parse_all(host.run(["cat", *PROC_FILES], timeout=10.0).stdout)
 
 
-def snapshot(namespace: str, run: Runner | None = None) -> Counters:
-    """Read the three files inside `namespace` (one process; /proc/net is per namespace)."""
-    runner = run or (lambda args: proc.run(args, timeout=10.0))
-    return parse_all(runner(proc.in_netns(namespace, ["cat", *PROC_FILES])).stdout)
-
-
-def snapshot_many(namespaces: Mapping[str, str], run: Runner | None = None) -> Counters:
-    """Snapshots of several namespaces, each counter prefixed with its role
-    ("router:Tcp.RetransSegs")."""
+def snapshot_many(hosts: Mapping[str, "Host"]) -> Counters:
+    """Snapshots of several hosts, each counter prefixed with the host's name
+    ("r:Tcp.RetransSegs")."""
     out: Counters = {}
-    for role, namespace in namespaces.items():
-        out.update({f"{role}:{k}": v for k, v in snapshot(namespace, run).items()})
+    for name, host in hosts.items():
+        out.update({f"{name}:{k}": v for k, v in snapshot(host).items()})
     return out
 
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from .records import CPU_CLASSES, CpuShare
+
+if TYPE_CHECKING:
+    from .hosts import Host
 
 PROC_STAT = Path("/proc/stat")
 
@@ -76,8 +79,10 @@ def shares_between(before: CpuTimes, after: CpuTimes) -> tuple[CpuShare, ...]:
     return tuple(shares)
 
 
-def snapshot(path: Path = PROC_STAT) -> CpuTimes:
-    return parse_proc_stat(path.read_text())
+def snapshot(host: "Host | None" = None) -> CpuTimes:
+    """Every core of the host's machine (this machine's when no host is given)."""
+    text = host.read_file(str(PROC_STAT)) if host is not None else PROC_STAT.read_text()
+    return parse_proc_stat(text)
 
 
 # --- one process ------------------------------------------------------------------------
@@ -106,11 +111,12 @@ def parse_pid_stat(text: str) -> ProcessTimes:
         raise ProcStatError(f"non-numeric utime/stime in {text[:80]!r}") from None
 
 
-def process_times(pid: int) -> ProcessTimes | None:
+def process_times(pid: int, host: "Host | None" = None) -> ProcessTimes | None:
     """None once the process is gone (a client that already exited)."""
     try:
-        return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
-    except (FileNotFoundError, ProcessLookupError):
+        text = host.read_file(f"/proc/{pid}/stat") if host is not None else Path(f"/proc/{pid}/stat").read_text()
+        return parse_pid_stat(text)
+    except (FileNotFoundError, ProcessLookupError, OSError):
         return None
 
 

@@ -6,11 +6,9 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from pyroute2 import NetlinkError, NetNS
-
+from .hosts import LocalNamespace
+from .hosts.naming import device_name
 from .proc import ProcessError, run
-from .topology.base import Topology
-from .topology.naming import device_name
 
 TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2"}
 DEVICE_KINDS = ("veth", "vxlan")
@@ -46,45 +44,26 @@ def check_tun() -> Check:
     return Check("kernel: tun", True, "/dev/net/tun opens")
 
 
-class _Probe(Topology):
-    """A throw-away namespace in which each device kind the scenarios use is created."""
-
-    scenario = "doctor"
-
-    def __init__(self) -> None:
-        super().__init__(mtu=1500)
-        self.results: dict[str, str | None] = {}
-
-    def _build(self) -> None:
-        ns_name = self.add_namespace("doctor")
-        with NetNS(ns_name) as ns:
-            self._try(ns, "veth", dict(ifname=device_name("d0"), kind="veth",
-                      peer={"ifname": device_name("d1")}))
-            self._try(ns, "vxlan", dict(ifname=device_name("dvx"), kind="vxlan", vxlan_id=42,
-                      vxlan_port=4789, vxlan_local="10.201.0.1"))
-
-    def _try(self, ns: NetNS, device_kind: str, link: dict[str, object]) -> None:
-        try:
-            ns.link("add", **link)
-            self.results[device_kind] = None
-        except (OSError, NetlinkError) as err:
-            self.results[device_kind] = str(err)
-
-
 def check_device_kinds() -> list[Check]:
     """Create a veth pair and a VXLAN device in a throw-away namespace: proof that the
     kernel (modules loaded, built in or auto-loaded) supports what the scenarios build."""
-    probe = _Probe()
+    probe = LocalNamespace("doctor")
     try:
-        with probe:
-            pass
+        probe.create()
     except OSError as err:
         return [Check("network namespaces", False, str(err), "needs root and CONFIG_NET_NS")]
     checks = [Check("network namespaces", True, "created and removed one")]
-    for kind in DEVICE_KINDS:
-        failure = probe.results.get(kind, "not tried")
-        checks.append(Check(f"kernel: {kind}", failure is None, failure or "device created",
-                            "" if failure is None else f"modprobe {kind} (CONFIG_{kind.upper()})"))
+    try:
+        for kind, args in (("veth", ["link", "add", device_name("d0"), "type", "veth", "peer", "name",
+                                     device_name("d1")]),
+                           ("vxlan", ["link", "add", device_name("dvx"), "type", "vxlan", "id", "42",
+                                      "dstport", "4789", "local", "10.201.0.1"])):
+            done = probe.ip(*args, check=False)
+            failure = done.stderr.strip() if done.returncode else None
+            checks.append(Check(f"kernel: {kind}", failure is None, failure or "device created",
+                                "" if failure is None else f"modprobe {kind} (CONFIG_{kind.upper()})"))
+    finally:
+        probe.remove()
     return checks
 
 

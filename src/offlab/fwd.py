@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 
 from .cpu import ProcessTimes, process_percent, process_times
 from .proc import stop as stop_process
+from .runscope import RUNTIME_ROOT
 
 BINARY_ENV = "OFFLAB_FWD"
 """Environment variable naming the offlab-fwd binary to use instead of the built one."""
@@ -36,11 +37,10 @@ READY_TIMEOUT_S = 10.0
 STATS_TIMEOUT_S = 5.0
 STOP_GRACE_S = 3.0
 COUNTER_PREFIX = "fwd:"
-DIRECTION_COUNTERS = (
-    "rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_super_packets",
-    "passed_super_packets", "segmented_super_packets", "segments", "merged_packets",
-    "merged_super_packets", "checksums_completed", "non_ip_frames", "dropped",
-)
+NESTED = {"drops": "drop", "gro_refusals": "gro_refused"}
+"""offlab-fwd's nested counter objects and the prefix of their flattened names; every
+other number in a direction object is a counter under its own name. The names are
+offlab-fwd's (crates/fwd/src/stats.rs), read from its output, never listed here."""
 
 
 class FwdError(Exception):
@@ -154,15 +154,27 @@ def parse_stats(text: str) -> FwdStats:
 
 
 def _flat_direction(name: str, doc: Any) -> dict[str, float]:
+    """Every counter of one direction: numbers as they are, nested objects flattened
+    ("drops": {"egress": {"ENOBUFS": 3}} → "drop.egress.ENOBUFS")."""
     if not isinstance(doc, dict):
         raise FwdError(f"offlab-fwd stats: direction {name!r} is not an object")
-    flat = {key: float(doc[key]) for key in DIRECTION_COUNTERS if isinstance(doc.get(key), (int, float))}
-    for category, reasons in (doc.get("drops") or {}).items():
-        for reason, count in (reasons or {}).items():
-            flat[f"drop.{category}.{reason}"] = float(count)
-    for reason, count in (doc.get("gro_refusals") or {}).items():
-        flat[f"gro_refused.{reason}"] = float(count)
+    flat: dict[str, float] = {}
+    for key, value in doc.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            flat[key] = float(value)
+        elif isinstance(value, dict):
+            _flatten(NESTED.get(key, key), value, flat)
     return flat
+
+
+def _flatten(prefix: str, doc: dict[str, Any], into: dict[str, float]) -> None:
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            _flatten(f"{prefix}.{key}", value, into)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            into[f"{prefix}.{key}"] = float(value)
 
 
 def counters(stats: FwdStats, ports: Mapping[str, str]) -> dict[str, float]:
@@ -196,7 +208,10 @@ class Forwarder:
     def __init__(self, config: FwdConfig, binary: Path | None = None):
         self.config = config
         self.binary = binary or find_binary()
-        self._dir = Path(tempfile.mkdtemp(prefix="offlab-fwd-"))
+        # Under the run's runtime directory when there is one (runscope.py): a killed
+        # run's files are then removed by the next run, not left in /tmp.
+        runtime = RUNTIME_ROOT / f"run-{os.getpid()}"
+        self._dir = Path(tempfile.mkdtemp(prefix="offlab-fwd-", dir=runtime if runtime.is_dir() else None))
         self.stats_file = self._dir / "stats.json"
         self._stdout = self._dir / "stdout.jsonl"
         self._stderr = self._dir / "stderr.txt"

@@ -1,15 +1,25 @@
-"""One repetition of one case: iperf3 between the topology's hosts, /proc/stat
-snapshots bracketing exactly the measured window, and the `Sample` built from both."""
+"""One repetition of one case: traffic between the topology's endpoints, /proc/stat
+snapshots bracketing exactly the measured window, and the `Sample` built from both.
+
+Three traffic modes (TrafficSpec.mode):
+* stream — iperf3 at the spec's rate; with `latency_probe`, an irtt probe beside it;
+* capacity — a rate search of short UDP probes (ratesearch.py); the sample is the best
+  passing probe, its CPU window that probe's, every probe kept;
+* rr — sockperf ping-pong over TCP: transactions per second and their latency.
+
+Every sample also records the foreign load over its window (foreign.py): CPU used by
+processes that are not the run's own.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import time
-from typing import Mapping
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
 
-from . import cpu
-from .proc import in_netns, spawn, stop
-from .records import CaseSpec, CpuShare, FeatureState, Sample
+from . import cpu, foreign, latency, ratesearch
+from .records import CaseSpec, CpuShare, FeatureState, RateProbe, Sample, TrafficSpec
 from .topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
                       wait_for_data_connection)
@@ -18,58 +28,189 @@ START_TIMEOUT_S = 2.0
 """How long to watch for the client's data connection before timing from its launch."""
 CLIENT_GRACE_S = 10.0
 """How long past warm-up + duration the client may take to report before we give up."""
+PROBE_SECONDS = 1.0
+"""Each capacity probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
+PROBE_WARMUP_S = 0.3
 
 
-def measure(
-    topology: Topology,
-    case: CaseSpec,
-    repetition: int,
-    offloads: Mapping[str, Mapping[str, FeatureState]],
-    port: int = DEFAULT_PORT,
-    server_pid: int | None = None,
-    kernel_threads: Mapping[int, int] | None = None,
-) -> Sample:
-    """`kernel_threads`: pid → core of the NAPI threads pinned for this case; their time
-    is kept apart so that `other_busy_pct` counts only work that is not ours."""
+@dataclass(frozen=True)
+class Context:
+    """What a measurement needs beside the case: the server's port and pid, the NAPI
+    threads pinned for the case (pid → core), the run's cgroup (foreign load)."""
+
+    port: int = DEFAULT_PORT
+    server_pid: int | None = None
+    kernel_threads: Mapping[int, int] | None = None
+    own_cgroup: str | None = None
+
+
+def measure(topology: Topology, case: CaseSpec, repetition: int,
+            offloads: Mapping[str, Mapping[str, FeatureState]],
+            datapath: Mapping[str, Mapping[str, FeatureState]], context: Context) -> Sample:
     spec = case.traffic
+    if spec.mode == "capacity":
+        sample = _capacity(topology, case, repetition, context)
+    elif spec.mode == "rr":
+        sample = _request_response(topology, case, repetition, context)
+    else:
+        sample = _stream(topology, case, repetition, spec, context)
+    return replace(sample, offloads={k: dict(v) for k, v in offloads.items()},
+                   datapath={k: dict(v) for k, v in datapath.items()})
+
+
+# --- one iperf3 test with its CPU window ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """What happened on the machine between the snapshots of a measured window."""
+
+    started_at: float
+    seconds: float
+    shares: tuple[CpuShare, ...]
+    counters: dict[str, float]
+
+
+def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
+           beside: Callable[[], Callable[[], dict[str, float]]] | None = None) -> tuple[TrafficResult, Window]:
+    """Run one iperf3 client; `beside` starts a companion (the latency probe) once the
+    data connection is up and returns the function that finishes it."""
     sender, receiver = topology.sender, topology.receiver
-    args = in_netns(sender.namespace, client_args(spec, receiver.address, sender.core, port))
-    client = spawn(args, capture_stdout=True)
+    client = sender.host.spawn(client_args(spec, receiver.address, sender.core, context.port),
+                               capture_stdout=True)
+    finish_beside = None
     try:
         launched = time.monotonic()
-        apps = {"sender_app": client.pid, "receiver_app": server_pid}
-        apps.update({f"napi_core{core}": pid for pid, core in (kernel_threads or {}).items()})
+        apps = {"sender_app": client.pid, "receiver_app": context.server_pid}
+        apps.update({f"napi_core{core}": pid for pid, core in (context.kernel_threads or {}).items()})
         # iperf3 starts its clock once its data connection is up, some milliseconds
         # (more on a loaded machine) after launch: the CPU window is timed from then.
-        connected = wait_for_data_connection(client.pid, port, START_TIMEOUT_S)
+        connected = wait_for_data_connection(sender.host, client.pid, context.port, START_TIMEOUT_S)
         start = connected if connected is not None else launched
+        if beside is not None:
+            finish_beside = beside()
         _sleep_until(start + spec.warmup_s)
-        before, started_at, opened = cpu.snapshot(), time.time(), time.monotonic()
+        before, started_at, opened = cpu.snapshot(sender.host), time.time(), time.monotonic()
+        others_before = foreign.snapshot(context.own_cgroup)
         apps_before = _app_times(apps)
         _sleep_until(start + spec.warmup_s + spec.duration_s)
-        after, closed = cpu.snapshot(), time.monotonic()
+        after, closed = cpu.snapshot(sender.host), time.monotonic()
+        others_after = foreign.snapshot(context.own_cgroup)
         apps_after = _app_times(apps)
         try:
             out, err = client.communicate(timeout=CLIENT_GRACE_S)
         except subprocess.TimeoutExpired:
-            raise IperfError(f"{case.key} run {repetition}: iperf3 client still running "
-                             f"{CLIENT_GRACE_S:g} s after its test should have ended") from None
+            raise IperfError(f"{label}: iperf3 client still running {CLIENT_GRACE_S:g} s "
+                             "after its test should have ended") from None
         finished = time.monotonic()
     finally:
-        stop(client)
+        sender.host.stop(client)
+    extra = finish_beside() if finish_beside is not None else {}
     try:
         result = parse_result(out, spec.warmup_s)
     except IperfError as failure:
-        raise IperfError(f"{case.key} run {repetition}: {failure}; stderr: {err.strip()[-200:]}") from None
+        raise IperfError(f"{label}: {failure}; stderr: {err.strip()[-200:]}") from None
     shares = cpu.shares_between(before, after)
+    busy, top = foreign.busy_percent(others_before, others_after, closed - opened)
     counters = {
         "cpu_window_s": closed - opened,
         "iperf3_start_lag_s": start - launched,
         "iperf3_overhead_s": finished - launched - spec.warmup_s - spec.duration_s,
-        **_app_counters(apps_before, apps_after, closed - opened, shares),
+        "other_busy_pct": busy,
+        **{f"other_top_{n}_pct": pct for n, (_, pct) in enumerate(top[:1])},
+        **_app_counters(apps_before, apps_after, closed - opened),
         **result.counters,  # per-direction rates of a bidirectional test
+        **extra,
     }
-    return _sample(case, repetition, started_at, result, shares, topology.roles, offloads, counters)
+    return result, Window(started_at, closed - opened, shares, counters)
+
+
+def _stream(topology: Topology, case: CaseSpec, repetition: int, spec: TrafficSpec,
+            context: Context) -> Sample:
+    label = f"{case.key} run {repetition}"
+    probe = _latency_probe(topology, spec) if spec.latency_probe else None
+    result, window = _iperf(topology, spec, context, label, probe)
+    return _sample(case, repetition, result, window, topology.roles)
+
+
+def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callable[[], dict[str, float]]]:
+    """irtt from the sender to the receiver for the test's warm-up + duration."""
+    sender, receiver = topology.sender, topology.receiver
+
+    def start() -> Callable[[], dict[str, float]]:
+        output = f"/tmp/offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json"
+        args = latency.irtt_client_args(receiver.address, spec.warmup_s + spec.duration_s, output)
+        process = sender.host.spawn(args)
+
+        def finish() -> dict[str, float]:
+            try:
+                process.wait(timeout=CLIENT_GRACE_S)
+                text = sender.host.read_file(output)
+            except (subprocess.TimeoutExpired, OSError) as failure:
+                raise IperfError(f"irtt probe did not report: {failure}") from None
+            finally:
+                sender.host.stop(process)
+                sender.host.run(["rm", "-f", output], check=False)
+            return latency.parse_irtt(text).counters("rtt")
+
+        return finish
+
+    return start
+
+
+# --- capacity: a rate search ------------------------------------------------------------
+
+
+def _capacity(topology: Topology, case: CaseSpec, repetition: int, context: Context) -> Sample:
+    spec = case.traffic
+    trials: dict[float, tuple[TrafficResult, Window]] = {}
+
+    def trial(rate: float) -> RateProbe:
+        probe_spec = replace(spec, mode="stream", rate_bps=rate or None, duration_s=PROBE_SECONDS - PROBE_WARMUP_S,
+                             warmup_s=PROBE_WARMUP_S)
+        result, window = _iperf(topology, probe_spec, context, f"{case.key} run {repetition} probe")
+        trials[rate] = (result, window)
+        return RateProbe(rate, result.sender_bps, result.throughput_bps, result.loss_percent or 0.0)
+
+    rule = ratesearch.SearchRule(loss_percent=spec.loss_percent, resolution=0.1, max_probes=6)
+    found = ratesearch.search(trial, rule)
+    knee = found.offered_bps if found.sender_bound else next(
+        (p.offered_bps for p in found.probes if p.received_bps == found.rate_bps), found.probes[0].offered_bps)
+    key = 0.0 if found.sender_bound or knee not in trials else knee
+    result, window = trials[key]
+    counters = {**window.counters, "capacity_probes": float(len(found.probes)),
+                "capacity_bracket_low_bps": found.bracket[0], "capacity_sender_bound": float(found.sender_bound)}
+    sample = _sample(case, repetition, result, replace(window, counters=counters), topology.roles)
+    return replace(sample, probes=found.probes)
+
+
+# --- request/response -------------------------------------------------------------------
+
+
+def _request_response(topology: Topology, case: CaseSpec, repetition: int, context: Context) -> Sample:
+    """sockperf ping-pong: a server on the receiver, the client on the sender."""
+    spec = case.traffic
+    sender, receiver = topology.sender, topology.receiver
+    server = receiver.host.spawn(latency.sockperf_server_args(receiver.address, receiver.core))
+    try:
+        time.sleep(0.3)  # sockperf has no readiness signal; its bind is immediate
+        before, started_at, opened = cpu.snapshot(sender.host), time.time(), time.monotonic()
+        done = sender.host.run(latency.sockperf_client_args(receiver.address, sender.core,
+                                                            spec.warmup_s + spec.duration_s),
+                               timeout=spec.warmup_s + spec.duration_s + CLIENT_GRACE_S)
+        after, closed = cpu.snapshot(sender.host), time.monotonic()
+    finally:
+        receiver.host.stop(server)
+    found = latency.parse_sockperf(done.stdout + done.stderr)
+    transactions = found.samples / max(spec.duration_s, 1e-9)
+    result = TrafficResult(transactions * latency.RR_MESSAGE * 2 * 8, transactions * latency.RR_MESSAGE * 2 * 8,
+                           closed - opened, None, None, None)
+    window = Window(started_at, closed - opened, cpu.shares_between(before, after),
+                    {"transactions_per_s": transactions, **found.counters("rr")})
+    return _sample(case, repetition, result, window, topology.roles)
+
+
+# --- helpers ----------------------------------------------------------------------------
 
 
 def _app_times(apps: Mapping[str, int | None]) -> dict[str, cpu.ProcessTimes | None]:
@@ -77,46 +218,33 @@ def _app_times(apps: Mapping[str, int | None]) -> dict[str, cpu.ProcessTimes | N
 
 
 def _app_counters(before: Mapping[str, cpu.ProcessTimes | None],
-                  after: Mapping[str, cpu.ProcessTimes | None], window_s: float,
-                  shares: tuple[CpuShare, ...]) -> dict[str, float]:
-    """Our processes' own usr/sys (iperf3 client and server, NAPI threads; % of one
-    core), and what the cores spent on anything else: busy − ours − softirq − irq. On
-    a quiet machine that is ~0; on a shared one it is the foreign load that
-    contaminates the per-core figures."""
+                  after: Mapping[str, cpu.ProcessTimes | None], window_s: float) -> dict[str, float]:
+    """Our processes' own usr/sys (iperf3 client and server, NAPI threads; % of one core)."""
     counters: dict[str, float] = {}
-    ours = 0.0
     for label in before:
         percent = cpu.process_percent(before[label], after.get(label), window_s)
-        if percent is None:
-            continue
-        counters[f"{label}_usr_pct"] = percent["usr"]
-        counters[f"{label}_sys_pct"] = percent["sys"]
-        ours += percent["usr"] + percent["sys"]
-    if "sender_app_sys_pct" in counters and "receiver_app_sys_pct" in counters:
-        interrupts = sum(s.percent.get("soft", 0.0) + s.percent.get("irq", 0.0) for s in shares)
-        busy = sum(s.busy for s in shares)
-        counters["other_busy_pct"] = max(0.0, busy - ours - interrupts)
+        if percent is not None:
+            counters[f"{label}_usr_pct"] = percent["usr"]
+            counters[f"{label}_sys_pct"] = percent["sys"]
     return counters
 
 
-def _sample(case: CaseSpec, repetition: int, started_at: float, result: TrafficResult,
-            shares: tuple[CpuShare, ...], roles: Mapping[str, int],
-            offloads: Mapping[str, Mapping[str, FeatureState]],
-            counters: Mapping[str, float]) -> Sample:
+def _sample(case: CaseSpec, repetition: int, result: TrafficResult, window: Window,
+            roles: Mapping[str, int]) -> Sample:
     return Sample(
         case_key=case.key,
         repetition=repetition,
-        started_at=started_at,
+        started_at=window.started_at,
         duration_s=result.window_s,
         throughput_bps=result.throughput_bps,
         sender_bps=result.sender_bps,
         retransmits=result.retransmits,
         lost_packets=result.lost_packets,
         total_packets=result.total_packets,
-        cpu=shares,
+        cpu=window.shares,
         roles=dict(roles),
-        offloads={label: dict(states) for label, states in offloads.items()},
-        counters=dict(counters),
+        counters=dict(window.counters),
+        intervals=result.intervals,
     )
 
 

@@ -10,10 +10,12 @@ recorded as read back, never treated as an error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .proc import Completed, in_netns
 from .records import FeatureState, OffloadProfile
+
+if TYPE_CHECKING:
+    from .hosts import Host
 
 # ethtool -k names of the features the seed plan toggles.
 TSO = "tcp-segmentation-offload"
@@ -77,17 +79,13 @@ def parse_features(text: str) -> FeatureListing:
 
 # --- applying to interfaces ------------------------------------------------------------
 
-Runner = Callable[..., Completed]
-"""`proc.run`-compatible: run(args, check=..., timeout=...) → Completed."""
-
-
 @dataclass(frozen=True)
 class Interface:
-    """A device whose offloads a profile controls."""
+    """A device whose offloads a profile controls, on the host it lives on."""
 
     side: str
-    """"tx" or "rx": which host it belongs to."""
-    namespace: str
+    """"tx", "rx" (which end of the traffic it belongs to) or "router"."""
+    host: "Host"
     device: str
 
     @property
@@ -97,15 +95,14 @@ class Interface:
 
 @dataclass
 class OffloadControl:
-    """Sets features with `ethtool -K` inside the interface's namespace and reads back."""
+    """Sets features with `ethtool -K` on the interface's host and reads them back."""
 
-    run: Runner
     malformed_lines: int = 0
     refused: list[str] = field(default_factory=list)
     """`ethtool -K` calls the kernel refused outright (the read-back records the result)."""
 
     def read(self, iface: Interface) -> dict[str, EthtoolFeature]:
-        out = self.run(in_netns(iface.namespace, ["ethtool", "-k", iface.device]))
+        out = iface.host.run(["ethtool", "-k", iface.device])
         listing = parse_features(out.stdout)
         self.malformed_lines += len(listing.malformed)
         return dict(listing.features)
@@ -121,8 +118,7 @@ class OffloadControl:
             changes += [name, "on" if on else "off"]
         if not changes:
             return
-        args = in_netns(iface.namespace, ["ethtool", "-K", iface.device, *changes])
-        done = self.run(args, check=False)
+        done = iface.host.run(["ethtool", "-K", iface.device, *changes], check=False)
         if done.returncode != 0:
             self.refused.append(f"{iface.label}: {' '.join(changes)}: {done.stderr.strip()}")
 

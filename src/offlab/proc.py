@@ -27,14 +27,6 @@ class Completed:
     stderr: str
 
 
-def in_netns(namespace: str, args: Sequence[str]) -> list[str]:
-    """The argument list that runs `args` inside a named network namespace.
-
-    `ip netns exec` execs the command, so the pid of the returned process is the pid of
-    the command itself (which lets callers read /proc/<pid>/net of that namespace)."""
-    return ["ip", "netns", "exec", namespace, *args]
-
-
 def run(
     args: Sequence[str],
     *,

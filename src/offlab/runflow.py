@@ -99,15 +99,16 @@ def execute(store_path: Path, prepare: Callable[[Store], Session], *, console: C
                 console.print(f"run {run_id} was killed: marked interrupted (its samples are kept)")
             session = prepare(store)
             lock.name_run(session.run_id)
-            return _run(store, session, console, show_progress)
+            return _run(store, session, console, show_progress, scope.cgroup_name)
     finally:
         scope.leave()
         lock.release()
 
 
-def _run(store: Store, session: Session, console: Console, show_progress: bool) -> Outcome:
+def _run(store: Store, session: Session, console: Console, show_progress: bool,
+         own_cgroup: str | None) -> Outcome:
     runner = Runner(store, session.run_id, session.settings, console=console,
-                    show_progress=show_progress, history=session.history)
+                    show_progress=show_progress, history=session.history, own_cgroup=own_cgroup)
     try:
         with TerminationSignals():
             stats = runner.execute(session.cases, session.done)

@@ -1,21 +1,26 @@
-"""Executing a plan: each scenario × MTU built once, each case's offloads set and read
-back, N repetitions measured, every sample handed to the store the moment it exists.
+"""Executing a plan: each topology built once, each case's datapath and offloads set
+and read back, repetitions interleaved over the group's cases, every sample handed to
+the sink the moment it exists.
 
-Interruption (SIGINT/SIGTERM) unwinds through the topology's and the server's
-context managers, so the namespaces are gone before the caller reports how to resume;
-the repetition in flight is discarded, the ones before it are already committed.
+Interruption (SIGINT/SIGTERM) unwinds through the topology's and the server's context
+managers, so the namespaces are gone before the caller reports how to resume; the
+repetition in flight is discarded, the ones before it are already committed.
 
-With an `Adaptive` rule a case is repeated until its CI is narrow enough (between the
-rule's minimum and maximum runs) and how that ended is stored per case. Every sample
-also keeps the kernel counters (snmp, netstat, interfaces) of every namespace of the
-scenario that changed while it ran, prefixed with the namespace's role ("r:Ip.InDiscards").
+With an adaptive rule (run settings `ci_target`) a case is repeated until its CI is
+narrow enough, between the minimum and maximum runs, and how that ended is stored per
+case. Every sample also keeps the kernel counters of every host of the topology that
+changed while it ran, prefixed with the host's name ("r:Ip.InDiscards"), and the
+userspace datapath's own counters ("fwd:a>b:segments").
+
+The two seams — `build` (a topology for a scenario) and `measure` (one repetition) —
+are constructor parameters so the loop itself can be tested without namespaces.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
@@ -23,16 +28,18 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, Text
 
 from . import counters
 from .adaptive import Adaptive, AdaptiveOutcome
-from .measure import measure
+from .measure import Context
+from .measure import measure as measure_case
 from .offloads import OffloadControl
-from .proc import run
-from .records import CaseSpec, FeatureState, Sample
-from .topology import Topology, build
-from .topology.naming import parse_namespace
+from .records import CaseSpec, FeatureState, Params, RunSettings, Sample
+from .topology import Topology
+from .topology import build as build_topology
 from .traffic import IperfError, IperfServer
 
 ATTEMPTS = 3
 """A repetition whose iperf3 fails is retried this many times in all, then the run fails."""
+TopologyKey = tuple[str, int, Params]
+"""(scenario, MTU, topology parameters): the cases that share one build."""
 
 
 class SampleSink(Protocol):
@@ -58,31 +65,45 @@ def pending(cases: Iterable[CaseSpec], runs: int, done: Mapping[str, int]) -> li
     return [(c, done.get(c.key, 0)) for c in cases if done.get(c.key, 0) < runs]
 
 
-def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[tuple[str, int], list[tuple[CaseSpec, int]]]]:
-    """Work grouped by (scenario, MTU) in order of first appearance: one build each."""
-    groups: dict[tuple[str, int], list[tuple[CaseSpec, int]]] = {}
+def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[TopologyKey, list[tuple[CaseSpec, int]]]]:
+    """Work grouped by topology in order of first appearance: one build each."""
+    groups: dict[TopologyKey, list[tuple[CaseSpec, int]]] = {}
     for case, first in work:
-        groups.setdefault((case.scenario, case.mtu), []).append((case, first))
+        groups.setdefault((case.scenario, case.mtu, case.topology), []).append((case, first))
     yield from groups.items()
 
 
+def adaptive_rule(settings: RunSettings) -> Adaptive | None:
+    if settings.ci_target is None:
+        return None
+    return Adaptive(settings.ci_target, settings.min_runs or 3, settings.max_runs or 20)
+
+
+Build = Callable[..., Topology]
+Measure = Callable[..., Sample]
+
+
 class Runner:
-    def __init__(self, sink: SampleSink, run_id: str, runs: int, *,
-                 steer_rx_softirq: bool = True, console: Console | None = None,
-                 show_progress: bool = True, adaptive: Adaptive | None = None,
-                 history: Mapping[str, Sequence[float]] | None = None):
-        """`runs` is the fixed count, or the ceiling when `adaptive` is given;
-        `history`: case key → throughputs already stored (on resume), which the
-        adaptive rule counts."""
+    def __init__(self, sink: SampleSink, run_id: str, settings: RunSettings, *,
+                 console: Console | None = None, show_progress: bool = True,
+                 history: Mapping[str, Sequence[float]] | None = None,
+                 build: Build = build_topology, measure: Measure = measure_case,
+                 own_cgroup: str | None = None):
+        """`history`: case key → throughputs already stored (on resume), which the
+        adaptive rule counts. `own_cgroup`: the run's cgroup, whose processes are not
+        foreign load."""
         self.sink = sink
         self.run_id = run_id
-        self.adaptive = adaptive
-        self.runs = adaptive.max_runs if adaptive else runs
-        self.steer_rx_softirq = steer_rx_softirq
+        self.settings = settings
+        self.adaptive = adaptive_rule(settings)
+        self.runs = self.adaptive.max_runs if self.adaptive else settings.repetitions
         self.console = console or Console(stderr=True)
         self.show_progress = show_progress
         self.stats = RunnerStats()
-        self._control = OffloadControl(run)
+        self._build = build
+        self._measure = measure
+        self._own_cgroup = own_cgroup
+        self._control = OffloadControl()
         self._values: dict[str, list[float]] = {k: list(v) for k, v in (history or {}).items()}
 
     def execute(self, cases: Iterable[CaseSpec], done: Mapping[str, int] | None = None) -> RunnerStats:
@@ -91,11 +112,11 @@ class Runner:
         total = sum(self.runs - first for _, first in work)
         with self._progress() as progress:
             task = progress.add_task("starting", total=total)
-            for (scenario, mtu), group in by_topology(work):
-                progress.update(task, description=f"building {scenario} mtu {mtu}")
-                with build(scenario, mtu, steer_rx_softirq=self.steer_rx_softirq) as topo:
+            for (scenario, mtu, params), group in by_topology(work):
+                progress.update(task, description=f"building {group[0][0].scenario_label} mtu {mtu}")
+                with self._build(scenario, mtu, params, steer_rx_softirq=self.settings.steer_rx_softirq) as topo:
                     receiver = topo.receiver
-                    with IperfServer(receiver.namespace, receiver.address, receiver.core) as server:
+                    with IperfServer(receiver.host, receiver.address, receiver.core) as server:
                         self._run_group(topo, server, group, progress, task)
         self.stats.refused_offload_changes = list(self._control.refused)
         self.stats.malformed_ethtool_lines = self._control.malformed_lines
@@ -118,10 +139,10 @@ class Runner:
             for case in list(active):
                 repetition = next_rep[case.key]
                 if applied != case.key:
-                    state, napi = self._apply(topo, case)
+                    state, datapath, napi = self._apply(topo, case)
                     applied = case.key
                 progress.update(task, description=f"{case.key} #{repetition + 1}/{self.runs}")
-                sample = self._measure(topo, server, case, repetition, state, napi)
+                sample = self._sample(topo, server, case, repetition, state, datapath, napi)
                 self.sink.add_sample(self.run_id, case, sample)
                 self._values.setdefault(case.key, []).append(sample.throughput_bps)
                 next_rep[case.key] += 1
@@ -139,30 +160,29 @@ class Runner:
         self.sink.record_adaptive(self.run_id, outcome)
         self.stats.adaptive.append(outcome)
 
-    def _apply(self, topo: Topology, case: CaseSpec) -> tuple[dict, dict[int, int]]:
-        """Put the case's offload profile in force; the state read back and the NAPI
+    def _apply(self, topo: Topology, case: CaseSpec) -> tuple[dict, dict, dict[int, int]]:
+        """Put the case's datapath, then its offload profile, in force (the datapath may
+        recreate the devices ethtool then sets); the states read back and the NAPI
         threads pinned for it."""
         napi_before = topo.napi_snapshot()
-        # Scenarios with a userspace datapath (topology/vm.py) restart it per profile
-        # first: its devices are the ones ethtool then sets.
-        apply_datapath = getattr(topo, "apply_datapath", None)
-        datapath = apply_datapath(case.profile) if apply_datapath else {}
-        state = {**self._control.apply(case.profile, topo.offload_interfaces()), **datapath}
+        datapath = topo.apply_datapath(case.datapath)
+        state = self._control.apply(case.profile, topo.offload_interfaces())
         napi = topo.pin_napi_threads(napi_before)
         self.stats.napi_threads_pinned = len(napi)
-        return state, napi
+        return state, datapath, napi
 
-    def _measure(self, topo: Topology, server: IperfServer, case: CaseSpec, repetition: int,
-                 state: Mapping[str, Mapping[str, FeatureState]], napi: Mapping[int, int]) -> Sample:
-        """One repetition, with the kernel counters of every namespace that grew while
-        it ran (warm-up included: a drop is a drop whenever it happened)."""
-        namespaces = counter_namespaces(topo)
+    def _sample(self, topo: Topology, server: IperfServer, case: CaseSpec, repetition: int,
+                state: Mapping[str, Mapping[str, FeatureState]],
+                datapath: Mapping[str, Mapping[str, FeatureState]], napi: Mapping[int, int]) -> Sample:
+        """One repetition, with the kernel counters of every host that grew while it ran
+        (warm-up included: a drop is a drop whenever it happened)."""
+        hosts = topo.counter_hosts()
         for attempt in range(1, ATTEMPTS + 1):
             server.ensure_running()
-            before = counters.snapshot_many(namespaces)
+            before = counters.snapshot_many(hosts)
+            context = Context(server.port, server.pid, napi, self._own_cgroup)
             try:
-                sample = measure(topo, case, repetition, state, port=server.port,
-                                 server_pid=server.pid, kernel_threads=napi)
+                sample = self._measure(topo, case, repetition, state, datapath, context)
             except IperfError as failure:
                 if attempt == ATTEMPTS:
                     raise
@@ -170,9 +190,8 @@ class Runner:
                 self.console.print(f"[yellow]retrying[/] ({attempt}/{ATTEMPTS - 1}): {failure}")
                 server.close()  # a fresh server for the next attempt
                 continue
-            grown = counters.delta(before, counters.snapshot_many(namespaces))
-            if hasattr(topo, "datapath_counters"):  # offlab-fwd's own counters, "fwd:…"
-                grown.update(topo.datapath_counters())
+            grown = counters.delta(before, counters.snapshot_many(hosts))
+            grown.update(topo.datapath_counters())
             return dataclasses.replace(sample, counters={**sample.counters, **grown})
         raise AssertionError("unreachable")
 
@@ -182,13 +201,3 @@ class Runner:
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
             console=self.console, disable=not self.show_progress, transient=False,
         )
-
-
-def counter_namespaces(topo: Topology) -> dict[str, str]:
-    """role → namespace, for every namespace the topology made ("ofl-<pid>-r" → "r")."""
-    out = {}
-    for name in topo.namespaces:
-        parsed = parse_namespace(name)
-        if parsed is not None:
-            out[parsed[1]] = name
-    return out

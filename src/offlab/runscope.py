@@ -119,6 +119,8 @@ class RunScope:
         self.runtime = runtime_root / f"run-{self.pid}"
         root = cgroup_root if cgroup_root is not None else cgroup2_root()
         self.cgroup = root / CGROUP_GROUP / f"run-{self.pid}" if root is not None else None
+        self.cgroup_name = f"/{CGROUP_GROUP}/run-{self.pid}" if root is not None else None
+        """The cgroup as /proc/<pid>/cgroup names it (foreign.py tells ours from others by it)."""
 
     def enter(self) -> None:
         self.runtime.mkdir(parents=True, exist_ok=True)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from subprocess import Popen
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .proc import ProcessError, in_netns, spawn, stop
-from .records import TrafficSpec
+from .proc import ProcessError
+from .records import Interval, TrafficSpec
+
+if TYPE_CHECKING:
+    from .hosts import Host
 
 DEFAULT_PORT = 5201
 SERVER_INTERVAL_S = 0.1
@@ -46,6 +48,14 @@ class TrafficResult:
     total_packets: int | None
     reverse: "DirectionRates | None" = None
     """With `--bidir`: the server → client direction alone (the totals above include it)."""
+    intervals: tuple[Interval, ...] = ()
+    """The receiver's rate per report interval over the whole test, warm-up marked."""
+
+    @property
+    def loss_percent(self) -> float | None:
+        if self.lost_packets is None or not self.total_packets:
+            return None
+        return 100.0 * self.lost_packets / self.total_packets
 
     @property
     def counters(self) -> dict[str, float]:
@@ -103,7 +113,8 @@ def client_args(spec: TrafficSpec, server: str, core: int, port: int = DEFAULT_P
     if spec.protocol == "udp":
         if spec.udp_payload is None:
             raise ValueError("a UDP traffic spec needs udp_payload")
-        args += ["-u", "-b", "0", "-l", str(spec.udp_payload)]
+        rate = f"{spec.rate_bps:.0f}" if spec.rate_bps else "0"  # 0: as fast as it can
+        args += ["-u", "-b", rate, "-l", str(spec.udp_payload)]
     elif spec.message_size:
         args += ["-l", str(spec.message_size)]
     return args
@@ -145,7 +156,19 @@ def parse_result(text: str, warmup_s: float) -> TrafficResult:
         lost_packets=int(sum(i["lost_packets"] for i in received)) if udp else None,
         total_packets=int(sum(i["packets"] for i in received)) if udp else None,
         reverse=reverse,
+        intervals=_series(server, warmup_s),
     )
+
+
+def _series(receiver: dict[str, Any], warmup_s: float) -> tuple[Interval, ...]:
+    """Every "sum" interval of the receiving side, as a time series."""
+    sums = [i.get("sum") for i in receiver.get("intervals", [])]
+    sums = [s for s in sums if isinstance(s, dict)]
+    if not sums:
+        return ()
+    slack = 0.5 * (sums[0]["end"] - sums[0]["start"])
+    return tuple(Interval(float(s["start"]), float(s["end"]), float(s["bits_per_second"]),
+                          warmup=s["start"] < warmup_s - slack) for s in sums)
 
 
 def _direction(receiver: tuple[dict[str, Any], str], sender: tuple[dict[str, Any], str],
@@ -206,19 +229,18 @@ def sockets_to_port(table: str, port: int, state: str | None) -> int:
     return count
 
 
-def wait_for_data_connection(pid: int, port: int, timeout_s: float) -> float | None:
+def wait_for_data_connection(host: "Host", pid: int, port: int, timeout_s: float) -> float | None:
     """Monotonic time at which the client has its data socket open next to the control
     connection — iperf3 starts the test clock right after. None if not seen in time
     (e.g. the client already failed)."""
-    net = Path(f"/proc/{pid}/net")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            if (Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3"
-                    and sockets_to_port((net / "tcp").read_text(), port, _TCP_ESTABLISHED)
-                    + sockets_to_port((net / "udp").read_text(), port, None) >= 2):
+            if (host.read_file(f"/proc/{pid}/comm").strip() == "iperf3"
+                    and sockets_to_port(host.read_file(f"/proc/{pid}/net/tcp"), port, _TCP_ESTABLISHED)
+                    + sockets_to_port(host.read_file(f"/proc/{pid}/net/udp"), port, None) >= 2):
                 return time.monotonic()
-        except (FileNotFoundError, ProcessLookupError):
+        except (FileNotFoundError, ProcessLookupError, ProcessError):
             return None
         time.sleep(0.001)
     return None
@@ -228,15 +250,16 @@ def wait_for_data_connection(pid: int, port: int, timeout_s: float) -> float | N
 
 
 class IperfServer:
-    """An iperf3 server in the receiver's namespace, reused for every repetition."""
+    """An iperf3 server on the receiving host, reused for every repetition."""
 
-    def __init__(self, namespace: str, bind: str, core: int, port: int = DEFAULT_PORT):
-        self.args = in_netns(namespace, server_args(bind, core, port))
+    def __init__(self, host: "Host", bind: str, core: int, port: int = DEFAULT_PORT):
+        self.host = host
+        self.args = server_args(bind, core, port)
         self.port = port
         self._proc: Popen[str] | None = None
 
     def __enter__(self) -> "IperfServer":
-        self._proc = spawn(self.args)
+        self._proc = self.host.spawn(self.args)
         self._wait_listening(timeout_s=5.0)
         return self
 
@@ -245,7 +268,7 @@ class IperfServer:
 
     def close(self) -> None:
         if self._proc is not None:
-            stop(self._proc)
+            self.host.stop(self._proc)
             self._proc = None
 
     @property
@@ -260,20 +283,21 @@ class IperfServer:
             self.__enter__()
 
     def _wait_listening(self, timeout_s: float) -> None:
-        # `ip netns exec` execs iperf3, so this pid's /proc/net is the namespace's view.
+        # The spawned pid is iperf3's own on its host, so /proc/<pid>/net is its view.
         assert self._proc is not None
-        tables = [Path(f"/proc/{self._proc.pid}/net/{name}") for name in ("tcp", "tcp6")]
+        pid = self._proc.pid
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read() if self._proc.stderr else ""
                 raise ProcessError(self.args, f"exited at start: {err.strip() or 'no output'}")
             try:
-                # Until `ip` has exec'd iperf3 the tables are the root namespace's.
-                execd = Path(f"/proc/{self._proc.pid}/comm").read_text().strip() == "iperf3"
-                if execd and any(self.port in listening_ports(t.read_text()) for t in tables):
+                # Until the host's launcher has exec'd iperf3 the tables are not its own.
+                execd = self.host.read_file(f"/proc/{pid}/comm").strip() == "iperf3"
+                if execd and any(self.port in listening_ports(self.host.read_file(f"/proc/{pid}/net/{t}"))
+                                 for t in ("tcp", "tcp6")):
                     return
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError, ProcessError):
                 pass
             time.sleep(0.01)
         raise ProcessError(self.args, f"not listening on port {self.port} after {timeout_s:g} s")

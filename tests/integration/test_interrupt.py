@@ -21,7 +21,7 @@ mtus = [1500]
 traffic = ["tcp"]
 sequences = ["tx"]
 """
-OFFLAB = [sys.executable, "-c", "from offlab.cli import main; main()"]
+OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 
 
 def samples(db: Path) -> int:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from offlab.records import CaseSpec, TrafficSpec
-from offlab.offloads import all_on
+from offlab.records import CaseSpec, RunSettings, TrafficSpec
 from offlab.runner import Runner
+from offlab.studies.offloads.plan import all_on
 from offlab.topology import our_namespaces
 
 
@@ -19,7 +19,7 @@ class ListSink:
 def test_short_tcp_case_yields_a_complete_sample():
     case = CaseSpec("bare", 1500, all_on(), TrafficSpec("tcp", duration_s=0.5, warmup_s=0.5))
     sink = ListSink()
-    Runner(sink, "itest", runs=1, show_progress=False).execute([case])
+    Runner(sink, "itest", RunSettings(repetitions=1), show_progress=False).execute([case])
     assert our_namespaces() == []
     ((run_id, got_case, sample),) = sink.samples
     assert run_id == "itest" and got_case == case and sample.case_key == case.key
@@ -35,3 +35,7 @@ def test_short_tcp_case_yields_a_complete_sample():
     assert sample.counters["cpu_window_s"] == pytest.approx(0.5, abs=0.1)
     assert sample.counters["iperf3_start_lag_s"] > 0  # the data connection was seen
     assert sample.counters["sender_app_sys_pct"] > 0
+    assert "other_busy_pct" in sample.counters
+    measured = [i for i in sample.intervals if not i.warmup]
+    assert len([i for i in sample.intervals if i.warmup]) == 5 and len(measured) >= 5  # 0.1 s intervals
+    assert all(i.bps > 0 for i in measured)

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from offlab import plan
-from offlab.adaptive import Adaptive
 from offlab.fwd import FwdError, find_binary
-from offlab.proc import in_netns, run
+from offlab.records import Params, RunSettings
 from offlab.runner import Runner
 from offlab.store import Store
 from offlab.topology import build, our_namespaces
@@ -40,12 +39,11 @@ def _begin(store: Store, run_id: str) -> None:
 
 
 def test_router_forwards_and_only_its_interfaces_follow_the_profile():
-    with build("middlebox-ab", 1500) as topo:
-        r = topo.ns["r"]
-        forwarding = run(in_netns(r, ["sysctl", "-n", "net.ipv4.ip_forward"])).stdout.strip()
-        assert forwarding == "1"
+    with build("middlebox", 1500, Params(path="a-b", router="kernel")) as topo:
+        r = topo.hosts["r"]
+        assert r.run(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip() == "1"
         assert [i.device for i in topo.offload_interfaces()] == [AR_R, RB_R]
-        assert {i.namespace for i in topo.offload_interfaces()} == {r}
+        assert {i.host for i in topo.offload_interfaces()} == {r}
         assert topo.sender.address == "10.203.1.1" and topo.receiver.address == "10.203.2.2"
         assert topo.roles == {"sender": 0, "receiver": 1, "forwarder": 0}
     assert our_namespaces() == []
@@ -55,7 +53,7 @@ def test_forwarded_sample_records_counter_deltas_of_every_node(tmp_path):
     with Store(tmp_path / "s.sqlite") as store:
         _begin(store, "fwd")
         cases = _cases("a-b")[:1]  # chkY: all on
-        Runner(store, "fwd", 1, show_progress=False).execute(cases)
+        Runner(store, "fwd", RunSettings(1), show_progress=False).execute(cases)
         (sample,) = store.load_run("fwd").samples[cases[0].key]
     counters = sample.counters
     # R forwarded the data: it came in on ofl-ar1 and left on ofl-rb0.
@@ -70,11 +68,11 @@ def test_forwarded_sample_records_counter_deltas_of_every_node(tmp_path):
 
 
 def test_terminated_path_ends_on_the_router_and_adaptive_outcome_is_stored(tmp_path):
-    rule = Adaptive(target=0.001, min_runs=2, max_runs=3)  # too tight to reach: runs to 3
+    rule = RunSettings(99, ci_target=0.001, min_runs=2, max_runs=3)  # too tight to reach: runs to 3
     with Store(tmp_path / "s.sqlite") as store:
         _begin(store, "term")
         cases = _cases("r-a")[:1]
-        stats = Runner(store, "term", 99, show_progress=False, adaptive=rule).execute(cases)
+        stats = Runner(store, "term", rule, show_progress=False).execute(cases)
         results = store.load_run("term")
     samples = results.samples[cases[0].key]
     assert 2 <= len(samples) <= 3 and stats.samples == len(samples)
@@ -115,16 +113,16 @@ def _our_forwarders() -> set[int]:
 @pytest.mark.skipif(_fwd_missing() is not None, reason=str(_fwd_missing()))
 def test_offlab_fwd_as_router_forwards_tcp_and_its_counters_are_in_the_sample(tmp_path):
     cases = plan.parse(FWD_PLAN, "live.toml").cases  # chkY (mode gro), chkN (mode csum)
-    assert [c.scenario for c in cases] == ["middlebox-fwd-ab"] * 2
-    with build("middlebox-fwd-ab", 1500) as topo:
-        r = topo.ns["r"]
-        assert run(in_netns(r, ["sysctl", "-n", "net.ipv4.ip_forward"])).stdout.strip() == "0"
+    assert [c.label for c in cases] == ["middlebox-fwd-ab"] * 2
+    with build("middlebox", 1500, Params(path="a-b", router="offlab-fwd")) as topo:
+        r = topo.hosts["r"]
+        assert r.run(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip() == "0"
         for device in (AR_R, RB_R):  # no address: R is no IP hop, A and B share a segment
-            assert run(in_netns(r, ["ip", "-o", "addr", "show", "dev", device])).stdout == ""
+            assert r.run(["ip", "-o", "-4", "addr", "show", "dev", device]).stdout == ""
         assert topo.sender.address == "10.204.0.1" and topo.receiver.address == "10.204.0.2"
     with Store(tmp_path / "s.sqlite") as store:
         _begin(store, "fwd")
-        Runner(store, "fwd", 1, show_progress=False).execute(cases)
+        Runner(store, "fwd", RunSettings(1), show_progress=False).execute(cases)
         samples = store.load_run("fwd").samples
     on, off = (samples[c.key][0] for c in cases)
     for sample in (on, off):
@@ -135,9 +133,10 @@ def test_offlab_fwd_as_router_forwards_tcp_and_its_counters_are_in_the_sample(tm
         assert c["fwd:b>a:rx_packets"] > 100  # the ACKs came back through it
         assert c.get("r:Ip.ForwDatagrams", 0) == 0
         assert c.get("b:Tcp.InCsumErrors", 0) == 0 and c["b:Tcp.InSegs"] > 100
-        assert {"fwd", f"packet:{AR_R}", f"packet:{RB_R}", f"router:{AR_R}"} <= set(sample.offloads)
-    assert on.offloads["fwd"]["mode.gro"].on and off.offloads["fwd"]["mode.csum"].on
-    assert off.offloads[f"packet:{RB_R}"]["csum"].on is False
+        assert {"fwd", f"packet:{AR_R}", f"packet:{RB_R}"} == set(sample.datapath)
+        assert set(sample.offloads) == {f"router:{AR_R}", f"router:{RB_R}"}
+    assert on.datapath["fwd"]["mode.gro"].on and off.datapath["fwd"]["mode.csum"].on
+    assert off.datapath[f"packet:{RB_R}"]["csum"].on is False
     # chk N: the forwarder completed the checksums itself.
     assert off.counters["fwd:a>b:checksums_completed"] > 100
     assert "fwd:a>b:checksums_completed" not in on.counters

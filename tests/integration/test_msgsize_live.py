@@ -1,15 +1,13 @@
 """A two-point message-size sweep, uni- and bidirectional, in real namespaces; and one
 DUT-layout sample whose steering is checked in /sys."""
 
-import subprocess
-
 import pytest
 
 from offlab.plan import parse
-from offlab.report.curves import curve_sets
+from offlab.records import Params, RunInfo, RunSettings
 from offlab.report.model import build_rows
-from offlab.records import RunInfo
 from offlab.runner import Runner
+from offlab.studies.msgsize.report import curve_sets
 from offlab.store import RunResults
 from offlab.topology import build, our_namespaces
 
@@ -38,7 +36,7 @@ class ListSink:
 def test_two_point_sweep_measures_every_size_and_direction():
     plan = parse(SWEEP, "two-point.toml")
     sink = ListSink()
-    Runner(sink, "itest", runs=plan.runs, show_progress=False).execute(plan.cases)
+    Runner(sink, "itest", plan.settings(), show_progress=False).execute(plan.cases)
     assert our_namespaces() == []
     got = {case.traffic.label: sample for case, sample in sink.samples}
     assert set(got) == {"tcp-m1024", "tcp-m1024-bidir", "tcp-m65536", "tcp-m65536-bidir"}
@@ -57,10 +55,8 @@ def test_two_point_sweep_measures_every_size_and_direction():
     assert [p.sizes for p in curves.panels] == [(1024, 65536), (1024, 65536)]
 
 
-def rps_mask(namespace: str, device: str) -> int:
-    text = subprocess.run(["ip", "netns", "exec", namespace, "cat",
-                           f"/sys/class/net/{device}/queues/rx-0/rps_cpus"],
-                          capture_output=True, text=True, check=True).stdout
+def rps_mask(host, device: str) -> int:
+    text = host.read_file(f"/sys/class/net/{device}/queues/rx-0/rps_cpus")
     return int(text.strip().replace(",", ""), 16)
 
 
@@ -68,10 +64,10 @@ def rps_mask(namespace: str, device: str) -> int:
     ("rcv", "ofl-v1", "ofl-v0"), ("snd", "ofl-v0", "ofl-v1")])
 def test_dut_layout_steers_the_duts_receive_path_to_the_softirq_core(
         direction, dut_device, generator_device):
-    with build(f"vxlan-dut-{direction}", 1500) as topo:
-        dut_ns = topo.receiver.namespace if direction == "rcv" else topo.sender.namespace
-        generator_ns = topo.sender.namespace if direction == "rcv" else topo.receiver.namespace
-        assert rps_mask(dut_ns, dut_device) == 1 << topo.softirq_core
-        assert rps_mask(generator_ns, generator_device) == 1 << topo.app_core
-        assert topo.sender.core == topo.receiver.core == topo.app_core
+    with build("vxlan", 1500, Params(dut=direction)) as topo:
+        dut = topo.receiver.host if direction == "rcv" else topo.sender.host
+        generator = topo.sender.host if direction == "rcv" else topo.receiver.host
+        assert rps_mask(dut, dut_device) == 1 << topo.dut.softirq_core
+        assert rps_mask(generator, generator_device) == 1 << topo.dut.app_core
+        assert topo.sender.core == topo.receiver.core == topo.dut.app_core
     assert our_namespaces() == []

@@ -1,13 +1,12 @@
 """Setting offloads on real veth and VXLAN devices and reading them back."""
 
-from offlab.offloads import (GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, OffloadControl,
-                             rx_sequence, tx_sequence)
-from offlab.proc import run
+from offlab.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, OffloadControl
+from offlab.studies.offloads.plan import rx_sequence, tx_sequence
 from offlab.topology import build
 
 
 def test_tx_sequence_on_vxlan_reads_back_and_all_on_restores():
-    control = OffloadControl(run)
+    control = OffloadControl()
     with build("vxlan", 1500) as topo:
         ifaces = topo.offload_interfaces()
         off = control.apply(tx_sequence(tunnel=True)[-1], ifaces)
@@ -26,7 +25,7 @@ def test_tx_sequence_on_vxlan_reads_back_and_all_on_restores():
 
 
 def test_rx_sequence_on_bare():
-    control = OffloadControl(run)
+    control = OffloadControl()
     with build("bare", 1500) as topo:
         state = control.apply(rx_sequence()[-1], topo.offload_interfaces())
         assert state["rx:ofl-v1"][GRO].on is False and state["rx:ofl-v1"][RX_CSUM].on is False

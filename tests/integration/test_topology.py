@@ -1,19 +1,19 @@
-"""Real namespaces: build, check what exists, tear down, check nothing is left."""
+"""Real namespaces: build, check what exists through the hosts, tear down, check
+nothing is left."""
 
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from pyroute2 import NetNS, netns
+from pyroute2 import netns
 
+from offlab.hosts.naming import namespace_name
 from offlab.topology import build, our_namespaces, sweep_leftovers
-from offlab.topology.naming import namespace_name
 
 
-def link_mtus(namespace: str) -> dict[str, int]:
-    with NetNS(namespace) as ns:
-        return {l.get_attr("IFLA_IFNAME"): l.get_attr("IFLA_MTU") for l in ns.get_links()}
+def link_mtus(host) -> dict[str, int]:
+    return {link["ifname"]: link["mtu"] for link in host.links()}
 
 
 @pytest.mark.parametrize("scenario", ["bare", "vxlan"])
@@ -21,16 +21,16 @@ def link_mtus(namespace: str) -> dict[str, int]:
 def test_up_and_down_leaves_nothing(scenario, mtu):
     assert our_namespaces() == []
     with build(scenario, mtu) as topo:
-        assert sorted(our_namespaces()) == sorted(topo.namespaces)
-        assert all(n.startswith("ofl-") for n in topo.namespaces)
-        tx, rx = link_mtus(topo.sender.namespace), link_mtus(topo.receiver.namespace)
+        names = [h.namespace for h in topo.hosts.values()]
+        assert sorted(our_namespaces()) == sorted(names)
+        assert all(n.startswith("ofl-") for n in names)
+        assert (topo.sender.host.name, topo.receiver.host.name) == ("tx", "rx")
+        tx, rx = link_mtus(topo.sender.host), link_mtus(topo.receiver.host)
         assert tx["ofl-v0"] == mtu and rx["ofl-v1"] == mtu
         if scenario == "vxlan":
             assert tx["ofl-vx0"] == mtu - 50 and rx["ofl-vx1"] == mtu - 50
         assert all(name == "lo" or name.startswith("ofl-") for name in {**tx, **rx})
-        rps = subprocess.run(["ip", "netns", "exec", topo.receiver.namespace, "cat",
-                              "/sys/class/net/ofl-v1/queues/rx-0/rps_cpus"],
-                             capture_output=True, text=True, check=True).stdout
+        rps = topo.receiver.host.read_file("/sys/class/net/ofl-v1/queues/rx-0/rps_cpus")
         assert int(rps.strip().replace(",", ""), 16) == 1 << topo.receiver.core
     assert our_namespaces() == []
 

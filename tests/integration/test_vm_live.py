@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from offlab.datapath import DIRECT_PROFILE, PROFILES
+from offlab.studies.userspace.plan import DIRECT, PROFILES
 from offlab.fwd import FwdError, find_binary
-from offlab.records import CaseSpec, TrafficSpec
+from offlab.records import CaseSpec, RunSettings, TrafficSpec
 from offlab.runner import Runner
 from offlab.topology import our_namespaces
 
@@ -39,9 +39,9 @@ def forwarders_running() -> list[str]:
 
 def run_cases(scenario, profiles):
     traffic = TrafficSpec("tcp", duration_s=1.0, warmup_s=1.0)
-    cases = [CaseSpec(scenario, 1500, p, traffic) for p in profiles]
+    cases = [CaseSpec(scenario, 1500, p.offloads, traffic, datapath=p.datapath) for p in profiles]
     sink = ListSink()
-    Runner(sink, "itest", runs=1, show_progress=False).execute(cases)
+    Runner(sink, "itest", RunSettings(1), show_progress=False).execute(cases)
     assert our_namespaces() == []
     assert forwarders_running() == []
     return {case.profile.name: sample for case, sample in sink.samples}
@@ -49,7 +49,7 @@ def run_cases(scenario, profiles):
 
 @pytest.mark.parametrize("scenario, b_label", [("vm2vm", "tap:ofl-tb"), ("vm2host", "packet:ofl-hm")])
 def test_engine_gro_through_the_forwarder(scenario, b_label):
-    samples = run_cases(scenario, [PROFILES["engine-gro"], DIRECT_PROFILE])
+    samples = run_cases(scenario, [PROFILES["engine-gro"], DIRECT])
     sample = samples["engine-gro"]
     assert sample.throughput_bps > 0
     assert sample.roles["forwarder"] == 1
@@ -57,11 +57,11 @@ def test_engine_gro_through_the_forwarder(scenario, b_label):
     assert sample.counters["fwd:a>b:merged_super_packets"] > 0
     assert sample.counters["fwd:a>b:merged_packets"] > sample.counters["fwd:a>b:merged_super_packets"]
     assert not any(k.startswith("fwd:") and ":drop." in k for k in sample.counters)
-    assert sample.offloads["fwd"]["mode.gro"].on and sample.offloads["fwd"]["mode.gro"].requested
-    assert sample.offloads[b_label]["tso4"].on and not sample.offloads["tap:ofl-ta"]["tso4"].on
+    assert sample.datapath["fwd"]["mode.gro"].on and sample.datapath["fwd"]["mode.gro"].requested
+    assert sample.datapath[b_label]["tso4"].on and not sample.datapath["tap:ofl-ta"]["tso4"].on
     direct = samples["veth-direct"]
     assert direct.throughput_bps > 0 and "forwarder" not in direct.roles
-    assert direct.offloads["fwd"]["veth.direct"].on
+    assert direct.datapath["fwd"]["veth.direct"].on
     assert not any(k.startswith("fwd:") for k in direct.counters)
 
 
@@ -81,13 +81,13 @@ def test_vxlan_super_packets_cross_the_forwarder_whole():
     samples = run_cases("vm2vm-vxlan", [PROFILES["engine-gso"], PROFILES["tso-pass"]])
     gso = samples["engine-gso"]
     assert gso.throughput_bps > 0
-    assert gso.offloads["tap:ofl-ta"]["udptnl-csum"].on
-    assert gso.offloads["tap:ofl-ta"]["udptnl-csum"].requested
-    assert not gso.offloads["tap:ofl-tb"]["udptnl"].on  # MTU-only egress: no tunnel GSO
+    assert gso.datapath["tap:ofl-ta"]["udptnl-csum"].on
+    assert gso.datapath["tap:ofl-ta"]["udptnl-csum"].requested
+    assert not gso.datapath["tap:ofl-tb"]["udptnl"].on  # MTU-only egress: no tunnel GSO
     assert gso.counters["fwd:a>b:segmented_super_packets"] > 0
     assert gso.counters["fwd:a>b:segments"] > gso.counters["fwd:a>b:segmented_super_packets"]
     passed = samples["tso-pass"]
     assert passed.throughput_bps > 0
-    assert all(passed.offloads[t]["udptnl"].on for t in ("tap:ofl-ta", "tap:ofl-tb"))
+    assert all(passed.datapath[t]["udptnl"].on for t in ("tap:ofl-ta", "tap:ofl-tb"))
     assert not any(k.startswith("fwd:") and ":drop." in k for k in passed.counters)
     assert not any("CsumErrors" in k for k in passed.counters)

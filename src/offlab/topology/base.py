@@ -1,6 +1,7 @@
-"""What every scenario shares: namespaces it owns, guaranteed teardown as a context
-manager, the hosts and their pinned cores, and the interfaces whose offloads a profile
-controls. Scenario builders subclass `Topology` and implement `_build`."""
+"""What every scenario shares: the hosts it creates (local namespaces), guaranteed
+teardown as a context manager, the two endpoints and their pinned cores, the
+interfaces whose offloads a profile controls, and the hooks a scenario with a userspace
+datapath fills in. Scenario builders subclass `Topology` and implement `_build`."""
 
 from __future__ import annotations
 
@@ -10,13 +11,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Callable, ClassVar, Iterator
+from typing import ClassVar, Iterator
 
-from pyroute2 import NetNS, netns
-
+from ..hosts import Host, LocalNamespace, connect_veth
 from ..offloads import Interface
-from ..proc import in_netns, run
-from .naming import namespace_name
+from ..records import DatapathSetting, FeatureState, Params
 
 
 class TopologyError(Exception):
@@ -73,34 +72,37 @@ def deferred_signals() -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class Host:
-    """One end of the traffic: where iperf3 runs, the address it uses, its core."""
+class Endpoint:
+    """One end of the traffic: the host iperf3 runs on, the address it uses, its core."""
 
     role: str
-    """"sender" or "receiver" (later scenarios add "forwarder")."""
-    namespace: str
+    """"sender" or "receiver"."""
+    host: Host
     address: str
     core: int
 
 
 class Topology:
-    """Base of every scenario. Use as `with builder(mtu=…) as topo:`; the namespaces
-    it created are deleted on exit, whatever happened inside."""
+    """Base of every scenario. Use as `with builder(mtu, params) as topo:`; the hosts it
+    created are removed on exit, whatever happened inside."""
 
     scenario: ClassVar[str]
     tunnel: ClassVar[bool] = False
+    datapath: ClassVar[bool] = False
+    """Whether a case of this scenario may carry a userspace datapath setting."""
 
-    def __init__(self, mtu: int, *, sender_core: int = 0, receiver_core: int = 1,
-                 steer_rx_softirq: bool = True, pid: int | None = None):
+    def __init__(self, mtu: int, params: Params | None = None, *, sender_core: int = 0,
+                 receiver_core: int = 1, steer_rx_softirq: bool = True, pid: int | None = None):
         self.mtu = mtu
+        self.params = params or Params()
         self.sender_core = sender_core
         self.receiver_core = receiver_core
         self.steer_rx_softirq = steer_rx_softirq
         self._pid = pid
         self._owner = os.getpid()
-        self.namespaces: list[str] = []
-        self._napi_homes: list[tuple[str, str, int]] = []
-        """(namespace, device, core) whose NAPI thread must run on `core`."""
+        self.hosts: dict[str, LocalNamespace] = {}
+        self._napi_homes: list[tuple[Host, str, int]] = []
+        """(host, device, core) whose NAPI thread must run on `core`."""
         self._napi_pids: dict[int, int] = {}
         """pid of a NAPI thread we pinned → its core."""
 
@@ -110,11 +112,11 @@ class Topology:
         raise NotImplementedError
 
     @property
-    def sender(self) -> Host:
+    def sender(self) -> Endpoint:
         raise NotImplementedError
 
     @property
-    def receiver(self) -> Host:
+    def receiver(self) -> Endpoint:
         raise NotImplementedError
 
     def offload_interfaces(self) -> list[Interface]:
@@ -122,7 +124,23 @@ class Topology:
 
     @property
     def roles(self) -> dict[str, int]:
-        return {self.sender.role: self.sender.core, self.receiver.role: self.receiver.core}
+        """role → the core it is pinned to (known before the hosts exist)."""
+        return {"sender": self.sender_core, "receiver": self.receiver_core}
+
+    def counter_hosts(self) -> dict[str, Host]:
+        """Hosts whose kernel counters a sample keeps, by name (the counters' prefix)."""
+        return dict(self.hosts)
+
+    def apply_datapath(self, setting: DatapathSetting | None) -> dict[str, dict[str, FeatureState]]:
+        """Put a case's userspace datapath in place; its state in force. Scenarios with a
+        datapath override this; the others have none to set."""
+        if setting is not None:
+            raise TopologyError(f"{self.scenario} has no userspace datapath to set ({setting.label})")
+        return {}
+
+    def datapath_counters(self) -> dict[str, float]:
+        """The userspace datapath's counters that grew since the previous call."""
+        return {}
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -138,48 +156,52 @@ class Topology:
         self.teardown()
 
     def teardown(self) -> None:
-        """Delete every namespace this topology created (their devices go with them).
+        """Remove every host this topology created (their devices go with them).
         Tries all of them and reports the ones that failed."""
         if os.getpid() != self._owner:
             return  # a forked child unwinding: the namespaces belong to the parent
         failed = []
         with deferred_signals():
-            for name in reversed(self.namespaces):
+            for host in reversed(list(self.hosts.values())):
                 try:
-                    if name in netns.listnetns():
-                        netns.remove(name)
+                    host.remove()
                 except OSError as err:
-                    failed.append(f"{name}: {err}")
-            self.namespaces.clear()
+                    failed.append(f"{host.namespace}: {err}")
+            self.hosts.clear()
         if failed:
             raise TopologyError("teardown failed: " + "; ".join(failed))
 
     # --- helpers for builders ---------------------------------------------------------
 
-    def add_namespace(self, role: str) -> str:
-        name = namespace_name(role, self._pid)
-        self.namespaces.append(name)  # first: a signal right after create still tears it down
-        netns.create(name)
-        with NetNS(name) as ns:
-            ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
-        return name
+    def add_host(self, role: str) -> LocalNamespace:
+        host = LocalNamespace(role, self._pid)
+        self.hosts[role] = host  # first: a signal right after create still tears it down
+        host.create()
+        return host
 
-    def steer_receive(self, namespace: str, device: str, core: int) -> None:
+    def link(self, left: LocalNamespace, left_dev: str, right: LocalNamespace, right_dev: str,
+             addresses: tuple[str | None, str | None], prefixlen: int, mtu: int | None = None) -> None:
+        """A veth pair between two hosts, each end addressed (or not) and up."""
+        connect_veth(left, left_dev, right, right_dev)
+        for host, device, address in ((left, left_dev, addresses[0]), (right, right_dev, addresses[1])):
+            host.set_link(device, mtu=mtu or self.mtu)
+            if address is not None:
+                host.add_address(device, address, prefixlen)
+
+    def steer_receive(self, host: Host, device: str, core: int) -> None:
         """Receive processing of `device` on `core`, as on a separate host.
 
         A veth delivers on the *transmitting* CPU (its xmit runs the peer's receive
         softirq). RPS moves the protocol stack to `core`; the NAPI poll (where GRO runs,
         present only while GRO is on) is made a kernel thread and pinned there by
         `pin_napi_threads` after every offload change."""
-        self._napi_homes.append((namespace, device, core))
-        # `ip netns exec` mounts the namespace's own /sys for the command; only the
-        # queues in use (real_num_rx_queues) appear there.
+        self._napi_homes.append((host, device, core))
+        # Inside the namespace /sys shows its own devices; only the queues in use
+        # (real_num_rx_queues) appear there.
         queues_dir = f"/sys/class/net/{device}/queues"
-        listing = run(in_netns(namespace, ["ls", queues_dir])).stdout.split()
-        mask = f"{1 << core:x}\n"
+        listing = host.run(["ls", queues_dir]).stdout.split()
         for queue in (q for q in listing if q.startswith("rx-")):
-            path = f"{queues_dir}/{queue}/rps_cpus"
-            run(in_netns(namespace, ["tee", path]), input_text=mask)
+            host.write_file(f"{queues_dir}/{queue}/rps_cpus", f"{1 << core:x}\n")
 
     def napi_snapshot(self) -> set[int]:
         """Pids of the NAPI threads of our steered devices' names before an offload
@@ -191,9 +213,8 @@ class Topology:
 
         veth has a NAPI instance only while GRO is on, and recreates its thread when GRO
         is toggled; writing `threaded` fails (EIO) while there is none, which is fine."""
-        for namespace, device, core in self._napi_homes:
-            threaded = f"/sys/class/net/{device}/threaded"
-            run(in_netns(namespace, ["tee", threaded]), input_text="1\n", check=False)
+        for host, device, core in self._napi_homes:
+            host.write_file(f"/sys/class/net/{device}/threaded", "1\n", check=False)
             now = napi_threads({device})
             for pid in set(now) - before:
                 self._napi_pids[pid] = core
@@ -220,4 +241,3 @@ def napi_threads(devices: set[str]) -> dict[int, str]:
     return found
 
 
-Builder = Callable[..., Topology]

@@ -12,63 +12,48 @@ receives; "dut snd": the DUT (the sender host) sends to the generator.
 
 A veth has no interrupt and one tx queue, so the steering is RPS on the DUT's
 receiving device plus its threaded NAPI pinned to the softirq core (`Topology.
-steer_receive`); XPS and IRQ affinity have nothing to act on here.
+steer_receive`); XPS and IRQ affinity have nothing to act on here. The layout is the
+topology parameter `dut` of a two-host scenario, not a scenario of its own.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
 
-from .base import Host, Topology, TopologyError
+from .base import TopologyError
+
+if TYPE_CHECKING:
+    from .base import Topology
 
 APP_CORE = 0
 SOFTIRQ_CORE = 1
-ROLES = ("dut-app", "dut-softirq", "generator")
+DIRECTIONS = ("rcv", "snd")
 
 
-def dut_variant(base: type[Topology], direction: str) -> type[Topology]:
-    """`base` (a two-host scenario) in the DUT layout, the DUT receiving ("rcv") or
-    sending ("snd"); registered as scenario "<base>-dut-<direction>"."""
-    if direction not in ("rcv", "snd"):
-        raise ValueError(f"DUT direction {direction!r}: use 'rcv' or 'snd'")
-    dut_receives = direction == "rcv"
+@dataclass(frozen=True)
+class DutLayout:
+    direction: str
+    app_core: int = APP_CORE
+    softirq_core: int = SOFTIRQ_CORE
 
-    class DutLayout(base):  # type: ignore[valid-type, misc]
-        scenario = f"{base.scenario}-dut-{direction}"
-        dut_direction = direction
+    @classmethod
+    def of(cls, params: Mapping[str, object], topology: "Topology") -> "DutLayout | None":
+        """The layout a topology's parameters ask for; it moves the topology's receive
+        steering so the DUT receives on the softirq core, the generator on the app core."""
+        direction = params.get("dut")
+        if direction is None:
+            return None
+        if direction not in DIRECTIONS:
+            raise TopologyError(f"DUT direction {direction!r}: use 'rcv' or 'snd'")
+        if not topology.steer_rx_softirq:
+            raise TopologyError("a DUT layout needs softirq steering; remove steer_rx_softirq = false")
+        layout = cls(str(direction))
+        dut_receives = layout.direction == "rcv"
+        topology.receiver_core = layout.softirq_core if dut_receives else layout.app_core
+        topology.sender_core = layout.app_core if dut_receives else layout.softirq_core
+        return layout
 
-        def __init__(self, mtu: int, *, app_core: int = APP_CORE,
-                     softirq_core: int = SOFTIRQ_CORE, steer_rx_softirq: bool = True,
-                     **options: object):
-            if not steer_rx_softirq:
-                raise TopologyError(f"{self.scenario}: a DUT layout needs softirq steering; "
-                                    "remove steer_rx_softirq = false from the plan")
-            # The base topology steers each host's receive path to that host's core:
-            # the DUT's to the softirq core, the generator's to the application core.
-            dut, generator = softirq_core, app_core
-            super().__init__(mtu, receiver_core=dut if dut_receives else generator,
-                             sender_core=generator if dut_receives else dut, **options)
-            self.app_core = app_core
-            self.softirq_core = softirq_core
-
-        @property
-        def sender(self) -> Host:
-            return replace(super().sender, core=self.app_core)
-
-        @property
-        def receiver(self) -> Host:
-            return replace(super().receiver, core=self.app_core)
-
-        @property
-        def roles(self) -> dict[str, int]:
-            return {"dut-app": self.app_core, "dut-softirq": self.softirq_core,
-                    "generator": self.app_core}
-
-    DutLayout.__name__ = DutLayout.__qualname__ = f"{base.__name__}Dut{direction.capitalize()}"
-    return DutLayout
-
-
-def dut_variants(*bases: type[Topology]) -> dict[str, type[Topology]]:
-    """Scenario name → builder for each base in both directions."""
-    variants = (dut_variant(base, d) for base in bases for d in ("rcv", "snd"))
-    return {v.scenario: v for v in variants}
+    @property
+    def roles(self) -> dict[str, int]:
+        return {"dut-app": self.app_core, "dut-softirq": self.softirq_core, "generator": self.app_core}

@@ -1,0 +1,94 @@
+"""The interface of a place where commands run, and the link configuration every host
+gets from it by running iproute2 (`ip -j` for what it reads back): the same commands
+work in a local namespace and on a server reached over SSH."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError
+
+
+class HostError(Exception):
+    """A host that cannot do what was asked; the message names the host and the fix."""
+
+
+class Host(ABC):
+    """One host of a topology. `name` is its role there ("tx", "rx", "a", "r", "b", "m"),
+    which also prefixes its counters in a sample ("r:Ip.InDiscards")."""
+
+    name: str
+    machine: str
+    """Hosts on one machine share its cores and /proc/stat (local namespaces: "local")."""
+
+    @abstractmethod
+    def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
+            input_text: str | None = None) -> Completed:
+        """Run a command on the host to completion."""
+
+    @abstractmethod
+    def spawn(self, args: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:
+        """Start a long-running command; its `pid` is the command's pid on the host."""
+
+    def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:
+        from ..proc import stop
+        stop(process, grace_s=grace_s)
+
+    def read_file(self, path: str) -> str:
+        """A file as the host sees it (its /proc/net, its /sys/class/net)."""
+        return self.run(["cat", path], timeout=10.0).stdout
+
+    def write_file(self, path: str, text: str, check: bool = True) -> bool:
+        """Write a file on the host (sysctl, RPS masks); False if `check` is off and it failed."""
+        return self.run(["tee", path], input_text=text, check=check).returncode == 0
+
+    # --- links, through iproute2 ----------------------------------------------------------
+
+    def ip(self, *args: str, check: bool = True) -> Completed:
+        return self.run(["ip", *args], check=check)
+
+    def links(self) -> list[dict[str, Any]]:
+        return json.loads(self.ip("-j", "link", "show").stdout or "[]")
+
+    def has_link(self, device: str) -> bool:
+        return any(link.get("ifname") == device for link in self.links())
+
+    def set_link(self, device: str, *, mtu: int | None = None, up: bool = True) -> None:
+        if mtu is not None:
+            self.ip("link", "set", "dev", device, "mtu", str(mtu))
+        self.ip("link", "set", "dev", device, "up" if up else "down")
+
+    def add_address(self, device: str, address: str, prefixlen: int) -> None:
+        self.ip("addr", "add", f"{address}/{prefixlen}", "dev", device)
+
+    def del_address(self, device: str, address: str, prefixlen: int) -> None:
+        self.ip("addr", "del", f"{address}/{prefixlen}", "dev", device)
+
+    def addresses(self, device: str) -> list[str]:
+        found = json.loads(self.ip("-j", "addr", "show", "dev", device).stdout or "[]")
+        return [a["local"] for link in found for a in link.get("addr_info", [])]
+
+    def add_vxlan(self, device: str, vni: int, local: str, remote: str, port: int, *,
+                  underlay: str | None = None, udp_csum: bool = False) -> None:
+        args = ["link", "add", device, "type", "vxlan", "id", str(vni), "local", local,
+                "remote", remote, "dstport", str(port)]
+        if underlay is not None:
+            args += ["dev", underlay]
+        args.append("udpcsum" if udp_csum else "noudpcsum")
+        self.ip(*args)
+
+    def add_route(self, network: str, gateway: str) -> None:
+        self.ip("route", "add", network, "via", gateway)
+
+    def delete_link(self, device: str) -> None:
+        if self.has_link(device):
+            self.ip("link", "del", device)
+
+    def sysctl(self, key: str, value: str) -> None:
+        self.run(["sysctl", "-q", "-w", f"{key}={value}"])
+
+    def describe_failure(self, error: ProcessError) -> str:
+        return f"{self.name}: {error}"
