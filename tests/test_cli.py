@@ -29,10 +29,10 @@ def test_errors_are_one_line(tmp_path, args, status, text):
 def test_bad_plan_file_is_one_line_naming_the_key(tmp_path):
     plan = tmp_path / "p.toml"
     plan.write_text('name = "p"\nruns = 3\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\n'
-                    'mtus = [1400]\ntraffic = ["tcp"]\nsequences = ["tx"]\n')
+                    'mtus = [20]\ntraffic = ["tcp"]\nsequences = ["tx"]\n')
     done = offlab("run", "--plan", str(plan), "--out", str(tmp_path))
     assert done.returncode == 1
-    assert done.stderr.strip() == (f"offlab: {plan}: key 'mtus': 1400 is not known; use 1500, 9000")
+    assert done.stderr.strip() == (f"offlab: {plan}: key 'mtus': [20] must be a list of MTUs from 68 to 65535, e.g. [1500, 9000]")
 
 
 def test_report_without_runs(tmp_path):

@@ -61,3 +61,17 @@ def test_loss_threshold_is_inclusive_and_overload_is_above_it():
 def test_bad_rules_are_refused(kwargs):
     with pytest.raises(SearchError):
         SearchRule(**kwargs)
+
+
+def test_the_second_probe_offers_what_the_receiver_took_first():
+    trial, asked = receiver(2e9)
+    found = search(trial, SearchRule(resolution=0.05, max_probes=12))
+    assert asked[1] == 2e9 and found.rate_bps == 2e9  # a receiver that kept its pace
+    livelock, asked = receiver(2e9)
+
+    def collapsing(rate):  # under overload it takes far less than it can
+        probe = livelock(rate)
+        return probe if rate else Probe(0.0, probe.sent_bps, 0.1e9, 98.0)
+
+    found = search(collapsing, SearchRule(resolution=0.05, max_probes=12))
+    assert asked[1] == 0.1e9 and found.bracket[0] <= 2e9 <= found.bracket[1] * 1.001

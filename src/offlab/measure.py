@@ -31,6 +31,9 @@ CLIENT_GRACE_S = 10.0
 PROBE_SECONDS = 1.0
 """Each capacity probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
 PROBE_WARMUP_S = 0.3
+CAPACITY_RESOLUTION = 0.15
+CAPACITY_PROBES = 6
+"""The capacity search's stop: the knee within 15 %, or six probes (about 8 s a sample)."""
 
 
 @dataclass(frozen=True)
@@ -134,22 +137,28 @@ def _stream(topology: Topology, case: CaseSpec, repetition: int, spec: TrafficSp
 
 
 def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callable[[], dict[str, float]]]:
-    """irtt from the sender to the receiver for the test's warm-up + duration."""
+    """irtt from the sender to an irtt server on the receiver, for the test's warm-up +
+    duration, started once the stream's data connection is up."""
     sender, receiver = topology.sender, topology.receiver
 
     def start() -> Callable[[], dict[str, float]]:
+        server = receiver.host.spawn(latency.irtt_server_args(receiver.address))
         output = f"/tmp/offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json"
+        time.sleep(0.05)  # irtt binds at once; a probe sent before would only be lost
         args = latency.irtt_client_args(receiver.address, spec.warmup_s + spec.duration_s, output)
-        process = sender.host.spawn(args)
+        client = sender.host.spawn(args)
 
         def finish() -> dict[str, float]:
             try:
-                process.wait(timeout=CLIENT_GRACE_S)
+                _, err = client.communicate(timeout=CLIENT_GRACE_S)
+                if client.returncode != 0:
+                    raise IperfError(f"irtt probe failed: {err.strip()[-200:] or client.returncode}")
                 text = sender.host.read_file(output)
-            except (subprocess.TimeoutExpired, OSError) as failure:
-                raise IperfError(f"irtt probe did not report: {failure}") from None
+            except subprocess.TimeoutExpired:
+                raise IperfError("irtt probe did not finish") from None
             finally:
-                sender.host.stop(process)
+                sender.host.stop(client)
+                receiver.host.stop(server)
                 sender.host.run(["rm", "-f", output], check=False)
             return latency.parse_irtt(text).counters("rtt")
 
@@ -172,7 +181,8 @@ def _capacity(topology: Topology, case: CaseSpec, repetition: int, context: Cont
         trials[rate] = (result, window)
         return RateProbe(rate, result.sender_bps, result.throughput_bps, result.loss_percent or 0.0)
 
-    rule = ratesearch.SearchRule(loss_percent=spec.loss_percent, resolution=0.1, max_probes=6)
+    rule = ratesearch.SearchRule(loss_percent=spec.loss_percent, resolution=CAPACITY_RESOLUTION,
+                                 max_probes=CAPACITY_PROBES)
     found = ratesearch.search(trial, rule)
     knee = found.offered_bps if found.sender_bound else next(
         (p.offered_bps for p in found.probes if p.received_bps == found.rate_bps), found.probes[0].offered_bps)

@@ -25,15 +25,18 @@ UDP_TNL = "tx-udp_tnl-segmentation"
 GRO = "generic-receive-offload"
 RX_CSUM = "rx-checksumming"
 
-TOGGLED = (TSO, TX_CSUM, GSO, UDP_TNL, GRO, RX_CSUM)
-"""Everything a profile may switch; "all on" switches all of them on everywhere."""
+TUNNEL_SEGMENTATION = ("tx-udp_tnl-csum-segmentation", "tx-gre-segmentation", "tx-gre-csum-segmentation",
+                       "tx-ipxip4-segmentation", "tx-ipxip6-segmentation", "tx-sit-segmentation")
+"""Segmentation offloads of the other tunnel kinds (topology/tunnel.py), beside UDP_TNL."""
+TOGGLED = (TSO, TX_CSUM, GSO, UDP_TNL, GRO, RX_CSUM) + TUNNEL_SEGMENTATION
+"""Everything a profile may switch; "all on" switches all of them on everywhere (a
+device without a feature simply has nothing to switch)."""
 
 RECORDED = TOGGLED + (
     "scatter-gather",
     "tx-checksum-ip-generic",
     "tx-tcp-segmentation",
     "tx-udp-segmentation",
-    "tx-udp_tnl-csum-segmentation",
     "rx-gro-list",
 )
 """Features stored with every sample: the toggled ones plus those that cascade with them."""
@@ -87,6 +90,9 @@ class Interface:
     """"tx", "rx" (which end of the traffic it belongs to) or "router"."""
     host: "Host"
     device: str
+    pinned: Mapping[str, bool] = field(default_factory=dict)
+    """Features the topology holds in a state whatever the profile asks (the MTU wire:
+    the sender's segmentation offloads off, so the wire carries MTU frames)."""
 
     @property
     def label(self) -> str:
@@ -131,11 +137,12 @@ class OffloadControl:
             wanted = dict(baseline)
             if _targets(profile, iface):
                 wanted.update(profile.features)
+            wanted.update(iface.pinned)
             self.set(iface, wanted)
         return {iface.label: self.state(iface, profile) for iface in interfaces}
 
     def state(self, iface: Interface, profile: OffloadProfile) -> dict[str, FeatureState]:
-        asked = profile.features if _targets(profile, iface) else {}
+        asked = {**(profile.features if _targets(profile, iface) else {}), **iface.pinned}
         features = self.read(iface)
         return {
             name: FeatureState(on=f.on, fixed=f.fixed, requested=asked.get(name))

@@ -18,23 +18,27 @@ from typing import Any
 
 from .records import CaseSpec, RunSettings, TrafficSpec
 from .studies import Profile, Study, Variant, registered
-from .topology import MTUS, SCENARIOS
+from .topology import MTU_RANGE, SCENARIOS
 from .traffic import report_interval, whole_seconds
 
 TRAFFIC = {
     "tcp": {"protocol": "tcp"},
     "udp1472": {"protocol": "udp", "udp_payload": 1472},
     "udp18": {"protocol": "udp", "udp_payload": 18},
+    "tcp-rr": {"protocol": "tcp", "mode": "rr"},
 }
 """Named workloads: TCP stream; UDP in 1500 B frames (1472 B payload); UDP in 60 B
-frames (18 B payload, the Ethernet minimum)."""
+frames (18 B payload, the Ethernet minimum); TCP request/response (sockperf ping-pong,
+64 B each way)."""
+RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+MAX_STREAMS = 128
 
 MAX_RUNS = 1000
 MAX_DURATION_S = 3600.0
 MAX_WARMUP_S = 600.0
 """Bounds of a plan: beyond them a value is a typo, not a measurement."""
 _KEYS = {"name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
-         "steer_rx_softirq"}
+         "steer_rx_softirq", "udp_rate", "loss_threshold", "streams", "latency_probe"}
 """The pipeline's own keys; each study adds its own (`Study.keys`)."""
 
 
@@ -123,9 +127,9 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
     _check_warmup(warmup, f"{source}: key 'warmup'")
     _check_total(warmup, duration, f"{source}: keys 'warmup' + 'duration'")
     variants = [Variant(s) for s in check.choices("scenarios", sorted(SCENARIOS))]
-    mtus = check.choices("mtus", list(MTUS))
+    mtus = check.mtus("mtus")
     traffic = [
-        TrafficSpec(duration_s=duration, warmup_s=warmup, **TRAFFIC[t])  # type: ignore[arg-type]
+        TrafficSpec(duration_s=duration, warmup_s=warmup, **TRAFFIC[t], **_traffic_options(check, t))  # type: ignore[arg-type]
         for t in check.choices("traffic", list(TRAFFIC))
     ]
     for study in studies:
@@ -140,7 +144,8 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
                             "some of tx, rx, tx-single, rx-single, all-on or add [[profiles]]")
         for mtu in mtus:
             for spec in traffic:
-                cases.extend(_finished(studies, _case(variant, mtu, spec, p)) for p in profiles)
+                made = (_finished(studies, _case(variant, mtu, spec, p)) for p in profiles)
+                cases.extend(c for c in made if all(study.keeps(c) for study in studies))
     return Plan(
         name=check.string("name"),
         source=source,
@@ -149,6 +154,43 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
         description=check.string("description", default=""),
         steer_rx_softirq=check.boolean("steer_rx_softirq", default=True),
     )
+
+
+def _traffic_options(check: "_Checker", name: str) -> dict[str, Any]:
+    """The plan's rate, loss bound, streams and latency probe, for the workloads they
+    apply to: UDP takes a rate or the capacity search, TCP streams the probe."""
+    options: dict[str, Any] = {}
+    protocol, mode = TRAFFIC[name]["protocol"], TRAFFIC[name].get("mode", "stream")
+    loss = check.number("loss_threshold", at_least=0.0, at_most=50.0, default=0.1, unit="percent")
+    options["loss_percent"] = loss
+    if protocol == "udp":
+        rate = check.doc.get("udp_rate", "unlimited")
+        if rate == "capacity":
+            options["mode"] = "capacity"
+        elif rate != "unlimited":
+            options["rate_bps"] = _rate(check, rate)
+    streams = check.doc.get("streams", 1)
+    if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= MAX_STREAMS:
+        raise check.fail("streams", f"{streams!r} must be a whole number from 1 to {MAX_STREAMS}")
+    if mode == "stream":
+        options["streams"] = streams
+    if protocol == "tcp" and mode == "stream":
+        options["latency_probe"] = check.boolean("latency_probe", default=False)
+    return options
+
+
+def _rate(check: "_Checker", value: Any) -> float:
+    """"2.5G", "500M", 1e9 → bits per second."""
+    text = str(value).strip().upper()
+    number, unit = (text[:-1], text[-1]) if text[-1:] in RATE_UNITS and text[-1:] else (text, "")
+    try:
+        bps = float(number) * RATE_UNITS[unit]
+    except ValueError:
+        bps = -1.0
+    if isinstance(value, bool) or not 1e3 <= bps <= 1e12:
+        raise check.fail("udp_rate", f"{value!r} must be \"capacity\", \"unlimited\" or a rate from "
+                                     "1K to 1000G bit/s, e.g. \"2.5G\"")
+    return bps
 
 
 def _case(variant: Variant, mtu: int, traffic: TrafficSpec, profile: Profile) -> CaseSpec:
@@ -223,17 +265,29 @@ class _Checker:
         return value
 
     def number(self, key: str, above: float | None = None, at_least: float | None = None,
-               at_most: float | None = None, default: float | None = None) -> float:
+               at_most: float | None = None, default: float | None = None, unit: str = "seconds") -> float:
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise self.fail(key, f"{value!r} must be a number of seconds")
+            raise self.fail(key, f"{value!r} must be a number of {unit}")
         if at_most is not None and value > at_most:
-            raise self.fail(key, f"{value:g} must be at most {at_most:g} seconds")
+            raise self.fail(key, f"{value:g} must be at most {at_most:g} {unit}")
         if above is not None and value <= above:
             raise self.fail(key, f"{value} must be more than {above:g}")
         if at_least is not None and value < at_least:
             raise self.fail(key, f"{value} must be at least {at_least:g}")
         return float(value)
+
+    def mtus(self, key: str) -> list[int]:
+        """A non-empty list of MTUs within MTU_RANGE, each once (a device may still
+        refuse one: the topology then names the range it accepts)."""
+        value = self.get(key, None)
+        low, high = MTU_RANGE
+        if not isinstance(value, list) or not value or any(
+                isinstance(m, bool) or not isinstance(m, int) or not low <= m <= high for m in value):
+            raise self.fail(key, f"{value!r} must be a list of MTUs from {low} to {high}, e.g. [1500, 9000]")
+        if len(set(value)) != len(value):
+            raise self.fail(key, f"{value!r} lists an MTU twice; list each once")
+        return value
 
     def choices(self, key: str, allowed: list[Any], default: list[Any] | None = None) -> list[Any]:
         value = self.get(key, default)

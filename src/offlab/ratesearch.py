@@ -10,7 +10,10 @@ receiver keeps up with. Pure: the caller's `trial(rate)` runs the probe.
 The search runs in log space (each step halves the ratio high/low), so its resolution
 is relative: it stops when high/low ≤ 1 + resolution, or after `max_probes`. The first
 probe is unlimited (the sender's own maximum): if that passes, the case is
-sender-bound and its capacity is what the sender reached.
+sender-bound and its capacity is what the sender reached. Otherwise the second probe
+offers what the receiver took during the first — a receiver that merely could not
+keep up took about its capacity, one in livelock took less — and the bisection runs
+above or below that guess.
 """
 
 from __future__ import annotations
@@ -83,9 +86,10 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
         return Capacity(first.received_bps, first.sent_bps, tuple(probes),
                         (first.sent_bps, math.inf), True, True)
     low, high = rule.floor_bps, max(first.sent_bps, rule.floor_bps)
+    guess = min(max(first.received_bps, rule.floor_bps), high)
     best: Probe | None = None
     while len(probes) < rule.max_probes and high / low > 1 + rule.resolution:
-        rate = math.sqrt(low * high)
+        rate = guess if len(probes) == 1 and low < guess < high else math.sqrt(low * high)
         probe = trial(rate)
         probes.append(probe)
         if passed(probe, rule.loss_percent):

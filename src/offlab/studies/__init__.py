@@ -94,6 +94,10 @@ class Study:
     def finish(self, case: CaseSpec) -> CaseSpec:
         return case
 
+    def keeps(self, case: CaseSpec) -> bool:
+        """Whether a case of the cross product is worth measuring at all."""
+        return True
+
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
         """Report views of this study from the report's profile rows (none by default).
         Studies import their report modules inside this method and `charts`: those draw

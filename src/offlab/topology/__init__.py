@@ -1,6 +1,6 @@
 """Scenario topologies. `SCENARIOS` maps a plan's scenario name to its builder; a
 builder takes the MTU and the case's topology parameters (`CaseSpec.topology`: a
-middlebox's path and router, a DUT layout's direction)."""
+middlebox's path and router, a DUT layout's direction, an underlay family, a wire)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from .bare import Bare
 from .base import Endpoint, Interrupted, TerminationSignals, Topology, TopologyError
 from .middlebox import Middlebox
 from .vm import builders as vm_builders
-from .vxlan import Vxlan
+from .tunnel import Tunnel, tunnel_scenarios
 
 SCENARIOS: dict[str, type[Topology]] = {
     Bare.scenario: Bare,
-    Vxlan.scenario: Vxlan,
+    **tunnel_scenarios(),  # vxlan, geneve, gre, gretap, ipip, sit
     Middlebox.scenario: Middlebox,
     **vm_builders(),  # userspace datapath through offlab-fwd: vm2vm, vm2host (+ -vxlan)
 }
@@ -22,7 +22,11 @@ SCENARIOS: dict[str, type[Topology]] = {
 TUNNELLED = {name for name, builder in SCENARIOS.items() if builder.tunnel}
 DATAPATH = {name for name, builder in SCENARIOS.items() if builder.datapath}
 
-MTUS = (1500, 9000)
+MTU_RANGE = (68, 65535)
+"""What a plan may ask (IPv4's minimum, veth's maximum); each device then says whether it
+takes it, and an IPv6 underlay needs at least 1280."""
+TUNNEL_FEATURES = {name: builder.kind.segmentation for name, builder in SCENARIOS.items()
+                   if issubclass(builder, Tunnel)}
 
 
 def build(scenario: str, mtu: int, topology: Params | None = None, **options: object) -> Topology:
@@ -37,6 +41,6 @@ def build(scenario: str, mtu: int, topology: Params | None = None, **options: ob
 
 
 __all__ = [
-    "SCENARIOS", "TUNNELLED", "DATAPATH", "MTUS", "build", "Endpoint", "Interrupted",
+    "SCENARIOS", "TUNNELLED", "TUNNEL_FEATURES", "DATAPATH", "MTU_RANGE", "build", "Endpoint", "Interrupted",
     "TerminationSignals", "Topology", "TopologyError", "our_namespaces", "sweep_leftovers",
 ]

@@ -3,13 +3,22 @@ physical scenario, with the veth standing in for the NIC pair.
 
 Topology parameters:
 * `dut` ("rcv"/"snd"): seed 002's DUT layout (see dut.py) instead of one core per host.
+* `underlay` ("ipv4", default, or "ipv6"): the veth pair's addressing, and so the
+  family traffic (or a tunnel's outer packets) travels in.
+* `wire` ("mtu"): the wire carries MTU-sized frames, as from a NIC pair. A veth passes
+  the sender's 64 KiB TSO/GSO super-packets to the receiver whole, so the receiver's
+  GRO would have nothing to merge; with `wire = "mtu"` the sender's segmentation
+  offloads are held off (GSO stays on: the sending stack segments each super-packet in
+  software just before the wire), the same for every receiver profile. Without it the
+  wire is as veth makes it.
 """
 
 from __future__ import annotations
 
 from ..hosts.naming import device_name
-from ..offloads import Interface
-from .base import Endpoint, Topology
+from ..hosts import Host
+from ..offloads import TSO, Interface
+from .base import Endpoint, Topology, TopologyError
 from .dut import DutLayout
 
 TX_DEV = device_name("v0")
@@ -17,6 +26,15 @@ RX_DEV = device_name("v1")
 TX_ADDR = "10.201.0.1"
 RX_ADDR = "10.201.0.2"
 PREFIXLEN = 24
+UNDERLAYS = {"ipv4": (TX_ADDR, RX_ADDR, PREFIXLEN), "ipv6": ("fd00:201::1", "fd00:201::2", 64)}
+WIRES = ("mtu",)
+MTU_WIRE_SENDER = {TSO: False, "tx-udp-segmentation": False}
+"""What the sender's devices hold off for the MTU wire (tx-tcp-segmentation and the
+other TSO features follow tcp-segmentation-offload)."""
+
+
+def underlay_addresses(underlay: str) -> tuple[str, str, int]:
+    return UNDERLAYS[underlay]
 
 
 class Bare(Topology):
@@ -25,18 +43,37 @@ class Bare(Topology):
     def __init__(self, mtu: int, params=None, **options: object):
         super().__init__(mtu, params, **options)  # type: ignore[arg-type]
         self.dut = DutLayout.of(self.params, self)
+        self.wire = self.params.get("wire")
+        if self.wire is not None and self.wire not in WIRES:
+            raise TopologyError(f"wire {self.wire!r}: use \"mtu\" (or leave it out for veth's own wire)")
+        self.underlay = str(self.params.get("underlay", "ipv4"))
+        if self.underlay not in UNDERLAYS:
+            raise TopologyError(f"underlay {self.underlay!r}: use \"ipv4\" or \"ipv6\"")
+
+    def _sender_pinned(self, underlay: bool = False) -> dict[str, bool]:
+        """Features the MTU wire holds on a sender device (and the tunnel's
+        segmentation offloads on its underlay)."""
+        if self.wire != "mtu":
+            return {}
+        tunnel = {f: False for f in self.tunnel_segmentation()} if underlay else {}
+        return {**MTU_WIRE_SENDER, **tunnel}
+
+    def tunnel_segmentation(self) -> tuple[str, ...]:
+        """The underlay's segmentation offloads of this scenario's tunnel (none here)."""
+        return ()
 
     def _build(self) -> None:
         self.tx = self.add_host("tx")
         self.rx = self.add_host("rx")
-        self.link(self.tx, TX_DEV, self.rx, RX_DEV, (TX_ADDR, RX_ADDR), PREFIXLEN)
+        tx_addr, rx_addr, prefixlen = UNDERLAYS[self.underlay]
+        self.link(self.tx, TX_DEV, self.rx, RX_DEV, (tx_addr, rx_addr), prefixlen)
         if self.steer_rx_softirq:
             # Each host receives on its own core: data on the receiver's, ACKs on the sender's.
             self.steer_receive(self.rx, RX_DEV, self.receiver_core)
             self.steer_receive(self.tx, TX_DEV, self.sender_core)
 
     def _addresses(self) -> tuple[str, str]:
-        return TX_ADDR, RX_ADDR
+        return UNDERLAYS[self.underlay][:2]
 
     @property
     def sender(self) -> Endpoint:
@@ -53,4 +90,4 @@ class Bare(Topology):
         return self.dut.roles if self.dut else super().roles
 
     def offload_interfaces(self) -> list[Interface]:
-        return [Interface("tx", self.tx, TX_DEV), Interface("rx", self.rx, RX_DEV)]
+        return [Interface("tx", self.tx, TX_DEV, self._sender_pinned()), Interface("rx", self.rx, RX_DEV)]

@@ -5,6 +5,7 @@ datapath fills in. Scenario builders subclass `Topology` and implement `_build`.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from contextlib import contextmanager
@@ -184,9 +185,20 @@ class Topology:
         """A veth pair between two hosts, each end addressed (or not) and up."""
         connect_veth(left, left_dev, right, right_dev)
         for host, device, address in ((left, left_dev, addresses[0]), (right, right_dev, addresses[1])):
-            host.set_link(device, mtu=mtu or self.mtu)
+            self.set_mtu(host, device, mtu or self.mtu)
             if address is not None:
                 host.add_address(device, address, prefixlen)
+
+    def set_mtu(self, host: Host, device: str, mtu: int) -> None:
+        """Set a device's MTU and bring it up; a refused MTU is one line with the range
+        the device accepts."""
+        done = host.ip("link", "set", "dev", device, "mtu", str(mtu), check=False)
+        if done.returncode != 0:
+            details = json.loads(host.ip("-d", "-j", "link", "show", "dev", device).stdout or "[{}]")[0]
+            low, high = details.get("min_mtu", "?"), details.get("max_mtu", "?")
+            raise TopologyError(f"{self.scenario}: {device} refuses MTU {mtu} ({done.stderr.strip()}); "
+                                f"it accepts {low} to {high}")
+        host.set_link(device)
 
     def steer_receive(self, host: Host, device: str, core: int) -> None:
         """Receive processing of `device` on `core`, as on a separate host.

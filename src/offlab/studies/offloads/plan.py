@@ -33,31 +33,39 @@ def _cumulative(side: str, steps: Sequence[Sequence[str]]) -> list[OffloadProfil
     profiles, off = [], []
     for step in steps:
         off.extend(step)
-        name = "+".join(_SHORT[f] for f in off if f != UDP_TNL) + "-off"
+        name = "+".join(_SHORT[f] for f in off if f in _SHORT and f != UDP_TNL) + "-off"
         profiles.append(OffloadProfile(name, side, _off(off)))  # type: ignore[arg-type]
     return profiles
 
 
-def tx_sequence(tunnel: bool) -> list[OffloadProfile]:
-    last = [GSO, UDP_TNL] if tunnel else [GSO]
-    return [all_on(), *_cumulative("tx", [[TSO], [TX_CSUM], last])]
+def tx_sequence(tunnel: bool | Sequence[str]) -> list[OffloadProfile]:
+    """`tunnel`: the tunnel's segmentation offloads, turned off with GSO in the last step
+    (True: VXLAN's tx-udp_tnl-segmentation, as the seed's plan)."""
+    features = list(_tunnel(tunnel))
+    return [all_on(), *_cumulative("tx", [[TSO], [TX_CSUM], [GSO, *features]])]
+
+
+def _tunnel(tunnel: bool | Sequence[str]) -> tuple[str, ...]:
+    if tunnel is True:
+        return (UDP_TNL,)
+    return tuple(tunnel) if tunnel else ()
 
 
 def rx_sequence() -> list[OffloadProfile]:
     return [all_on(), *_cumulative("rx", [[GRO], [RX_CSUM]])]
 
 
-def one_off_at_a_time(side: str, tunnel: bool) -> list[OffloadProfile]:
+def one_off_at_a_time(side: str, tunnel: bool | Sequence[str]) -> list[OffloadProfile]:
     """Each feature of one side off alone, everything else on: isolates single effects."""
     if side == "tx":
-        names = [TSO, TX_CSUM, GSO] + ([UDP_TNL] if tunnel else [])
+        names = [TSO, TX_CSUM, GSO] + list(_tunnel(tunnel)[:1])
     else:
         names = [GRO, RX_CSUM]
-    singles = [OffloadProfile(f"only-{_SHORT[f]}-off", side, {f: False}) for f in names]  # type: ignore[arg-type]
+    singles = [OffloadProfile(f"only-{_SHORT.get(f, f)}-off", side, {f: False}) for f in names]  # type: ignore[arg-type]
     return [all_on(), *singles]
 
 
-def sequence_profiles(sequences: Sequence[str], tunnel: bool) -> list[OffloadProfile]:
+def sequence_profiles(sequences: Sequence[str], tunnel: bool | Sequence[str]) -> list[OffloadProfile]:
     """Profiles of the chosen sequences, each once ("all on" is shared by all of them)."""
     chosen: dict[tuple[str, str], OffloadProfile] = {}
     for sequence in sequences:
