@@ -135,6 +135,7 @@ def run_cmd(
     preflight.check_privileges()
     preflight.check_tools(cases)
     preflight.check_eta(eta, max_eta * 3600, yes)
+    preflight.check_devices(cases)
 
     def prepare(store: Store):
         if resume_id is not None:

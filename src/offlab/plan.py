@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .records import CaseSpec, RunSettings, TrafficSpec
+from .records import CaseSpec, Params, RunSettings, TrafficSpec
 from .studies import Profile, Study, Variant, registered
 from .topology import MTU_RANGE, SCENARIOS
 from .traffic import report_interval, whole_seconds
@@ -38,7 +38,7 @@ MAX_DURATION_S = 3600.0
 MAX_WARMUP_S = 600.0
 """Bounds of a plan: beyond them a value is a typo, not a measurement."""
 _KEYS = {"name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
-         "steer_rx_softirq", "udp_rate", "loss_threshold", "streams", "latency_probe"}
+         "steer_rx_softirq", "udp_rate", "loss_threshold", "streams", "latency_probe", "underlay", "vlan"}
 """The pipeline's own keys; each study adds its own (`Study.keys`)."""
 
 
@@ -126,7 +126,7 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
     warmup = check.number("warmup", at_least=0, at_most=MAX_WARMUP_S, default=1.0)
     _check_warmup(warmup, f"{source}: key 'warmup'")
     _check_total(warmup, duration, f"{source}: keys 'warmup' + 'duration'")
-    variants = [Variant(s) for s in check.choices("scenarios", sorted(SCENARIOS))]
+    variants = [Variant(s, _link_params(check, s)) for s in check.choices("scenarios", sorted(SCENARIOS))]
     mtus = check.mtus("mtus")
     traffic = [
         TrafficSpec(duration_s=duration, warmup_s=warmup, **TRAFFIC[t], **_traffic_options(check, t))  # type: ignore[arg-type]
@@ -154,6 +154,30 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
         description=check.string("description", default=""),
         steer_rx_softirq=check.boolean("steer_rx_softirq", default=True),
     )
+
+
+LINKED = ("bare", "vxlan", "geneve", "gre", "gretap", "ipip", "sit")
+"""Scenarios over one veth link, which take an underlay family and a VLAN."""
+
+
+def _link_params(check: "_Checker", scenario: str) -> Params:
+    """The plan's `underlay` ("ipv4"/"ipv6") and `vlan` (an 802.1Q id) for the two-host
+    scenarios; the defaults (IPv4, untagged) are left out so case keys stay as they were."""
+    found: dict[str, Any] = {}
+    underlay = check.doc.get("underlay", "ipv4")
+    if underlay not in ("ipv4", "ipv6"):
+        raise check.fail("underlay", f"{underlay!r} is not known; use \"ipv4\" or \"ipv6\"")
+    vlan = check.doc.get("vlan")
+    if vlan is not None and (isinstance(vlan, bool) or not isinstance(vlan, int) or not 1 <= vlan <= 4094):
+        raise check.fail("vlan", f"{vlan!r} must be an 802.1Q id from 1 to 4094")
+    if (underlay != "ipv4" or vlan is not None) and scenario not in LINKED:
+        raise check.fail("underlay" if underlay != "ipv4" else "vlan",
+                         f"scenario {scenario!r} has no underlay link to set; use {', '.join(LINKED)}")
+    if underlay != "ipv4":
+        found["underlay"] = underlay
+    if vlan is not None:
+        found["vlan"] = vlan
+    return Params(found)
 
 
 def _traffic_options(check: "_Checker", name: str) -> dict[str, Any]:
@@ -195,7 +219,8 @@ def _rate(check: "_Checker", value: Any) -> float:
 
 def _case(variant: Variant, mtu: int, traffic: TrafficSpec, profile: Profile) -> CaseSpec:
     return CaseSpec(variant.scenario, mtu, profile.offloads, traffic, variant.topology,
-                    profile.params, profile.datapath, variant.label)
+                    profile.params, profile.datapath,
+                    variant.name if variant.name != variant.scenario else "")
 
 
 def _finished(studies: tuple[Study, ...], case: CaseSpec) -> CaseSpec:

@@ -91,6 +91,40 @@ def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset(
             raise PreflightError(str(err)) from None
 
 
+def check_devices(cases: Iterable[CaseSpec]) -> None:
+    """Every tunnel kind and VLAN the plan uses can be made by this kernel: tried once in
+    a throw-away namespace, so a run does not fail half-way on a missing module."""
+    from .hosts import LocalNamespace
+    from .topology import SCENARIOS
+    from .topology.tunnel import Tunnel
+    wanted = {(c.scenario, str(c.topology.get("underlay", "ipv4")), c.topology.get("vlan") is not None)
+              for c in cases if c.scenario in SCENARIOS}
+    wanted = {w for w in wanted if issubclass(SCENARIOS[w[0]], Tunnel) or w[2]}
+    if not wanted:
+        return
+    probe = LocalNamespace("preflight").create()
+    try:
+        for scenario, underlay, vlan in sorted(wanted):
+            if vlan:
+                done = probe.ip("link", "add", "link", "lo", "name", "ofl-pfq", "type", "vlan", "id", "1",
+                                check=False)
+                if done.returncode != 0:
+                    raise PreflightError("this kernel cannot make VLAN devices (CONFIG_VLAN_8021Q); "
+                                         "remove the plan's vlan key or use a kernel with 802.1Q")
+            builder = SCENARIOS[scenario]
+            if not issubclass(builder, Tunnel):
+                continue
+            kind = builder.kind
+            local, remote = ("fd00::1", "fd00::2") if underlay == "ipv6" else ("10.0.0.1", "10.0.0.2")
+            done = probe.ip(*kind.link_args("ofl-pft", underlay, local, remote, "lo"), check=False)
+            if done.returncode != 0:
+                raise PreflightError(f"this kernel cannot make {scenario} over {underlay} "
+                                     f"({done.stderr.strip()}); it needs {kind.config}, or use vxlan")
+            probe.ip("link", "del", "ofl-pft")
+    finally:
+        probe.remove()
+
+
 def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) -> list[str]:
     """What `--dry-run` prints: the cases in order, the time it would take, and what the
     run would change on this machine."""

@@ -49,7 +49,11 @@ class Variant:
 
     @property
     def name(self) -> str:
-        return self.label or self.scenario
+        if self.label:
+            return self.label
+        extra = [f"{self.topology['underlay']}" if "underlay" in self.topology else "",
+                 f"vlan{self.topology['vlan']}" if "vlan" in self.topology else ""]
+        return "-".join([self.scenario, *(e for e in extra if e)])
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ Topology parameters:
 * `dut` ("rcv"/"snd"): seed 002's DUT layout (see dut.py) instead of one core per host.
 * `underlay` ("ipv4", default, or "ipv6"): the veth pair's addressing, and so the
   family traffic (or a tunnel's outer packets) travels in.
+* `vlan` (1–4094): the link's addresses sit on an 802.1Q device over each veth end.
 * `wire` ("mtu"): the wire carries MTU-sized frames, as from a NIC pair. A veth passes
   the sender's 64 KiB TSO/GSO super-packets to the receiver whole, so the receiver's
   GRO would have nothing to merge; with `wire = "mtu"` the sender's segmentation
@@ -49,6 +50,8 @@ class Bare(Topology):
         self.underlay = str(self.params.get("underlay", "ipv4"))
         if self.underlay not in UNDERLAYS:
             raise TopologyError(f"underlay {self.underlay!r}: use \"ipv4\" or \"ipv6\"")
+        vlan = self.params.get("vlan")
+        self.vlan = int(vlan) if vlan is not None else None
 
     def _sender_pinned(self, underlay: bool = False) -> dict[str, bool]:
         """Features the MTU wire holds on a sender device (and the tunnel's
@@ -66,11 +69,32 @@ class Bare(Topology):
         self.tx = self.add_host("tx")
         self.rx = self.add_host("rx")
         tx_addr, rx_addr, prefixlen = UNDERLAYS[self.underlay]
-        self.link(self.tx, TX_DEV, self.rx, RX_DEV, (tx_addr, rx_addr), prefixlen)
+        if self.vlan is None:
+            self.link(self.tx, TX_DEV, self.rx, RX_DEV, (tx_addr, rx_addr), prefixlen)
+        else:
+            self.link(self.tx, TX_DEV, self.rx, RX_DEV, (None, None), prefixlen)
+            for host, device, address in ((self.tx, TX_DEV, tx_addr), (self.rx, RX_DEV, rx_addr)):
+                self._add_vlan(host, device, address, prefixlen)
         if self.steer_rx_softirq:
             # Each host receives on its own core: data on the receiver's, ACKs on the sender's.
             self.steer_receive(self.rx, RX_DEV, self.receiver_core)
             self.steer_receive(self.tx, TX_DEV, self.sender_core)
+
+    def _add_vlan(self, host: Host, device: str, address: str, prefixlen: int) -> None:
+        """An 802.1Q device on the veth end, carrying the address: the link's traffic
+        is tagged, as on a trunk port."""
+        tagged = self.underlay_device(device)
+        done = host.ip("link", "add", "link", device, "name", tagged, "type", "vlan", "id", str(self.vlan),
+                       check=False)
+        if done.returncode != 0:
+            raise TopologyError(f"vlan {self.vlan}: this kernel cannot make the device "
+                                f"({done.stderr.strip()}); it needs CONFIG_VLAN_8021Q")
+        self.set_mtu(host, tagged, self.mtu)
+        host.add_address(tagged, address, prefixlen)
+
+    def underlay_device(self, device: str) -> str:
+        """The device the link's addresses are on: the veth end, or its VLAN device."""
+        return device if self.vlan is None else f"{device}q"
 
     def _addresses(self) -> tuple[str, str]:
         return UNDERLAYS[self.underlay][:2]

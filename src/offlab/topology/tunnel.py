@@ -95,7 +95,8 @@ class Tunnel(Bare):
         ends = ((self.tx, TX_DEV, TX_TUNNEL, local, remote, inner[0]),
                 (self.rx, RX_DEV, RX_TUNNEL, remote, local, inner[1]))
         for host, under, device, mine, theirs, address in ends:
-            done = host.ip(*self.kind.link_args(device, self.underlay, mine, theirs, under), check=False)
+            done = host.ip(*self.kind.link_args(device, self.underlay, mine, theirs,
+                                                self.underlay_device(under)), check=False)
             if done.returncode != 0:
                 raise TopologyError(f"{self.scenario} over {self.underlay}: this kernel cannot make the "
                                     f"device ({done.stderr.strip()}); it needs {self.kind.config}")

@@ -38,7 +38,7 @@ def expand(check: PlanCheck, variants: list[Variant]) -> list[Variant]:
         return variants
     out = []
     for variant in variants:
-        if variant.scenario not in LAYOUT_SCENARIOS or variant.topology:
+        if variant.scenario not in LAYOUT_SCENARIOS or "wire" in variant.topology:
             raise check.fail("dut", f"scenario {variant.name!r} has no DUT layout; use it "
                                     f"without the dut key, or {'/'.join(LAYOUT_SCENARIOS)}")
         out += [Variant(variant.scenario, variant.topology.with_(dut=d), f"{variant.name}-dut-{d}")
