@@ -13,12 +13,15 @@ processes that are not the run's own.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, Mapping
 
 from . import cpu, foreign, latency, ratesearch
+from .runscope import RUNTIME_ROOT
 from .records import CaseSpec, CpuShare, FeatureState, RateProbe, Sample, TrafficSpec
 from .topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
@@ -143,7 +146,11 @@ def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callab
 
     def start() -> Callable[[], dict[str, float]]:
         server = receiver.host.spawn(latency.irtt_server_args(receiver.address))
-        output = f"/tmp/offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json"
+        # In the run's runtime directory (runscope.py): removed with the run, or by the
+        # next one after a kill.
+        runtime = RUNTIME_ROOT / f"run-{os.getpid()}"
+        folder = runtime if runtime.is_dir() else Path("/tmp")
+        output = str(folder / f"offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json")
         time.sleep(0.05)  # irtt binds at once; a probe sent before would only be lost
         args = latency.irtt_client_args(receiver.address, spec.warmup_s + spec.duration_s, output)
         client = sender.host.spawn(args)
