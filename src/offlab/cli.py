@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from . import doctor as doctor_checks
-from . import preflight
+from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .plan import PlanError, load
 from .proc import ProcessError
@@ -137,10 +137,17 @@ def run_cmd(
     preflight.check_eta(eta, max_eta * 3600, yes)
     preflight.check_devices(cases)
 
+    busy, top = preflight.foreign_load()
+    notes = ""
+    if busy > foreign.BUSY_MACHINE_PERCENT:
+        names = ", ".join(f"{name} {pct:.0f}%" for name, pct in top[:3])
+        notes = f"machine not idle before the run: {busy:.0f}% of a core used by other processes ({names})"
+        err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
+
     def prepare(store: Store):
         if resume_id is not None:
             return resume(store, resume_id, runs)
-        return begin(store, plan_name, cases, settings)
+        return begin(store, plan_name, cases, settings, notes)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
     outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait)

@@ -125,6 +125,17 @@ def check_devices(cases: Iterable[CaseSpec]) -> None:
         probe.remove()
 
 
+def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:
+    """CPU used by other processes over `seconds` before the run (percent of one core)
+    and the busiest of them: the idle-machine check."""
+    import time
+
+    from . import foreign
+    before, start = foreign.snapshot(None), time.monotonic()
+    time.sleep(seconds)
+    return foreign.busy_percent(before, foreign.snapshot(None), time.monotonic() - start)
+
+
 def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) -> list[str]:
     """What `--dry-run` prints: the cases in order, the time it would take, and what the
     run would change on this machine."""

@@ -54,12 +54,14 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
-def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: RunSettings) -> Session:
+def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: RunSettings,
+          notes: str = "") -> Session:
     info = RunInfo(
         run_id=new_run_id(), plan=plan_name, started_at=time.time(),
         command_line=shlex.join(sys.argv), kernel=environment.kernel(),
         cpu_model=environment.cpu_model(), cores=environment.cores(),
-        tool_versions=environment.tool_versions(), host=environment.host(), settings=settings,
+        tool_versions=environment.tool_versions(), host=environment.host(), notes=notes,
+        settings=settings,
     )
     run_id = store.begin_run(info)
     for case in cases:

@@ -241,8 +241,16 @@ impl Direction {
         layout: &Layout,
         egress: &Egress,
     ) {
-        let frame = &rx.raw(slot)[rx.vnet_len()..];
-        if layout.frame_end() - layout.l2_len > egress.mtu {
+        // Bytes past the IP total length (Ethernet padding, or junk) are trimmed before
+        // anything else, as the kernel's ip_rcv_core trims them (pskb_trim_rcsum): the
+        // frame that leaves — and the one the MTU is checked on — ends with its IP
+        // packet. An IP length beyond the frame never gets here: the parser refuses it.
+        let full = &rx.raw(slot)[rx.vnet_len()..];
+        let frame = &full[..layout.frame_end().min(full.len())];
+        if frame.len() < full.len() && full.len() > MIN_FRAME_LEN {
+            self.counters.trimmed_frames += 1;
+        }
+        if frame.len() - layout.l2_len > egress.mtu {
             return self.counters.drop("egress", "frame over egress mtu");
         }
         if let Some(coalescer) = &mut self.coalescer {
@@ -397,6 +405,10 @@ impl Direction {
         self.tx.push_rx(slot, rx_range(rx.vnet_len(), frame_len));
     }
 }
+
+/// The shortest Ethernet frame without its FCS: shorter ones arrive padded to it, and
+/// trimming that padding is no news worth counting.
+const MIN_FRAME_LEN: usize = 60;
 
 /// Where a received frame of `frame_len` bytes sits in its slot.
 fn rx_range(vnet_len: usize, frame_len: usize) -> std::ops::Range<usize> {

@@ -260,6 +260,40 @@ fn frames_over_the_egress_mtu_are_dropped() {
 }
 
 #[test]
+fn a_frame_longer_than_its_ip_packet_is_trimmed_before_the_mtu_check() {
+    // 3054 bytes on the wire, an IP total length of 1000: the kernel would trim the rest
+    // on receive; the forwarder sends the 1014 bytes of the packet, within the MTU.
+    let mut long = tcp_frame(960);
+    long.resize(3054, 0xAA);
+    let (sent, counters) = run(
+        Mode::Pass,
+        egress(Offloads::ALL),
+        &[(Header::none(), long.clone())],
+    );
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].1, long[..14 + 1000]);
+    assert_eq!(counters.trimmed_frames, 1);
+    assert!(counters.drops.is_empty());
+}
+
+#[test]
+fn an_ip_length_beyond_the_frame_is_dropped_with_its_reason() {
+    let mut short = tcp_frame(960);
+    short.truncate(500);
+    let (sent, counters) = run(
+        Mode::Pass,
+        egress(Offloads::ALL),
+        &[(Header::none(), short)],
+    );
+    assert!(sent.is_empty());
+    assert_eq!(counters.dropped(), 1);
+    assert!(counters
+        .drops
+        .keys()
+        .all(|(category, _)| *category == "parse"));
+}
+
+#[test]
 fn gro_mode_merges_a_run_into_one_super_packet() {
     let frames: Vec<_> = (0..4u32)
         .map(|i| {

@@ -25,6 +25,9 @@ pub struct Counters {
     pub checksums_completed: u64,
     /// Frames that are not IP (ARP, …), forwarded without parsing further.
     pub non_ip_frames: u64,
+    /// Frames longer than their IP packet (beyond Ethernet padding), sent without the
+    /// bytes past its end, as the kernel trims them on receive.
+    pub trimmed_frames: u64,
     /// Drops by category ("virtio", "parse", "egress", …) and reason.
     pub drops: BTreeMap<(&'static str, &'static str), u64>,
     /// Frames the GRO engine refused to hold, by reason (they were still forwarded).
@@ -75,6 +78,7 @@ impl Counters {
             "merged_super_packets": self.merged_super_packets,
             "checksums_completed": self.checksums_completed,
             "non_ip_frames": self.non_ip_frames,
+            "trimmed_frames": self.trimmed_frames,
             "dropped": self.dropped(),
             "drops": drops,
             "gro_refusals": self.gro_refusals,

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from ..stats import Summary
 from .model import CaseGroup
+from .validity import overloaded
 
 STACKED_CLASSES = ("usr", "sys", "irq", "soft")
 _CLASS_COLOURS = {"usr": "#4c72b0", "sys": "#dd8452", "irq": "#c44e52", "soft": "#8172b3",
@@ -41,8 +42,32 @@ def group_chart(group: CaseGroup) -> bytes:
     return buffer.getvalue()
 
 
-def _err(stat: Summary | None, scale: float = 1.0) -> float:
-    return (stat.ci95 or 0.0) * scale if stat is not None else 0.0
+def _errs(stats: list[Summary | None], scale: float = 1.0) -> list[list[float]]:
+    """Asymmetric error bars from each summary's 95 % interval, which never reaches below
+    zero (stats.Summary.interval): [[down…], [up…]]."""
+    down, up = [], []
+    for stat in stats:
+        if stat is None or stat.interval is None:
+            down.append(0.0)
+            up.append(0.0)
+            continue
+        low, high = stat.interval
+        down.append(max(0.0, stat.mean - low) * scale)
+        up.append(max(0.0, high - stat.mean) * scale)
+    return [down, up]
+
+
+def _clip_outlier(ax, heights: list[float], errors: list[list[float]]) -> None:
+    """One bar far above the rest would flatten them: the axis stops at 1.6 × the
+    second-highest bar (with its error) and the clipped bar carries its value."""
+    tops = sorted((h + e for h, e in zip(heights, errors[1])), reverse=True)
+    if len(tops) < 2 or tops[1] <= 0 or tops[0] <= 4 * tops[1]:
+        return
+    limit = 1.6 * tops[1]
+    ax.set_ylim(0, limit)
+    for x, height in enumerate(heights):
+        if height + errors[1][x] > limit:
+            ax.annotate(f"{height:.3g} ↑", (x, limit), ha="center", va="top", fontsize=8)
 
 
 def _profile_axis(ax, names: list[str]) -> None:
@@ -56,11 +81,11 @@ def _throughput_panel(ax, group: CaseGroup) -> None:
     names = [r.profile.name for r in group.rows]
     xs = range(len(names))
     received = [r.throughput.mean * scale for r in group.rows]
-    received_err = [_err(r.throughput, scale) for r in group.rows]
+    received_err = _errs([r.throughput for r in group.rows], scale)
     if group.traffic.protocol == "udp":
         width = 0.4
         sent = [r.sender.mean * scale for r in group.rows]
-        sent_err = [_err(r.sender, scale) for r in group.rows]
+        sent_err = _errs([r.sender for r in group.rows], scale)
         ax.bar([x - width / 2 for x in xs], sent, width, yerr=sent_err, capsize=3,
                color=_SENT, label="sent")
         ax.bar([x + width / 2 for x in xs], received, width, yerr=received_err, capsize=3,
@@ -68,6 +93,10 @@ def _throughput_panel(ax, group: CaseGroup) -> None:
         ax.legend(fontsize=8)
     else:
         ax.bar(xs, received, 0.6, yerr=received_err, capsize=4, color=_RECEIVED)
+    for x, row in zip(xs, group.rows):
+        if overloaded(row):
+            ax.annotate("overloaded", (x, 0), ha="center", va="bottom", rotation=90, fontsize=8)
+    _clip_outlier(ax, received, received_err)
     ax.set_ylabel(f"throughput ({unit})")
     ax.set_title("Throughput (mean, 95% CI)", fontsize=10)
     _profile_axis(ax, names)
@@ -75,9 +104,12 @@ def _throughput_panel(ax, group: CaseGroup) -> None:
 
 def _cpu_per_gbps_panel(ax, group: CaseGroup) -> None:
     names = [r.profile.name for r in group.rows]
-    means = [r.cpu_per_gbps.mean if r.cpu_per_gbps else 0.0 for r in group.rows]
-    errs = [_err(r.cpu_per_gbps) for r in group.rows]
+    # An overloaded row has no CPU per Gbps worth a bar (what it moved was not its rate).
+    usable = [None if overloaded(r) else r.cpu_per_gbps for r in group.rows]
+    means = [s.mean if s else 0.0 for s in usable]
+    errs = _errs(usable)
     ax.bar(range(len(names)), means, 0.6, yerr=errs, capsize=4, color=_CPU)
+    _clip_outlier(ax, means, errs)
     ax.set_ylabel("CPU % per Gbit/s (lower is better)")
     ax.set_title("CPU cost (all cores)", fontsize=10)
     _profile_axis(ax, names)

@@ -9,6 +9,7 @@ from ..stats import RelativeChange, Summary
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change
 from .states import display_name
+from .validity import overloaded
 
 CPU_TABLE_CLASSES = ("usr", "sys", "irq", "soft", "idle")
 """Always shown (seed-002's rows); other classes appear only when they are not ~0."""
@@ -50,10 +51,12 @@ def mean_std_cv(stat: Summary, scale: float = 1.0) -> str:
 
 
 def ci_range(stat: Summary | None, scale: float = 1.0) -> str:
-    if stat is None or stat.ci95 is None:
+    """The 95 % interval, never below zero (stats.Summary.interval)."""
+    if stat is None or stat.interval is None:
         return "–"
     d = decimals_for(stat.mean * scale)
-    return f"[{(stat.mean - stat.ci95) * scale:.{d}f}, {(stat.mean + stat.ci95) * scale:.{d}f}]"
+    low, high = stat.interval
+    return f"[{low * scale:.{d}f}, {high * scale:.{d}f}]"
 
 
 def versus(change: RelativeChange | None) -> str:
@@ -75,17 +78,19 @@ def throughput_table(group: CaseGroup) -> Table:
     )
     rows = []
     for row in group.rows:
+        flagged = overloaded(row)
         rows.append((
-            row.profile.name + (" (baseline)" if row is group.baseline else ""),
+            row.profile.name + (" (baseline)" if row is group.baseline else "")
+            + (" ⚠ overloaded" if flagged else ""),
             _off_list(row),
             str(row.n),
             mean_std_cv(row.throughput, scale),
             ci_range(row.throughput, scale),
-            versus(row.vs_baseline_throughput),
+            "— (overloaded)" if flagged else versus(row.vs_baseline_throughput),
             mean_std(row.sender, scale) if udp else mean_std(row.retransmits, decimals=0),
             mean_std(row.loss_percent) if udp else mean_std(row.cpu_total, decimals=1),
-            mean_std(row.cpu_per_gbps),
-            versus(row.vs_baseline_cpu),
+            "—" if flagged else mean_std(row.cpu_per_gbps),
+            "—" if flagged else versus(row.vs_baseline_cpu),
         ))
     return Table(header, tuple(rows), align_left=2)
 

@@ -129,7 +129,9 @@ mod tests {
 
     #[test]
     fn udptnl_is_a_tap_offload() {
-        let tap: PortSpec = "tap:ofl-ta@ofl-1-a,offloads=csum+tso4+udptnl".parse().unwrap();
+        let tap: PortSpec = "tap:ofl-ta@ofl-1-a,offloads=csum+tso4+udptnl"
+            .parse()
+            .unwrap();
         assert!(tap.offloads.udp_tunnel);
         let packet = "packet:ofl-p@ofl-1-a,offloads=csum+tso4+udptnl".parse::<PortSpec>();
         assert!(packet.is_err());

@@ -1,0 +1,73 @@
+"""What may become advice: overloaded UDP rows, veth properties and the MTU wire, each
+set apart with its reason; and the wire recorded with every case of a receiver study."""
+
+import random
+
+from offlab import plan
+from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
+from offlab.report.model import CaseGroup, profile_row
+from offlab.report.recommend import group_steps, recommend
+from offlab.report.validity import exclusion, overloaded
+
+ALL_ON = OffloadProfile("all-on", "both", {})
+TSO_OFF = OffloadProfile("tso-off", "tx", {"tcp-segmentation-offload": False})
+GRO_OFF = OffloadProfile("gro-off", "rx", {"generic-receive-offload": False})
+
+
+def _row(profile, traffic, gbps, loss=None, topology=Params()):
+    case = CaseSpec("bare", 1500, profile, traffic, topology=topology)
+    rng = random.Random(hash(profile.name) & 0xFFFF)
+    samples = tuple(Sample(case.key, i, 0.0, 1.0, gbps * 1e9 * rng.uniform(0.99, 1.01), gbps * 1e9,
+                           lost_packets=None if loss is None else int(loss * 1000),
+                           total_packets=None if loss is None else 100_000) for i in range(4))
+    return profile_row(case, samples)
+
+
+def _group(side, rows):
+    return CaseGroup("bare", 1500, rows[0].case.traffic, side, rows[0], tuple(rows))
+
+
+def test_a_udp_row_above_its_loss_bound_is_overloaded():
+    udp = TrafficSpec("udp", 1.0, udp_payload=1472)
+    assert overloaded(_row(ALL_ON, udp, 0.02, loss=99.4))
+    assert not overloaded(_row(ALL_ON, udp, 2.0, loss=0.05))
+    capacity = TrafficSpec("udp", 1.0, udp_payload=1472, mode="capacity")
+    assert not overloaded(_row(ALL_ON, capacity, 2.0, loss=5.0))  # a search reports passing probes
+
+
+def test_an_overloaded_step_is_never_advice_and_says_why():
+    udp = TrafficSpec("udp", 1.0, udp_payload=1472)
+    rows = [_row(ALL_ON, udp, 0.016, loss=99.4), _row(TSO_OFF, udp, 2.7, loss=0.05)]
+    (step,) = group_steps(_group("tx", rows))
+    assert exclusion(step, virtual_devices=False).startswith("overloaded: all-on lost up to 99.4%")
+    recs = recommend([_group("tx", rows)], virtual_devices=False)
+    assert recs.goals == () and len(recs.excluded) == 1
+
+
+def test_tso_on_udp_over_veth_is_a_veth_property_but_not_on_real_hosts():
+    udp = TrafficSpec("udp", 1.0, udp_payload=1472)
+    rows = [_row(ALL_ON, udp, 1.0, loss=0.0), _row(TSO_OFF, udp, 3.0, loss=0.0)]
+    (step,) = group_steps(_group("tx", rows))
+    assert "veth property" in exclusion(step, virtual_devices=True)
+    assert exclusion(step, virtual_devices=False) is None
+
+
+def test_receiver_gro_needs_the_mtu_wire_on_veth():
+    tcp = TrafficSpec("tcp", 1.0)
+    plain = [_row(ALL_ON, tcp, 20.0), _row(GRO_OFF, tcp, 20.0)]
+    (step,) = group_steps(_group("rx", plain))
+    assert "super-packets cross the veth whole" in exclusion(step, virtual_devices=True)
+    wired = [_row(ALL_ON, tcp, 14.0, topology=Params(wire="mtu")),
+             _row(GRO_OFF, tcp, 9.0, topology=Params(wire="mtu"))]
+    (step,) = group_steps(_group("rx", wired))
+    assert exclusion(step, virtual_devices=True) is None
+    (title, effects), = recommend([_group("rx", wired)]).goals
+    assert "keep GRO on at the receiver" in effects[0].sentence() and "why: without GRO" in effects[0].sentence()
+
+
+def test_the_receiver_sequence_runs_on_the_mtu_wire_with_its_own_baseline():
+    quick = plan.load("quick")
+    wired = [c for c in quick.cases if c.topology.get("wire") == "mtu"]
+    assert {c.label for c in wired} == {"bare-mtu-wire", "vxlan-mtu-wire"}
+    assert {c.profile.name for c in wired} == {"all-on", "gro-off", "gro+rxcsum-off"}
+    assert all(c.key.startswith(c.label + "/") for c in wired)
