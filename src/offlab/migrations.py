@@ -164,6 +164,17 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
         f" CASE WHEN {datapath_iface} THEN 'datapath' ELSE 'ethtool' END"
         " FROM sample_offload_v1 ORDER BY rowid")
     conn.execute("DROP TABLE sample_offload_v1")
+    # Samples gain the host of each role, and CPU shares their host (separate machines).
+    conn.execute("ALTER TABLE sample ADD COLUMN role_hosts TEXT NOT NULL DEFAULT '{}'")
+    conn.execute("ALTER TABLE sample_cpu RENAME TO sample_cpu_v1")
+    conn.execute(
+        "CREATE TABLE sample_cpu (sample_id INTEGER NOT NULL REFERENCES sample(id),"
+        " ordinal INTEGER NOT NULL, core INTEGER NOT NULL, class TEXT NOT NULL,"
+        " percent REAL NOT NULL, host TEXT NOT NULL DEFAULT '',"
+        " PRIMARY KEY (sample_id, ordinal, class))")
+    conn.execute("INSERT INTO sample_cpu (sample_id, ordinal, core, class, percent)"
+                 " SELECT sample_id, ordinal, core, class, percent FROM sample_cpu_v1 ORDER BY rowid")
+    conn.execute("DROP TABLE sample_cpu_v1")
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}

@@ -221,6 +221,9 @@ class CpuShare:
     core: int
     percent: Mapping[str, float]
     """class (one of CPU_CLASSES) → percent of the window."""
+    host: str = ""
+    """The host whose core it is when the run's hosts are separate machines ("tx",
+    "rx"); empty when every host shares this machine's cores."""
 
     @property
     def busy(self) -> float:
@@ -248,6 +251,8 @@ class Sample:
     """Every core of the machine over the measured window."""
     roles: Mapping[str, int] = field(default_factory=dict)
     """role ("sender", "receiver", "forwarder", …) → core it was pinned to."""
+    role_hosts: Mapping[str, str] = field(default_factory=dict)
+    """role → the host whose core that is (separate machines only; see CpuShare.host)."""
     offloads: Mapping[str, Mapping[str, FeatureState]] = field(default_factory=dict)
     """interface label ("tx:ofl-v0", "rx:ofl-v1", …) → ethtool feature → state in force."""
     datapath: Mapping[str, Mapping[str, FeatureState]] = field(default_factory=dict)
@@ -277,8 +282,8 @@ class Sample:
         return self.cpu_total_percent / gbps if gbps > 0 else None
 
     def role_share(self, role: str) -> CpuShare | None:
-        core = self.roles.get(role)
-        return next((c for c in self.cpu if c.core == core), None)
+        core, host = self.roles.get(role), self.role_hosts.get(role, "")
+        return next((c for c in self.cpu if c.core == core and c.host == host), None)
 
 
 @dataclass(frozen=True)

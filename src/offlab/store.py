@@ -68,13 +68,15 @@ CREATE TABLE IF NOT EXISTS sample (
     repetition INTEGER NOT NULL, started_at REAL NOT NULL, duration_s REAL NOT NULL,
     throughput_bps REAL NOT NULL, sender_bps REAL NOT NULL, retransmits INTEGER,
     lost_packets INTEGER, total_packets INTEGER, roles TEXT NOT NULL,
+    role_hosts TEXT NOT NULL DEFAULT '{}',
     UNIQUE (run_id, case_key, repetition),
     FOREIGN KEY (run_id, case_key) REFERENCES "case"(run_id, key)
 );
 CREATE TABLE IF NOT EXISTS sample_cpu (
     sample_id INTEGER NOT NULL REFERENCES sample(id), ordinal INTEGER NOT NULL,
     core INTEGER NOT NULL, class TEXT NOT NULL, percent REAL NOT NULL,
-    PRIMARY KEY (sample_id, core, class)
+    host TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (sample_id, ordinal, class)
 );
 CREATE TABLE IF NOT EXISTS sample_offload (
     sample_id INTEGER NOT NULL REFERENCES sample(id), iface TEXT NOT NULL,
@@ -300,22 +302,22 @@ class Store:
         self._insert_case(run_id, case)
         cur = self._conn.execute(
             "INSERT INTO sample (run_id, case_key, repetition, started_at, duration_s,"
-            " throughput_bps, sender_bps, retransmits, lost_packets, total_packets, roles)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " throughput_bps, sender_bps, retransmits, lost_packets, total_packets, roles, role_hosts)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id, sample.case_key, sample.repetition, sample.started_at,
                 sample.duration_s, sample.throughput_bps, sample.sender_bps,
                 sample.retransmits, sample.lost_packets, sample.total_packets,
-                json.dumps(dict(sample.roles)),
+                json.dumps(dict(sample.roles)), json.dumps(dict(sample.role_hosts)),
             ),
         )
         self._insert_sample_details(cur.lastrowid, sample)
 
     def _insert_sample_details(self, sample_id: int | None, sample: Sample) -> None:
         self._conn.executemany(
-            "INSERT INTO sample_cpu VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO sample_cpu (sample_id, ordinal, core, class, percent, host) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (sample_id, ordinal, share.core, cls, pct)
+                (sample_id, ordinal, share.core, cls, pct, share.host)
                 for ordinal, share in enumerate(sample.cpu)
                 for cls, pct in share.percent.items()
             ],
@@ -457,7 +459,7 @@ class Store:
     def _load_samples(self, run_id: str) -> list[Sample]:
         rows = self._conn.execute(
             "SELECT id, case_key, repetition, started_at, duration_s, throughput_bps,"
-            " sender_bps, retransmits, lost_packets, total_packets, roles"
+            " sender_bps, retransmits, lost_packets, total_packets, roles, role_hosts"
             " FROM sample WHERE run_id = ? ORDER BY case_key, repetition",
             (run_id,),
         ).fetchall()
@@ -469,7 +471,7 @@ class Store:
             case_key=row[1], repetition=row[2], started_at=row[3], duration_s=row[4],
             throughput_bps=row[5], sender_bps=row[6], retransmits=row[7],
             lost_packets=row[8], total_packets=row[9],
-            cpu=self._load_cpu(sample_id), roles=json.loads(row[10]),
+            cpu=self._load_cpu(sample_id), roles=json.loads(row[10]), role_hosts=json.loads(row[11]),
             offloads=self._load_offloads(sample_id, "ethtool"),
             datapath=self._load_offloads(sample_id, "datapath"),
             intervals=tuple(Interval(a, b, c, bool(d)) for a, b, c, d in self._conn.execute(
@@ -486,14 +488,14 @@ class Store:
 
     def _load_cpu(self, sample_id: int) -> tuple[CpuShare, ...]:
         rows = self._conn.execute(
-            "SELECT ordinal, core, class, percent FROM sample_cpu WHERE sample_id = ?"
+            "SELECT ordinal, core, class, percent, host FROM sample_cpu WHERE sample_id = ?"
             " ORDER BY ordinal, rowid",
             (sample_id,),
         ).fetchall()
-        shares: dict[int, tuple[int, dict[str, float]]] = {}
-        for ordinal, core, cls, pct in rows:
-            shares.setdefault(ordinal, (core, {}))[1][cls] = pct
-        return tuple(CpuShare(core, pct) for core, pct in shares.values())
+        shares: dict[int, tuple[int, str, dict[str, float]]] = {}
+        for ordinal, core, cls, pct, host in rows:
+            shares.setdefault(ordinal, (core, host, {}))[2][cls] = pct
+        return tuple(CpuShare(core, pct, host) for core, host, pct in shares.values())
 
     def _load_offloads(self, sample_id: int, layer: str) -> dict[str, dict[str, FeatureState]]:
         rows = self._conn.execute(

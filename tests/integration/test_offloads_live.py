@@ -10,12 +10,12 @@ def test_tx_sequence_on_vxlan_reads_back_and_all_on_restores():
     with build("vxlan", 1500) as topo:
         ifaces = topo.offload_interfaces()
         off = control.apply(tx_sequence(tunnel=True)[-1], ifaces)
-        for label in ("tx:ofl-vx0", "tx:ofl-v0"):
+        for label in ("tx:ofl-tn0", "tx:ofl-v0"):
             for feature in (TSO, TX_CSUM, GSO):
                 assert off[label][feature].on is False
                 assert off[label][feature].requested is False
         assert off["tx:ofl-v0"][UDP_TNL].on is False            # settable on the underlay
-        assert off["tx:ofl-vx0"][UDP_TNL].fixed                  # fixed on the tunnel device
+        assert off["tx:ofl-tn0"][UDP_TNL].fixed                  # fixed on the tunnel device
         assert off["rx:ofl-v1"][TSO].on and off["rx:ofl-v1"][TSO].requested is None
         on = control.apply(tx_sequence(tunnel=True)[0], ifaces)
         for label, features in on.items():

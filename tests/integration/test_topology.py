@@ -28,7 +28,7 @@ def test_up_and_down_leaves_nothing(scenario, mtu):
         tx, rx = link_mtus(topo.sender.host), link_mtus(topo.receiver.host)
         assert tx["ofl-v0"] == mtu and rx["ofl-v1"] == mtu
         if scenario == "vxlan":
-            assert tx["ofl-vx0"] == mtu - 50 and rx["ofl-vx1"] == mtu - 50
+            assert tx["ofl-tn0"] == mtu - 50 and rx["ofl-tn1"] == mtu - 50
         assert all(name == "lo" or name.startswith("ofl-") for name in {**tx, **rx})
         rps = topo.receiver.host.read_file("/sys/class/net/ofl-v1/queues/rx-0/rps_cpus")
         assert int(rps.strip().replace(",", ""), 16) == 1 << topo.receiver.core

@@ -170,22 +170,25 @@ def _summary_if_all(values: Sequence[float | None]) -> Summary | None:
 
 
 def role_cpu(samples: Sequence[Sample]) -> tuple[RoleCpu, ...]:
-    """Per-role CPU class summaries, roles ordered by core; cores no role was pinned to
-    appear as "core N" so the table always accounts for the whole machine."""
+    """Per-role CPU class summaries, roles ordered by host and core; cores no role was
+    pinned to appear as "core N" (with its host on separate machines) so the table
+    always accounts for every core measured."""
     first = samples[0]
-    labels = {core: [] for core in sorted(c.core for c in first.cpu)}
+    labels: dict[tuple[str, int], list[str]] = {(c.host, c.core): [] for c in
+                                                sorted(first.cpu, key=lambda c: (c.host, c.core))}
     for role, core in sorted(first.roles.items(), key=lambda item: (item[1], item[0])):
-        labels.setdefault(core, []).append(role)
+        labels.setdefault((first.role_hosts.get(role, ""), core), []).append(role)
     out = []
-    for core, roles in labels.items():
-        shares = [next((c for c in s.cpu if c.core == core), None) for s in samples]
+    for (host, core), roles in labels.items():
+        shares = [next((c for c in s.cpu if c.core == core and c.host == host), None) for s in samples]
         if any(share is None for share in shares):
             continue
         classes = {
             cls: summary([share.percent.get(cls, 0.0) for share in shares if share])
             for cls in CPU_CLASSES
         }
-        for role in roles or [f"core {core}"]:
+        idle = f"{host} core {core}" if host else f"core {core}"
+        for role in roles or [idle]:
             out.append(RoleCpu(role, core, classes))
     return tuple(out)
 
