@@ -54,3 +54,10 @@ def test_snapshot_uses_one_command_per_host():
     snap = counters.snapshot_many({"r": host})
     assert host.calls == [["cat", *counters.PROC_FILES]]
     assert snap["r:Ip.DefaultTTL"] == 64
+
+
+def test_ethtool_statistics_are_nic_counters():
+    text = "NIC statistics:\n     rx_packets: 120\n     rx_dropped: 3\n     tx_queue_0_bytes: 99\n  bogus line\n"
+    found = counters.parse_ethtool_stats("ens1f0", text)
+    assert found == {"nic.ens1f0.rx_packets": 120, "nic.ens1f0.rx_dropped": 3, "nic.ens1f0.tx_queue_0_bytes": 99}
+    assert counters.is_pathology("nic.ens1f0.rx_dropped") and not counters.is_pathology("nic.ens1f0.rx_packets")

@@ -76,6 +76,9 @@ class FakeTopology:
     def counter_hosts(self):
         return {"tx": self.tx, "rx": self.rx}
 
+    def nic_interfaces(self):
+        return {}
+
     def apply_datapath(self, setting):
         return {}
 

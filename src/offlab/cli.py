@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from importlib import metadata
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -20,6 +21,10 @@ from rich.console import Console
 from . import doctor as doctor_checks
 from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
+from .hosts import HostError, hostsfile
+from .hosts.journal import restore_pending
+from .hosts.remote_doctor import remote_facts
+from .hosts.remote_doctor import remote_checks
 from .plan import PlanError, load
 from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
@@ -27,6 +32,7 @@ from .runscope import BusyError, MachineLock, reclaim_stale
 from .store import Store, StoreError
 from .textout import plain_table
 from .topology import TopologyError, sweep_leftovers
+from .topology.remote import remote_builder
 from .traffic import IperfError
 
 EXIT_INTERRUPTED = 130
@@ -99,9 +105,11 @@ def run_cmd(
     yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta"),
     max_eta: float = typer.Option(preflight.DEFAULT_MAX_ETA_S / 3600, "--max-eta", help="hours a run may take without --yes"),
     wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
+    hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH (docs/real-hosts.md)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
     store_file = store_path or out_dir / STORE_NAME
+    hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
     if resume_id is not None:
         given = [name for name, value in (("--plan", plan), ("--duration", duration), ("--warmup", warmup),
                                           ("--ci-target", ci_target), ("--min-runs", min_runs),
@@ -123,6 +131,8 @@ def run_cmd(
         chosen = load(plan or "quick").with_overrides(runs, duration, warmup)
         settings = (chosen.settings(adaptive.target, adaptive.min_runs, adaptive.max_runs)
                     if adaptive else chosen.settings())
+        if hosts is not None:
+            settings = replace(settings, hosts=hosts.describe())
         cases, done = chosen.cases, {}
         plan_name = chosen.source if chosen.source.endswith(".toml") else chosen.name
     eta = preflight.estimate(cases, settings, done)
@@ -133,9 +143,12 @@ def run_cmd(
     if not max_eta > 0:
         raise LabError(f"--max-eta {max_eta:g} must be a positive number of hours")
     preflight.check_privileges()
-    preflight.check_tools(cases)
     preflight.check_eta(eta, max_eta * 3600, yes)
-    preflight.check_devices(cases)
+    if hosts is None:
+        preflight.check_tools(cases)
+        preflight.check_devices(cases)
+    else:
+        preflight.check_remote(cases, hosts)
 
     busy, top = preflight.foreign_load()
     notes = ""
@@ -144,13 +157,16 @@ def run_cmd(
         notes = f"machine not idle before the run: {busy:.0f}% of a core used by other processes ({names})"
         err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
 
+    facts = remote_facts(hosts) if hosts is not None and resume_id is None else {}
+
     def prepare(store: Store):
         if resume_id is not None:
             return resume(store, resume_id, runs)
-        return begin(store, plan_name, cases, settings, notes)
+        return begin(store, plan_name, cases, settings, notes, facts)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
-    outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait)
+    remote = {} if hosts is None else {"build": remote_builder(hosts), "before_start": restore_pending}
+    outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
         where = f" --store {store_file}" if store_file != DEFAULT_STORE else ""
@@ -252,10 +268,32 @@ def export_cmd(
         raise LabError(f"{dest}: cannot write the export ({failure.strerror}); choose another -o path") from None
 
 
+@app.command("restore")
+def restore_cmd() -> None:
+    """Put back every real host a killed run left changed (offloads, MTU, devices)."""
+    lock = MachineLock()
+    lock.acquire("offlab restore")
+    try:
+        lines = restore_pending()
+    finally:
+        lock.release()
+    for line in lines or ["nothing: no host was left changed"]:
+        print(f"restored {line}")
+
+
 @app.command("doctor")
 def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
-                                          "their processes, namespaces and temporary files")) -> None:
+                                          "their processes, namespaces and temporary files"),
+               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
+    if hosts_path is not None:
+        checks = remote_checks(hostsfile.load(hosts_path))
+        for line in plain_table(("host", "check", "ok", "detail", "fix"),
+                                [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
+            print(line)
+        if not all(c.ok for c in checks):
+            raise typer.Exit(1)
+        return
     if clean:
         lock = MachineLock()
         lock.acquire("offlab doctor --clean")
@@ -274,7 +312,7 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
 
 
 KNOWN_ERRORS = (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError, TargetError,
-                preflight.PreflightError, BusyError, RunError)
+                preflight.PreflightError, BusyError, RunError, HostError, hostsfile.HostsFileError)
 
 
 def main() -> None:

@@ -95,22 +95,42 @@ def delta(before: Mapping[str, int], after: Mapping[str, int]) -> Counters:
 
 def is_pathology(name: str) -> bool:
     """Does growth of this counter mean damaged or dropped packets?"""
+    if name.startswith("nic."):
+        return any(word in name for word in ("drop", "err", "miss", "discard", "fifo", "crc"))
     if name.startswith("dev."):
         return name.endswith(("_drop", "_errs", "_fifo", "_frame", "_carrier"))
     return name in PATHOLOGY_COUNTERS or "CsumErrors" in name
 
 
-def snapshot(host: "Host") -> Counters:
-    """The three files as the host sees them (one command; /proc/net is per namespace)."""
-    return parse_all(host.run(["cat", *PROC_FILES], timeout=10.0).stdout)
+def parse_ethtool_stats(device: str, text: str) -> Counters:
+    """`ethtool -S DEV`: the NIC's own counters ("nic.<dev>.<stat>"); lines that are not
+    `name: integer` (the header, per-queue blocks some drivers print) are skipped."""
+    out: Counters = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().rpartition(":")
+        value = value.strip()
+        if sep and name and _is_int(value):
+            out[f"nic.{device}.{name.strip()}"] = int(value)
+    return out
 
 
-def snapshot_many(hosts: Mapping[str, "Host"]) -> Counters:
+def snapshot(host: "Host", nics: Iterable[str] = ()) -> Counters:
+    """The three files as the host sees them (one command; /proc/net is per namespace),
+    and the NIC counters of `nics` (`ethtool -S`, real hosts)."""
+    found = parse_all(host.run(["cat", *PROC_FILES], timeout=10.0).stdout)
+    for device in nics:
+        done = host.run(["ethtool", "-S", device], timeout=10.0, check=False)
+        if done.returncode == 0:
+            found.update(parse_ethtool_stats(device, done.stdout))
+    return found
+
+
+def snapshot_many(hosts: Mapping[str, "Host"], nics: Mapping[str, Iterable[str]] | None = None) -> Counters:
     """Snapshots of several hosts, each counter prefixed with the host's name
-    ("r:Tcp.RetransSegs")."""
+    ("r:Tcp.RetransSegs", "rx:nic.ens1f0.rx_dropped")."""
     out: Counters = {}
     for name, host in hosts.items():
-        out.update({f"{name}:{k}": v for k, v in snapshot(host).items()})
+        out.update({f"{name}:{k}": v for k, v in snapshot(host, (nics or {}).get(name, ())).items()})
     return out
 
 

@@ -13,16 +13,14 @@ processes that are not the run's own.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable, Mapping
 
 from . import cpu, foreign, latency, ratesearch
-from .runscope import RUNTIME_ROOT
 from .records import CaseSpec, CpuShare, FeatureState, RateProbe, Sample, TrafficSpec
+from .hosts import Host
 from .topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
                       wait_for_data_connection)
@@ -87,8 +85,8 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
     finish_beside = None
     try:
         launched = time.monotonic()
-        apps = {"sender_app": client.pid, "receiver_app": context.server_pid}
-        apps.update({f"napi_core{core}": pid for pid, core in (context.kernel_threads or {}).items()})
+        apps = {"sender_app": (client.pid, sender.host), "receiver_app": (context.server_pid, receiver.host)}
+        apps.update({f"napi_core{core}": (pid, None) for pid, core in (context.kernel_threads or {}).items()})
         # iperf3 starts its clock once its data connection is up, some milliseconds
         # (more on a loaded machine) after launch: the CPU window is timed from then.
         connected = wait_for_data_connection(sender.host, client.pid, context.port, START_TIMEOUT_S)
@@ -96,11 +94,12 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         if beside is not None:
             finish_beside = beside()
         _sleep_until(start + spec.warmup_s)
-        before, started_at, opened = cpu.snapshot(sender.host), time.time(), time.monotonic()
+        machines = _machines(topology)
+        before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
         others_before = foreign.snapshot(context.own_cgroup)
         apps_before = _app_times(apps)
         _sleep_until(start + spec.warmup_s + spec.duration_s)
-        after, closed = cpu.snapshot(sender.host), time.monotonic()
+        after, closed = _cpu(machines), time.monotonic()
         others_after = foreign.snapshot(context.own_cgroup)
         apps_after = _app_times(apps)
         try:
@@ -116,7 +115,7 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         result = parse_result(out, spec.warmup_s)
     except IperfError as failure:
         raise IperfError(f"{label}: {failure}; stderr: {err.strip()[-200:]}") from None
-    shares = cpu.shares_between(before, after)
+    shares = tuple(share for label in before for share in _labelled(label, before[label], after[label]))
     busy, top = foreign.busy_percent(others_before, others_after, closed - opened)
     counters = {
         "cpu_window_s": closed - opened,
@@ -136,7 +135,7 @@ def _stream(topology: Topology, case: CaseSpec, repetition: int, spec: TrafficSp
     label = f"{case.key} run {repetition}"
     probe = _latency_probe(topology, spec) if spec.latency_probe else None
     result, window = _iperf(topology, spec, context, label, probe)
-    return _sample(case, repetition, result, window, topology.roles)
+    return _sample(case, repetition, result, window, topology)
 
 
 def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callable[[], dict[str, float]]]:
@@ -146,11 +145,7 @@ def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callab
 
     def start() -> Callable[[], dict[str, float]]:
         server = receiver.host.spawn(latency.irtt_server_args(receiver.address))
-        # In the run's runtime directory (runscope.py): removed with the run, or by the
-        # next one after a kill.
-        runtime = RUNTIME_ROOT / f"run-{os.getpid()}"
-        folder = runtime if runtime.is_dir() else Path("/tmp")
-        output = str(folder / f"offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json")
+        output = f"{sender.host.scratch_dir()}/offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json"
         time.sleep(0.05)  # irtt binds at once; a probe sent before would only be lost
         args = latency.irtt_client_args(receiver.address, spec.warmup_s + spec.duration_s, output)
         client = sender.host.spawn(args)
@@ -197,7 +192,7 @@ def _capacity(topology: Topology, case: CaseSpec, repetition: int, context: Cont
     result, window = trials[key]
     counters = {**window.counters, "capacity_probes": float(len(found.probes)),
                 "capacity_bracket_low_bps": found.bracket[0], "capacity_sender_bound": float(found.sender_bound)}
-    sample = _sample(case, repetition, result, replace(window, counters=counters), topology.roles)
+    sample = _sample(case, repetition, result, replace(window, counters=counters), topology)
     return replace(sample, probes=found.probes)
 
 
@@ -222,16 +217,34 @@ def _request_response(topology: Topology, case: CaseSpec, repetition: int, conte
     transactions = found.samples / max(spec.duration_s, 1e-9)
     result = TrafficResult(transactions * latency.RR_MESSAGE * 2 * 8, transactions * latency.RR_MESSAGE * 2 * 8,
                            closed - opened, None, None, None)
-    window = Window(started_at, closed - opened, cpu.shares_between(before, after),
+    window = Window(started_at, closed - opened, tuple(_labelled("", before, after)),
                     {"transactions_per_s": transactions, **found.counters("rr")})
-    return _sample(case, repetition, result, window, topology.roles)
+    return _sample(case, repetition, result, window, topology)
 
 
 # --- helpers ----------------------------------------------------------------------------
 
 
-def _app_times(apps: Mapping[str, int | None]) -> dict[str, cpu.ProcessTimes | None]:
-    return {role: cpu.process_times(pid) if pid else None for role, pid in apps.items()}
+def _machines(topology: Topology) -> dict[str, Host]:
+    """One host per machine the endpoints run on, by the label its CPU shares get: "" when
+    both share this machine's cores, the host's name ("tx", "rx") when they are apart."""
+    hosts = {e.host.machine: e.host for e in (topology.sender, topology.receiver)}
+    if len(hosts) == 1:
+        return {"": next(iter(hosts.values()))}
+    return {host.name: host for host in hosts.values()}
+
+
+def _cpu(machines: Mapping[str, Host]) -> dict[str, cpu.CpuTimes]:
+    return {label: cpu.snapshot(host) for label, host in machines.items()}
+
+
+def _labelled(label: str, before: cpu.CpuTimes, after: cpu.CpuTimes) -> list[CpuShare]:
+    return [replace(share, host=label) for share in cpu.shares_between(before, after)]
+
+
+def _app_times(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, cpu.ProcessTimes | None]:
+    """The processes' times, each read on its own host (NAPI threads: on this machine)."""
+    return {role: cpu.process_times(pid, host) if pid else None for role, (pid, host) in apps.items()}
 
 
 def _app_counters(before: Mapping[str, cpu.ProcessTimes | None],
@@ -247,7 +260,8 @@ def _app_counters(before: Mapping[str, cpu.ProcessTimes | None],
 
 
 def _sample(case: CaseSpec, repetition: int, result: TrafficResult, window: Window,
-            roles: Mapping[str, int]) -> Sample:
+            topology: Topology) -> Sample:
+    roles, role_hosts = topology.roles, topology.role_hosts
     return Sample(
         case_key=case.key,
         repetition=repetition,
@@ -260,6 +274,7 @@ def _sample(case: CaseSpec, repetition: int, result: TrafficResult, window: Wind
         total_packets=result.total_packets,
         cpu=window.shares,
         roles=dict(roles),
+        role_hosts=dict(role_hosts),
         counters=dict(window.counters),
         intervals=result.intervals,
     )

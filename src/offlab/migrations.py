@@ -135,6 +135,7 @@ def _case_columns(scenario: str, profile_name: str, features: dict[str, bool]) -
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE run ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'")
+    conn.execute("ALTER TABLE run ADD COLUMN host_facts TEXT NOT NULL DEFAULT '{}'")
     for column in ("topology TEXT NOT NULL DEFAULT '{}'", "params TEXT NOT NULL DEFAULT '{}'",
                    "datapath TEXT", "label TEXT NOT NULL DEFAULT ''"):
         conn.execute(f'ALTER TABLE "case" ADD COLUMN {column}')

@@ -125,6 +125,18 @@ def check_devices(cases: Iterable[CaseSpec]) -> None:
         probe.remove()
 
 
+def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
+    """A plan on real hosts: scenarios that need local namespaces cannot run there, and
+    the local machine needs the OpenSSH client."""
+    from .topology.remote import REMOTE_SCENARIOS
+    if shutil.which("ssh") is None:
+        raise PreflightError("missing ssh (apt-get install openssh-client)")
+    local = sorted({c.scenario for c in cases if c.scenario not in REMOTE_SCENARIOS})
+    if local:
+        raise PreflightError(f"scenarios {local} need local namespaces; on real hosts use "
+                             f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
+
+
 def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:
     """CPU used by other processes over `seconds` before the run (percent of one core)
     and the busiest of them: the idle-machine check."""

@@ -323,6 +323,9 @@ class RunInfo:
     notes: str = ""
     """Free text for people; nothing reads settings from it (see `settings`)."""
     settings: "RunSettings | None" = None
+    host_facts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Real hosts: host → what it is (kernel, NIC driver and firmware, bus, link speed,
+    queues, rings, coalescing, cores), as read when the run began."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner, RunnerStats
 from .runscope import MachineLock, RunScope, reclaim_stale
 from .store import Store
-from .topology import Interrupted, TerminationSignals, sweep_leftovers
+from .topology import Interrupted, TerminationSignals, Topology, sweep_leftovers
 
 
 class RunError(Exception):
@@ -55,13 +55,13 @@ def new_run_id() -> str:
 
 
 def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: RunSettings,
-          notes: str = "") -> Session:
+          notes: str = "", host_facts: Mapping[str, Mapping[str, str]] | None = None) -> Session:
     info = RunInfo(
         run_id=new_run_id(), plan=plan_name, started_at=time.time(),
         command_line=shlex.join(sys.argv), kernel=environment.kernel(),
         cpu_model=environment.cpu_model(), cores=environment.cores(),
         tool_versions=environment.tool_versions(), host=environment.host(), notes=notes,
-        settings=settings,
+        settings=settings, host_facts=host_facts or {},
     )
     run_id = store.begin_run(info)
     for case in cases:
@@ -87,7 +87,10 @@ def resume(store: Store, run_id: str, runs: int | None) -> Session:
 
 
 def execute(store_path: Path, prepare: Callable[[Store], Session], *, console: Console,
-            show_progress: bool, wait: bool) -> Outcome:
+            show_progress: bool, wait: bool, build: Callable[..., Topology] | None = None,
+            before_start: Callable[[], list[str]] | None = None) -> Outcome:
+    """`build`: how topologies are made (default: local namespaces); `before_start`:
+    what else to reclaim once the machine is ours (real hosts a killed run left changed)."""
     """Take the machine, reclaim what killed runs left, run the session, release all."""
     lock = MachineLock()
     lock.acquire(str(store_path), wait=wait)
@@ -95,22 +98,25 @@ def execute(store_path: Path, prepare: Callable[[Store], Session], *, console: C
     try:
         for line in reclaim_stale() + [f"namespace of killed run: {n}" for n in sweep_leftovers()]:
             console.print(f"removed {line}")
+        for line in (before_start() if before_start else []):
+            console.print(f"restored {line}")
         scope.enter()
         with Store(store_path) as store:
             for run_id in store.close_killed_runs():
                 console.print(f"run {run_id} was killed: marked interrupted (its samples are kept)")
             session = prepare(store)
             lock.name_run(session.run_id)
-            return _run(store, session, console, show_progress, scope.cgroup_name)
+            return _run(store, session, console, show_progress, scope.cgroup_name, build)
     finally:
         scope.leave()
         lock.release()
 
 
 def _run(store: Store, session: Session, console: Console, show_progress: bool,
-         own_cgroup: str | None) -> Outcome:
+         own_cgroup: str | None, build: Callable[..., Topology] | None) -> Outcome:
     runner = Runner(store, session.run_id, session.settings, console=console,
-                    show_progress=show_progress, history=session.history, own_cgroup=own_cgroup)
+                    show_progress=show_progress, history=session.history, own_cgroup=own_cgroup,
+                    **({"build": build} if build is not None else {}))
     try:
         with TerminationSignals():
             stats = runner.execute(session.cases, session.done)

@@ -176,10 +176,10 @@ class Runner:
                 datapath: Mapping[str, Mapping[str, FeatureState]], napi: Mapping[int, int]) -> Sample:
         """One repetition, with the kernel counters of every host that grew while it ran
         (warm-up included: a drop is a drop whenever it happened)."""
-        hosts = topo.counter_hosts()
+        hosts, nics = topo.counter_hosts(), topo.nic_interfaces()
         for attempt in range(1, ATTEMPTS + 1):
             server.ensure_running()
-            before = counters.snapshot_many(hosts)
+            before = counters.snapshot_many(hosts, nics)
             context = Context(server.port, server.pid, napi, self._own_cgroup)
             try:
                 sample = self._measure(topo, case, repetition, state, datapath, context)
@@ -190,7 +190,7 @@ class Runner:
                 self.console.print(f"[yellow]retrying[/] ({attempt}/{ATTEMPTS - 1}): {failure}")
                 server.close()  # a fresh server for the next attempt
                 continue
-            grown = counters.delta(before, counters.snapshot_many(hosts))
+            grown = counters.delta(before, counters.snapshot_many(hosts, nics))
             grown.update(topo.datapath_counters())
             return dataclasses.replace(sample, counters={**sample.counters, **grown})
         raise AssertionError("unreachable")

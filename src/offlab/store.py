@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS run (
     finished_at REAL, status TEXT NOT NULL, command_line TEXT NOT NULL,
     kernel TEXT NOT NULL, cpu_model TEXT NOT NULL, cores INTEGER NOT NULL,
     host TEXT NOT NULL, notes TEXT NOT NULL, tool_versions TEXT NOT NULL,
-    settings TEXT NOT NULL DEFAULT '{}'
+    settings TEXT NOT NULL DEFAULT '{}', host_facts TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS "case" (
     run_id TEXT NOT NULL REFERENCES run(id), key TEXT NOT NULL,
@@ -252,12 +252,13 @@ class Store:
             with self._conn:
                 self._conn.execute(
                     "INSERT INTO run (id, plan, started_at, finished_at, status, command_line,"
-                    " kernel, cpu_model, cores, host, notes, tool_versions, settings)"
-                    " VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " kernel, cpu_model, cores, host, notes, tool_versions, settings, host_facts)"
+                    " VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         info.run_id, info.plan, info.started_at, info.command_line,
                         info.kernel, info.cpu_model, info.cores, info.host, info.notes,
                         json.dumps(dict(info.tool_versions)), codec.settings_to_json(info.settings),
+                        json.dumps({k: dict(v) for k, v in info.host_facts.items()}),
                     ),
                 )
         except sqlite3.IntegrityError as err:
@@ -410,7 +411,7 @@ class Store:
     def load_run(self, run_id: str) -> RunResults:
         row = self._conn.execute(
             "SELECT id, plan, started_at, command_line, kernel, cpu_model, cores,"
-            " tool_versions, host, notes, status, finished_at, settings FROM run WHERE id = ?",
+            " tool_versions, host, notes, status, finished_at, settings, host_facts FROM run WHERE id = ?",
             (run_id,),
         ).fetchone()
         if row is None:
@@ -419,7 +420,7 @@ class Store:
             run_id=row[0], plan=row[1], started_at=row[2], command_line=row[3],
             kernel=row[4], cpu_model=row[5], cores=row[6],
             tool_versions=json.loads(row[7]), host=row[8], notes=row[9],
-            settings=codec.settings_from_json(row[12]),
+            settings=codec.settings_from_json(row[12]), host_facts=json.loads(row[13]),
         )
         cases = self._load_cases(run_id)
         samples: dict[str, tuple[Sample, ...]] = {c.key: () for c in cases}

@@ -37,9 +37,17 @@ class Host(ABC):
         from ..proc import stop
         stop(process, grace_s=grace_s)
 
+    def scratch_dir(self) -> str:
+        """Where a command on this host may leave a file for the lab to read back."""
+        return "/tmp"
+
     def read_file(self, path: str) -> str:
-        """A file as the host sees it (its /proc/net, its /sys/class/net)."""
-        return self.run(["cat", path], timeout=10.0).stdout
+        """A file as the host sees it (its /proc/net, its /sys/class/net); a file that is
+        not there (a process that ended) is FileNotFoundError, as for a local read."""
+        done = self.run(["cat", path], timeout=10.0, check=False)
+        if done.returncode != 0:
+            raise FileNotFoundError(f"{self.name}: {path}: {done.stderr.strip()}")
+        return done.stdout
 
     def write_file(self, path: str, text: str, check: bool = True) -> bool:
         """Write a file on the host (sysctl, RPS masks); False if `check` is off and it failed."""

@@ -4,6 +4,7 @@ pid is the command's own (its /proc/<pid>/net is the namespace's view)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Sequence
 from pyroute2 import netns
 
 from ..proc import DEFAULT_TIMEOUT_S, Completed, run, spawn
+from ..runscope import RUNTIME_ROOT
 from .naming import namespace_name
 from .base import Host
 
@@ -49,6 +51,12 @@ class LocalNamespace(Host):
 
     def spawn(self, args: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:
         return spawn(in_netns(self.namespace, args), capture_stdout=capture_stdout)
+
+    def scratch_dir(self) -> str:
+        """The run's runtime directory (runscope.py): removed with the run, or by the
+        next one after a kill. A namespace shares this machine's files."""
+        runtime = RUNTIME_ROOT / f"run-{os.getpid()}"
+        return str(runtime) if runtime.is_dir() else "/tmp"
 
     def read_file(self, path: str) -> str:
         if _GLOBAL.match(path):

@@ -71,7 +71,7 @@ def settings_sentence(settings: RunSettings) -> str:
 def what_was_measured(model: ReportModel) -> list[str]:
     """The topology in words (report/topologies.py)."""
     cases = [row.case for group in model.groups for row in group.rows]
-    return describe(cases, model.info.settings, model.info.kernel, model.info.cores)
+    return describe(cases, model.info.settings, model.info.kernel, model.info.cores, model.info.host_facts)
 
 
 def no_advice_sentence(model: ReportModel) -> str | None:

@@ -5,7 +5,7 @@ local run's hosts are network namespaces on one machine before reading any figur
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from ..records import CaseSpec, RunSettings
 
@@ -37,10 +37,14 @@ CORES = ("{steering}; the sender's application runs on core 0 and the receiver's
 
 
 def describe(cases: Iterable[CaseSpec], settings: RunSettings | None, kernel: str,
-             cores: int) -> list[str]:
+             cores: int, host_facts: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
     """One sentence per scenario variant of the run, after the sentence on where."""
     if settings is not None and settings.hosts != "local":
-        return []  # real hosts describe themselves (hosts file, NIC, driver, link)
+        lines = [f"Real hosts reached over SSH ({settings.hosts}): the path is their NICs and "
+                 "whatever joins them, so no effect here is a property of a virtual device."]
+        for role, facts in (host_facts or {}).items():
+            lines.append(f"**{role}**: " + "; ".join(f"{k}: {v}" for k, v in facts.items()))
+        return lines
     lines = [LOCAL.format(kernel=kernel, cores=cores)]
     seen: set[tuple[str, object]] = set()
     for case in cases:

@@ -128,9 +128,18 @@ class Topology:
         """role → the core it is pinned to (known before the hosts exist)."""
         return {"sender": self.sender_core, "receiver": self.receiver_core}
 
+    @property
+    def role_hosts(self) -> dict[str, str]:
+        """role → host name, when the roles' cores are on separate machines (none here)."""
+        return {}
+
     def counter_hosts(self) -> dict[str, Host]:
         """Hosts whose kernel counters a sample keeps, by name (the counters' prefix)."""
         return dict(self.hosts)
+
+    def nic_interfaces(self) -> dict[str, list[str]]:
+        """host name → NICs whose own counters (`ethtool -S`) a sample keeps (real hosts)."""
+        return {}
 
     def apply_datapath(self, setting: DatapathSetting | None) -> dict[str, dict[str, FeatureState]]:
         """Put a case's userspace datapath in place; its state in force. Scenarios with a

@@ -1,0 +1,48 @@
+"""What a real host is, read once when a run begins: kernel, cores, the test
+interface's driver, firmware and bus (`ethtool -i`), link speed and duplex (sysfs),
+channels (`ethtool -l`), rings (`ethtool -g`) and interrupt coalescing (`ethtool -c`).
+A report names them beside every figure from that host. Pure parsers, one reader."""
+
+from __future__ import annotations
+
+from .base import Host
+
+ETHTOOL_I = {"driver", "version", "firmware-version", "bus-info"}
+
+
+def parse_colon_list(text: str, wanted: set[str] | None = None) -> dict[str, str]:
+    """`key: value` lines (ethtool -i/-l/-g/-c), first occurrence of each key (ethtool -l
+    and -g print the maximums first, then the current settings: the second block is what
+    is in force, so later occurrences win)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if sep and key and value and (wanted is None or key in wanted):
+            found[key] = value
+    return found
+
+
+def read_facts(host: Host, interface: str) -> dict[str, str]:
+    """Facts of one host and its test interface; what a command cannot tell is "n/a"."""
+    def out(args: list[str]) -> str:
+        done = host.run(args, check=False, timeout=15)
+        return done.stdout if done.returncode == 0 else ""
+
+    facts = {"kernel": out(["uname", "-r"]).strip() or "n/a",
+             "cores": out(["nproc"]).strip() or "n/a",
+             "cpu": next((line.split(":", 1)[1].strip() for line in out(["cat", "/proc/cpuinfo"]).splitlines()
+                          if line.startswith("model name")), "n/a")}
+    info = parse_colon_list(out(["ethtool", "-i", interface]), ETHTOOL_I)
+    facts.update({f"nic {k}": v for k, v in info.items()})
+    speed = out(["cat", f"/sys/class/net/{interface}/speed"]).strip()
+    facts["link speed"] = f"{speed} Mb/s" if speed.isdigit() and int(speed) > 0 else "n/a (no link speed)"
+    facts["duplex"] = out(["cat", f"/sys/class/net/{interface}/duplex"]).strip() or "n/a"
+    channels = parse_colon_list(out(["ethtool", "-l", interface]), {"RX", "TX", "Combined"})
+    facts["channels"] = ", ".join(f"{k} {v}" for k, v in channels.items()) or "n/a"
+    rings = parse_colon_list(out(["ethtool", "-g", interface]), {"RX", "TX"})
+    facts["rings"] = ", ".join(f"{k} {v}" for k, v in rings.items()) or "n/a"
+    coalesce = parse_colon_list(out(["ethtool", "-c", interface]),
+                                {"Adaptive RX", "rx-usecs", "tx-usecs", "rx-frames"})
+    facts["coalescing"] = ", ".join(f"{k} {v}" for k, v in coalesce.items()) or "n/a"
+    return facts

@@ -1,0 +1,94 @@
+"""`offlab doctor --hosts FILE`: what each real host needs, each with its fix — reachable
+over ssh without a password, root or passwordless sudo, iperf3 / ethtool / ip present,
+the test interface present and up, the peer reached over it, which offloads can change,
+irqbalance (which would undo IRQ pinning), the CPU frequency governor."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..offloads import parse_features
+from .base import HostError
+from .facts import read_facts
+from .hostsfile import HostsFile, HostSpec
+from .ssh import SshHost
+
+TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2", "irtt": "irtt", "sockperf": "sockperf"}
+
+
+@dataclass(frozen=True)
+class RemoteCheck:
+    host: str
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def remote_facts(hosts: HostsFile) -> dict[str, dict[str, str]]:
+    """Each host's facts (hosts/facts.py), by role, with its core layout."""
+    found = {}
+    for role, spec in hosts.hosts.items():
+        host = SshHost(role, spec, hosts.ssh_config)
+        try:
+            facts = read_facts(host, spec.interface)
+        finally:
+            host.close()
+        facts["ssh"] = spec.ssh
+        facts["interface"] = f"{spec.interface} ({spec.address})"
+        facts["cores used"] = f"app {spec.app_core}" + (f", IRQs {spec.irq_core}" if spec.irq_core is not None else "")
+        found[role] = facts
+    return found
+
+
+def remote_checks(hosts: HostsFile) -> list[RemoteCheck]:
+    checks = []
+    for role, spec in hosts.hosts.items():
+        host = SshHost(role, spec, hosts.ssh_config)
+        try:
+            checks += _checks(host, spec)
+        finally:
+            host.close()
+    return checks
+
+
+def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
+    name = f"{spec.role} ({spec.ssh})"
+    try:
+        uid = host.run(["id", "-u"], timeout=15).stdout.strip()
+    except HostError as err:
+        return [RemoteCheck(name, "reachable", False, str(err).split(": ", 1)[-1],
+                            f"make `ssh {spec.ssh} true` work without a password (key, agent, ~/.ssh/config)")]
+    found = [RemoteCheck(name, "reachable", True, "ssh works (BatchMode, multiplexed)")]
+    root = uid == "0" or spec.sudo
+    found.append(RemoteCheck(name, "root or sudo", root, f"uid {uid}" + (", sudo -n" if spec.sudo else ""),
+                             "" if root else "log in as root, or set sudo = true with passwordless sudo"))
+    for tool, package in TOOLS.items():
+        where = host.run(["sh", "-c", f"command -v {tool}"], check=False).stdout.strip()
+        found.append(RemoteCheck(name, tool, bool(where), where or "not found",
+                                 "" if where else f"apt-get install {package} (dnf install {package})"))
+    link = host.ip("-j", "link", "show", "dev", spec.interface, check=False)
+    state = json.loads(link.stdout or "[{}]")[0] if link.returncode == 0 else {}
+    up = "UP" in state.get("flags", [])
+    found.append(RemoteCheck(name, "interface", up, f"{spec.interface}: " + (
+        f"up, MTU {state.get('mtu')}" if up else (link.stderr.strip() or "down")),
+        "" if up else f"ip link set {spec.interface} up (and address it {spec.address})"))
+    route = host.ip("route", "get", spec.peer, check=False).stdout
+    via = f"dev {spec.interface}" in route
+    found.append(RemoteCheck(name, "peer over the test interface", via, " ".join(route.split()) or "no route",
+                             "" if via else f"route {spec.peer} over {spec.interface}"))
+    features = parse_features(host.run(["ethtool", "-k", spec.interface], check=False).stdout).features
+    changeable = sorted(f for f, state in features.items() if not state.fixed)
+    found.append(RemoteCheck(name, "changeable offloads", bool(changeable),
+                             f"{len(changeable)} of {len(features)}: " + ", ".join(changeable[:8]) +
+                             ("…" if len(changeable) > 8 else "")))
+    balancing = host.run(["sh", "-c", "pgrep -x irqbalance"], check=False).stdout.strip()
+    found.append(RemoteCheck(name, "irqbalance", not balancing or not spec.pin_irqs,
+                             "running" if balancing else "not running",
+                             "systemctl stop irqbalance while pinning IRQs" if balancing and spec.pin_irqs else ""))
+    governor = host.run(["cat", "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"], check=False).stdout.strip()
+    found.append(RemoteCheck(name, "CPU frequency governor", governor in ("", "performance"),
+                             governor or "no cpufreq (a VM, or fixed)",
+                             "" if governor in ("", "performance") else "cpupower frequency-set -g performance"))
+    return found
