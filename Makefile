@@ -6,7 +6,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
-APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf
+APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server
 BENCH_APT_PKGS := libdpdk-dev pkg-config valgrind
 
 .PHONY: setup deps venv build demo test test-rust test-python bench fuzz clean

@@ -131,10 +131,21 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     from .topology.remote import REMOTE_SCENARIOS
     if shutil.which("ssh") is None:
         raise PreflightError("missing ssh (apt-get install openssh-client)")
+    cases = list(cases)
     local = sorted({c.scenario for c in cases if c.scenario not in REMOTE_SCENARIOS})
     if local:
         raise PreflightError(f"scenarios {local} need local namespaces; on real hosts use "
                              f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
+    from .hosts.remote_doctor import missing_tools
+    wanted = {"iperf3", "ethtool", "ip"}
+    wanted |= {"irtt"} if any(c.traffic.latency_probe for c in cases) else set()
+    wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) else set()
+    for role, spec in hosts.hosts.items():
+        missing = missing_tools(hosts, role, wanted)
+        if missing:
+            raise PreflightError(f"{role} ({spec.ssh}): {', '.join(missing)} not found there; install it on "
+                                 f"{spec.ssh} (apt-get install {' '.join(missing)}), or check with "
+                                 f"offlab doctor --hosts {hosts.source}")
 
 
 def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:

@@ -42,6 +42,21 @@ def remote_facts(hosts: HostsFile) -> dict[str, dict[str, str]]:
     return found
 
 
+def missing_tools(hosts: HostsFile, role: str, tools: set[str]) -> list[str]:
+    """The tools a host lacks (sudo too, when the host file asks for it); reaching the
+    host at all is the first thing this finds out."""
+    spec = hosts.hosts[role]
+    host = SshHost(role, spec, hosts.ssh_config)
+    wanted = sorted(tools | ({"sudo"} if spec.sudo else set()))
+    try:
+        script = "; ".join(f"command -v {tool} >/dev/null || echo {tool}" for tool in wanted)
+        # `sh -c` directly, without the sudo prefix: this asks what is installed.
+        done = host.run_plain(["sh", "-c", script])
+    finally:
+        host.close()
+    return done.stdout.split()
+
+
 def remote_checks(hosts: HostsFile) -> list[RemoteCheck]:
     checks = []
     for role, spec in hosts.hosts.items():

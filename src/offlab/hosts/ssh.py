@@ -77,9 +77,16 @@ class SshHost(Host):
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
             input_text: str | None = None) -> Completed:
+        return self._run(self._remote(args), args, timeout, check, input_text)
+
+    def run_plain(self, args: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> Completed:
+        """A command as the login user, without sudo (what is installed, who am I)."""
+        return self._run(shlex.join(args), args, timeout, True, None)
+
+    def _run(self, command: str, args: Sequence[str], timeout: float, check: bool,
+             input_text: str | None) -> Completed:
         try:
-            done = run([*self._base, "--", self._remote(args)], timeout=timeout, check=False,
-                       input_text=input_text)
+            done = run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
         except ProcessError as err:
             raise HostError(f"{self.name} ({self.spec.ssh}): `{shlex.join(args)}` {err.reason}; "
                             "check the host answers `ssh " + self.spec.ssh + " true`") from None

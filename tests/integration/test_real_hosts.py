@@ -1,0 +1,172 @@
+"""offlab on "real hosts" over SSH: two OpenSSH servers in namespaces (sshlab.py), the
+plan run through `offlab run --hosts`, and the faults a user's servers meet — offlab
+killed, a host's sshd gone, a wrong hosts file — each leaving both hosts as they were."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from offlab.hosts import hostsfile
+from offlab.hosts.journal import JOURNAL_DIR
+from offlab.hosts.ssh import SshHost
+from offlab.offloads import parse_features
+from offlab.plan import parse
+
+from .sshlab import ssh_lab
+
+OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
+PLAN = """
+name = "ssh"
+runs = {runs}
+duration = 1.0
+warmup = 1.0
+scenarios = ["bare", "vxlan"]
+mtus = [{mtu}]
+traffic = ["tcp"]
+sequences = ["tx"]
+"""
+
+
+@pytest.fixture()
+def lab():
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.skip("openssh-server is not installed (make setup)")
+    assert not list(JOURNAL_DIR.glob("host[ab]-*.json")), "a journal of these test hosts is left"
+    started = ssh_lab()
+    try:
+        yield started
+    finally:
+        started.stop()
+        for journal in JOURNAL_DIR.glob("host[ab]-*.json"):  # a failed test's, for the next one
+            journal.unlink()
+
+
+def _state(lab, role: str) -> tuple[int, bool]:
+    """(MTU, TSO on) of a host's test interface, read over ssh."""
+    spec = hostsfile.load(lab.hosts_file).hosts[role]
+    host = SshHost(role, spec, str(lab.ssh_config))
+    try:
+        mtu = int(host.read_file(f"/sys/class/net/{spec.interface}/mtu"))
+        features = parse_features(host.run(["ethtool", "-k", spec.interface]).stdout).features
+        return mtu, features["tcp-segmentation-offload"].on
+    finally:
+        host.close()
+
+
+def _samples(db: Path) -> int:
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT COUNT(*) FROM sample").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_the_plan_over_ssh_has_the_local_cases_and_restores_the_hosts(lab, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=1, mtu=1500))
+    before = {role: _state(lab, role) for role in ("sender", "receiver")}
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
+                           "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
+        keys = {k for (k,) in conn.execute('SELECT key FROM "case"')}
+        hosts = conn.execute("SELECT settings FROM run").fetchone()[0]
+        cpu_hosts = {h for (h,) in conn.execute("SELECT DISTINCT host FROM sample_cpu")}
+        nic = conn.execute("SELECT COUNT(*) FROM sample_counter WHERE name LIKE 'rx:nic.ofl-tb0.%'").fetchone()[0]
+    assert keys == {c.key for c in parse(plan.read_text(), "p").cases}  # the same cases as a local run
+    assert "ssh: sender hosta" in hosts and cpu_hosts == {"tx", "rx"} and nic > 0
+    report = next((tmp_path / "r").glob("*/report.md")).read_text()
+    assert "Real hosts reached over SSH" in report and "nic driver: veth" in report
+    assert {role: _state(lab, role) for role in ("sender", "receiver")} == before
+    assert not list(JOURNAL_DIR.glob("*.json"))
+
+
+def test_kill_9_then_restore_puts_both_hosts_back(lab, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=20, mtu=4000))
+    before = {role: _state(lab, role) for role in ("sender", "receiver")}
+    db = tmp_path / "r" / "offlab.sqlite"
+    run = subprocess.Popen([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
+                            "--out", str(db.parent), "--no-progress"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while _samples(db) < 2 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run.poll() is None, run.communicate()[1]
+    assert _state(lab, "sender")[0] == 4000  # changed while it ran
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=10)
+    assert len(list(JOURNAL_DIR.glob("*.json"))) == 2
+    restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
+    assert restored.returncode == 0, restored.stderr
+    assert "restored sender: ofl-ta0 MTU 1500" in restored.stdout
+    assert {role: _state(lab, role) for role in ("sender", "receiver")} == before
+    assert not list(JOURNAL_DIR.glob("*.json")) and _samples(db) >= 2
+
+
+def test_a_host_lost_mid_run_fails_the_run_in_one_line_and_the_other_is_restored(lab, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=20, mtu=4000))
+    db = tmp_path / "r" / "offlab.sqlite"
+    run = subprocess.Popen([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
+                            "--out", str(db.parent), "--no-progress"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while _samples(db) < 2 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kept = _samples(db)
+    lab.kill_sshd("b")
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 1
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("offlab: ") and "(hostb)" in last and "offlab restore" in last, stderr
+    assert _samples(db) >= kept
+    assert _state(lab, "sender") [0] == 1500  # the reachable host was put back
+    journals = list(JOURNAL_DIR.glob("*.json"))
+    assert len(journals) == 1 and "hostb" in journals[0].name  # kept for `offlab restore`
+    journals[0].unlink()
+
+
+@pytest.mark.parametrize("edit, text", [
+    (lambda t: t.replace('interface = "ofl-ta0"', 'interfce = "ofl-ta0"'), "[sender]: unknown key 'interfce'"),
+    # An address on the lab's own management link where nobody answers: no traffic leaves it.
+    (lambda t: t.replace('ssh = "hostb"', 'ssh = "root@10.240.2.9"'), "receiver (root@10.240.2.9)"),
+])
+def test_a_wrong_hosts_file_is_one_line_and_changes_nothing(lab, tmp_path, edit, text):
+    bad = tmp_path / "hosts.toml"
+    bad.write_text(edit(lab.hosts_file.read_text()))
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=1, mtu=4000))
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out", str(tmp_path / "r"),
+                           "--no-progress"], capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and text in lines[-1], done.stderr
+    assert _state(lab, "sender") == (1500, True) and _state(lab, "receiver") == (1500, True)
+    assert not list(JOURNAL_DIR.glob("*.json"))
+
+
+def test_a_missing_tool_is_one_line_naming_the_host_and_changes_nothing(lab, tmp_path):
+    """sudo = true on a host without sudo: the run refuses before it touches anything."""
+    bad = tmp_path / "hosts.toml"
+    bad.write_text(lab.hosts_file.read_text().replace('app_core = 0\n', 'app_core = 0\nsudo = true\n', 1))
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=1, mtu=4000))
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out", str(tmp_path / "r"),
+                           "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "offlab: sender (hosta): sudo not found there; install it on hosta (apt-get install sudo), "
+        f"or check with offlab doctor --hosts {bad}"]
+    assert _state(lab, "sender") == (1500, True) and not (tmp_path / "r").exists()
+    doctor = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file)], capture_output=True,
+                            text=True, timeout=120)
+    assert doctor.returncode == 0, doctor.stdout
+    assert "sender (hosta)" in doctor.stdout and "peer over the test interface" in doctor.stdout
