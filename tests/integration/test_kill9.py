@@ -9,8 +9,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,8 @@ from pyroute2 import netns
 from offlab.fwd import FwdError, find_binary
 from offlab.runscope import RUNTIME_ROOT, cgroup2_root
 
-OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
+from .runs import OFFLAB, samples, start_run
+
 BASE = """
 name = "kill9-{name}"
 runs = 20
@@ -42,14 +41,6 @@ def _fwd_missing() -> bool:
     except FwdError:
         return True
     return False
-
-
-def _samples(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT COUNT(*) FROM sample").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def _descendants(pid: int) -> set[int]:
@@ -83,14 +74,10 @@ def test_kill_9_leaves_nothing_after_the_next_start(tmp_path: Path, name: str):
     plan = tmp_path / "plan.toml"
     plan.write_text(BASE.format(name=name) + PLANS[name])
     db = tmp_path / "results" / "offlab.sqlite"
-    run = subprocess.Popen([*OFFLAB, "run", "--plan", str(plan), "--out", str(db.parent), "--no-progress"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 90
-    while _samples(db) < 2 and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    run = start_run(["--plan", str(plan), "--out", str(db.parent)], db)
     assert run.poll() is None, run.communicate()[1]
     started = _descendants(run.pid)  # iperf3 server/client, offlab-fwd, irtt …
-    kept = _samples(db)
+    kept = samples(db)
     run.send_signal(signal.SIGKILL)
     run.wait(timeout=10)
     ours = [n for n in netns.listnetns() if n.startswith(f"ofl-{run.pid}-")]
@@ -104,7 +91,7 @@ def test_kill_9_leaves_nothing_after_the_next_start(tmp_path: Path, name: str):
     root = cgroup2_root()
     if root is not None:
         assert not (root / "offlab" / f"run-{run.pid}").exists()
-    assert _samples(db) >= kept  # every committed sample is still there
+    assert samples(db) >= kept  # every committed sample is still there
 
     # The next run on that store says what happened to the killed one.
     tiny = tmp_path / "tiny.toml"

@@ -4,7 +4,7 @@ DUT-layout sample whose steering is checked in /sys."""
 import pytest
 
 from offlab.plan import parse
-from offlab.records import Params, RunInfo, RunSettings
+from offlab.records import Params, RunInfo
 from offlab.report.model import build_rows
 from offlab.runner import Runner
 from offlab.studies.msgsize.report import curve_sets

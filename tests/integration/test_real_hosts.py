@@ -7,8 +7,6 @@ from __future__ import annotations
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +17,9 @@ from offlab.hosts.ssh import SshHost
 from offlab.offloads import parse_features
 from offlab.plan import parse
 
+from .runs import OFFLAB, samples, start_run
 from .sshlab import ssh_lab
 
-OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 PLAN = """
 name = "ssh"
 runs = {runs}
@@ -60,14 +58,6 @@ def _state(lab, role: str) -> tuple[int, bool]:
         host.close()
 
 
-def _samples(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT COUNT(*) FROM sample").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 def test_the_plan_over_ssh_has_the_local_cases_and_restores_the_hosts(lab, tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=1, mtu=1500))
@@ -94,12 +84,7 @@ def test_kill_9_then_restore_puts_both_hosts_back(lab, tmp_path):
     plan.write_text(PLAN.format(runs=20, mtu=4000))
     before = {role: _state(lab, role) for role in ("sender", "receiver")}
     db = tmp_path / "r" / "offlab.sqlite"
-    run = subprocess.Popen([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
-                            "--out", str(db.parent), "--no-progress"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while _samples(db) < 2 and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent)], db)
     assert run.poll() is None, run.communicate()[1]
     assert _state(lab, "sender")[0] == 4000  # changed while it ran
     run.send_signal(signal.SIGKILL)
@@ -109,26 +94,21 @@ def test_kill_9_then_restore_puts_both_hosts_back(lab, tmp_path):
     assert restored.returncode == 0, restored.stderr
     assert "restored sender: ofl-ta0 MTU 1500" in restored.stdout
     assert {role: _state(lab, role) for role in ("sender", "receiver")} == before
-    assert not list(JOURNAL_DIR.glob("*.json")) and _samples(db) >= 2
+    assert not list(JOURNAL_DIR.glob("*.json")) and samples(db) >= 2
 
 
 def test_a_host_lost_mid_run_fails_the_run_in_one_line_and_the_other_is_restored(lab, tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=20, mtu=4000))
     db = tmp_path / "r" / "offlab.sqlite"
-    run = subprocess.Popen([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
-                            "--out", str(db.parent), "--no-progress"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while _samples(db) < 2 and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    kept = _samples(db)
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent)], db)
+    kept = samples(db)
     lab.kill_sshd("b")
     _, stderr = run.communicate(timeout=120)
     assert run.returncode == 1
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("offlab: ") and "(hostb)" in last and "offlab restore" in last, stderr
-    assert _samples(db) >= kept
+    assert samples(db) >= kept
     assert _state(lab, "sender") [0] == 1500  # the reachable host was put back
     journals = list(JOURNAL_DIR.glob("*.json"))
     assert len(journals) == 1 and "hostb" in journals[0].name  # kept for `offlab restore`
@@ -170,3 +150,15 @@ def test_a_missing_tool_is_one_line_naming_the_host_and_changes_nothing(lab, tmp
                             text=True, timeout=120)
     assert doctor.returncode == 0, doctor.stdout
     assert "sender (hosta)" in doctor.stdout and "peer over the test interface" in doctor.stdout
+
+
+def test_pinning_irqs_of_a_device_without_them_is_refused_and_restored(lab, tmp_path):
+    pinned = tmp_path / "hosts.toml"
+    pinned.write_text(lab.hosts_file.read_text().replace('app_core = 1\n', 'app_core = 1\nirq_core = 0\npin_irqs = true\n'))
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=1, mtu=4000))
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(pinned), "--plan", str(plan), "--out", str(tmp_path / "r"),
+                           "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "has no MSI IRQs to pin" in done.stderr.strip().splitlines()[-1]
+    assert _state(lab, "sender") == (1500, True) and _state(lab, "receiver") == (1500, True)
+    assert not list(JOURNAL_DIR.glob("host[ab]-*.json"))

@@ -189,7 +189,7 @@ def role_cpu(samples: Sequence[Sample]) -> tuple[RoleCpu, ...]:
         }
         idle = f"{host} core {core}" if host else f"core {core}"
         for role in roles or [idle]:
-            out.append(RoleCpu(role, core, classes))
+            out.append(RoleCpu(f"{role} ({host})" if host and roles else role, core, classes))
     return tuple(out)
 
 

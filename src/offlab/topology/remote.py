@@ -55,8 +55,27 @@ class RemotePair(Topology):
             self.remote[name] = host
             self.journals[name] = Journal(host, spec, self.file.ssh_config, self.journal_dir)
             self.set_mtu(host, spec.interface, self.mtu)
+            if spec.pin_irqs:
+                self._pin_irqs(name, host)
         if self.kind is not None:
             self._build_tunnel()
+
+    def _pin_irqs(self, name: str, host: SshHost) -> None:
+        """The test interface's queue IRQs to the host's irq_core (seed 002's S-IRQ
+        core); each IRQ's original affinity journaled first. irqbalance would move them
+        back: it is named in a warning of `offlab doctor --hosts`."""
+        spec = host.spec
+        listing = host.run(["ls", f"/sys/class/net/{spec.interface}/device/msi_irqs"], check=False)
+        irqs = listing.stdout.split()
+        if listing.returncode != 0 or not irqs:
+            raise TopologyError(f"{name} ({spec.ssh}): {spec.interface} has no MSI IRQs to pin "
+                                "(a virtual device?); set pin_irqs = false")
+        for irq in irqs:
+            path = f"/proc/irq/{irq}/smp_affinity_list"
+            original = host.read_file(path).strip()
+            self.journals[name].changed_irq(irq, original)
+            if not host.write_file(path, f"{spec.irq_core}\n", check=False):
+                raise TopologyError(f"{name} ({spec.ssh}): cannot pin IRQ {irq} to core {spec.irq_core}")
 
     def _build_tunnel(self) -> None:
         assert self.kind is not None

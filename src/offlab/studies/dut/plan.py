@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...records import Params
 from .. import PlanCheck, Variant
 
 KEYS = frozenset({"dut"})

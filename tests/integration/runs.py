@@ -1,0 +1,32 @@
+"""Starting `offlab run` as a user would, and watching its store: shared by the tests that
+interrupt or kill a run half-way."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
+
+
+def samples(db: Path) -> int:
+    """Samples committed to a store so far (0 before its schema exists)."""
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT COUNT(*) FROM sample").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def start_run(args: list[str], db: Path, wait_for: int = 2, timeout: float = 120.0) -> subprocess.Popen:
+    """`offlab run ARGS` in the background, returned once `wait_for` samples are stored
+    (the test then checks it is still running)."""
+    run = subprocess.Popen([*OFFLAB, "run", *args, "--no-progress"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while samples(db) < wait_for and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return run
