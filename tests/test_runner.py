@@ -207,3 +207,12 @@ def test_an_interrupted_run_resumes_where_it_stopped(monkeypatch):
         _runner(second, sink, RunSettings(repetitions=2)).execute(cases, done)
     assert sorted(sink.samples) == sorted((c.profile.name, r) for c in cases for r in range(2))
     assert [e for e in second.log if e.startswith("measure")] == ["measure gro-off #1", "measure gro+rxcsum-off #1"]
+
+
+def test_a_capacity_search_runs_the_rules_minimum_whatever_its_spread(monkeypatch):
+    text = GOOD.replace('traffic = ["tcp"]', 'traffic = ["udp1472"]\nudp_rate = "capacity"')
+    cases = _cases(text)[:1]
+    lab, sink = Lab(rates={"all-on": [1e9, 3e9, 0.5e9, 2e9]}), Sink()
+    with _no_iperf_server(monkeypatch):
+        _runner(lab, sink, RunSettings(3, ci_target=0.05, min_runs=3, max_runs=6)).execute(cases)
+    assert len(sink.samples) == 3

@@ -38,7 +38,8 @@ MAX_DURATION_S = 3600.0
 MAX_WARMUP_S = 600.0
 """Bounds of a plan: beyond them a value is a typo, not a measurement."""
 _KEYS = {"name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
-         "steer_rx_softirq", "udp_rate", "loss_threshold", "streams", "latency_probe", "underlay", "vlan"}
+         "steer_rx_softirq", "udp_rate", "loss_threshold", "streams", "latency_probe", "underlay", "vlan",
+         "ci_target", "max_runs"}
 """The pipeline's own keys; each study adds its own (`Study.keys`)."""
 
 
@@ -54,6 +55,8 @@ class Plan:
     cases: tuple[CaseSpec, ...]
     description: str = ""
     steer_rx_softirq: bool = True
+    adaptive: tuple[float, int, int] | None = None
+    """The plan's own adaptive rule: (CI target as a fraction, min runs, max runs)."""
 
     def with_overrides(self, runs: int | None = None, duration: float | None = None,
                        warmup: float | None = None) -> "Plan":
@@ -80,11 +83,16 @@ class Plan:
             ))
             for c in self.cases
         )
-        return replace(self, runs=self.runs if runs is None else runs, cases=cases)
+        # --runs asks for a fixed count: it replaces the plan's adaptive rule.
+        return replace(self, runs=self.runs if runs is None else runs, cases=cases,
+                       adaptive=self.adaptive if runs is None else None)
 
     def settings(self, ci_target: float | None = None, min_runs: int | None = None,
                  max_runs: int | None = None) -> RunSettings:
-        """The run settings of this plan (adaptive repetitions as given)."""
+        """The run settings of this plan: adaptive repetitions as given on the command
+        line, else the plan's own rule, else a fixed count."""
+        if ci_target is None and self.adaptive is not None:
+            ci_target, min_runs, max_runs = self.adaptive
         return RunSettings(repetitions=self.runs, steer_rx_softirq=self.steer_rx_softirq,
                            ci_target=ci_target, min_runs=min_runs, max_runs=max_runs)
 
@@ -153,7 +161,22 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
         cases=tuple(cases),
         description=check.string("description", default=""),
         steer_rx_softirq=check.boolean("steer_rx_softirq", default=True),
+        adaptive=_adaptive_rule(check, runs),
     )
+
+
+def _adaptive_rule(check: "_Checker", runs: int) -> tuple[float, int, int] | None:
+    """`ci_target = 10` (percent) with `max_runs`: repeat each case from `runs` runs up
+    to `max_runs` until its 95 % CI is within the target (capacity searches excepted)."""
+    if "ci_target" not in check.doc:
+        if "max_runs" in check.doc:
+            raise check.fail("max_runs", "bounds adaptive repetitions; add ci_target (percent)")
+        return None
+    target = check.number("ci_target", above=0.0, at_most=99.0, unit="percent")
+    highest = check.integer("max_runs", minimum=max(runs, 2), maximum=MAX_RUNS)
+    if runs < 2:
+        raise check.fail("runs", "an adaptive rule needs at least 2 runs before its first check")
+    return target / 100.0, runs, highest
 
 
 LINKED = ("bare", "vxlan", "geneve", "gre", "gretap", "ipip", "sit")

@@ -105,8 +105,13 @@ class Runner:
         self._own_cgroup = own_cgroup
         self._control = OffloadControl()
         self._values: dict[str, list[float]] = {k: list(v) for k, v in (history or {}).items()}
+        self._fixed: set[str] = set()
 
     def execute(self, cases: Iterable[CaseSpec], done: Mapping[str, int] | None = None) -> RunnerStats:
+        cases = list(cases)
+        # A capacity search is a convergent search already: its repetitions are the
+        # rule's minimum, not more chasing of the search's own resolution.
+        self._fixed = {c.key for c in cases if c.traffic.mode == "capacity"}
         work = [(c, first) for c, first in pending(cases, self.runs, done or {})
                 if self._wants_more(c.key, first)]
         total = sum(self.runs - first for _, first in work)
@@ -125,6 +130,8 @@ class Runner:
     def _wants_more(self, key: str, done: int) -> bool:
         if self.adaptive is None:
             return done < self.runs
+        if key in self._fixed:
+            return done < self.adaptive.min_runs
         return self.adaptive.wants_more(self._values.get(key, ()))
 
     def _run_group(self, topo: Topology, server: IperfServer, group: list[tuple[CaseSpec, int]],
