@@ -161,7 +161,7 @@ class Runner:
                     self._record_outcome(case.key)
 
     def _record_outcome(self, key: str) -> None:
-        if self.adaptive is None:
+        if self.adaptive is None or key in self._fixed:
             return
         outcome = self.adaptive.outcome(key, self._values[key])
         self.sink.record_adaptive(self.run_id, outcome)
