@@ -36,7 +36,7 @@ class RemotePair(Topology):
         if scenario not in REMOTE_SCENARIOS:
             raise TopologyError(f"{scenario} needs local namespaces; on real hosts use "
                                 f"{', '.join(REMOTE_SCENARIOS)}")
-        unsupported = set(self.params) - {"underlay", "wire"}
+        unsupported = set(self.params) - {"underlay", "wire", "dut"}
         if unsupported:
             raise TopologyError(f"{scenario} on real hosts takes no {', '.join(sorted(unsupported))}")
         self.scenario = scenario  # type: ignore[misc]
@@ -47,6 +47,13 @@ class RemotePair(Topology):
         self.journals: dict[str, Journal] = {}
         self.sender_core = hosts.hosts["sender"].app_core
         self.receiver_core = hosts.hosts["receiver"].app_core
+        self.dut = self.params.get("dut")
+        if self.dut is not None:
+            spec = hosts.hosts["receiver" if self.dut == "rcv" else "sender"]
+            if spec.irq_core is None or not spec.pin_irqs:
+                raise TopologyError(f"a DUT layout on real hosts needs the DUT's IRQs on a core of "
+                                    f"their own: set irq_core and pin_irqs = true for [{spec.role}] "
+                                    f"in {hosts.source}")
 
     def _build(self) -> None:
         for name, role in (("tx", "sender"), ("rx", "receiver")):
@@ -70,6 +77,9 @@ class RemotePair(Topology):
         if listing.returncode != 0 or not irqs:
             raise TopologyError(f"{name} ({spec.ssh}): {spec.interface} has no MSI IRQs to pin "
                                 "(a virtual device?); set pin_irqs = false")
+        if host.run(["sh", "-c", "pgrep -x irqbalance"], check=False).stdout.strip():
+            raise TopologyError(f"{name} ({spec.ssh}): irqbalance is running and would move the pinned "
+                                "IRQs back; stop it (systemctl stop irqbalance) or set pin_irqs = false")
         for irq in irqs:
             path = f"/proc/irq/{irq}/smp_affinity_list"
             original = host.read_file(path).strip()
@@ -120,8 +130,21 @@ class RemotePair(Topology):
         return self._endpoint("receiver", "rx")
 
     @property
+    def roles(self) -> dict[str, int]:
+        """Seed 002's rows on real hosts: the DUT's application core and the core its
+        IRQs (and so its softirq work) are pinned to, and the generator's application."""
+        if self.dut is None:
+            return super().roles
+        dut = self.file.hosts["receiver" if self.dut == "rcv" else "sender"]
+        generator = self.file.hosts["sender" if self.dut == "rcv" else "receiver"]
+        return {"dut-app": dut.app_core, "dut-softirq": dut.irq_core or 0, "generator": generator.app_core}
+
+    @property
     def role_hosts(self) -> dict[str, str]:
-        return {"sender": "tx", "receiver": "rx"}
+        if self.dut is None:
+            return {"sender": "tx", "receiver": "rx"}
+        dut, generator = ("rx", "tx") if self.dut == "rcv" else ("tx", "rx")
+        return {"dut-app": dut, "dut-softirq": dut, "generator": generator}
 
     def offload_interfaces(self) -> list[Interface]:
         found = []
