@@ -167,6 +167,10 @@ def reclaim_stale(runtime_root: Path = RUNTIME_ROOT, cgroup_root: Path | None = 
             what = ", ".join(killed) if killed else "no processes left"
             reclaimed.append(f"cgroup of killed run (pid {pid}): {what}")
     if runtime_root.is_dir():
+        for directory in sorted(runtime_root.glob("ssh-*-*")):  # ssh control sockets outside a run
+            pid = _pid_of(directory.name.rsplit("-", 1)[0])
+            if pid is not None and not alive(pid):
+                shutil.rmtree(directory, ignore_errors=True)
         for directory in sorted(runtime_root.glob("run-*")):
             pid = _pid_of(directory.name)
             if pid is not None and not alive(pid):

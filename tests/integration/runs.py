@@ -30,3 +30,25 @@ def start_run(args: list[str], db: Path, wait_for: int = 2, timeout: float = 120
     while samples(db) < wait_for and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     return run
+
+
+class ListSink:
+    """A sink that keeps every sample in order (the store's seam, without a store)."""
+
+    def __init__(self):
+        self.records: list[tuple[str, object, object]] = []
+        self.outcomes: list[object] = []
+
+    def add_sample(self, run_id, case, sample):
+        self.records.append((run_id, case, sample))
+
+    def record_adaptive(self, run_id, outcome):
+        self.outcomes.append(outcome)
+
+    @property
+    def samples(self) -> list[tuple[object, object]]:
+        """(case, sample) in the order measured."""
+        return [(case, sample) for _, case, sample in self.records]
+
+    def by_profile(self) -> dict[str, tuple[object, object]]:
+        return {case.profile.name: (case, sample) for case, sample in self.samples}

@@ -7,13 +7,7 @@ from offlab.runner import Runner
 from offlab.studies.offloads.plan import all_on
 from offlab.topology import our_namespaces
 
-
-class ListSink:
-    def __init__(self):
-        self.samples = []
-
-    def add_sample(self, run_id, case, sample):
-        self.samples.append((run_id, case, sample))
+from .runs import ListSink
 
 
 def test_short_tcp_case_yields_a_complete_sample():
@@ -21,7 +15,7 @@ def test_short_tcp_case_yields_a_complete_sample():
     sink = ListSink()
     Runner(sink, "itest", RunSettings(repetitions=1), show_progress=False).execute([case])
     assert our_namespaces() == []
-    ((run_id, got_case, sample),) = sink.samples
+    ((run_id, got_case, sample),) = sink.records
     assert run_id == "itest" and got_case == case and sample.case_key == case.key
     assert sample.throughput_bps > 0 and sample.sender_bps > 0
     assert sample.retransmits is not None and sample.lost_packets is None

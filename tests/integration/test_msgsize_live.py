@@ -11,6 +11,8 @@ from offlab.studies.msgsize.report import curve_sets
 from offlab.store import RunResults
 from offlab.topology import build, our_namespaces
 
+from .runs import ListSink
+
 SWEEP = """
 name = "two-point"
 runs = 1
@@ -23,14 +25,6 @@ message_sizes = [1024, 65536]
 bidirectional = [false, true]
 sequences = ["all-on"]
 """
-
-
-class ListSink:
-    def __init__(self):
-        self.samples = []
-
-    def add_sample(self, run_id, case, sample):
-        self.samples.append((case, sample))
 
 
 def test_two_point_sweep_measures_every_size_and_direction():

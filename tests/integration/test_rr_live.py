@@ -4,6 +4,8 @@ transactions per second and their round-trip percentiles in the sample."""
 from offlab.plan import parse
 from offlab.runner import Runner
 
+from .runs import ListSink
+
 PLAN = """
 name = "rr"
 runs = 1
@@ -14,17 +16,6 @@ mtus = [1500]
 traffic = ["tcp-rr"]
 sequences = ["all-on"]
 """
-
-
-class ListSink:
-    def __init__(self):
-        self.samples = []
-
-    def add_sample(self, run_id, case, sample):
-        self.samples.append((case, sample))
-
-    def record_adaptive(self, run_id, outcome):
-        pass
 
 
 def test_ping_pong_gives_transactions_and_round_trip_percentiles():

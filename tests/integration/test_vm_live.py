@@ -13,21 +13,12 @@ from offlab.records import CaseSpec, RunSettings, TrafficSpec
 from offlab.runner import Runner
 from offlab.topology import our_namespaces
 
+from .runs import ListSink
+
 try:
     BINARY = find_binary()
 except FwdError as missing:
     pytest.skip(str(missing), allow_module_level=True)
-
-
-class ListSink:
-    def __init__(self):
-        self.samples = []
-
-    def add_sample(self, run_id, case, sample):
-        self.samples.append((case, sample))
-
-    def record_adaptive(self, run_id, outcome):
-        raise AssertionError("not an adaptive run")
 
 
 def forwarders_running() -> list[str]:

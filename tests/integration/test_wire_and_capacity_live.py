@@ -5,6 +5,8 @@ higher probe above it."""
 from offlab.plan import parse
 from offlab.runner import Runner
 
+from .runs import ListSink
+
 BASE = """
 name = "live"
 runs = 1
@@ -15,22 +17,11 @@ mtus = [1500]
 """
 
 
-class ListSink:
-    def __init__(self):
-        self.samples = {}
-
-    def add_sample(self, run_id, case, sample):
-        self.samples[case.profile.name] = (case, sample)
-
-    def record_adaptive(self, run_id, outcome):
-        pass
-
-
 def test_on_the_mtu_wire_gro_off_means_more_packets_reach_the_receivers_stack():
     plan = parse(BASE + 'traffic = ["tcp"]\nsequences = ["rx"]\nreceiver_wire = "mtu"\n', "wire.toml")
     sink = ListSink()
     Runner(sink, "wire", plan.settings(), show_progress=False).execute(plan.cases)
-    (on_case, on), (off_case, off) = sink.samples["all-on"], sink.samples["gro-off"]
+    (on_case, on), (off_case, off) = sink.by_profile()["all-on"], sink.by_profile()["gro-off"]
     assert on_case.topology["wire"] == "mtu" == off_case.topology["wire"]
     for sample in (on, off):  # the wire is recorded: the sender's TSO held off, as asked
         tso = sample.offloads["tx:ofl-v0"]["tcp-segmentation-offload"]
@@ -45,7 +36,7 @@ def test_udp_capacity_is_within_its_bound_and_a_higher_probe_is_not():
     plan = parse(BASE + 'traffic = ["udp1472"]\nsequences = ["all-on"]\nudp_rate = "capacity"\n', "cap.toml")
     sink = ListSink()
     Runner(sink, "cap", plan.settings(), show_progress=False).execute(plan.cases)
-    case, sample = sink.samples["all-on"]
+    case, sample = sink.by_profile()["all-on"]
     probes = sample.probes
     assert case.traffic.mode == "capacity" and len(probes) >= 2
     passing = [p for p in probes if p.loss_percent <= 0.1]

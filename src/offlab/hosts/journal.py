@@ -126,6 +126,9 @@ def restore_pending(root: Path = JOURNAL_DIR) -> list[str]:
     for path, state in pending(root):
         spec = HostSpec(**state.spec)
         host = SshHost(spec.role, spec, state.ssh_config)
-        lines += restore_state(host, state)
+        try:
+            lines += restore_state(host, state)
+        finally:
+            host.close()
         path.unlink()
     return lines

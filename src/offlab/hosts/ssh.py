@@ -14,17 +14,31 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import IO, Sequence
 
 from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError, run
+from ..runscope import RUNTIME_ROOT
 from .base import Host, HostError
 from .hostsfile import HostSpec
 
 SSH_FAILED = 255
 """ssh's own exit status when it could not run the command at all."""
 CONNECT_TIMEOUT_S = 5
+
+
+def _control_dir() -> Path:
+    """A directory for the connection's control socket: under the run's runtime directory
+    when there is one, else its own under /run/offlab; named after this pid either way, so
+    `runscope.reclaim_stale` removes it after a kill."""
+    runtime = RUNTIME_ROOT / f"run-{os.getpid()}"
+    if runtime.is_dir():
+        return Path(tempfile.mkdtemp(prefix="ssh-", dir=runtime))
+    RUNTIME_ROOT.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"ssh-{os.getpid()}-", dir=RUNTIME_ROOT))
 
 
 class RemoteProcess:
@@ -63,8 +77,8 @@ class SshHost(Host):
         self.name = name
         self.spec = spec
         self.machine = f"ssh:{spec.ssh}"
-        control = control_dir or Path("/run/offlab") / f"ssh-{os.getpid()}"
-        control.mkdir(parents=True, exist_ok=True)
+        self._control = control_dir or _control_dir()
+        control = self._control
         self._base = ["ssh", *(["-F", ssh_config] if ssh_config else []),
                       "-o", "BatchMode=yes", "-o", "ControlMaster=auto",
                       "-o", f"ControlPath={control}/%C", "-o", "ControlPersist=60",
@@ -129,8 +143,9 @@ class SshHost(Host):
                 stream.close()
 
     def close(self) -> None:
-        """End the multiplexed connection."""
+        """End the multiplexed connection and remove its socket's directory."""
         run([*self._base[:-1], "-O", "exit", self.spec.ssh], check=False, timeout=10)
+        shutil.rmtree(self._control, ignore_errors=True)
 
     def __repr__(self) -> str:
         return f"SshHost({self.name!r}, {self.spec.ssh!r})"
