@@ -113,12 +113,14 @@ fn set_ip_length(
 /// array: no bounds checks, no checksum dispatch, once per delivered run.
 fn set_plain_ipv4_length(ip: &mut [u8; IPV4_PLAIN_LEN], l4_len: usize, protocol: u8) -> u32 {
     let total_len = (IPV4_PLAIN_LEN + l4_len) as u16;
-    ip[2..4].copy_from_slice(&total_len.to_be_bytes());
-    ip[10..12].copy_from_slice(&[0, 0]);
-    let header_checksum = super::ip::header_checksum(ip);
-    ip[10..12].copy_from_slice(&header_checksum.to_be_bytes());
+    // Every word is read before anything is written: summing the header after storing
+    // into it would reload bytes still in the store buffer, which stalls.
     let word = |at: usize| u64::from(u16::from_be_bytes([ip[at], ip[at + 1]]));
     let addrs = word(12) + word(14) + word(16) + word(18);
+    let unchanged = word(0) + word(4) + word(6) + word(8) + addrs;
+    let header_checksum = !checksum::fold64(unchanged + u64::from(total_len));
+    ip[2..4].copy_from_slice(&total_len.to_be_bytes());
+    ip[10..12].copy_from_slice(&header_checksum.to_be_bytes());
     u32::from(checksum::fold64(
         addrs + u64::from(protocol) + u64::from(l4_len as u16),
     ))

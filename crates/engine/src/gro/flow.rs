@@ -174,6 +174,18 @@ pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
             let last = a.len() - 8;
             word(a, 0) == word(b, 0) && word(a, last) == word(b, last)
         }
+        // IPv6 addresses through ports (36 bytes) and the like: words, the last one
+        // overlapping, all differences or-ed together.
+        17..=64 => {
+            let last = a.len() - 8;
+            let mut differ = word(a, last) ^ word(b, last);
+            let mut at = 0;
+            while at < last {
+                differ |= word(a, at) ^ word(b, at);
+                at += 8;
+            }
+            differ == 0
+        }
         _ => a == b,
     }
 }
@@ -187,21 +199,37 @@ fn shift(r: core::ops::Range<usize>, by: usize) -> core::ops::Range<usize> {
 /// [`same_flow`], so this only has to spread flows, not identify them.
 #[inline]
 pub(crate) fn flow_hash(shape: &Shape, frame: &[u8]) -> u64 {
-    let mut h = Hasher::new(shape.transport as u64 + 2 * u64::from(shape.ip_v6));
-    let ip = usize::from(shape.ip_offset);
-    let addrs = if shape.ip_v6 {
+    flow_hash_at(
+        shape.transport,
+        shape.ip_v6,
+        usize::from(shape.ip_offset),
+        shape.inner_l4_offset(),
+        shape.tunnel.map(|t| usize::from(t.offset)),
+        frame,
+    )
+}
+
+/// `flow_hash` from the offsets of the innermost IP header (`ip`, IPv6 if `v6`), its
+/// transport header (`l4`) and the tunnel header, if any: callers that know them as
+/// constants get the branches and bounds checks folded away.
+#[inline(always)]
+pub(crate) fn flow_hash_at(
+    transport: Transport,
+    v6: bool,
+    ip: usize,
+    l4: usize,
+    tunnel: Option<usize>,
+    frame: &[u8],
+) -> u64 {
+    let mut h = Hasher::new(transport as u64 + 2 * u64::from(v6));
+    let addrs = if v6 {
         shift(field::IPV6_ADDRS, ip)
     } else {
         shift(field::IPV4_ADDRS, ip)
     };
     h.write(frame.get(addrs).unwrap_or(&[]));
-    h.write(
-        frame
-            .get(shift(field::L4_PORTS, shape.inner_l4_offset()))
-            .unwrap_or(&[]),
-    );
-    if let Some(t) = &shape.tunnel {
-        let start = usize::from(t.offset);
+    h.write(frame.get(shift(field::L4_PORTS, l4)).unwrap_or(&[]));
+    if let Some(start) = tunnel {
         // The first 8 bytes hold the VNI for both VXLAN and Geneve.
         h.write(frame.get(start..start + 8).unwrap_or(&[]));
     }
@@ -219,8 +247,10 @@ pub(crate) fn plain_tcp4_hash(addrs: [u8; 8], ports: [u8; 4]) -> u64 {
     h.finish()
 }
 
-/// A small multiply-rotate hash over 8-byte words (FxHash-like, with a final avalanche
-/// so the low bits used by the index are well mixed).
+/// A small multiply-rotate hash over 8-byte words, with a final avalanche so the low
+/// bits used by the index are well mixed. Each word is multiplied on its own and only a
+/// rotate and an xor chain the words together, so the multiplies of an IPv6 or tunnel
+/// flow's words run in parallel instead of one after another.
 struct Hasher(u64);
 
 const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
@@ -230,8 +260,9 @@ impl Hasher {
         Hasher(seed.wrapping_mul(SEED))
     }
 
+    #[inline(always)]
     fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+        self.0 = self.0.rotate_left(23) ^ word.wrapping_mul(SEED);
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -264,8 +295,8 @@ mod tests {
 
     #[test]
     fn same_bytes_agrees_with_slice_equality() {
-        let a: Vec<u8> = (0..40).collect();
-        for len in 0..40 {
+        let a: Vec<u8> = (0..80).collect();
+        for len in 0..80 {
             for flip in 0..len {
                 let mut b = a[..len].to_vec();
                 assert!(same_bytes(&a[..len], &b));

@@ -66,7 +66,13 @@
 //! word compares and, when every rule allows it, the frame joins its run without
 //! `parse_frame` or the general facts; anything else, or any rule that does not hold,
 //! goes through the general path (`facts::classify`, `can_coalesce`), which decides
-//! exactly as it would have alone (`gro/tests/fast_path.rs` checks that).
+//! exactly as it would have alone. Validated frames of any other shape (IPv6, VLAN,
+//! UDP, VXLAN/Geneve over IPv4 or IPv6) try the template of the shape the general path
+//! classified last (`template.rs`, up to four shapes kept): a frame that repeats its
+//! held run's header outside the per-segment fields joins it without being parsed,
+//! and a head whose structural bytes repeat the template's reference has its facts
+//! read at fixed offsets. `gro/tests/fast_path.rs` checks on random frames of every
+//! shape that neither fast path changes a decision.
 
 mod coalesce;
 mod emit;
@@ -78,6 +84,7 @@ mod reason;
 mod stats;
 mod table;
 mod tcp;
+mod template;
 mod tunnel;
 mod udp;
 mod vnet;
@@ -90,10 +97,11 @@ pub use table::HEADER_CAP;
 
 use crate::virtio;
 use crate::wire::parse::ParseOptions;
-use coalesce::{can_coalesce, Limits, Run, Verdict};
+use coalesce::{can_coalesce, Limits, Run, RunL4, Verdict};
 use facts::{Facts, L4Facts};
 use plain::Plain;
 use table::{AgeCursor, Table};
+use template::Template;
 
 /// Capacities and caps of a [`Gro`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,10 +188,18 @@ pub struct Gro {
     /// Scratch for the parts of the run being delivered.
     parts: Vec<Part>,
     stats: GroStats,
-    /// Whether plain TCP/IPv4 frames skip `parse_frame` (`plain::classify`); off only in
-    /// the tests that compare both paths.
+    /// Whether plain TCP/IPv4 frames skip `parse_frame` (`plain::classify`), and frames
+    /// of other shapes try their flow's run by template first; off only in the tests
+    /// that compare both paths.
     fast_path: bool,
+    /// Templates of the shapes the general path classified lately (at most
+    /// `TEMPLATES_KEPT`, allocated up front), and which one a frame tries first.
+    templates: Vec<Template>,
+    hint: usize,
 }
+
+/// Shapes whose templates are kept: a datapath sees few shapes at once.
+const TEMPLATES_KEPT: usize = 4;
 
 impl Gro {
     pub fn new(cfg: GroConfig) -> Self {
@@ -205,6 +221,8 @@ impl Gro {
             parts: Vec::with_capacity(segment_cap),
             stats: GroStats::default(),
             fast_path: true,
+            templates: Vec::with_capacity(TEMPLATES_KEPT),
+            hint: 0,
         }
     }
 
@@ -222,11 +240,19 @@ impl Gro {
             if let Some(plain) = Plain::check(frame, meta.csum_validated, HEADER_CAP) {
                 return self.push_plain(id, frame, &plain, meta.now, out);
             }
+            if meta.csum_validated {
+                if let Some(result) = self.push_by_template(id, frame, meta.now, out) {
+                    return result;
+                }
+            }
         }
         let facts = match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
             Ok(facts) => facts,
             Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
         };
+        if self.fast_path && facts.shape != plain::SHAPE {
+            self.remember_shape(&facts, frame);
+        }
         let found = self.table.find(&facts.shape, facts.hash, frame);
         self.offer(id, frame, &facts, found, meta.now, out)
     }
@@ -250,12 +276,65 @@ impl Gro {
             let held = self.table.slot(slot);
             if let Some(j) = plain.try_join(&held.run, &held.header, &self.limits) {
                 let run = &mut self.table.slot_mut(slot).run;
-                let ids = (j.ip_ids, run.outer_ids);
+                let ids = (j.ip_ids, j.outer_ids);
                 run.append_segment(j.payload_len, Some(j.flags), ids);
                 return Ok(self.joined(slot, id, j.ends, out));
             }
         }
         self.offer(id, frame, &plain.facts(hash), found, now, out)
+    }
+
+    /// `push` for a frame of the shape the general path classified last, without
+    /// parsing it: it joins its flow's run by template, or its facts are read by the
+    /// template (`template.rs`). `None`: not sure, classify it.
+    #[inline(always)]
+    fn push_by_template(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        now: u64,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Option<Result<Held, Refusal>> {
+        let template = self.templates.get(self.hint)?;
+        let hash = template.hash(frame);
+        let repeated = self.table.find_by(hash, |s| {
+            s.shape == template.shape && template.repeats(frame, &s.run, &s.header)
+        });
+        let found = match repeated {
+            Some(slot) => {
+                let run = &self.table.slot(slot).run;
+                if let Some(j) = template.try_join(frame, run, &self.limits) {
+                    let run = &mut self.table.slot_mut(slot).run;
+                    let tcp_flags = matches!(run.l4, RunL4::Tcp(_)).then_some(j.flags);
+                    run.append_segment(j.payload_len, tcp_flags, (j.ip_ids, j.outer_ids));
+                    return Some(Ok(self.joined(slot, id, j.ends, out)));
+                }
+                Some(slot)
+            }
+            None => self.table.find(&template.shape, hash, frame),
+        };
+        let facts = template.classify(frame, hash, &self.parse)?;
+        Some(self.offer(id, frame, &facts, found, now, out))
+    }
+
+    /// Makes the shape of `facts` (read from `frame` by the general path) the one frames
+    /// try first, with `frame` as its template's reference.
+    #[cold]
+    fn remember_shape(&mut self, facts: &Facts, frame: &[u8]) {
+        let header = frame.get(..facts.headers_len).unwrap_or(&[]);
+        if let Some(i) = self.templates.iter().position(|t| t.shape == facts.shape) {
+            self.hint = i;
+            self.templates[i].set_reference(header);
+            return;
+        }
+        let Some(template) = Template::of(&facts.shape, header) else { return };
+        if self.templates.len() < TEMPLATES_KEPT {
+            self.templates.push(template);
+            self.hint = self.templates.len() - 1;
+        } else {
+            self.hint = (self.hint + 1) % TEMPLATES_KEPT;
+            self.templates[self.hint] = template;
+        }
     }
 
     /// Records `id` in the run `slot` it was appended to; delivers the run if it ends.

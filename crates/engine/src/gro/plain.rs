@@ -73,6 +73,7 @@ pub(crate) struct Plain<'a> {
 /// What joining a held run changes, as `can_coalesce` would decide it.
 pub(crate) struct Joined {
     pub ip_ids: IdMode,
+    pub outer_ids: IdMode,
     pub ends: Option<Reason>,
     pub payload_len: usize,
     pub flags: TcpFlags,
@@ -177,6 +178,7 @@ impl<'a> Plain<'a> {
         };
         Some(Joined {
             ip_ids,
+            outer_ids: run.outer_ids,
             ends,
             payload_len,
             flags,

@@ -1,14 +1,17 @@
-//! The fast classifier (`plain.rs`) must not change a single decision: random frames —
-//! plain, mutated, padded, truncated, tagged, tunnelled, IPv6, UDP — go through a table
-//! with it and one forced to the general path, and every result, delivered run and
-//! counter must be equal. Each frame the fast classifier accepts must also yield exactly
-//! the facts the general classifier reads.
+//! The fast paths (`plain.rs` for plain TCP/IPv4, `template.rs` for every other shape)
+//! must not change a single decision: random frames of every shape — plain, VLAN,
+//! IPv6 with and without extension headers, UDP, VXLAN and Geneve over IPv4 and IPv6
+//! with inner IPv4 or IPv6, mutated, padded, truncated — go through a table with them
+//! and one forced to the general path, and every result, delivered run and counter
+//! must be equal. Each frame the plain classifier accepts must also yield exactly the
+//! facts the general classifier reads.
 
-use super::builder::{finish, sum, Pkt, Tunnel, ACK, CWR, ECE, FIN, PSH, RST, SYN, URG};
+use super::builder::{finish, sum, Pkt, Tunnel, L4, ACK, CWR, ECE, FIN, PSH, RST, SYN, URG};
 use super::{copy, Gro, GroConfig, Merged, RxMeta};
 use crate::gro::plain::Plain;
 use crate::gro::{facts, HEADER_CAP};
-use crate::wire::parse::ParseOptions;
+use crate::wire::layout::IpVersion;
+use crate::wire::parse::{parse_frame, ParseOptions};
 use proptest::prelude::*;
 
 /// One frame to push: which flow, what kind of frame, and how it is damaged.
@@ -42,7 +45,8 @@ fn offset() -> impl Strategy<Value = usize> {
         12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 38, 41, 42, 45, 46, 47, 48, 49, 50,
         52, 53, 54, 57, 61, 65,
     ];
-    prop_oneof![3 => prop::sample::select(fields), 1 => 0usize..90]
+    // Tunnelled and IPv6 frames have their per-segment fields further in.
+    prop_oneof![3 => prop::sample::select(fields), 2 => 0usize..170]
 }
 
 /// How to damage a byte: one bit (small, targeted changes) or any pattern.
@@ -61,7 +65,8 @@ fn step() -> impl Strategy<Value = Step> {
     (
         (
             0u8..3,
-            0u8..8,
+            // Mostly the flow's own shape (so runs of every shape form), sometimes another.
+            prop_oneof![4 => Just(FLOW_SHAPE), 1 => 0u8..SHAPES],
             prop::sample::select(vec![0usize, 1, 7, 100, 1448, 1448, 1448]),
             flags,
         ),
@@ -104,8 +109,57 @@ fn step() -> impl Strategy<Value = Step> {
         )
 }
 
+/// Frame shapes `shape_of` builds; `FLOW_SHAPE` stands for the step's flow's own.
+const SHAPES: u8 = 16;
+const FLOW_SHAPE: u8 = u8::MAX;
+
+/// Sets `p` up as one of the `SHAPES` frame shapes.
+fn shape_of(p: &mut Pkt, kind: u8) {
+    let geneve_options = vec![0x01, 0x02, 0x80, 0x01, 0xde, 0xad, 0xbe, 0xef];
+    match kind {
+        0..=3 => {}
+        4 => p.vlan = Some(5),
+        5 => p.ip_options = true,
+        6 => p.v6 = true,
+        7 => p.tunnel = Some(Tunnel::vxlan(7)),
+        8 => {
+            p.v6 = true;
+            p.tunnel = Some(Tunnel::vxlan(8));
+        }
+        9 => {
+            let mut t = Tunnel::geneve(9, geneve_options);
+            t.outer_v6 = true;
+            p.tunnel = Some(t);
+        }
+        10 => {
+            let mut t = Tunnel::geneve(10, Vec::new());
+            t.outer_udp_checksum = true;
+            t.outer_df = true;
+            p.v6 = true;
+            p.tunnel = Some(t);
+        }
+        11 => p.l4 = L4::Udp,
+        12 => {
+            p.l4 = L4::Udp;
+            p.v6 = true;
+        }
+        13 => {
+            p.l4 = L4::Udp;
+            p.tunnel = Some(Tunnel::vxlan(13));
+        }
+        14 => {
+            p.v6 = true;
+            p.ext = Some([0; 6]);
+        }
+        _ => {
+            p.v6 = true;
+            p.vlan = Some(6);
+        }
+    }
+}
+
 /// The frame for `step`, advancing its flow's sequence number and IP ID.
-fn build(step: &Step, next: &mut [(u32, u16); 3]) -> Vec<u8> {
+fn build(step: &Step, flow_shapes: [u8; 3], next: &mut [(u32, u16); 3]) -> Vec<u8> {
     let (seq, id) = &mut next[usize::from(step.flow)];
     *seq = seq.wrapping_add(u32::from(step.seq_skip) * 100);
     *id = id.wrapping_add(u16::from(step.id_skip));
@@ -120,12 +174,13 @@ fn build(step: &Step, next: &mut [(u32, u16); 3]) -> Vec<u8> {
         1 => Vec::new(),
         _ => vec![1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 2],
     };
-    match step.kind {
-        0..=3 => {}
-        4 => p.vlan = Some(5),
-        5 => p.ip_options = true,
-        6 => p.v6 = true,
-        _ => p.tunnel = Some(Tunnel::vxlan(7)),
+    let kind = match step.kind {
+        FLOW_SHAPE => flow_shapes[usize::from(step.flow)],
+        kind => kind,
+    };
+    shape_of(&mut p, kind);
+    if let Some(t) = &mut p.tunnel {
+        t.outer_id = id.wrapping_add(300);
     }
     *seq = seq.wrapping_add(step.len as u32);
     *id = id.wrapping_add(1);
@@ -143,17 +198,20 @@ fn build(step: &Step, next: &mut [(u32, u16); 3]) -> Vec<u8> {
     frame
 }
 
-/// Recomputes the checksum of an IPv4 header at offset 14, so that a mutated header
-/// reaches the rules after the checksum.
+/// Recomputes the checksum of every IPv4 header the mutated frame still has, so that
+/// a mutated header reaches the rules after the checksum.
 fn refresh_ipv4_checksum(frame: &mut [u8]) {
-    let Some(&first) = frame.get(14) else { return };
-    let len = usize::from(first & 0x0f) * 4;
-    if first >> 4 != 4 || len < 20 || frame.len() < 14 + len {
-        return;
+    let Ok(layout) = parse_frame(frame) else { return };
+    let layers = [layout.tunnel.map(|t| t.outer), Some(layout.ip)];
+    for ip in layers.into_iter().flatten() {
+        if ip.version != IpVersion::V4 || frame.len() < ip.offset + ip.header_len {
+            continue;
+        }
+        let at = ip.offset + 10;
+        frame[at..at + 2].copy_from_slice(&[0, 0]);
+        let checksum = finish(sum(&frame[ip.offset..ip.offset + ip.header_len], 0));
+        frame[at..at + 2].copy_from_slice(&checksum.to_be_bytes());
     }
-    frame[24..26].copy_from_slice(&[0, 0]);
-    let checksum = finish(sum(&frame[14..14 + len], 0));
-    frame[24..26].copy_from_slice(&checksum.to_be_bytes());
 }
 
 /// Pushes every step through `gro`; returns what came out, as comparable text.
@@ -183,9 +241,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
 
     #[test]
-    fn fast_path_changes_no_decision(steps in prop::collection::vec(step(), 1..120), max_flows in 1usize..4, max_segments_tcp in 2u16..30, max_bytes in prop_oneof![Just(65535usize), 1500usize..12000, (2usize..8, 0usize..2).prop_map(|(k, d)| 52 + k * 1448 - d)]) {
+    fn fast_path_changes_no_decision(steps in prop::collection::vec(step(), 1..120), flow_shapes in [0u8..SHAPES, 0u8..SHAPES, 0u8..SHAPES], max_flows in 1usize..4, max_segments_tcp in 2u16..30, max_bytes in prop_oneof![Just(65535usize), 1500usize..12000, (2usize..8, 0usize..2).prop_map(|(k, d)| 52 + k * 1448 - d)]) {
         let mut next = [(0u32, 0u16); 3];
-        let frames: Vec<Vec<u8>> = steps.iter().map(|s| build(s, &mut next)).collect();
+        let frames: Vec<Vec<u8>> = steps.iter().map(|s| build(s, flow_shapes, &mut next)).collect();
         for (frame, s) in frames.iter().zip(&steps) {
             if let Some(p) = Plain::check(frame, s.validated, HEADER_CAP) {
                 let fast = p.facts(p.hash());
@@ -206,4 +264,36 @@ fn plain_frames_take_the_fast_path() {
     assert!(Plain::check(&p.build(), true, HEADER_CAP).is_some());
     // Not validated: the general path verifies the TCP checksum.
     assert!(Plain::check(&p.build(), false, HEADER_CAP).is_none());
+}
+
+/// Every shape but IPv4 with options (never coalesced) continues its run by template,
+/// without being parsed: the 2nd..5th segments join through `push_by_template`, and a
+/// second flow's head is classified by the template too.
+#[test]
+fn every_shape_joins_by_template() {
+    for kind in (4..SHAPES).filter(|&k| k != 5) {
+        let mut p = Pkt::tcp4(1000, 1448);
+        shape_of(&mut p, kind);
+        let mut gro = Gro::new(GroConfig::default());
+        let meta = RxMeta { csum_validated: true, now: 0 };
+        let mut out = Vec::new();
+        let mut deliver = |m: Merged<'_>| out.push(copy(&m));
+        assert!(gro.push(0, &p.build(), meta, &mut deliver).is_ok(), "shape {kind} opens a run");
+        for id in 1..5 {
+            p = p.next(1448);
+            if p.l4 == L4::Udp {
+                p.seq = 1000;
+            }
+            let joined = gro.push_by_template(id, &p.build(), id, &mut deliver);
+            assert_eq!(joined, Some(Ok(super::Held::Merged)), "shape {kind} segment {id}");
+        }
+        let mut other = Pkt::tcp4(7, 1448);
+        shape_of(&mut other, kind);
+        other.sport += 1;
+        let opened = gro.push_by_template(9, &other.build(), 9, &mut deliver);
+        assert_eq!(opened, Some(Ok(super::Held::NewFlow)), "shape {kind}: 2nd flow's head");
+        gro.flush(&mut deliver);
+        assert_eq!(out.len(), 2, "shape {kind}: two runs");
+        assert_eq!(out[0].segments, 5, "shape {kind}");
+    }
 }
