@@ -1,17 +1,19 @@
 //! The virtio-net header (virtio 1.x §5.1.6): what a guest or the kernel's TAP says
 //! about a frame's checksum and segmentation offloads.
 //!
-//! Two forms: the 12-byte v1 header (with `num_buffers`) and the 10-byte legacy header
-//! TAP uses by default. Fields are little-endian (virtio 1.0 "modern"; TAP with
+//! Three forms: the 12-byte v1 header (with `num_buffers`), the 10-byte legacy header
+//! TAP uses by default, and the 24-byte UDP-tunnel form (virtio 1.4; see [`TunnelGso`]). Fields are little-endian (virtio 1.0 "modern"; TAP with
 //! `TUNSETVNETLE` or on a little-endian host). A decoded [`Header`] is untrusted until
 //! [`Header::validate`] has checked it against the frame it came with.
 
 mod error;
+mod tunnel;
 mod validate;
 
 use crate::wire::{L4Proto, Layout};
 
 pub use error::VirtioError;
+pub use tunnel::{TunnelGso, HEADER_LEN_TUNNEL};
 pub use validate::{ChecksumState, GsoRequest, ValidatedOffload};
 
 /// Length of the virtio 1.x header (with `num_buffers`).
@@ -19,11 +21,13 @@ pub const HEADER_LEN_V1: usize = 12;
 /// Length of the legacy header without `num_buffers` (TAP's default `TUNSETVNETHDRSZ`).
 pub const HEADER_LEN_LEGACY: usize = 10;
 
-/// Which of the two header layouts is on the wire.
+/// Which of the header layouts is on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderForm {
     V1,
     Legacy,
+    /// The v1 header, hash fields and the UDP-tunnel GSO offsets.
+    V1Tunnel,
 }
 
 impl HeaderForm {
@@ -31,6 +35,17 @@ impl HeaderForm {
         match self {
             HeaderForm::V1 => HEADER_LEN_V1,
             HeaderForm::Legacy => HEADER_LEN_LEGACY,
+            HeaderForm::V1Tunnel => HEADER_LEN_TUNNEL,
+        }
+    }
+
+    /// The form of a header of `len` bytes, as a port negotiated it.
+    pub const fn of_len(len: usize) -> Option<HeaderForm> {
+        match len {
+            HEADER_LEN_V1 => Some(HeaderForm::V1),
+            HEADER_LEN_LEGACY => Some(HeaderForm::Legacy),
+            HEADER_LEN_TUNNEL => Some(HeaderForm::V1Tunnel),
+            _ => None,
         }
     }
 }
@@ -136,8 +151,11 @@ pub struct Header {
     pub gso_size: u16,
     pub csum_start: u16,
     pub csum_offset: u16,
-    /// Mergeable receive buffers used (v1 form only; 0 in the legacy form).
+    /// Mergeable receive buffers used (v1 forms only; 0 in the legacy form).
     pub num_buffers: u16,
+    /// UDP-tunnel GSO (the tunnel form only): the super-packet is inside VXLAN or
+    /// Geneve, and these say where.
+    pub tunnel: Option<TunnelGso>,
 }
 
 /// Offset of the checksum field inside a TCP header and a UDP header.
@@ -145,36 +163,62 @@ const TCP_CSUM_OFFSET: u16 = 16;
 const UDP_CSUM_OFFSET: u16 = 6;
 
 impl Header {
-    /// Reads a header from the start of `bytes`.
+    /// Reads a header from the start of `bytes`. In the tunnel form, contradictory
+    /// tunnel bits are refused here; the rest is checked by [`Header::validate`].
     pub fn decode(bytes: &[u8], form: HeaderForm) -> Result<Header, VirtioError> {
         let b = bytes
             .get(..form.header_len())
             .ok_or(VirtioError::Truncated)?;
         let le16 = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+        let (flags, gso_type, tunnel) = match form {
+            HeaderForm::V1Tunnel => {
+                let whole: &[u8; HEADER_LEN_TUNNEL] =
+                    b.try_into().map_err(|_| VirtioError::Truncated)?;
+                tunnel::decode(whole)?
+            }
+            HeaderForm::V1 | HeaderForm::Legacy => (b[0], b[1], None),
+        };
         Ok(Header {
-            flags: Flags(b[0]),
-            gso_type: GsoType::from(b[1] & !GSO_ECN),
-            gso_ecn: b[1] & GSO_ECN != 0,
+            flags: Flags(flags),
+            gso_type: GsoType::from(gso_type & !GSO_ECN),
+            gso_ecn: gso_type & GSO_ECN != 0,
             hdr_len: le16(2),
             gso_size: le16(4),
             csum_start: le16(6),
             csum_offset: le16(8),
             num_buffers: match form {
-                HeaderForm::V1 => le16(10),
+                HeaderForm::V1 | HeaderForm::V1Tunnel => le16(10),
                 HeaderForm::Legacy => 0,
             },
+            tunnel,
         })
     }
 
-    /// Writes the header into the start of `out`; returns the bytes written.
+    /// Writes the header into the start of `out`; returns the bytes written. Tunnel
+    /// fields need the tunnel form.
     pub fn encode(&self, form: HeaderForm, out: &mut [u8]) -> Result<usize, VirtioError> {
         let len = form.header_len();
         let out = out.get_mut(..len).ok_or(VirtioError::BufferTooSmall)?;
-        out.copy_from_slice(&self.to_bytes()[..len]);
+        match form {
+            HeaderForm::V1Tunnel => out.copy_from_slice(&self.to_tunnel_bytes()),
+            _ if self.tunnel.is_some() => return Err(VirtioError::TunnelNeedsTunnelForm),
+            _ => out.copy_from_slice(&self.to_bytes()[..len]),
+        }
         Ok(len)
     }
 
-    /// The 12-byte v1 encoding; its first 10 bytes are the legacy encoding.
+    /// The 24-byte tunnel-form encoding (hash fields zero).
+    pub fn to_tunnel_bytes(&self) -> [u8; HEADER_LEN_TUNNEL] {
+        let mut b = [0u8; HEADER_LEN_TUNNEL];
+        b[..HEADER_LEN_V1].copy_from_slice(&self.to_bytes());
+        if let Some(t) = &self.tunnel {
+            tunnel::encode(t, &mut b);
+        }
+        b
+    }
+
+    /// The 12-byte v1 encoding, without any tunnel fields; its first 10 bytes are the
+    /// legacy encoding.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN_V1] {
         let mut b = [0u8; HEADER_LEN_V1];
         b[0] = self.flags.0;
@@ -198,6 +242,7 @@ impl Header {
             csum_start: 0,
             csum_offset: 0,
             num_buffers: 0,
+            tunnel: None,
         }
     }
 

@@ -5,9 +5,8 @@
 use crate::forward::{checksum_header, ChecksumSpan, Egress, Mode};
 use crate::port::TxQueue;
 use crate::stats::Counters;
-use crate::tunnel_header::TunnelGso;
 use offlab_engine::gro::{Gro, GroConfig, Merged, RxMeta};
-use offlab_engine::virtio::ChecksumState;
+use offlab_engine::virtio::{ChecksumState, TunnelGso};
 use offlab_engine::wire::{IpVersion, L4Proto, Layout};
 
 /// What the forwarder remembers of a frame it handed to GRO, to send it on its own if
@@ -75,19 +74,10 @@ impl Sink<'_> {
 }
 
 impl Sink<'_> {
-    /// Starts a merged run's frame: a tunnelled run (offered only to a `udptnl` egress)
-    /// gets the tunnel fields of its head frame's layout, with the outer checksum asked
-    /// for when the merged header carries its seed.
+    /// Starts a merged run's frame; a tunnelled run's header carries the tunnel fields
+    /// (GRO sets them; such runs are offered only to a `udptnl` egress).
     fn begin_run(&mut self, run: &Merged<'_>) {
-        let head = run.parts.first().map(|part| part.id as usize);
-        let layout = head.and_then(|id| self.offered.get(id).copied().flatten());
-        match layout.and_then(|o| TunnelGso::describe(&o.layout, run.header)) {
-            Some(tunnel) => {
-                let (base, tail) = tunnel.join(run.vnet.to_bytes());
-                self.tx.begin_extended(&base, &tail);
-            }
-            None => self.tx.begin(&run.vnet.to_bytes()),
-        }
+        self.tx.begin_header(&run.vnet);
     }
 }
 

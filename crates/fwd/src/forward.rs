@@ -6,11 +6,10 @@
 use crate::coalesce::Coalescer;
 use crate::port::{Offloads, RxBatch, TxQueue};
 use crate::stats::Counters;
-use crate::tunnel_header::{self, TunnelGso};
 use offlab_engine::checksum;
 use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
 use offlab_engine::virtio::{
-    self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, ValidatedOffload,
+    self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, TunnelGso, ValidatedOffload,
 };
 use offlab_engine::wire::{parse_frame, parse_frame_with, Layout, ParseError, ParseOptions};
 
@@ -158,19 +157,18 @@ impl Direction {
         }
         let frame = &raw[vnet_len..];
         self.counters.received(frame.len());
-        let (base, tunnel) = match tunnel_header::split(&raw[..vnet_len]) {
-            Ok(split) => split,
-            Err(reason) => return self.counters.drop("virtio", reason),
-        };
-        let Ok(header) = Header::decode(&base, HeaderForm::V1) else {
-            return self.counters.drop("virtio", "truncated header");
+        // The port's negotiated header: v1, or the UDP-tunnel form (tunnel GSO).
+        let form = HeaderForm::of_len(vnet_len).unwrap_or(HeaderForm::V1);
+        let header = match Header::decode(&raw[..vnet_len], form) {
+            Ok(header) => header,
+            Err(err) => return self.counters.drop("virtio", err.reason()),
         };
         let parsed = parse_frame(frame);
         let offload = match header.validate(frame, parsed.as_ref().ok()) {
             Ok(offload) => offload,
             Err(err) => return self.counters.drop("virtio", err.reason()),
         };
-        if let Some(tunnel) = &tunnel {
+        if let Some(tunnel) = &header.tunnel {
             return self.tunnel_super_packet(rx, slot, &header, &offload, tunnel, egress);
         }
         let layout = match (offload.layout, parsed) {
@@ -273,8 +271,8 @@ impl Direction {
         self.emit_frame(rx, slot, &header, frame.len());
     }
 
-    /// A frame whose header has the UDP-tunnel GSO bits: it must be a super-packet
-    /// inside a VXLAN/Geneve tunnel at the offsets the header gives.
+    /// A frame whose header has the UDP-tunnel GSO bits (checked against the frame's
+    /// tunnel by `Header::validate`): it must be a super-packet.
     fn tunnel_super_packet(
         &mut self,
         rx: &RxBatch,
@@ -288,9 +286,6 @@ impl Direction {
             // Nothing to segment, so no way to fill in the outer checksum asked for.
             return self.counters.drop("virtio", "tunnel gso of one segment");
         };
-        if let Err(reason) = tunnel.check(&layout) {
-            return self.counters.drop("virtio", reason);
-        }
         let asked = SuperPacket {
             header,
             layout: &layout,
@@ -346,16 +341,10 @@ impl Direction {
             let out = Header {
                 num_buffers: 0,
                 hdr_len: request.headers_len as u16,
+                tunnel: tunnel.copied(),
                 ..*header
             };
-            return match tunnel {
-                Some(tunnel) => {
-                    let (base, tail) = tunnel.join(out.to_bytes());
-                    self.tx.begin_extended(&base, &tail);
-                    self.tx.push_rx(slot, rx_range(rx.vnet_len(), frame.len()));
-                }
-                None => self.emit_frame(rx, slot, &out, frame.len()),
-            };
+            return self.emit_frame(rx, slot, &out, frame.len());
         }
         let partial = self.mode != Mode::Csum && egress.offloads.csum;
         let params = GsoParams {
@@ -401,7 +390,7 @@ impl Direction {
     }
 
     fn emit_frame(&mut self, rx: &RxBatch, slot: usize, header: &Header, frame_len: usize) {
-        self.tx.begin(&header.to_bytes());
+        self.tx.begin_header(header);
         self.tx.push_rx(slot, rx_range(rx.vnet_len(), frame_len));
     }
 }

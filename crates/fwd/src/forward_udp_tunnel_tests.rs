@@ -157,13 +157,12 @@ fn gro_merges_vxlan_frames_into_a_tunnel_super_packet_for_a_udptnl_egress() {
     let (vnet, merged) = &frames[0];
     assert_eq!(vnet[0], 1 | 0x08, "NEEDS_CSUM and the outer checksum flag");
     assert_eq!(vnet[1], 1 | 0x20, "TCPV4 in an IPv4 UDP tunnel");
-    let (base, tunnel) = crate::tunnel_header::split(vnet).unwrap();
-    let tunnel = tunnel.unwrap();
+    let header = Header::decode(vnet, HeaderForm::V1Tunnel).unwrap();
+    let tunnel = header.tunnel.unwrap();
     assert_eq!(
         (usize::from(tunnel.outer_th), usize::from(tunnel.inner_nh)),
         (OUTER_L4, INNER_L3)
     );
-    let header = Header::decode(&base, HeaderForm::V1).unwrap();
     assert_eq!(header.gso_size, MSS);
     assert_eq!(usize::from(header.csum_start), INNER_L4);
     let payload: Vec<u8> = input

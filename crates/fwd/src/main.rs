@@ -11,7 +11,6 @@ mod netns;
 mod pipeline;
 mod port;
 mod stats;
-mod tunnel_header;
 
 use clap::Parser;
 use forward::Mode;

@@ -5,6 +5,7 @@
 use super::coalesce::{Run, RunL4};
 use super::flow::{Shape, Transport};
 use crate::checksum;
+use crate::virtio::TunnelGso;
 use crate::wire::{Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket};
 
 const IPV6_FIXED_LEN: usize = 40;
@@ -26,6 +27,8 @@ pub(crate) struct Offload {
     /// Innermost transport header offset and its checksum field's offset in it.
     pub csum_start: u16,
     pub csum_offset: u16,
+    /// Where the tunnel is, for a run of VXLAN/Geneve frames.
+    pub tunnel: Option<TunnelGso>,
 }
 
 /// Rewrites `header` (the run's head header) for the merged packet of `run`.
@@ -56,6 +59,7 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
             UDP_CHECKSUM_OFFSET
         }
     };
+    let mut tunnel = None;
     if let (Some(t), Some(outer)) = (&shape.tunnel, &run.outer) {
         let outer_ip =
             usize::from(shape.l2_len)..usize::from(shape.l2_len) + usize::from(t.outer_header_len);
@@ -69,6 +73,12 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
         if outer.udp_checksum != 0 {
             udp.set_checksum(checksum::fold(seed));
         }
+        tunnel = Some(TunnelGso {
+            outer_ipv6: t.outer_v6,
+            outer_checksum: outer.udp_checksum != 0,
+            outer_th: outer_l4 as u16,
+            inner_nh: shape.ip_offset,
+        });
     }
     Offload {
         transport: shape.transport,
@@ -77,6 +87,7 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
         headers_len: run.headers_len,
         csum_start: l4 as u16,
         csum_offset,
+        tunnel,
     }
 }
 

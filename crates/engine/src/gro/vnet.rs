@@ -1,10 +1,12 @@
 //! The virtio-net header of a delivered run (kernel `virtio_net_hdr_from_skb` after
 //! `tcp_gro_complete` / `udp_gro_complete`).
 //!
-//! virtio has no GSO type for tunnels here (`virtio::GsoType`), so, as `gso` reads it
-//! back, the type names the innermost transport and `csum_start` points at it; the
-//! tunnel is found by parsing the header. A present outer UDP checksum is left as the
-//! pseudo-header seed for segmentation to complete.
+//! The GSO type names the innermost transport and `csum_start` points at it; a run of
+//! VXLAN/Geneve frames also carries the UDP-tunnel GSO fields (`virtio::TunnelGso`:
+//! outer IP version, outer UDP and inner IP offsets, and the outer checksum flag when
+//! the frames had an outer UDP checksum, left as the pseudo-header seed for
+//! segmentation to complete), so its header needs the tunnel form
+//! (`HeaderForm::V1Tunnel`) on the wire.
 
 use super::emit::Offload;
 use super::flow::Transport;
@@ -24,6 +26,7 @@ pub(crate) fn merged(o: &Offload) -> Header {
         gso_size: o.segment_size,
         csum_start: o.csum_start,
         csum_offset: o.csum_offset,
+        tunnel: o.tunnel,
         ..Header::none()
     }
 }

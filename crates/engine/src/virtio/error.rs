@@ -49,6 +49,22 @@ pub enum VirtioError {
     OffsetTooLarge,
     /// The `Layout` passed in describes a longer frame than the one given.
     LayoutOutsideFrame,
+    /// Tunnel GSO naming both outer IP versions.
+    TunnelBothIpVersions,
+    /// The outer UDP checksum flag without tunnel GSO.
+    TunnelChecksumWithoutTunnel,
+    /// Tunnel GSO whose inner GSO type is none or UFO.
+    TunnelWithoutGso,
+    /// Tunnel GSO on a frame without a VXLAN or Geneve tunnel.
+    TunnelNotInFrame,
+    /// Tunnel GSO naming the other outer IP version.
+    TunnelIpVersionMismatch,
+    /// `outer_th_offset` is not where the frame's outer UDP header is.
+    TunnelOuterOffsetMismatch,
+    /// `inner_nh_offset` is not where the frame's inner IP header is.
+    TunnelInnerOffsetMismatch,
+    /// A header with tunnel fields encoded in a form that has no room for them.
+    TunnelNeedsTunnelForm,
 }
 
 impl VirtioError {
@@ -76,6 +92,14 @@ impl VirtioError {
             VirtioError::NotTcpOrUdp => "not tcp or udp",
             VirtioError::OffsetTooLarge => "offset too large",
             VirtioError::LayoutOutsideFrame => "layout outside frame",
+            VirtioError::TunnelBothIpVersions => "tunnel gso names both ip versions",
+            VirtioError::TunnelChecksumWithoutTunnel => "tunnel checksum flag without tunnel gso",
+            VirtioError::TunnelWithoutGso => "tunnel gso without inner gso",
+            VirtioError::TunnelNotInFrame => "tunnel gso on a frame without a tunnel",
+            VirtioError::TunnelIpVersionMismatch => "tunnel gso outer ip version mismatch",
+            VirtioError::TunnelOuterOffsetMismatch => "tunnel gso outer_th_offset mismatch",
+            VirtioError::TunnelInnerOffsetMismatch => "tunnel gso inner_nh_offset mismatch",
+            VirtioError::TunnelNeedsTunnelForm => "tunnel fields need the tunnel header form",
         }
     }
 }

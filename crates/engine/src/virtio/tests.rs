@@ -378,6 +378,111 @@ fn vxlan_inner_tcp_gso_points_at_the_inner_transport() {
     assert_eq!((gso.headers_len, gso.segments), (104, 3));
 }
 
+/// A VXLAN frame (outer IPv4, UDP at 34, inner IPv4 at 64) carrying TCP.
+fn vxlan4_frame(payload_len: usize) -> Vec<u8> {
+    let vxlan = [0x08, 0, 0, 0, 0, 0, 1, 0];
+    concat(&[
+        &eth(0x0800),
+        &ipv4(17, &udp(4789, &concat(&[&vxlan, &tcp4_frame(payload_len)]))),
+    ])
+}
+
+/// A 24-byte tunnel-form header: TSO at the inner TCP header, tunnel bits as given.
+fn tunnel_bytes(flags: u8, gso_type: u8, outer_th: u16, inner_nh: u16) -> [u8; 24] {
+    let mut b = [0u8; 24];
+    b[0] = flags;
+    b[1] = gso_type;
+    b[4..6].copy_from_slice(&1400u16.to_le_bytes());
+    b[6..8].copy_from_slice(&84u16.to_le_bytes());
+    b[8..10].copy_from_slice(&16u16.to_le_bytes());
+    b[20..22].copy_from_slice(&outer_th.to_le_bytes());
+    b[22..24].copy_from_slice(&inner_nh.to_le_bytes());
+    b
+}
+
+#[test]
+fn tunnel_form_round_trips() {
+    // NEEDS_CSUM | UDP_TUNNEL_CSUM, TCPV4 | UDP_TUNNEL_IPV4.
+    let bytes = tunnel_bytes(0x01 | 0x08, 0x01 | 0x20, 34, 64);
+    let header = Header::decode(&bytes, HeaderForm::V1Tunnel).unwrap();
+    assert_eq!((header.flags, header.gso_type), (Flags::NEEDS_CSUM, GsoType::TcpV4));
+    let tunnel = TunnelGso {
+        outer_ipv6: false,
+        outer_checksum: true,
+        outer_th: 34,
+        inner_nh: 64,
+    };
+    assert_eq!(header.tunnel, Some(tunnel));
+    assert_eq!(header.to_tunnel_bytes(), bytes);
+    let mut out = [0u8; 24];
+    assert_eq!(header.encode(HeaderForm::V1Tunnel, &mut out), Ok(24));
+    assert_eq!(out, bytes);
+    // The shorter forms have no room for the tunnel.
+    assert_eq!(
+        header.encode(HeaderForm::V1, &mut out),
+        Err(VirtioError::TunnelNeedsTunnelForm)
+    );
+    // A tunnel-form header without tunnel bits is a v1 header.
+    let plain = Header::decode(&tunnel_bytes(1, 1, 0, 0), HeaderForm::V1Tunnel).unwrap();
+    assert_eq!(plain.tunnel, None);
+    assert_eq!(HeaderForm::of_len(24), Some(HeaderForm::V1Tunnel));
+}
+
+#[test]
+fn tunnel_bits_that_contradict_each_other_are_refused() {
+    let both = tunnel_bytes(1, 0x01 | 0x20 | 0x40, 34, 64);
+    assert_eq!(
+        Header::decode(&both, HeaderForm::V1Tunnel),
+        Err(VirtioError::TunnelBothIpVersions)
+    );
+    let flag_alone = tunnel_bytes(1 | 0x08, 0x01, 0, 0);
+    assert_eq!(
+        Header::decode(&flag_alone, HeaderForm::V1Tunnel),
+        Err(VirtioError::TunnelChecksumWithoutTunnel)
+    );
+    // In the v1 form the same bits are an unknown GSO type / flag, refused on validation.
+    let v1 = Header::decode(&tunnel_bytes(1, 0x21, 34, 64), HeaderForm::V1).unwrap();
+    assert_eq!(v1.tunnel, None);
+    assert_eq!(
+        v1.validate(&vxlan4_frame(4000), None),
+        Err(VirtioError::UnknownGsoType(0x21))
+    );
+}
+
+#[test]
+fn tunnel_fields_must_name_the_frames_tunnel() {
+    let frame = vxlan4_frame(4000);
+    let check = |flags: u8, gso_type: u8, outer_th: u16, inner_nh: u16, frame: &[u8]| {
+        let bytes = tunnel_bytes(flags, gso_type, outer_th, inner_nh);
+        Header::decode(&bytes, HeaderForm::V1Tunnel)
+            .unwrap()
+            .validate(frame, None)
+            .map(|offload| offload.gso.map(|gso| gso.segments))
+    };
+    assert_eq!(check(1, 0x21, 34, 64, &frame), Ok(Some(3)));
+    assert_eq!(check(1, 0x41, 34, 64, &frame), Err(VirtioError::TunnelIpVersionMismatch));
+    assert_eq!(check(1, 0x21, 36, 64, &frame), Err(VirtioError::TunnelOuterOffsetMismatch));
+    assert_eq!(check(1, 0x21, 34, 66, &frame), Err(VirtioError::TunnelInnerOffsetMismatch));
+    // The tunnel must carry GSO (kernel: not none, not UFO).
+    let mut no_gso = tunnel_bytes(1, 0x20, 34, 64);
+    no_gso[4..6].copy_from_slice(&[0, 0]);
+    let header = Header::decode(&no_gso, HeaderForm::V1Tunnel).unwrap();
+    assert_eq!(header.validate(&frame, None), Err(VirtioError::TunnelWithoutGso));
+    // A frame without a tunnel.
+    let plain = tcp4_frame(4000);
+    assert_eq!(check(1, 0x21, 34, 64, &plain), Err(VirtioError::TunnelNotInFrame));
+}
+
+#[test]
+fn describe_reads_the_tunnel_of_a_frame() {
+    let frame = vxlan4_frame(100);
+    let layout = parse_frame(&frame).unwrap();
+    let tunnel = TunnelGso::describe(&layout, &frame).unwrap();
+    assert_eq!((tunnel.outer_ipv6, tunnel.outer_checksum), (false, false));
+    assert_eq!((tunnel.outer_th, tunnel.inner_nh), (34, 64));
+    assert_eq!(TunnelGso::describe(&parse_frame(&tcp4_frame(10)).unwrap(), &frame), None);
+}
+
 proptest::proptest! {
     /// Any header against a real frame: validation never panics, and what it accepts
     /// names offsets inside the frame and segments that cover the payload.

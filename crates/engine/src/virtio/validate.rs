@@ -5,7 +5,8 @@
 //! transport, ECN only with TCP; GSO needs NEEDS_CSUM, a non-zero `gso_size` that fits
 //! under 65535 with the headers, and `csum_start`/`csum_offset` naming the transport
 //! checksum; a partial checksum field must lie inside the packet. `hdr_len` is never
-//! used: the header length is recomputed from the parsed frame.
+//! used: the header length is recomputed from the parsed frame. Tunnel GSO fields are
+//! checked as `tunnel.rs` says.
 
 use super::{Flags, GsoKind, GsoType, Header, VirtioError, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET};
 use crate::wire::{parse::parse_frame, IpVersion, L4Proto, Layout};
@@ -66,6 +67,9 @@ impl Header {
             Some(layout) => Ok(*layout),
             None => parse_frame(frame),
         };
+        if let Some(tunnel) = &self.tunnel {
+            tunnel.check(self, parsed.as_ref().ok())?;
+        }
         let gso = match kind {
             None if self.gso_size != 0 => return Err(VirtioError::GsoSizeWithoutGso),
             None => None,

@@ -2,6 +2,8 @@
 
 use std::ops::Range;
 
+use offlab_engine::virtio::Header;
+
 /// Size of the virtio-net header most ports exchange (v1 layout, with `num_buffers`);
 /// TAP ports with UDP-tunnel offloads use the longer tunnel header.
 pub const VNET_LEN: usize = super::offloads::BASE_VNET_LEN;
@@ -157,6 +159,19 @@ impl TxQueue {
     /// to the egress header length (no hash, no tunnel).
     pub fn begin(&mut self, vnet: &[u8; VNET_LEN]) {
         self.begin_extended(vnet, &[]);
+    }
+
+    /// Starts a frame with `header`: in the UDP-tunnel form when it carries tunnel
+    /// fields (such frames are offered only to an egress that negotiated that form),
+    /// else in the v1 form.
+    pub fn begin_header(&mut self, header: &Header) {
+        if header.tunnel.is_none() {
+            return self.begin(&header.to_bytes());
+        }
+        let bytes = header.to_tunnel_bytes();
+        let (base, tail) = bytes.split_at(VNET_LEN);
+        let base: &[u8; VNET_LEN] = base.try_into().unwrap_or(&[0; VNET_LEN]);
+        self.begin_extended(base, tail);
     }
 
     /// Starts a frame whose header is `vnet` followed by `tail` (the bytes after the

@@ -21,6 +21,9 @@ pub(super) struct Out {
     pub flags: u8,
     pub csum_start: u16,
     pub csum_offset: u16,
+    pub tunnel: Option<crate::virtio::TunnelGso>,
+    /// The whole virtio-net header, to validate against the merged packet.
+    pub vnet: crate::virtio::Header,
 }
 
 /// A GRO table plus the frames pushed into it (by id) and what it delivered.
@@ -98,6 +101,8 @@ fn copy(m: &Merged<'_>) -> Out {
         flags: m.vnet.flags.0,
         csum_start: m.vnet.csum_start,
         csum_offset: m.vnet.csum_offset,
+        tunnel: m.vnet.tunnel,
+        vnet: m.vnet,
     }
 }
 

@@ -3,6 +3,7 @@
 use super::builder::{Pkt, Tunnel};
 use super::{reason, Harness};
 use crate::gro::{Held, Reason};
+use crate::virtio::TunnelGso;
 
 fn in_tunnel(p: Pkt, t: Tunnel) -> Pkt {
     Pkt {
@@ -31,6 +32,39 @@ fn vxlan_inner_tcp_merges() {
     let inner_ip_len = u16::from_be_bytes([merged[66], merged[67]]) as usize;
     assert_eq!(inner_ip_len, 20 + 32 + 300);
     assert_eq!(h.out[0].csum_start, 84);
+    // The run's header says where the tunnel is (virtio UDP-tunnel GSO), and that
+    // header validates against the merged packet as a guest or TAP would check it.
+    let tunnel = TunnelGso {
+        outer_ipv6: false,
+        outer_checksum: false,
+        outer_th: 34,
+        inner_nh: 64,
+    };
+    assert_eq!(h.out[0].tunnel, Some(tunnel));
+    let gso = h.out[0].vnet.validate(&merged, None).unwrap().gso.unwrap();
+    assert_eq!((gso.segments, gso.gso_size), (3, 100));
+}
+
+#[test]
+fn vxlan_over_ipv6_with_outer_checksum_names_both_in_its_header() {
+    let mut h = Harness::new();
+    let mut t = Tunnel::vxlan(42);
+    t.outer_v6 = true;
+    t.outer_udp_checksum = true;
+    let a = in_tunnel(Pkt::tcp6(0, 100), t);
+    let b = a.next(100);
+    h.push(&a).unwrap();
+    assert_eq!(h.push(&b), Ok(Held::Merged));
+    h.flush();
+    // Outer: eth 14 + IPv6 40 = UDP at 54; + 8 + VXLAN 8 + inner eth 14 = inner IP at 84.
+    let tunnel = TunnelGso {
+        outer_ipv6: true,
+        outer_checksum: true,
+        outer_th: 54,
+        inner_nh: 84,
+    };
+    assert_eq!(h.out[0].tunnel, Some(tunnel));
+    assert!(h.out[0].vnet.validate(&h.packet(0), None).is_ok());
 }
 
 #[test]
