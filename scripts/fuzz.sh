@@ -12,9 +12,10 @@
 # `cargo fuzz --sanitizer`.
 #
 # Each run of a target appends a line to <fuzz dir>/runs.log (committed):
-#   date<TAB>target<TAB>executions<TAB>seconds<TAB>result
-# with result `ok` or `finding` (an artifact in <fuzz dir>/artifacts/<target>), so the
-# executions accumulated over many runs can be summed (`--summary`).
+#   date<TAB>target<TAB>executions<TAB>seconds<TAB>result<TAB>sanitizer
+# with result `ok`, `finding` (an artifact in <fuzz dir>/artifacts/<target>) or `error`
+# (no final stats: build failure, killed), so the executions accumulated over many runs
+# can be summed (`--summary`). Seconds are fuzzing time (targets are built first).
 #
 # Corpora: corpus/<target> is the committed, minimised corpus (read as seeds);
 # corpus-local/<target> (ignored by git) receives what a run discovers. `--cmin` copies
@@ -65,115 +66,122 @@ ensure_cargo_fuzz() {
     fi
 }
 
-mode=seconds
-seconds=60
-runs=0
-case "${1:-}" in
---summary)
-    summary
-    exit 0
-    ;;
---cmin) mode=cmin ;;
---runs)
-    mode=runs
-    runs="${2:?--runs needs a count}"
-    ;;
--h | --help)
-    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-    exit 0
-    ;;
-"") ;;
-*) seconds="$1" ;;
-esac
+# Everything runs inside main, which bash parses whole before running it: editing this
+# file while a long run is under way cannot change what that run does.
+main() {
+    mode=seconds
+    seconds=60
+    runs=0
+    case "${1:-}" in
+    --summary)
+        summary
+        exit 0
+        ;;
+    --cmin) mode=cmin ;;
+    --runs)
+        mode=runs
+        runs="${2:?--runs needs a count}"
+        ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    "") ;;
+    *) seconds="$1" ;;
+    esac
 
-ensure_cargo_fuzz
-sanitizer=()
-[[ -n "${FUZZ_SANITIZER:-}" ]] && sanitizer=(--sanitizer "$FUZZ_SANITIZER")
+    ensure_cargo_fuzz
+    sanitizer=()
+    [[ -n "${FUZZ_SANITIZER:-}" ]] && sanitizer=(--sanitizer "$FUZZ_SANITIZER")
 
-if [[ $mode == cmin ]]; then
+    if [[ $mode == cmin ]]; then
+        for dir in "${fuzz_dirs[@]}"; do
+            cd "$dir"
+            for target in $(targets_of); do
+                mkdir -p "corpus/$target"
+                if [[ -d "corpus-local/$target" ]]; then
+                    find "corpus-local/$target" -type f -exec cp -n -t "corpus/$target" {} +
+                fi
+                echo "== cmin ${dir#"$root"/} $target: $(find "corpus/$target" -type f | wc -l) inputs"
+                cargo +nightly fuzz cmin "${sanitizer[@]}" "$target" "corpus/$target" -- \
+                    -max_len=$max_len >/dev/null 2>&1
+                echo "   kept $(find "corpus/$target" -type f | wc -l) inputs," \
+                    "$(du -sh "corpus/$target" | cut -f1)"
+                rm -rf "corpus-local/$target"
+            done
+        done
+        exit 0
+    fi
+
+    if [[ $mode == runs ]]; then
+        limit=(-runs="$runs")
+        what="$runs executions"
+    else
+        limit=(-max_total_time="$seconds")
+        what="${seconds}s"
+    fi
+
+    results=()
+    failed=()
     for dir in "${fuzz_dirs[@]}"; do
         cd "$dir"
-        for target in $(targets_of); do
-            mkdir -p "corpus/$target"
-            if [[ -d "corpus-local/$target" ]]; then
-                find "corpus-local/$target" -type f -exec cp -n -t "corpus/$target" {} +
+        rel="${dir#"$root"/}"
+        mkdir -p artifacts
+        targets=$(targets_of)
+        # Build first, so the seconds logged are fuzzing time.
+        for target in $targets; do
+            cargo +nightly fuzz build "${sanitizer[@]}" "$target"
+        done
+        for target in $targets; do
+            echo "== fuzz $rel $target for $what"
+            mkdir -p "corpus/$target" "corpus-local/$target"
+            out="$(mktemp)"
+            start=$(date +%s)
+            result=ok
+            # New inputs go to corpus-local (first directory); corpus/ only seeds.
+            if ! cargo +nightly fuzz run "${sanitizer[@]}" "$target" \
+                "corpus-local/$target" "corpus/$target" -- \
+                "${limit[@]}" -max_len=$max_len -print_final_stats=1 2>&1 | tee "$out"; then
+                result=finding
+                failed+=("$rel:$target")
             fi
-            echo "== cmin ${dir#"$root"/} $target: $(find "corpus/$target" -type f | wc -l) inputs"
-            cargo +nightly fuzz cmin "${sanitizer[@]}" "$target" "corpus/$target" -- \
-                -max_len=$max_len >/dev/null 2>&1
-            echo "   kept $(find "corpus/$target" -type f | wc -l) inputs," \
-                "$(du -sh "corpus/$target" | cut -f1)"
-            rm -rf "corpus-local/$target"
+            secs=$(($(date +%s) - start))
+            execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$out" | tail -1)
+            if [[ -z "$execs" ]]; then # no final stats (build failure, killed): last status line
+                execs=$(sed -n 's/^#\([0-9]*\)\t.*/\1/p' "$out" | tail -1)
+            fi
+            execs=${execs:-0}
+            if [[ $result == ok ]] && ! grep -q '^stat::number_of_executed_units' "$out"; then
+                result=error
+                failed+=("$rel:$target")
+            fi
+            rm -f "$out"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$target" \
+                "$execs" "$secs" "$result" "${FUZZ_SANITIZER:-address}" >>"$dir/runs.log"
+            results+=("$rel:$target $execs $secs $result")
         done
     done
-    exit 0
-fi
 
-if [[ $mode == runs ]]; then
-    limit=(-runs="$runs")
-    what="$runs executions"
-else
-    limit=(-max_total_time="$seconds")
-    what="${seconds}s"
-fi
-
-results=()
-failed=()
-for dir in "${fuzz_dirs[@]}"; do
-    cd "$dir"
-    rel="${dir#"$root"/}"
-    mkdir -p artifacts
-    targets=$(targets_of)
-    # Build first, so the seconds logged are fuzzing time.
-    for target in $targets; do
-        cargo +nightly fuzz build "${sanitizer[@]}" "$target"
+    echo
+    echo "== this run"
+    printf '%-32s %16s %10s %8s\n' target executions seconds result
+    total=0
+    for line in "${results[@]}"; do
+        read -r t e s r <<<"$line"
+        printf '%-32s %16d %10d %8s\n' "$t" "$e" "$s" "$r"
+        total=$((total + e))
     done
-    for target in $targets; do
-        echo "== fuzz $rel $target for $what"
-        mkdir -p "corpus/$target" "corpus-local/$target"
-        out="$(mktemp)"
-        start=$(date +%s)
-        result=ok
-        # New inputs go to corpus-local (first directory); corpus/ only seeds.
-        if ! cargo +nightly fuzz run "${sanitizer[@]}" "$target" \
-            "corpus-local/$target" "corpus/$target" -- \
-            "${limit[@]}" -max_len=$max_len -print_final_stats=1 2>&1 | tee "$out"; then
-            result=finding
-            failed+=("$rel:$target")
-        fi
-        secs=$(($(date +%s) - start))
-        execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$out" | tail -1)
-        if [[ -z "$execs" ]]; then # no final stats (build failure, killed): last status line
-            execs=$(sed -n 's/^#\([0-9]*\)\t.*/\1/p' "$out" | tail -1)
-        fi
-        execs=${execs:-0}
-        if [[ $result == ok ]] && ! grep -q '^stat::number_of_executed_units' "$out"; then
-            result=error
-            failed+=("$rel:$target")
-        fi
-        rm -f "$out"
-        printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$target" \
-            "$execs" "$secs" "$result" >>"$dir/runs.log"
-        results+=("$rel:$target $execs $secs $result")
-    done
-done
+    printf '%-32s %16d\n' total "$total"
+    echo
+    echo "== accumulated (runs.log)"
+    summary
 
-echo
-echo "== this run"
-printf '%-32s %16s %10s %8s\n' target executions seconds result
-total=0
-for line in "${results[@]}"; do
-    read -r t e s r <<<"$line"
-    printf '%-32s %16d %10d %8s\n' "$t" "$e" "$s" "$r"
-    total=$((total + e))
-done
-printf '%-32s %16d\n' total "$total"
-echo
-echo "== accumulated (runs.log)"
-summary
+    if ((${#failed[@]})); then
+        echo "fuzz targets with findings or errors (see <fuzz dir>/artifacts): ${failed[*]}" >&2
+        exit 1
+    fi
+    echo "all fuzz targets ran $what without a finding"
+}
 
-if ((${#failed[@]})); then
-    echo "fuzz targets with findings or errors (see <fuzz dir>/artifacts): ${failed[*]}" >&2
-    exit 1
-fi
-echo "all fuzz targets ran $what without a finding"
+main "$@"
+exit
