@@ -66,8 +66,9 @@ ensure_cargo_fuzz() {
     fi
 }
 
-# Everything runs inside main, which bash parses whole before running it: editing this
-# file while a long run is under way cannot change what that run does.
+# Everything runs inside main, which bash parses whole before running it, and the script
+# ends on the line that calls it: editing this file while a long run is under way cannot
+# change what that run does.
 main() {
     mode=seconds
     seconds=60
@@ -103,8 +104,13 @@ main() {
                     find "corpus-local/$target" -type f -exec cp -n -t "corpus/$target" {} +
                 fi
                 echo "== cmin ${dir#"$root"/} $target: $(find "corpus/$target" -type f | wc -l) inputs"
-                cargo +nightly fuzz cmin "${sanitizer[@]}" "$target" "corpus/$target" -- \
-                    -max_len=$max_len >/dev/null 2>&1
+                log="$(mktemp)"
+                if ! cargo +nightly fuzz cmin "${sanitizer[@]}" "$target" "corpus/$target" -- \
+                    -max_len=$max_len >"$log" 2>&1; then
+                    tail -20 "$log" >&2
+                    exit 1
+                fi
+                rm -f "$log"
                 echo "   kept $(find "corpus/$target" -type f | wc -l) inputs," \
                     "$(du -sh "corpus/$target" | cut -f1)"
                 rm -rf "corpus-local/$target"
@@ -183,5 +189,4 @@ main() {
     echo "all fuzz targets ran $what without a finding"
 }
 
-main "$@"
-exit
+main "$@"; exit $?

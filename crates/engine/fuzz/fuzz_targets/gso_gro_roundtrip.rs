@@ -16,7 +16,7 @@
 //!   packet, and segmenting the merged packet as that header says gives back exactly
 //!   the segments of the first pass.
 //!
-//! Input layout: 40 bytes of fields (see `Case::read`), then payload bytes (repeated to
+//! Input layout: 40 bytes of fields (see `read`), then payload bytes (repeated to
 //! the wanted length in "long" mode, so 64 KiB super-packets are reachable).
 #![no_main]
 
@@ -116,7 +116,7 @@ fn read(input: &[u8]) -> Option<Case> {
     let long = shape & 0x80 != 0;
     let len = if long { usize::from(u16_at(19)) } else { payload.len() };
     // No more than the outermost IP packet's 65535 bytes allow.
-    let headers_only = Pkt { payload: Vec::new(), ..pkt.clone() }.build();
+    let headers_only = pkt.build(); // `pkt.payload` is empty
     let l = parse_frame(&headers_only).expect("the builder makes parseable frames");
     let outer = l.tunnel.map_or(l.ip, |t| t.outer);
     let len = len.min(MAX_IP_LEN - (outer.end - outer.offset));
