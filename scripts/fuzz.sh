@@ -32,18 +32,18 @@ done
 
 summary() {
     local total=0
-    printf '%-32s %6s %16s %10s %8s\n' target runs executions seconds findings
+    printf '%-40s %6s %16s %10s %8s\n' target runs executions seconds findings
     for dir in "${fuzz_dirs[@]}"; do
         local log="$dir/runs.log" rel="${dir#"$root"/}"
         [[ -f "$log" ]] || continue
         while read -r target runs execs secs findings; do
-            printf '%-32s %6d %16d %10d %8d\n' "$rel:$target" "$runs" "$execs" "$secs" "$findings"
+            printf '%-40s %6d %16d %10d %8d\n' "$rel:$target" "$runs" "$execs" "$secs" "$findings"
             total=$((total + execs))
         done < <(awk -F'\t' '!/^#/ && NF >= 5 {
                     r[$2]++; e[$2] += $3; s[$2] += $4; if ($5 != "ok") f[$2]++
                  } END { for (t in r) print t, r[t], e[t], s[t], f[t] + 0 }' "$log" | sort)
     done
-    printf '%-32s %6s %16d\n' total '' "$total"
+    printf '%-40s %6s %16d\n' total '' "$total"
 }
 
 targets_of() { # the targets of the fuzz dir in $PWD, filtered by FUZZ_TARGETS
@@ -170,14 +170,14 @@ main() {
 
     echo
     echo "== this run"
-    printf '%-32s %16s %10s %8s\n' target executions seconds result
+    printf '%-40s %16s %10s %8s\n' target executions seconds result
     total=0
     for line in "${results[@]}"; do
         read -r t e s r <<<"$line"
-        printf '%-32s %16d %10d %8s\n' "$t" "$e" "$s" "$r"
+        printf '%-40s %16d %10d %8s\n' "$t" "$e" "$s" "$r"
         total=$((total + e))
     done
-    printf '%-32s %16d\n' total "$total"
+    printf '%-40s %16d\n' total "$total"
     echo
     echo "== accumulated (runs.log)"
     summary
