@@ -24,7 +24,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-max_len=9100 # jumbo frames plus a virtio header; 64 KiB super-packets come from unit tests
+# Jumbo frames plus a virtio header; 64 KiB super-packets come from unit tests and from
+# gso_gro_roundtrip's length field.
+max_len=9100
 fuzz_dirs=()
 for dir in crates/engine/fuzz crates/capi/fuzz; do
     [[ -f "$root/$dir/Cargo.toml" ]] && fuzz_dirs+=("$root/$dir")
@@ -112,7 +114,7 @@ main() {
                 fi
                 rm -f "$log"
                 echo "   kept $(find "corpus/$target" -type f | wc -l) inputs," \
-                    "$(du -sh "corpus/$target" | cut -f1)"
+                    "$(du -sb --apparent-size "corpus/$target" | cut -f1) bytes"
                 rm -rf "corpus-local/$target"
             done
         done
