@@ -56,10 +56,14 @@ bench: setup
 	fi
 	$(PY) benches/run.py
 
-## fuzz: each cargo-fuzz target for FUZZ_SECONDS (not part of CI)
+## fuzz: every cargo-fuzz target (engine, capi) for FUZZ_SECONDS each, or for FUZZ_RUNS
+## executions each when that is set; FUZZ_TARGETS="a b" picks targets. Executions are
+## logged to <fuzz dir>/runs.log; `scripts/fuzz.sh --summary` sums them (not part of CI)
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+FUZZ_TARGETS ?=
 fuzz:
-	scripts/fuzz.sh $(FUZZ_SECONDS)
+	FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/fuzz.sh $(if $(FUZZ_RUNS),--runs $(FUZZ_RUNS),$(FUZZ_SECONDS))
 
 clean:
 	rm -rf target $(VENV) benches/peer/build
