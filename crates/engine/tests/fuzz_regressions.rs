@@ -1,6 +1,6 @@
 //! Minimised reproducers of fuzzing findings (`crates/engine/fuzz`), as plain tests.
-//! A finding not fixed yet is `#[ignore]`d with a comment saying what is wrong; run
-//! them with `cargo test -p offlab-engine --test fuzz_regressions -- --ignored`.
+//! Each stays as a test once fixed; a finding not fixed yet would be `#[ignore]`d with
+//! a comment saying what is wrong.
 
 #[path = "../src/gro/tests/builder.rs"]
 mod builder;
@@ -57,9 +57,9 @@ fn gso_then_gro(frame: &[u8], params: &GsoParams) -> Vec<(Vec<u8>, offlab_engine
 /// segment's *frame* length, not its IP length (65532 here). Expected: `Ok` (or GRO
 /// never producing a header its own validation refuses). A one-line fix would compare
 /// `headers_len - layout.l2_len + gso_size` (the outermost IP length of the first
-/// segment) in `virtio/validate.rs`; not made here (engine sources are out of scope).
+/// segment) in `virtio/validate.rs`. Fixed that way: the bound is on the first
+/// segment's outermost IP packet.
 #[test]
-#[ignore = "finding: virtio validate counts L2 in its 65535 gso_size bound; GRO output refused"]
 fn gro_vnet_header_of_a_64k_run_validates() {
     let mut pkt = Pkt::tcp4(1, 65535 - 20 - 32);
     pkt.flags = builder::ACK;

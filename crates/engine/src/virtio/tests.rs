@@ -146,14 +146,21 @@ fn gso_size_rules() {
         ..tso_header()
     };
     assert_eq!(zero.validate(&frame, None), Err(VirtioError::GsoSizeZero));
+    // The bound is the first segment's IP packet: 40 bytes of IPv4 + TCP headers here
+    // (the 14-byte Ethernet header is not part of it).
     let huge = Header {
-        gso_size: 65535 - 53,
+        gso_size: 65535 - 39,
         ..tso_header()
     };
     assert_eq!(
         huge.validate(&frame, None),
         Err(VirtioError::GsoSizeTooLarge)
     );
+    let largest = Header {
+        gso_size: 65535 - 40,
+        ..tso_header()
+    };
+    assert!(largest.validate(&frame, None).is_ok());
     let without_gso = Header {
         gso_type: GsoType::None,
         ..tso_header()

@@ -204,7 +204,9 @@ fn check_gso(
     }
     let headers_len = layout.headers_len();
     let gso_size = usize::from(header.gso_size);
-    if headers_len + gso_size > MAX_IP_PACKET {
+    // The bound is on the first segment's outermost IP packet: the Ethernet header
+    // (and VLAN tags) are not part of it.
+    if headers_len - layout.l2_len + gso_size > MAX_IP_PACKET {
         return Err(VirtioError::GsoSizeTooLarge);
     }
     let payload = layout.payload().len();
