@@ -25,7 +25,12 @@ fn pure<T: Default>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> T {
 /// # Safety
 /// `data` must be readable for `len` bytes; `sum` must point to a `uint32_t`.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_csum_sum(data: *const u8, len: usize, initial: u32, sum: *mut u32) -> i32 {
+pub unsafe extern "C" fn ofl_csum_sum(
+    data: *const u8,
+    len: usize,
+    initial: u32,
+    sum: *mut u32,
+) -> i32 {
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let data = unsafe { bytes(data, len) }?;
@@ -100,7 +105,8 @@ pub unsafe extern "C" fn ofl_csum_pseudo_v4(
         // SAFETY: caller contract, NULL checked inside.
         let (src, dst) = unsafe { (addr::<4>(src)?, addr::<4>(dst)?) };
         let sum = unsafe { out(sum) }?;
-        *sum = checksum::pseudo_header_v4(Ipv4Addr::from(src), Ipv4Addr::from(dst), protocol, l4_len);
+        *sum =
+            checksum::pseudo_header_v4(Ipv4Addr::from(src), Ipv4Addr::from(dst), protocol, l4_len);
         Ok(0)
     })
 }
@@ -122,7 +128,12 @@ pub unsafe extern "C" fn ofl_csum_pseudo_v6(
         // SAFETY: caller contract, NULL checked inside.
         let (src, dst) = unsafe { (addr::<16>(src)?, addr::<16>(dst)?) };
         let sum = unsafe { out(sum) }?;
-        *sum = checksum::pseudo_header_v6(&Ipv6Addr::from(src), &Ipv6Addr::from(dst), protocol, l4_len);
+        *sum = checksum::pseudo_header_v6(
+            &Ipv6Addr::from(src),
+            &Ipv6Addr::from(dst),
+            protocol,
+            l4_len,
+        );
         Ok(0)
     })
 }

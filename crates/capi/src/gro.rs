@@ -337,7 +337,10 @@ pub unsafe extern "C" fn ofl_gro_free(gro: *mut ofl_gro) {
 ///
 /// # Safety
 /// `gro` NULL or a live handle.
-unsafe fn with_gro(gro: *mut ofl_gro, body: impl FnOnce(&mut Inner) -> Result<i32, ofl_status>) -> i32 {
+unsafe fn with_gro(
+    gro: *mut ofl_gro,
+    body: impl FnOnce(&mut Inner) -> Result<i32, ofl_status>,
+) -> i32 {
     guard(|| {
         // SAFETY: NULL or a live handle; only shared references to the handle exist,
         // and `inner` is borrowed mutably only while `state` is BUSY.
@@ -448,7 +451,11 @@ pub unsafe extern "C" fn ofl_gro_push(
 /// # Safety
 /// `gro` a live handle; `cb` non-NULL.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_gro_flush(gro: *mut ofl_gro, cb: ofl_gro_deliver_fn, user: *mut c_void) -> i32 {
+pub unsafe extern "C" fn ofl_gro_flush(
+    gro: *mut ofl_gro,
+    cb: ofl_gro_deliver_fn,
+    user: *mut c_void,
+) -> i32 {
     // SAFETY: caller contract, NULLs checked inside.
     unsafe {
         with_gro(gro, |inner| {
@@ -493,7 +500,11 @@ pub unsafe extern "C" fn ofl_gro_flush_older_than(
 #[no_mangle]
 pub unsafe extern "C" fn ofl_gro_held_flows(gro: *mut ofl_gro) -> i32 {
     // SAFETY: caller contract.
-    unsafe { with_gro(gro, |inner| Ok(i32::try_from(inner.gro.held_flows()).unwrap_or(i32::MAX))) }
+    unsafe {
+        with_gro(gro, |inner| {
+            Ok(i32::try_from(inner.gro.held_flows()).unwrap_or(i32::MAX))
+        })
+    }
 }
 
 fn stats_to_c(s: &GroStats) -> ofl_gro_stats {
@@ -550,7 +561,13 @@ mod tests {
             let name = REASON_NAMES[r.index()].to_str().unwrap();
             assert_eq!(name, r.name());
         }
-        assert_eq!(ofl_gro_reason::OFL_GRO_REASON_TABLE_FULL as usize, Reason::TableFull.index());
-        assert_eq!(ofl_gro_reason::OFL_GRO_REASON_PSH as usize, Reason::Psh.index());
+        assert_eq!(
+            ofl_gro_reason::OFL_GRO_REASON_TABLE_FULL as usize,
+            Reason::TableFull.index()
+        );
+        assert_eq!(
+            ofl_gro_reason::OFL_GRO_REASON_PSH as usize,
+            Reason::Psh.index()
+        );
     }
 }

@@ -113,7 +113,12 @@ pub unsafe extern "C" fn ofl_gso_free(gso: *mut ofl_gso) {
     }
 }
 
-fn run(gso: &mut ofl_gso, frame: &[u8], vnet: &ofl_vnet_hdr, flags: u32) -> Result<usize, ofl_status> {
+fn run(
+    gso: &mut ofl_gso,
+    frame: &[u8],
+    vnet: &ofl_vnet_hdr,
+    flags: u32,
+) -> Result<usize, ofl_status> {
     let outer = flags & (OFL_GSO_OUTER_UDP_CSUM | OFL_GSO_NO_OUTER_UDP_CSUM);
     if flags & !KNOWN_FLAGS != 0 || outer == OFL_GSO_OUTER_UDP_CSUM | OFL_GSO_NO_OUTER_UDP_CSUM {
         return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
@@ -121,7 +126,8 @@ fn run(gso: &mut ofl_gso, frame: &[u8], vnet: &ofl_vnet_hdr, flags: u32) -> Resu
     gso.valid = 0;
     let layout = parse_frame_with(frame, &gso.parse).map_err(|e| parse_status(&e))?;
     let hdr = vnet.to_engine();
-    hdr.validate(frame, Some(&layout)).map_err(|e| virtio_status(&e))?;
+    hdr.validate(frame, Some(&layout))
+        .map_err(|e| virtio_status(&e))?;
     let mut params = GsoParams::from_virtio(&hdr, &layout).map_err(|e| gso_status(&e))?;
     if flags & OFL_GSO_FULL_CSUM != 0 {
         params.checksum = L4Checksum::Full;
@@ -166,7 +172,11 @@ pub unsafe extern "C" fn ofl_gso_segment(
 /// # Safety
 /// `gso` a live handle; `seg` points to an `ofl_gso_seg`.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_gso_segment_get(gso: *const ofl_gso, index: usize, seg: *mut ofl_gso_seg) -> i32 {
+pub unsafe extern "C" fn ofl_gso_segment_get(
+    gso: *const ofl_gso,
+    index: usize,
+    seg: *mut ofl_gso_seg,
+) -> i32 {
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let gso = unsafe { input(gso) }?;
@@ -247,7 +257,11 @@ pub unsafe extern "C" fn ofl_gso_segment_into(
         }
         // SAFETY: non-NULL (n_bufs >= n >= 1) and `n_bufs` entries by contract.
         let bufs = unsafe { core::slice::from_raw_parts_mut(bufs, n) };
-        if gso.segments().zip(bufs.iter()).any(|(s, b)| b.cap < s.len()) {
+        if gso
+            .segments()
+            .zip(bufs.iter())
+            .any(|(s, b)| b.cap < s.len())
+        {
             return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);
         }
         for (s, b) in gso.segments().zip(bufs.iter_mut()) {

@@ -178,7 +178,11 @@ pub fn layout_to_c(layout: &Layout) -> ofl_layout {
 /// # Safety
 /// `frame` must be readable for `len` bytes; `out` must point to an `ofl_layout`.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_parse_frame(frame: *const u8, len: usize, out: *mut ofl_layout) -> i32 {
+pub unsafe extern "C" fn ofl_parse_frame(
+    frame: *const u8,
+    len: usize,
+    out: *mut ofl_layout,
+) -> i32 {
     // SAFETY: forwarded caller contract; NULL options mean the defaults.
     unsafe { ofl_parse_frame_opts(frame, len, core::ptr::null(), out) }
 }

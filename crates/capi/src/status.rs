@@ -196,12 +196,18 @@ impl ofl_status {
             ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION => c"parse: bad ip version",
             ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH => c"parse: bad header length",
             ofl_status::OFL_ERR_PARSE_LENGTH_MISMATCH => c"parse: length mismatch",
-            ofl_status::OFL_ERR_PARSE_TOO_MANY_EXTENSION_HEADERS => c"parse: too many ipv6 extension headers",
-            ofl_status::OFL_ERR_PARSE_MISPLACED_HOP_BY_HOP => c"parse: misplaced ipv6 hop-by-hop header",
+            ofl_status::OFL_ERR_PARSE_TOO_MANY_EXTENSION_HEADERS => {
+                c"parse: too many ipv6 extension headers"
+            }
+            ofl_status::OFL_ERR_PARSE_MISPLACED_HOP_BY_HOP => {
+                c"parse: misplaced ipv6 hop-by-hop header"
+            }
             ofl_status::OFL_ERR_PARSE_TOO_MANY_VLAN_TAGS => c"parse: too many vlan tags",
             ofl_status::OFL_ERR_PARSE_UNSUPPORTED_ETHERTYPE => c"parse: unsupported ethertype",
             ofl_status::OFL_ERR_PARSE_BAD_TUNNEL_HEADER => c"parse: bad tunnel header",
-            ofl_status::OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD => c"parse: unsupported tunnel payload",
+            ofl_status::OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD => {
+                c"parse: unsupported tunnel payload"
+            }
             ofl_status::OFL_ERR_GSO_NOT_TCP => c"gso: not tcp",
             ofl_status::OFL_ERR_GSO_NOT_UDP => c"gso: not udp",
             ofl_status::OFL_ERR_GSO_SEGMENT_SIZE_ZERO => c"gso: segment size zero",
@@ -215,15 +221,21 @@ impl ofl_status {
             ofl_status::OFL_ERR_GSO_GRE_SEQUENCE_NUMBER => c"gso: gre sequence number",
             ofl_status::OFL_ERR_GSO_TRAILING_BYTES => c"gso: bytes after the inner packet",
             ofl_status::OFL_ERR_GSO_LAYOUT_MISMATCH => c"gso: layout does not match frame",
-            ofl_status::OFL_ERR_GSO_VIRTIO_TYPE_MISMATCH => c"gso: virtio gso type does not match packet",
+            ofl_status::OFL_ERR_GSO_VIRTIO_TYPE_MISMATCH => {
+                c"gso: virtio gso type does not match packet"
+            }
             ofl_status::OFL_ERR_GSO_VIRTIO_NO_GSO => c"gso: virtio header asks for no gso",
             ofl_status::OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE => c"gso: unsupported virtio gso type",
-            ofl_status::OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH => c"gso: virtio checksum start/offset mismatch",
+            ofl_status::OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH => {
+                c"gso: virtio checksum start/offset mismatch"
+            }
             ofl_status::OFL_ERR_VNET_TRUNCATED => c"vnet: truncated header",
             ofl_status::OFL_ERR_VNET_BUFFER_TOO_SMALL => c"vnet: buffer too small",
             ofl_status::OFL_ERR_VNET_UNKNOWN_FLAGS => c"vnet: unknown flags",
             ofl_status::OFL_ERR_VNET_RSC_INFO_NOT_ALLOWED => c"vnet: rsc info not allowed",
-            ofl_status::OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS => c"vnet: needs_csum with data_valid",
+            ofl_status::OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS => {
+                c"vnet: needs_csum with data_valid"
+            }
             ofl_status::OFL_ERR_VNET_UNKNOWN_GSO_TYPE => c"vnet: unknown gso type",
             ofl_status::OFL_ERR_VNET_ECN_WITHOUT_TCP => c"vnet: ecn without tcp",
             ofl_status::OFL_ERR_VNET_GSO_WITHOUT_NEEDS_CSUM => c"vnet: gso without needs_csum",
@@ -272,7 +284,9 @@ pub fn parse_status(err: &ParseError) -> ofl_status {
         ParseError::TooManyVlanTags => ofl_status::OFL_ERR_PARSE_TOO_MANY_VLAN_TAGS,
         ParseError::UnsupportedEtherType(_) => ofl_status::OFL_ERR_PARSE_UNSUPPORTED_ETHERTYPE,
         ParseError::BadTunnelHeader { .. } => ofl_status::OFL_ERR_PARSE_BAD_TUNNEL_HEADER,
-        ParseError::UnsupportedTunnelPayload(_) => ofl_status::OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD,
+        ParseError::UnsupportedTunnelPayload(_) => {
+            ofl_status::OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD
+        }
     }
 }
 
@@ -307,7 +321,9 @@ pub fn virtio_status(err: &VirtioError) -> ofl_status {
         VirtioError::BufferTooSmall => ofl_status::OFL_ERR_VNET_BUFFER_TOO_SMALL,
         VirtioError::UnknownFlags(_) => ofl_status::OFL_ERR_VNET_UNKNOWN_FLAGS,
         VirtioError::RscInfoNotAllowed => ofl_status::OFL_ERR_VNET_RSC_INFO_NOT_ALLOWED,
-        VirtioError::ConflictingChecksumFlags => ofl_status::OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS,
+        VirtioError::ConflictingChecksumFlags => {
+            ofl_status::OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS
+        }
         VirtioError::UnknownGsoType(_) => ofl_status::OFL_ERR_VNET_UNKNOWN_GSO_TYPE,
         VirtioError::EcnWithoutTcp => ofl_status::OFL_ERR_VNET_ECN_WITHOUT_TCP,
         VirtioError::GsoWithoutNeedsCsum => ofl_status::OFL_ERR_VNET_GSO_WITHOUT_NEEDS_CSUM,
@@ -335,7 +351,9 @@ mod tests {
     #[test]
     fn messages_follow_the_engine_reasons() {
         let parse = [
-            ParseError::Truncated { layer: Layer::Ethernet },
+            ParseError::Truncated {
+                layer: Layer::Ethernet,
+            },
             ParseError::BadIpVersion(0),
             ParseError::BadHeaderLength { layer: Layer::Ipv4 },
             ParseError::LengthMismatch { layer: Layer::Udp },
@@ -343,7 +361,9 @@ mod tests {
             ParseError::MisplacedHopByHop,
             ParseError::TooManyVlanTags,
             ParseError::UnsupportedEtherType(0),
-            ParseError::BadTunnelHeader { layer: Layer::Vxlan },
+            ParseError::BadTunnelHeader {
+                layer: Layer::Vxlan,
+            },
             ParseError::UnsupportedTunnelPayload(0),
         ];
         for err in parse {

@@ -86,7 +86,12 @@ fn form(legacy: i32) -> Result<HeaderForm, ofl_status> {
 /// # Safety
 /// `bytes` readable for `len` bytes; `hdr` points to an `ofl_vnet_hdr`.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_vnet_decode(bytes: *const u8, len: usize, legacy: i32, hdr: *mut ofl_vnet_hdr) -> i32 {
+pub unsafe extern "C" fn ofl_vnet_decode(
+    bytes: *const u8,
+    len: usize,
+    legacy: i32,
+    hdr: *mut ofl_vnet_hdr,
+) -> i32 {
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let data = unsafe { crate::bytes(bytes, len) }?;
@@ -104,7 +109,12 @@ pub unsafe extern "C" fn ofl_vnet_decode(bytes: *const u8, len: usize, legacy: i
 /// # Safety
 /// `hdr` points to an `ofl_vnet_hdr`; `buf` writable for `cap` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_vnet_encode(hdr: *const ofl_vnet_hdr, legacy: i32, buf: *mut u8, cap: usize) -> i32 {
+pub unsafe extern "C" fn ofl_vnet_encode(
+    hdr: *const ofl_vnet_hdr,
+    legacy: i32,
+    buf: *mut u8,
+    cap: usize,
+) -> i32 {
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let hdr = unsafe { input(hdr) }?;
@@ -113,7 +123,10 @@ pub unsafe extern "C" fn ofl_vnet_encode(hdr: *const ofl_vnet_hdr, legacy: i32, 
             return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);
         }
         let buf = unsafe { bytes_mut(buf, cap) }?;
-        let n = hdr.to_engine().encode(form, buf).map_err(|e| virtio_status(&e))?;
+        let n = hdr
+            .to_engine()
+            .encode(form, buf)
+            .map_err(|e| virtio_status(&e))?;
         Ok(n as i32)
     })
 }
@@ -125,12 +138,18 @@ pub unsafe extern "C" fn ofl_vnet_encode(hdr: *const ofl_vnet_hdr, legacy: i32, 
 /// # Safety
 /// `hdr` points to an `ofl_vnet_hdr`; `frame` readable for `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ofl_vnet_validate(hdr: *const ofl_vnet_hdr, frame: *const u8, len: usize) -> i32 {
+pub unsafe extern "C" fn ofl_vnet_validate(
+    hdr: *const ofl_vnet_hdr,
+    frame: *const u8,
+    len: usize,
+) -> i32 {
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let hdr = unsafe { input(hdr) }?;
         let frame = unsafe { bytes(frame, len) }?;
-        hdr.to_engine().validate(frame, None).map_err(|e| virtio_status(&e))?;
+        hdr.to_engine()
+            .validate(frame, None)
+            .map_err(|e| virtio_status(&e))?;
         Ok(0)
     })
 }
