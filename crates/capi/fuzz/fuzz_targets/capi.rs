@@ -218,7 +218,7 @@ fn gro(frames: &[&[u8]], control: u8) {
     for (id, f) in frames.iter().enumerate() {
         let mut reason = u32::MAX;
         // Marked before the push: a frame that ends its run is delivered inside it.
-        unsafe { (*(user as *mut Pushed<'_>)).held[id] = true };
+        unsafe { (&mut (*(user as *mut Pushed<'_>)).held)[id] = true };
         let rc = check_code(unsafe {
             ofl_gro_push(
                 table,
