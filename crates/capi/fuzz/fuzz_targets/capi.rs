@@ -259,15 +259,46 @@ fn gro(frames: &[&[u8]], control: u8) {
     unsafe { ofl_gro_free(table) };
 }
 
+/// Makes an IPv4-looking frame's total length and header checksum consistent.
+fn repair_ipv4(frame: &mut [u8]) {
+    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+        return;
+    }
+    frame[14] = 0x45;
+    let total = (frame.len() - 14).min(65535) as u16;
+    frame[16..18].copy_from_slice(&total.to_be_bytes());
+    frame[24..26].copy_from_slice(&[0, 0]);
+    let mut check = 0u16;
+    assert_eq!(
+        unsafe { ofl_csum_of(frame[14..34].as_ptr(), 20, &mut check) },
+        0
+    );
+    frame[24..26].copy_from_slice(&check.to_be_bytes());
+}
+
 fuzz_target!(|input: &[u8]| {
     if input.len() < 13 {
         return;
     }
-    let (control, vnet, rest) = (input[0], &input[1..13], &input[13..]);
-    let frames = split_frames(rest);
+    let (control, rest) = (input[0], &input[13..]);
+    let mut vnet = [0u8; 12];
+    vnet.copy_from_slice(&input[1..13]);
+    let mut owned: Vec<Vec<u8>> = split_frames(rest).iter().map(|f| f.to_vec()).collect();
+    if control & 8 != 0 {
+        owned.iter_mut().for_each(|f| repair_ipv4(f));
+        if let Some(f) = owned
+            .first()
+            .filter(|f| f.len() >= 34 && f[12..14] == [0x08, 0x00])
+        {
+            let offset: u16 = if f[23] == 6 { 16 } else { 6 };
+            vnet[6..8].copy_from_slice(&34u16.to_le_bytes());
+            vnet[8..10].copy_from_slice(&offset.to_le_bytes());
+        }
+    }
+    let frames: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
     let first = frames.first().copied().unwrap_or(&[]);
     parse(first, control);
     checksum(rest);
-    gso(first, vnet, control);
+    gso(first, &vnet, control);
     gro(&frames, control);
 });
