@@ -289,7 +289,8 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
     state = [l for l in lines if l["workload"] == "gro_state_1024_flows"]
     parts = [
         f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}, {args.pairs} pairs "
-        f"(DPDK then engine, alternately, `taskset -c 0`), {args.seconds} s per workload "
+        f"(DPDK then engine{', then engine via C' if c_rows else ''}, alternately, "
+        f"`taskset -c 0`), {args.seconds} s per workload "
         "per run; each run's figure is the rate at the fast decile of ~50 µs samples; "
         "medians over runs; ratio = engine/DPDK of the same pair.",
         "",
