@@ -417,6 +417,14 @@ typedef struct ofl_gro_merged {
 // return `OFL_ERR_BUSY`) and must not unwind or longjmp out.
 typedef void (*ofl_gro_deliver_fn)(void *user, const struct ofl_gro_merged *merged);
 
+// One received frame for `ofl_gro_push_burst`: `len` bytes at `data` (from the
+// Ethernet header), pushed under `id` (e.g. the mbuf pointer).
+typedef struct ofl_rx_frame {
+  uint64_t id;
+  const uint8_t *data;
+  size_t len;
+} ofl_rx_frame;
+
 // Counters of a table; all monotonic.
 typedef struct ofl_gro_stats {
   uint64_t packets_in;
@@ -617,6 +625,27 @@ int32_t ofl_gro_push(struct ofl_gro *gro,
                      void *user,
                      uint32_t *reason);
 
+// `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
+// and `now`. Every frame pointer is checked before any frame is pushed (a NULL
+// `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
+// (NULL, or `n` entries) receives each frame's `ofl_gro_verdict`; `reasons` (NULL,
+// or `n` entries) receives the `ofl_gro_reason` of each refused frame and is left
+// alone for kept ones. Returns how many frames were refused (to be forwarded as
+// they are), or a negative code.
+//
+// # Safety
+// `gro` a live handle; `frames` readable for `n` entries, each `data` readable for
+// its `len`; `verdicts`/`reasons` NULL or writable for `n` entries; `cb` non-NULL.
+int32_t ofl_gro_push_burst(struct ofl_gro *gro,
+                           const struct ofl_rx_frame *frames,
+                           size_t n,
+                           uint32_t flags,
+                           uint64_t now,
+                           ofl_gro_deliver_fn cb,
+                           void *user,
+                           uint8_t *verdicts,
+                           uint32_t *reasons);
+
 // Delivers every held run, oldest first; returns how many were delivered.
 //
 // # Safety
@@ -699,8 +728,9 @@ int32_t ofl_gso_total_len(const struct ofl_gso *gso, size_t *bytes);
 
 // `ofl_gso_segment`, then copies segment i (headers and payload) into `bufs[i]` and
 // sets `bufs[i].len`. Returns the count, or `OFL_ERR_BUFFER_TOO_SMALL` (nothing
-// copied) when `n_bufs` is below it or a buffer is short; `ofl_gso_count` and
-// `ofl_gso_segment_get` still describe the segments then.
+// copied) when `n_bufs` is below it or a buffer is short, or `OFL_ERR_NULL`
+// (nothing copied) for a NULL `data`; `ofl_gso_count` and `ofl_gso_segment_get`
+// still describe the segments then.
 //
 // # Safety
 // As `ofl_gso_segment`; `bufs` readable/writable for `n_bufs` entries, each `data`

@@ -446,6 +446,86 @@ pub unsafe extern "C" fn ofl_gro_push(
     }
 }
 
+/// One received frame for `ofl_gro_push_burst`: `len` bytes at `data` (from the
+/// Ethernet header), pushed under `id` (e.g. the mbuf pointer).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ofl_rx_frame {
+    pub id: u64,
+    pub data: *const u8,
+    pub len: usize,
+}
+
+/// `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
+/// and `now`. Every frame pointer is checked before any frame is pushed (a NULL
+/// `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
+/// (NULL, or `n` entries) receives each frame's `ofl_gro_verdict`; `reasons` (NULL,
+/// or `n` entries) receives the `ofl_gro_reason` of each refused frame and is left
+/// alone for kept ones. Returns how many frames were refused (to be forwarded as
+/// they are), or a negative code.
+///
+/// # Safety
+/// `gro` a live handle; `frames` readable for `n` entries, each `data` readable for
+/// its `len`; `verdicts`/`reasons` NULL or writable for `n` entries; `cb` non-NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gro_push_burst(
+    gro: *mut ofl_gro,
+    frames: *const ofl_rx_frame,
+    n: usize,
+    flags: u32,
+    now: u64,
+    cb: ofl_gro_deliver_fn,
+    user: *mut c_void,
+    verdicts: *mut u8,
+    reasons: *mut u32,
+) -> i32 {
+    // SAFETY: caller contract, NULLs checked inside.
+    unsafe {
+        with_gro(gro, |inner| {
+            let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
+            if flags & !OFL_RX_CSUM_VALIDATED != 0 || n > i32::MAX as usize {
+                return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
+            }
+            if n == 0 {
+                return Ok(0);
+            }
+            if frames.is_null() {
+                return Err(ofl_status::OFL_ERR_NULL);
+            }
+            let frames = core::slice::from_raw_parts(frames, n);
+            if frames.iter().any(|f| f.data.is_null() && f.len > 0) {
+                return Err(ofl_status::OFL_ERR_NULL);
+            }
+            let meta = RxMeta {
+                csum_validated: flags & OFL_RX_CSUM_VALIDATED != 0,
+                now,
+            };
+            let mut delivered = 0;
+            let Inner { gro, parts } = inner;
+            let mut deliver = deliverer(parts, cb, user, &mut delivered);
+            let mut refused = 0;
+            for (i, f) in frames.iter().enumerate() {
+                let frame = bytes(f.data, f.len)?;
+                let verdict = match gro.push(f.id, frame, meta, &mut deliver) {
+                    Ok(Held::NewFlow) => ofl_gro_verdict::OFL_GRO_NEW_FLOW,
+                    Ok(Held::Merged) => ofl_gro_verdict::OFL_GRO_MERGED,
+                    Err(refusal) => {
+                        refused += 1;
+                        if !reasons.is_null() {
+                            *reasons.add(i) = refusal.reason().index() as u32;
+                        }
+                        ofl_gro_verdict::OFL_GRO_REFUSED
+                    }
+                };
+                if !verdicts.is_null() {
+                    *verdicts.add(i) = verdict as u8;
+                }
+            }
+            Ok(refused)
+        })
+    }
+}
+
 /// Delivers every held run, oldest first; returns how many were delivered.
 ///
 /// # Safety

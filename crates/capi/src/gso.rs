@@ -227,8 +227,9 @@ pub unsafe extern "C" fn ofl_gso_total_len(gso: *const ofl_gso, bytes: *mut usiz
 
 /// `ofl_gso_segment`, then copies segment i (headers and payload) into `bufs[i]` and
 /// sets `bufs[i].len`. Returns the count, or `OFL_ERR_BUFFER_TOO_SMALL` (nothing
-/// copied) when `n_bufs` is below it or a buffer is short; `ofl_gso_count` and
-/// `ofl_gso_segment_get` still describe the segments then.
+/// copied) when `n_bufs` is below it or a buffer is short, or `OFL_ERR_NULL`
+/// (nothing copied) for a NULL `data`; `ofl_gso_count` and `ofl_gso_segment_get`
+/// still describe the segments then.
 ///
 /// # Safety
 /// As `ofl_gso_segment`; `bufs` readable/writable for `n_bufs` entries, each `data`
@@ -257,6 +258,9 @@ pub unsafe extern "C" fn ofl_gso_segment_into(
         }
         // SAFETY: non-NULL (n_bufs >= n >= 1) and `n_bufs` entries by contract.
         let bufs = unsafe { core::slice::from_raw_parts_mut(bufs, n) };
+        if bufs.iter().any(|b| b.data.is_null() && b.cap > 0) {
+            return Err(ofl_status::OFL_ERR_NULL);
+        }
         if gso
             .segments()
             .zip(bufs.iter())

@@ -440,6 +440,22 @@ fn gso_checks_pointers_buffers_and_headers() {
             ofl_gso_segment_into(g.0, frame.as_ptr(), frame.len(), &vnet, 0, null_mut(), 3),
             NULL
         );
+        let saved = bufs[2].data;
+        bufs[2].data = null_mut();
+        assert_eq!(
+            ofl_gso_segment_into(
+                g.0,
+                frame.as_ptr(),
+                frame.len(),
+                &vnet,
+                0,
+                bufs.as_mut_ptr(),
+                3
+            ),
+            NULL
+        );
+        assert!(bufs.iter().all(|b| b.len == 0));
+        bufs[2].data = saved;
         bufs[1].cap = 1053;
         assert_eq!(
             ofl_gso_segment_into(
@@ -822,4 +838,85 @@ fn gro_merges_and_refuses_reentry_from_its_callback() {
     let user = &mut sink as *mut Sink as *mut c_void;
     assert_eq!(unsafe { ofl_gro_held_flows(t.0) }, 0);
     assert_eq!(unsafe { ofl_gro_flush(t.0, Some(collect), user) }, 0);
+}
+
+#[test]
+fn gro_burst_checks_every_frame_first() {
+    let t = new_gro();
+    let mut sink = Sink::default();
+    for k in 0..4u32 {
+        sink.frames
+            .push(tcp4(1000, 1 + k * 1000, k as u16, 0x10, true));
+    }
+    let mut bad = sink.frames[0].clone();
+    bad[60] ^= 0xff; // wrong TCP checksum
+    let frames = sink.frames.clone();
+    let user = &mut sink as *mut Sink as *mut c_void;
+    let mut rx: Vec<ofl_rx_frame> = frames
+        .iter()
+        .enumerate()
+        .map(|(id, f)| ofl_rx_frame {
+            id: id as u64,
+            data: f.as_ptr(),
+            len: f.len(),
+        })
+        .collect();
+    let mut verdicts = [9u8; 5];
+    let mut reasons = [u32::MAX; 5];
+    let stats = |t: &Table| {
+        let mut s = core::mem::MaybeUninit::<ofl_gro_stats>::uninit();
+        assert_eq!(unsafe { ofl_gro_get_stats(t.0, s.as_mut_ptr()) }, OK);
+        unsafe { s.assume_init() }
+    };
+    unsafe {
+        let cb = Some(collect as unsafe extern "C" fn(*mut c_void, *const ofl_gro_merged));
+        let (v, r) = (verdicts.as_mut_ptr(), reasons.as_mut_ptr());
+        assert_eq!(
+            ofl_gro_push_burst(null_mut(), rx.as_ptr(), 4, 0, 0, cb, user, v, r),
+            NULL
+        );
+        assert_eq!(
+            ofl_gro_push_burst(t.0, null(), 4, 0, 0, cb, user, v, r),
+            NULL
+        );
+        assert_eq!(
+            ofl_gro_push_burst(t.0, rx.as_ptr(), 4, 0, 0, None, user, v, r),
+            NULL
+        );
+        assert_eq!(
+            ofl_gro_push_burst(t.0, rx.as_ptr(), 4, 8, 0, cb, user, v, r),
+            INVALID
+        );
+        assert_eq!(
+            ofl_gro_push_burst(t.0, null(), 0, 0, 0, cb, user, null_mut(), null_mut()),
+            0
+        );
+        // A NULL frame anywhere in the burst: nothing at all is pushed.
+        rx[3].data = null();
+        assert_eq!(
+            ofl_gro_push_burst(t.0, rx.as_ptr(), 4, 0, 0, cb, user, v, r),
+            NULL
+        );
+        assert_eq!(stats(&t).packets_in, 0);
+        assert_eq!(verdicts, [9; 5]);
+        // Four frames of one flow and a bad one: merged, the bad one refused.
+        rx[3].data = frames[3].as_ptr();
+        rx.push(ofl_rx_frame {
+            id: 4,
+            data: bad.as_ptr(),
+            len: bad.len(),
+        });
+        assert_eq!(
+            ofl_gro_push_burst(t.0, rx.as_ptr(), 5, 0, 0, cb, user, v, r),
+            1
+        );
+    }
+    assert_eq!(verdicts, [0, 1, 1, 1, 2]);
+    assert_eq!(
+        reasons[4],
+        ofl_gro_reason::OFL_GRO_REASON_BAD_L4_CHECKSUM as u32
+    );
+    assert_eq!(reasons[..4], [u32::MAX; 4]);
+    let s = stats(&t);
+    assert_eq!((s.packets_in, s.merged, s.refused_total), (5, 3, 1));
 }
