@@ -63,6 +63,10 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0][4], "0.82×")  # median of 0.75 and 0.9
         self.assertEqual(rows[0][5], "3.30×")  # median of 3.0 and 3.6
+        self.assertEqual(rows[0][7:], ["–", "–"])  # no burst side in these lines
+        lines.append(line("engine_c_burst", w, 50.0, 0, depth=32.0))
+        rows, _ = run.capi_rows(run.group(lines))
+        self.assertEqual(rows[0][7:], ["50.00 Mpps", "1.25×"])
 
     def test_c_side_digest_mismatch_and_absence(self):
         w = "csum_1500"

@@ -2,7 +2,11 @@
  * benches/workloads.md: W1 GRO, W2 GSO, W3 checksum. Same packets, same measuring
  * loop and the same JSON lines as dpdk_bench.c, with side "engine_c", so
  * benches/run.py can set engine-via-C beside engine-via-Rust and DPDK. No DPDK needed.
- * Usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] */
+ * GRO runs twice: frame by frame with ofl_gro_push, in the same loop as the Rust side
+ * (side "engine_c": the cost of the C boundary), and a burst of 32 at a time with
+ * ofl_gro_push_burst, as a DPDK receive loop would (side "engine_c_burst"; its
+ * re-priming copies the burst's headers first, then pushes the burst).
+ * Usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] [--push single|burst|both] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,7 @@ struct measured {
 };
 
 static uint64_t fixed_rounds;
+static int push_modes = 3; /* bit 0: frame by frame (ofl_gro_push); bit 1: per burst */
 
 #define MAX_SAMPLES (1u << 17)
 static double samples[MAX_SAMPLES];
@@ -95,11 +100,11 @@ static struct measured measure(round_fn fn, void (*reset)(void *), void *st, dou
 	return m;
 }
 
-static void emit(const char *workload, const char *unit, double ops_per_round,
+static void emit_side(const char *side, const char *workload, const char *unit, double ops_per_round,
 		 double depth, const struct measured *m, uint64_t digest, double reprime_ns)
 {
-	printf("{\"side\":\"engine_c\",\"workload\":\"%s\",\"unit\":\"%s\",\"value\":%.4f,"
-	       "\"mean\":%.4f,", workload, unit, m->best_rate * ops_per_round,
+	printf("{\"side\":\"%s\",\"workload\":\"%s\",\"unit\":\"%s\",\"value\":%.4f,"
+	       "\"mean\":%.4f,", side, workload, unit, m->best_rate * ops_per_round,
 	       m->rounds / m->elapsed * ops_per_round);
 	if (depth > 0)
 		printf("\"depth\":%.3f,", depth);
@@ -112,6 +117,12 @@ static void emit(const char *workload, const char *unit, double ops_per_round,
 	fflush(stdout);
 }
 
+static void emit(const char *workload, const char *unit, double ops_per_round,
+		 double depth, const struct measured *m, uint64_t digest, double reprime_ns)
+{
+	emit_side("engine_c", workload, unit, ops_per_round, depth, m, digest, reprime_ns);
+}
+
 static int wanted(const char *name, const char *only)
 {
 	return strncmp(name, only, strlen(only)) == 0;
@@ -121,10 +132,12 @@ static int wanted(const char *name, const char *only)
 
 struct gro_bench {
 	uint8_t *frames[ROUND];
+	ofl_rx_frame rx[ROUND];
 	uint8_t headers[ROUND][TCP4_HDRS];
 	ofl_gro *gro;
 	unsigned flush_every;
 	int reprime_only;
+	int burst; /* push with ofl_gro_push_burst */
 	uint64_t inputs, outputs, segments;
 	uint64_t digest;
 };
@@ -147,13 +160,20 @@ static void gro_round(void *arg)
 	for (b = 0; b < BURSTS; b++) {
 		for (n = b * BURST; n < (b + 1) * BURST; n++) {
 			memcpy(g->frames[n], g->headers[n], TCP4_HDRS); /* re-prime */
-			if (g->reprime_only)
+			if (g->reprime_only || g->burst)
 				continue;
 			if (ofl_gro_push(g->gro, n, g->frames[n], GRO_FRAME, OFL_RX_CSUM_VALIDATED,
 					 b, on_merged, g, &reason) == OFL_GRO_REFUSED) {
 				g->outputs++; /* forwarded as it is */
 				g->segments++;
 			}
+		}
+		if (!g->reprime_only && g->burst) {
+			int refused = ofl_gro_push_burst(g->gro, &g->rx[b * BURST], BURST,
+							 OFL_RX_CSUM_VALIDATED, b, on_merged, g,
+							 NULL, NULL);
+			g->outputs += (uint64_t)refused; /* forwarded as they are */
+			g->segments += (uint64_t)refused;
 		}
 		if (!g->reprime_only && (b + 1) % g->flush_every == 0)
 			ofl_gro_flush(g->gro, on_merged, g);
@@ -194,13 +214,17 @@ static void run_gro(double seconds, const char *only)
 	double reprime_ns = -1;
 	unsigned i, n;
 
-	for (n = 0; n < ROUND; n++)
+	for (n = 0; n < ROUND; n++) {
 		if ((g.frames[n] = aligned_alloc(64, 1536)) == NULL)
 			die("frame alloc");
+		g.rx[n].id = n;
+		g.rx[n].data = g.frames[n];
+		g.rx[n].len = GRO_FRAME;
+	}
 	must(ofl_gro_config_default(&cfg), "ofl_gro_config_default");
 	cfg.max_flows = MAX_FLOWS;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ofl_gro_stats stats;
+		unsigned mode;
 
 		if (!wanted(cases[i].name, only))
 			continue;
@@ -212,18 +236,25 @@ static void run_gro(double seconds, const char *only)
 			reprime_ns = 1e9 / (m.best_rate * ROUND);
 			g.reprime_only = 0;
 		}
-		must(ofl_gro_new(&cfg, &g.gro), "ofl_gro_new");
-		g.flush_every = cases[i].flush_every;
-		gro_reset(&g);
-		gro_round(&g);
-		must(ofl_gro_get_stats(g.gro, &stats), "ofl_gro_get_stats");
-		if (g.segments != ROUND || stats.refused_total != 0)
-			die("GRO check: every frame must come out once, none refused");
-		m = measure(gro_round, gro_reset, &g, seconds);
-		emit(cases[i].name, "Mpps", ROUND / 1e6, (double)g.inputs / g.outputs, &m,
-		     g.digest, reprime_ns);
-		ofl_gro_free(g.gro);
-		g.gro = NULL;
+		for (mode = 0; mode < 2; mode++) {
+			ofl_gro_stats stats;
+
+			if (!(push_modes & (1u << mode)))
+				continue;
+			g.burst = mode == 1;
+			must(ofl_gro_new(&cfg, &g.gro), "ofl_gro_new");
+			g.flush_every = cases[i].flush_every;
+			gro_reset(&g);
+			gro_round(&g);
+			must(ofl_gro_get_stats(g.gro, &stats), "ofl_gro_get_stats");
+			if (g.segments != ROUND || stats.refused_total != 0)
+				die("GRO check: every frame must come out once, none refused");
+			m = measure(gro_round, gro_reset, &g, seconds);
+			emit_side(g.burst ? "engine_c_burst" : "engine_c", cases[i].name, "Mpps",
+				  ROUND / 1e6, (double)g.inputs / g.outputs, &m, g.digest, reprime_ns);
+			ofl_gro_free(g.gro);
+			g.gro = NULL;
+		}
 	}
 	for (n = 0; n < ROUND; n++)
 		free(g.frames[n]);
@@ -378,8 +409,17 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
 			fixed_rounds = strtoull(argv[++i], NULL, 10);
-		else
-			die("usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N]");
+		else if (strcmp(argv[i], "--push") == 0 && i + 1 < argc) {
+			i++;
+			push_modes = strcmp(argv[i], "single") == 0   ? 1
+				     : strcmp(argv[i], "burst") == 0  ? 2
+				     : strcmp(argv[i], "both") == 0   ? 3
+								      : 0;
+			if (!push_modes)
+				die("--push takes single, burst or both");
+		} else
+			die("usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] "
+			    "[--push single|burst|both]");
 	}
 	run_gro(seconds, only);
 	run_gso(seconds, only);
