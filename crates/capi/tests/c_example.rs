@@ -4,13 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The static library cargo built with this test: `<target>/<profile>/libofflab_engine.a`,
-/// next to this test's `deps/` directory (or under CARGO_TARGET_DIR).
+/// The static library cargo built with this test. `cargo test` leaves it in the
+/// `deps/` directory next to this test's executable (only `cargo build` copies it up
+/// to `<target>/<profile>/`, which may be older), so that one comes first.
 fn static_lib() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let mut candidates = Vec::new();
-    if let Some(profile_dir) = exe.parent().and_then(Path::parent) {
-        candidates.push(profile_dir.join("libofflab_engine.a"));
+    if let Some(deps) = exe.parent() {
+        candidates.push(deps.join("libofflab_engine.a"));
+        if let Some(profile_dir) = deps.parent() {
+            candidates.push(profile_dir.join("libofflab_engine.a"));
+        }
     }
     if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
         candidates.push(Path::new(&dir).join("release/libofflab_engine.a"));
