@@ -215,7 +215,49 @@ fn gro(frames: &[&[u8]], control: u8) {
     };
     let user = &mut pushed as *mut Pushed<'_> as *mut c_void;
     let flags = u32::from(control & 1);
-    for (id, f) in frames.iter().enumerate() {
+    // The first half goes in as one burst, the rest frame by frame.
+    let half = frames.len() / 2;
+    let rx: Vec<ofl_rx_frame> = frames[..half]
+        .iter()
+        .enumerate()
+        .map(|(id, f)| ofl_rx_frame {
+            id: id as u64,
+            data: f.as_ptr(),
+            len: f.len(),
+        })
+        .collect();
+    let mut verdicts = vec![u8::MAX; half];
+    let mut reasons = vec![u32::MAX; half];
+    for id in 0..half {
+        unsafe { (&mut (*(user as *mut Pushed<'_>)).held)[id] = true };
+    }
+    let refused = check_code(unsafe {
+        ofl_gro_push_burst(
+            table,
+            rx.as_ptr(),
+            half,
+            flags,
+            0,
+            Some(deliver),
+            user,
+            verdicts.as_mut_ptr(),
+            reasons.as_mut_ptr(),
+        )
+    });
+    assert_eq!(
+        refused as usize,
+        verdicts.iter().filter(|&&v| v == 2).count()
+    );
+    for id in 0..half {
+        assert!(verdicts[id] <= 2);
+        if verdicts[id] == ofl_gro_verdict::OFL_GRO_REFUSED as u8 {
+            assert!((reasons[id] as usize) < OFL_GRO_REASON_COUNT);
+            let held = unsafe { &mut (*(user as *mut Pushed<'_>)).held };
+            assert!(held[id], "a refused frame was delivered");
+            held[id] = false;
+        }
+    }
+    for (id, f) in frames.iter().enumerate().skip(half) {
         let mut reason = u32::MAX;
         // Marked before the push: a frame that ends its run is delivered inside it.
         unsafe { (&mut (*(user as *mut Pushed<'_>)).held)[id] = true };
