@@ -51,6 +51,34 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(run.allocation_summary(lines), (3, ["b"]))
 
 
+class CapiTest(unittest.TestCase):
+    def test_c_side_is_set_beside_rust_and_dpdk(self):
+        w = "gro_tcp4_f1_burst"
+        lines = [line("dpdk", w, 10.0, 0, depth=32.0), line("engine", w, 40.0, 0, depth=32.0),
+                 line("engine_c", w, 30.0, 0, depth=32.0),
+                 line("dpdk", w, 10.0, 1, depth=32.0), line("engine", w, 40.0, 1, depth=32.0),
+                 line("engine_c", w, 36.0, 1, depth=32.0)]
+        rows, problems = run.capi_rows(run.group(lines))
+        self.assertEqual(problems, [])
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0][4], "0.82×")  # median of 0.75 and 0.9
+        self.assertEqual(rows[0][5], "3.30×")  # median of 3.0 and 3.6
+        self.assertEqual(rows[0][7:], ["–", "–"])  # no burst side in these lines
+        lines.append(line("engine_c_burst", w, 50.0, 0, depth=32.0))
+        rows, _ = run.capi_rows(run.group(lines))
+        self.assertEqual(rows[0][7:], ["50.00 Mpps", "1.25×"])
+
+    def test_c_side_digest_mismatch_and_absence(self):
+        w = "csum_1500"
+        lines = [line("dpdk", w, 1.0, 0), line("engine_c", w, 1.0, 0, digest="x")]
+        _, problems = run.capi_rows(run.group(lines))
+        self.assertEqual(len(problems), 1)
+        self.assertEqual(run.capi_rows(run.group([line("dpdk", w, 1.0, 0)])), ([], []))
+
+    def test_c_side_allocations_are_not_counted_as_engine(self):
+        self.assertEqual(run.allocation_summary([line("engine_c", "a", 1.0, 0)]), (0, []))
+
+
 class DocumentTest(unittest.TestCase):
     def test_splice_keeps_the_hand_written_parts(self):
         with tempfile.TemporaryDirectory() as tmp:
