@@ -63,6 +63,8 @@ COMPARED: list[tuple[str, str, Goal | None]] = [
 ENGINE_ONLY: list[tuple[str, str, str]] = [
     ("gro_tcp6_f8_burst", "W4 GRO TCP/IPv6, 8 flows, flush per burst", "gro_tcp4_f8_burst"),
     ("gro_vxlan_tcp4_f8_burst", "W4 GRO VXLAN-TCP/IPv4, 8 flows, flush per burst", "gro_tcp4_f8_burst"),
+    ("gro_geneve6_tcp6_f8_burst", "W4 GRO Geneve/IPv6-TCP/IPv6, 8 flows, flush per burst", "gro_tcp4_f8_burst"),
+    ("gro_udp4_f8_burst", "W4 GRO UDP/IPv4, 8 flows, flush per burst", "gro_tcp4_f8_burst"),
     ("gso_tcp6_partial", "W4 GSO TCP/IPv6, csum partial", "gso_tcp4_partial"),
     ("gso_tcp6_full", "W4 GSO TCP/IPv6, full csums", "gso_tcp4_full"),
     ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4, csum partial", "gso_tcp4_partial"),

@@ -8,7 +8,7 @@ use offlab_engine::gro::{Gro, GroConfig, Merged, RxMeta};
 use offlab_engine::wire::parse::parse_frame;
 
 use crate::measure::{fixed_rounds_active, live_bytes, measure, Row};
-use crate::packets::{self, Net};
+use crate::packets::{self, Net, Transport, TCP_ACK};
 
 const ROUND: usize = 1024;
 const BURST: usize = 32;
@@ -19,16 +19,19 @@ const MAX_FLOWS: usize = 64;
 struct Case {
     name: &'static str,
     net: Net,
+    transport: Transport,
     flows: u32,
     /// Flush after this many bursts (1: every burst, like DPDK's lightweight mode).
     flush_every: usize,
 }
 
+const TCP: Transport = Transport::Tcp { flags: TCP_ACK };
+
 const fn case(name: &'static str, net: Net, flows: u32, flush_every: usize) -> Case {
-    Case { name, net, flows, flush_every }
+    Case { name, net, transport: TCP, flows, flush_every }
 }
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 9] = [
     case("gro_tcp4_f1_burst", Net::V4, 1, 1),
     case("gro_tcp4_f8_burst", Net::V4, 8, 1),
     case("gro_tcp4_f64_burst", Net::V4, 64, 1),
@@ -36,6 +39,8 @@ const CASES: [Case; 7] = [
     case("gro_tcp4_f64_flush32", Net::V4, 64, 32),
     case("gro_tcp6_f8_burst", Net::V6, 8, 1),
     case("gro_vxlan_tcp4_f8_burst", Net::Vxlan4, 8, 1),
+    case("gro_geneve6_tcp6_f8_burst", Net::Geneve6, 8, 1),
+    Case { name: "gro_udp4_f8_burst", net: Net::V4, transport: Transport::Udp, flows: 8, flush_every: 1 },
 ];
 
 /// One round's frames and the header templates they are re-primed from.
@@ -45,8 +50,8 @@ struct Frames {
 }
 
 impl Frames {
-    fn new(net: Net, flows: u32) -> Frames {
-        let frames = packets::gro_round(net, flows, ROUND);
+    fn new(net: Net, transport: Transport, flows: u32) -> Frames {
+        let frames = packets::gro_round(net, transport, flows, ROUND);
         let headers = frames
             .iter()
             .map(|f| {
@@ -99,7 +104,7 @@ fn round(gro: &mut Gro, frames: &mut Frames, flush_every: usize, counts: &mut Co
 pub fn run(seconds: f64, only: &str) {
     let mut reprime_ns = None;
     for case in CASES.iter().filter(|c| c.name.starts_with(only)) {
-        let mut frames = Frames::new(case.net, case.flows);
+        let mut frames = Frames::new(case.net, case.transport, case.flows);
         let digest = packets::digest(&frames.frames);
         if reprime_ns.is_none() && !fixed_rounds_active() {
             reprime_ns = Some(reprime_cost(seconds, &mut frames));

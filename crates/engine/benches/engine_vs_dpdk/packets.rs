@@ -25,6 +25,9 @@ const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
 const VXLAN_PORT: u16 = 4789;
 const VXLAN_VNI: u32 = 42;
+const GENEVE_PORT: u16 = 6081;
+/// Geneve protocol type: an Ethernet frame inside.
+const TRANSPARENT_ETHERNET: u16 = 0x6558;
 
 /// Which network layer carries the transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +36,8 @@ pub enum Net {
     V6,
     /// TCP/IPv4 inside VXLAN over IPv4.
     Vxlan4,
+    /// TCP/IPv6 inside Geneve (no options) over IPv6, with an outer UDP checksum.
+    Geneve6,
 }
 
 /// Which transport, with its header fields.
@@ -106,6 +111,29 @@ pub fn build(spec: &Spec) -> Vec<u8> {
             f.extend_from_slice(&[0x08, 0, 0, 0]);
             f.extend_from_slice(&(VXLAN_VNI << 8).to_be_bytes());
             f.extend_from_slice(&inner);
+        }
+        Net::Geneve6 => {
+            let mut inner = Vec::new();
+            push_inner(&mut inner, &Spec { net: Net::V6, ..*spec });
+            push_ethernet(&mut f, 0x86dd);
+            let udp_len = UDP_LEN + VXLAN_LEN + inner.len();
+            push_ipv6(&mut f, PROTO_UDP, udp_len);
+            let udp_start = f.len();
+            f.extend_from_slice(&(49152 + spec.flow as u16).to_be_bytes());
+            f.extend_from_slice(&GENEVE_PORT.to_be_bytes());
+            f.extend_from_slice(&(udp_len as u16).to_be_bytes());
+            f.extend_from_slice(&[0, 0]);
+            f.extend_from_slice(&[0, 0]);
+            f.extend_from_slice(&TRANSPARENT_ETHERNET.to_be_bytes());
+            f.extend_from_slice(&(VXLAN_VNI << 8).to_be_bytes());
+            f.extend_from_slice(&inner);
+            let mut pseudo = Vec::with_capacity(40);
+            pseudo.extend_from_slice(&IP6_SRC);
+            pseudo.extend_from_slice(&IP6_DST);
+            pseudo.extend_from_slice(&(udp_len as u32).to_be_bytes());
+            pseudo.extend_from_slice(&[0, 0, 0, PROTO_UDP]);
+            let sum = !ref_fold(&f[udp_start..], u32::from(ref_fold(&pseudo, 0)));
+            f[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
         }
     }
     f
@@ -193,12 +221,12 @@ fn push_ipv6(f: &mut Vec<u8>, proto: u8, l4_len: usize) {
 }
 
 /// The W1/W4 GRO round: packet `n` of 1024 belongs to flow `n % flows`, `k = n / flows`.
-pub fn gro_round(net: Net, flows: u32, round: usize) -> Vec<Vec<u8>> {
+pub fn gro_round(net: Net, transport: Transport, flows: u32, round: usize) -> Vec<Vec<u8>> {
     (0..round as u32)
         .map(|n| {
             build(&Spec {
                 net,
-                transport: Transport::Tcp { flags: TCP_ACK },
+                transport,
                 csum: Csum::Full,
                 flow: n % flows,
                 k: n / flows,
