@@ -86,8 +86,12 @@ fn round(gro: &mut Gro, frames: &mut Frames, flush_every: usize, counts: &mut Co
     };
     for b in 0..BURSTS {
         let meta = RxMeta { csum_validated: true, now: b as u64 };
+        // The burst is re-primed before it is pushed, as the DPDK side restores its
+        // burst of mbufs before `rte_gro_reassemble*` (and as a receive burst arrives).
         for n in b * BURST..(b + 1) * BURST {
             frames.reprime(n);
+        }
+        for n in b * BURST..(b + 1) * BURST {
             if gro.push(n as u64, &frames.frames[n], meta, &mut deliver).is_err() {
                 refused += 1; // forwarded as it is
             }

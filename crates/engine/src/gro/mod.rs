@@ -99,7 +99,7 @@ use crate::virtio;
 use crate::wire::parse::ParseOptions;
 use coalesce::{can_coalesce, Limits, Run, RunL4, Verdict};
 use facts::{Facts, L4Facts};
-use plain::Plain;
+use plain::{Plain, VXLAN_OUTER};
 use table::{AgeCursor, Table};
 use template::Template;
 
@@ -237,7 +237,12 @@ impl Gro {
     ) -> Result<Held, Refusal> {
         self.stats.packets_in += 1;
         if self.fast_path {
-            if let Some(plain) = Plain::check(frame, meta.csum_validated, HEADER_CAP) {
+            let validated = meta.csum_validated;
+            if let Some(plain) = Plain::<0>::check(frame, validated, HEADER_CAP, &self.parse) {
+                return self.push_plain(id, frame, &plain, meta.now, out);
+            }
+            let vxlan = Plain::<VXLAN_OUTER>::check(frame, validated, HEADER_CAP, &self.parse);
+            if let Some(plain) = vxlan {
                 return self.push_plain(id, frame, &plain, meta.now, out);
             }
             if meta.csum_validated {
@@ -250,27 +255,28 @@ impl Gro {
             Ok(facts) => facts,
             Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
         };
-        if self.fast_path && facts.shape != plain::SHAPE {
+        if self.fast_path && plain::kind_of(&facts.shape) == plain::NOT_PLAIN {
             self.remember_shape(&facts, frame);
         }
         let found = self.table.find(&facts.shape, facts.hash, frame);
         self.offer(id, frame, &facts, found, meta.now, out)
     }
 
-    /// `push` for a plain TCP/IPv4 frame: joins its flow's run without reading the
-    /// general facts when every rule allows it, else decides as the general path does.
+    /// `push` for a TCP/IPv4 frame, bare or in VXLAN: joins its flow's run without
+    /// reading the general facts when every rule allows it, else decides as the general
+    /// path does.
     #[inline(always)]
-    fn push_plain(
+    fn push_plain<const OUTER: usize>(
         &mut self,
         id: u64,
         frame: &[u8],
-        plain: &Plain<'_>,
+        plain: &Plain<'_, OUTER>,
         now: u64,
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         let hash = plain.hash();
         let found = self.table.find_by(hash, |s| {
-            s.plain && plain::same_flow(plain.fixed, &s.header)
+            s.plain == OUTER && plain::same_flow(plain, &s.header)
         });
         if let Some(slot) = found {
             let held = self.table.slot(slot);

@@ -1,7 +1,13 @@
-//! The fast classifier for the common frame: untagged Ethernet, IPv4 without options,
-//! TCP, checksums validated by the caller. It reads the fixed offsets directly instead
-//! of walking the frame with `parse_frame` and building a `Layout`, and yields exactly
-//! the [`Facts`] that `facts::classify` would.
+//! The fast classifier for the two commonest frames: untagged Ethernet, IPv4 without
+//! options, TCP — bare, or inside VXLAN over untagged IPv4 without options (the
+//! default Linux VXLAN device) — checksums validated by the caller. It reads the fixed
+//! offsets directly instead of walking the frame with `parse_frame` and building a
+//! `Layout`, and yields exactly the [`Facts`] that `facts::classify` would.
+//!
+//! [`Plain`] is generic over `OUTER`, the bytes before the (inner) Ethernet header: 0
+//! for a bare frame, [`VXLAN_OUTER`] for the VXLAN encapsulation, whose outer headers
+//! get the same treatment as the inner ones (shape checks, the IPv4 header checksum,
+//! masked compares against the head, the ID rule).
 //!
 //! It only ever answers "here are the facts" or "not sure": every frame that the
 //! general path would refuse, or that is not of this one shape, gets `None` and takes
@@ -10,11 +16,14 @@
 
 use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
-use super::flow::{self, Shape, Transport};
+use super::flow::{self, Shape, TunnelShape, Transport};
 use super::ip::{self, IdMode, IpFacts};
 use super::reason::Reason;
 use super::table::HEADER_CAP;
 use super::tcp::{self, TcpFacts};
+use super::tunnel::OuterFacts;
+use crate::wire::layout::TunnelKind;
+use crate::wire::parse::ParseOptions;
 use crate::wire::TcpFlags;
 
 const ETHERNET_LEN: usize = 14;
@@ -53,18 +62,58 @@ const IPV4_DF: u16 = 0x4000;
 const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
 const FLAG_ACK: u8 = 0x10;
 
-/// The shape of every frame this classifier accepts.
-pub(crate) const SHAPE: Shape = Shape {
-    l2_len: ETHERNET_LEN as u16,
-    tunnel: None,
-    ip_offset: ETHERNET_LEN as u16,
-    ip_header_len: IPV4_LEN as u16,
-    ip_v6: false,
-    transport: Transport::Tcp,
-};
+/// The VXLAN encapsulation before the inner Ethernet header: Ethernet, IPv4 without
+/// options, UDP, VXLAN.
+pub(crate) const VXLAN_OUTER: usize = ETHERNET_LEN + IPV4_LEN + UDP_LEN + VXLAN_LEN;
+const UDP_LEN: usize = 8;
+const VXLAN_LEN: usize = 8;
+const OUTER_UDP: usize = ETHERNET_LEN + IPV4_LEN;
+const OUTER_UDP_CHECKSUM: usize = OUTER_UDP + 6;
+const VXLAN_FLAGS: usize = OUTER_UDP + UDP_LEN;
+/// VXLAN's I flag: the VNI is valid (`parse_frame` refuses a header without it).
+const VXLAN_FLAG_VNI: u8 = 0x08;
+const UDP_PROTOCOL: u8 = 17;
 
-/// A plain TCP/IPv4 frame that no rule refuses on its own (checked by [`Plain::check`]).
-pub(crate) struct Plain<'a> {
+/// `Slot::plain` of a shape that is neither kind.
+pub(crate) const NOT_PLAIN: usize = usize::MAX;
+
+/// The `OUTER` of the `Plain` kind whose shape `shape` is, or [`NOT_PLAIN`].
+pub(crate) fn kind_of(shape: &Shape) -> usize {
+    [0, VXLAN_OUTER]
+        .into_iter()
+        .find(|&outer| *shape == self::shape(outer))
+        .unwrap_or(NOT_PLAIN)
+}
+
+/// The shape of every frame `Plain<OUTER>` accepts.
+pub(crate) const fn shape(outer: usize) -> Shape {
+    let tunnel = if outer == 0 {
+        None
+    } else {
+        Some(TunnelShape {
+            kind: TunnelKind::Vxlan,
+            outer_header_len: IPV4_LEN as u16,
+            outer_v6: false,
+            offset: VXLAN_FLAGS as u16,
+            header_len: VXLAN_LEN as u16,
+        })
+    };
+    Shape {
+        l2_len: ETHERNET_LEN as u16,
+        tunnel,
+        ip_offset: (outer + ETHERNET_LEN) as u16,
+        ip_header_len: IPV4_LEN as u16,
+        ip_v6: false,
+        transport: Transport::Tcp,
+    }
+}
+
+/// A TCP/IPv4 frame, bare (`OUTER` 0) or in VXLAN (`OUTER` = [`VXLAN_OUTER`]), that no
+/// rule refuses on its own (checked by [`Plain::check`]).
+pub(crate) struct Plain<'a, const OUTER: usize> {
+    /// The encapsulation (nothing for a bare frame).
+    pub outer: &'a [u8; OUTER],
+    /// The (inner) Ethernet, IPv4 and fixed TCP headers.
     pub fixed: &'a [u8; FIXED_LEN],
     frame: &'a [u8],
     headers_len: usize,
@@ -79,38 +128,76 @@ pub(crate) struct Joined {
     pub flags: TcpFlags,
 }
 
-impl<'a> Plain<'a> {
-    /// `frame` when it is a plain TCP/IPv4 frame that no rule refuses on its own;
-    /// `None` otherwise (the general path decides then).
+/// Whether the Ethernet + IPv4 header at the start of `h` (whose IP packet should be
+/// `ip_len` bytes long and carry `protocol`) is one the fast path takes: no options, no
+/// fragment, not padded, header checksum right.
+#[inline(always)]
+fn plain_ipv4(h: &[u8; L4_OFFSET], ip_len: usize, protocol: u8) -> bool {
+    let be16 = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
+    let Ok(ip_header) = <&[u8; IPV4_LEN]>::try_from(&h[ETHERNET_LEN..L4_OFFSET]) else {
+        return false;
+    };
+    be16(ETHERTYPE) == 0x0800
+        && h[IP_VERSION_IHL] == 0x45
+        && h[IP_PROTOCOL] == protocol
+        // Not padded (and not truncated): the IP packet ends where the frame does.
+        && usize::from(be16(IP_TOTAL_LEN)) == ip_len
+        && be16(IP_FLAGS) & !IPV4_DF == 0
+        && ip::header_checksum_ok(ip_header)
+}
+
+impl<'a, const OUTER: usize> Plain<'a, OUTER> {
+    /// `frame` when it is a TCP/IPv4 frame of this kind that no rule refuses on its
+    /// own; `None` otherwise (the general path decides then).
     #[inline(always)]
-    pub fn check(frame: &'a [u8], validated: bool, header_cap: usize) -> Option<Self> {
-        let fixed: &[u8; FIXED_LEN] = frame.get(..FIXED_LEN)?.try_into().ok()?;
+    pub fn check(
+        frame: &'a [u8],
+        validated: bool,
+        header_cap: usize,
+        parse: &ParseOptions,
+    ) -> Option<Self> {
+        let outer: &[u8; OUTER] = frame.get(..OUTER)?.try_into().ok()?;
+        let fixed: &[u8; FIXED_LEN] = frame.get(OUTER..OUTER + FIXED_LEN)?.try_into().ok()?;
         let be16 = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
         let tcp_len = usize::from(fixed[TCP_DATA_OFFSET] >> 4) * 4;
-        let headers_len = L4_OFFSET + tcp_len;
+        let headers_len = OUTER + L4_OFFSET + tcp_len;
+        let inner_len = frame.len() - OUTER;
         let plain = validated
-            && be16(ETHERTYPE) == 0x0800
-            && fixed[IP_VERSION_IHL] == 0x45
-            && fixed[IP_PROTOCOL] == 6
-            // Not padded (and not truncated): the IP packet ends where the frame does.
-            && ETHERNET_LEN + usize::from(be16(IP_TOTAL_LEN)) == frame.len()
-            && be16(IP_FLAGS) & !IPV4_DF == 0
             && tcp_len >= TCP_MIN_LEN
             && headers_len < frame.len()
             && headers_len <= header_cap
-            && fixed[TCP_FLAGS] & (FLAGS_REFUSED | FLAG_ACK) == FLAG_ACK;
-        if !plain {
-            return None;
-        }
-        let ip_header: &[u8; IPV4_LEN] = fixed[ETHERNET_LEN..L4_OFFSET].try_into().ok()?;
-        if !ip::header_checksum_ok(ip_header) {
+            && fixed[TCP_FLAGS] & (FLAGS_REFUSED | FLAG_ACK) == FLAG_ACK
+            && be16(ETHERTYPE) == 0x0800
+            && (OUTER == 0 || Self::vxlan_outer_ok(outer, frame.len(), parse));
+        let inner_ip: &[u8; L4_OFFSET] = fixed[..L4_OFFSET].try_into().ok()?;
+        if !plain || !plain_ipv4(inner_ip, inner_len - ETHERNET_LEN, 6) {
             return None;
         }
         Some(Plain {
+            outer,
             fixed,
             frame,
             headers_len,
         })
+    }
+
+    /// The VXLAN encapsulation's own checks: a plain outer IPv4 header carrying UDP to a
+    /// VXLAN port, lengths that end with the frame, the I flag.
+    #[inline(always)]
+    fn vxlan_outer_ok(outer: &[u8; OUTER], frame_len: usize, parse: &ParseOptions) -> bool {
+        let (Some(ip), Some(udp)) = (
+            outer.get(..L4_OFFSET).and_then(|h| <&[u8; L4_OFFSET]>::try_from(h).ok()),
+            outer.get(OUTER_UDP..VXLAN_OUTER),
+        ) else {
+            return false;
+        };
+        let port = u16::from_be_bytes([udp[2], udp[3]]);
+        let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+        parse.tunnels
+            && parse.vxlan_ports.contains(port)
+            && udp_len == frame_len - OUTER_UDP
+            && udp[UDP_LEN] & VXLAN_FLAG_VNI != 0
+            && plain_ipv4(ip, frame_len - ETHERNET_LEN, UDP_PROTOCOL)
     }
 
     /// `flow::flow_hash` of this frame.
@@ -118,20 +205,34 @@ impl<'a> Plain<'a> {
     pub fn hash(&self) -> u64 {
         let f = self.fixed;
         let addrs = [f[26], f[27], f[28], f[29], f[30], f[31], f[32], f[33]];
-        flow::plain_tcp4_hash(addrs, [f[34], f[35], f[36], f[37]])
+        let ports = [f[34], f[35], f[36], f[37]];
+        if OUTER == 0 {
+            return flow::plain_tcp4_hash(addrs, ports);
+        }
+        flow::flow_hash(&shape(OUTER), self.frame)
     }
 
     /// Exactly the facts `facts::classify` reads from this frame.
     #[inline(always)]
     pub fn facts(&self, hash: u64) -> Facts {
+        let outer = (OUTER != 0).then(|| {
+            let o = self.outer;
+            OuterFacts {
+                ip: ipv4_facts(o),
+                udp_checksum: u16::from_be_bytes([
+                    o[OUTER_UDP_CHECKSUM],
+                    o[OUTER_UDP_CHECKSUM + 1],
+                ]),
+            }
+        });
         Facts {
-            shape: SHAPE,
+            shape: shape(OUTER),
             hash,
             headers_len: self.headers_len,
             payload_len: self.payload_len(),
             outer_ip_len: self.frame.len() - ETHERNET_LEN,
-            ip: self.ip_facts(),
-            outer: None,
+            ip: ipv4_facts(self.fixed),
+            outer,
             l4: L4Facts::Tcp(self.tcp_facts()),
         }
     }
@@ -147,16 +248,25 @@ impl<'a> Plain<'a> {
     #[inline(always)]
     pub fn try_join(&self, run: &Run, held: &[u8; HEADER_CAP], limits: &Limits) -> Option<Joined> {
         let RunL4::Tcp(t) = &run.l4 else { return None };
-        if run.outer.is_some() {
+        if run.outer.is_some() != (OUTER != 0) {
             return None;
         }
         let f = self.fixed;
-        let differ = masked_differ(f, held, IP_WORD, IP_WORD_MASK)
-            | masked_differ(f, held, TCP_WORD, TCP_WORD_MASK);
-        if differ != 0 || !same_options(self.frame, held, self.headers_len) {
+        let inner_held = held.get(OUTER..OUTER + FIXED_LEN)?;
+        let mut differ = masked_differ(f, inner_held, IP_WORD, IP_WORD_MASK)
+            | masked_differ(f, inner_held, TCP_WORD, TCP_WORD_MASK);
+        if OUTER != 0 {
+            // The outer IPv4 header's TOS, flags/fragment word and TTL.
+            differ |= masked_differ(self.outer, held, IP_WORD, IP_WORD_MASK);
+        }
+        if differ != 0 || !same_options::<OUTER>(self.frame, held, self.headers_len) {
             return None;
         }
-        let ip_ids = self.ip_id_mode(run)?;
+        let ip_ids = id_mode(ip_id(f), &run.ip, run.ip_ids, run.segments)?;
+        let outer_ids = match &run.outer {
+            Some(head) => id_mode(ip_id(self.outer), &head.ip, run.outer_ids, run.segments)?,
+            None => run.outer_ids,
+        };
         let payload_len = self.payload_len();
         let seg_size = usize::from(run.seg_size);
         let seq = u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]);
@@ -178,30 +288,11 @@ impl<'a> Plain<'a> {
         };
         Some(Joined {
             ip_ids,
-            outer_ids: run.outer_ids,
+            outer_ids,
             ends,
             payload_len,
             flags,
         })
-    }
-
-    /// `ip::can_join`'s IPv4 ID rule (TTL, TOS and DF already compared equal): the ID
-    /// is the head's + segments, or the head's when DF (decided by the 2nd packet).
-    #[inline(always)]
-    fn ip_id_mode(&self, run: &Run) -> Option<IdMode> {
-        let f = self.fixed;
-        let offset = u16::from_be_bytes([f[IP_ID], f[IP_ID + 1]]).wrapping_sub(run.ip.id);
-        let mode = match run.ip_ids {
-            IdMode::Undecided if run.ip.df && offset == 0 => IdMode::Fixed,
-            IdMode::Undecided => IdMode::Incrementing,
-            decided => decided,
-        };
-        let expected = if mode == IdMode::Fixed {
-            0
-        } else {
-            run.segments
-        };
-        (offset == expected).then_some(mode)
     }
 
     fn payload_len(&self) -> usize {
@@ -209,46 +300,64 @@ impl<'a> Plain<'a> {
     }
 
     #[inline(always)]
-    fn ip_facts(&self) -> IpFacts {
-        let f = self.fixed;
-        let be16 = |at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
-        IpFacts {
-            v6: false,
-            ttl: f[IP_TTL],
-            tos: f[IP_TOS],
-            df: be16(IP_FLAGS) & IPV4_DF != 0,
-            id: be16(IP_ID),
-        }
-    }
-
-    #[inline(always)]
     fn tcp_facts(&self) -> TcpFacts {
         let mut facts = tcp::read(&self.fixed[L4_OFFSET..]);
-        facts.header_len = (self.headers_len - L4_OFFSET) as u16;
+        facts.header_len = (self.headers_len - OUTER - L4_OFFSET) as u16;
         facts
+    }
+}
+
+/// The IPv4 ID of the Ethernet + IPv4 header at the start of `h`.
+#[inline(always)]
+fn ip_id(h: &[u8]) -> u16 {
+    u16::from_be_bytes([h[IP_ID], h[IP_ID + 1]])
+}
+
+/// `ip::can_join`'s IPv4 ID rule (TTL, TOS and DF already compared equal): the ID is
+/// the head's + segments, or the head's when DF (decided by the 2nd packet).
+#[inline(always)]
+fn id_mode(id: u16, head: &IpFacts, mode: IdMode, segments: u16) -> Option<IdMode> {
+    let offset = id.wrapping_sub(head.id);
+    let mode = match mode {
+        IdMode::Undecided if head.df && offset == 0 => IdMode::Fixed,
+        IdMode::Undecided => IdMode::Incrementing,
+        decided => decided,
+    };
+    let expected = if mode == IdMode::Fixed { 0 } else { segments };
+    (offset == expected).then_some(mode)
+}
+
+/// The IP facts of the Ethernet + IPv4 header at the start of `h`.
+#[inline(always)]
+fn ipv4_facts(h: &[u8]) -> IpFacts {
+    let be16 = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
+    IpFacts {
+        v6: false,
+        ttl: h[IP_TTL],
+        tos: h[IP_TOS],
+        df: be16(IP_FLAGS) & IPV4_DF != 0,
+        id: be16(IP_ID),
     }
 }
 
 /// The bits of the 8 bytes at `at` that differ between `frame` and `held` under `mask`.
 #[inline(always)]
-fn masked_differ(
-    frame: &[u8; FIXED_LEN],
-    held: &[u8; HEADER_CAP],
-    at: usize,
-    mask: [u8; 8],
-) -> u64 {
-    let word = |b: &[u8]| u64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+fn masked_differ(frame: &[u8], held: &[u8], at: usize, mask: [u8; 8]) -> u64 {
+    let word = |b: &[u8]| match b.get(at..at + 8) {
+        Some(w) => u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])),
+        None => u64::MAX,
+    };
     (word(frame) ^ word(held)) & u64::from_ne_bytes(mask)
 }
 
-/// Whether the TCP option bytes (54..`headers_len`) of `frame` equal the held head's;
-/// the data offsets are already equal. Up to 16 option bytes (the usual 12 of a
-/// timestamp) are compared as two overlapping words.
+/// Whether the TCP option bytes (after the fixed header, up to `headers_len`) of
+/// `frame` equal the held head's; the data offsets are already equal. Up to 16 option
+/// bytes (the usual 12 of a timestamp) are compared as two overlapping words.
 #[inline(always)]
-fn same_options(frame: &[u8], held: &[u8; HEADER_CAP], headers_len: usize) -> bool {
+fn same_options<const OUTER: usize>(frame: &[u8], held: &[u8; HEADER_CAP], headers_len: usize) -> bool {
     let (Some(a), Some(b)) = (
-        frame.get(FIXED_LEN..headers_len),
-        held.get(FIXED_LEN..headers_len),
+        frame.get(OUTER + FIXED_LEN..headers_len),
+        held.get(OUTER + FIXED_LEN..headers_len),
     ) else {
         return false;
     };
@@ -264,19 +373,35 @@ fn same_options(frame: &[u8], held: &[u8; HEADER_CAP], headers_len: usize) -> bo
     }
 }
 
-/// Whether plain frame `frame` and the held header `held` (of a run whose shape is
-/// [`SHAPE`]) are the same flow: what `flow::same_flow` compares for this shape — the
-/// Ethernet header, the IP protocol, addresses and ports — in a few word loads.
+/// Whether frame `p` and the held header `held` (of a run whose shape is this kind's)
+/// are the same flow: what `flow::same_flow` compares for this shape — the Ethernet
+/// header, the IP protocol, addresses and ports, and for VXLAN also the outer IP
+/// protocol, addresses and UDP ports, the VXLAN header and the inner Ethernet header —
+/// in a few word loads.
 #[inline(always)]
-pub(crate) fn same_flow(frame: &[u8; FIXED_LEN], held: &[u8; HEADER_CAP]) -> bool {
+pub(crate) fn same_flow<const OUTER: usize>(p: &Plain<'_, OUTER>, held: &[u8; HEADER_CAP]) -> bool {
+    let Some(inner) = held.get(OUTER..OUTER + FIXED_LEN) else {
+        return false;
+    };
     let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
-    let ports =
-        |b: &[u8]| u32::from_ne_bytes(b[L4_OFFSET..L4_OFFSET + 4].try_into().unwrap_or([0; 4]));
+    let ports = |b: &[u8], at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]));
+    let frame: &[u8] = p.fixed;
     // Bytes 0..14 as two overlapping words; addresses 26..34; ports 34..38.
-    let differ = (word(frame, 0) ^ word(held, 0))
-        | (word(frame, 6) ^ word(held, 6))
-        | (word(frame, ADDRS) ^ word(held, ADDRS))
-        | u64::from(ports(frame) ^ ports(held))
-        | u64::from(frame[IP_PROTOCOL] ^ held[IP_PROTOCOL]);
+    let mut differ = (word(frame, 0) ^ word(inner, 0))
+        | (word(frame, 6) ^ word(inner, 6))
+        | (word(frame, ADDRS) ^ word(inner, ADDRS))
+        | u64::from(ports(frame, L4_OFFSET) ^ ports(inner, L4_OFFSET))
+        | u64::from(frame[IP_PROTOCOL] ^ inner[IP_PROTOCOL]);
+    if OUTER != 0 {
+        // Outer Ethernet 0..14; outer addresses and UDP ports 26..38; the VXLAN header
+        // 42..50 (the inner Ethernet header is compared above).
+        let outer: &[u8] = p.outer;
+        differ |= (word(outer, 0) ^ word(held, 0))
+            | (word(outer, 6) ^ word(held, 6))
+            | (word(outer, ADDRS) ^ word(held, ADDRS))
+            | u64::from(ports(outer, L4_OFFSET) ^ ports(held, L4_OFFSET))
+            | u64::from(outer[IP_PROTOCOL] ^ held[IP_PROTOCOL])
+            | (word(outer, VXLAN_FLAGS) ^ word(held, VXLAN_FLAGS));
+    }
     differ == 0
 }

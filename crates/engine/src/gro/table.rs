@@ -19,8 +19,9 @@ const EMPTY: u64 = 0;
 /// One held flow.
 pub(crate) struct Slot {
     pub shape: Shape,
-    /// `shape == plain::SHAPE`, kept so the fast path's lookup tests one byte.
-    pub plain: bool,
+    /// Which `plain::Plain` kind (its `OUTER`) the shape is, or `plain::NOT_PLAIN`;
+    /// kept so the fast path's lookup tests one word instead of the shape.
+    pub plain: usize,
     pub hash: u64,
     pub header: [u8; HEADER_CAP],
     pub run: Run,
@@ -48,7 +49,7 @@ impl Table {
         let index_len = (max_flows * 2).next_power_of_two();
         let blank_slot = || Slot {
             shape: blank_shape(),
-            plain: false,
+            plain: plain::NOT_PLAIN,
             hash: 0,
             header: [0; HEADER_CAP],
             run: blank,
@@ -118,7 +119,7 @@ impl Table {
     ) -> Option<u32> {
         let slot = self.free.pop()?;
         let s = &mut self.slots[slot as usize];
-        s.plain = shape == plain::SHAPE;
+        s.plain = plain::kind_of(&shape);
         s.shape = shape;
         s.hash = hash;
         s.header[..header.len()].copy_from_slice(header);
