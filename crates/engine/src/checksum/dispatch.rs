@@ -7,7 +7,10 @@ use super::{fold64, portable};
 /// The summing implementations. All give bit-identical partial sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
+    /// 64-bit words with add-with-carry (any CPU).
     Portable,
+    /// 128-bit vectors (every x86-64 CPU).
+    Sse2,
     Avx2,
     Avx512,
 }
@@ -15,7 +18,7 @@ pub enum Kernel {
 impl Kernel {
     /// Every kernel this CPU can run, slowest first.
     pub fn available() -> impl Iterator<Item = Kernel> {
-        [Kernel::Portable, Kernel::Avx2, Kernel::Avx512]
+        [Kernel::Portable, Kernel::Sse2, Kernel::Avx2, Kernel::Avx512]
             .into_iter()
             .filter(|k| k.is_supported())
     }
@@ -23,6 +26,8 @@ impl Kernel {
     pub fn is_supported(self) -> bool {
         match self {
             Kernel::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Sse2 => std::is_x86_feature_detected!("sse2"),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => std::is_x86_feature_detected!("avx2"),
             #[cfg(target_arch = "x86_64")]
@@ -40,6 +45,7 @@ impl Kernel {
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Portable => "portable",
+            Kernel::Sse2 => "sse2",
             Kernel::Avx2 => "avx2",
             Kernel::Avx512 => "avx512",
         }
@@ -54,19 +60,28 @@ static CHOSEN: AtomicU8 = AtomicU8::new(UNKNOWN);
 pub fn kernel() -> Kernel {
     match CHOSEN.load(Ordering::Relaxed) {
         1 => Kernel::Portable,
-        2 => Kernel::Avx2,
-        3 => Kernel::Avx512,
+        2 => Kernel::Sse2,
+        3 => Kernel::Avx2,
+        4 => Kernel::Avx512,
         _ => detect(),
     }
 }
 
+/// Names a kernel to use instead of the fastest (`portable`, `sse2`, `avx2`, `avx512`),
+/// for benchmarks and tests of the slower kernels; ignored when this CPU lacks it.
+pub const KERNEL_ENV: &str = "OFFLAB_CSUM_KERNEL";
+
 #[cold]
 fn detect() -> Kernel {
-    let best = Kernel::available().last().unwrap_or(Kernel::Portable);
+    let forced = std::env::var(KERNEL_ENV).ok().and_then(|name| {
+        Kernel::available().find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+    });
+    let best = forced.unwrap_or_else(|| Kernel::available().last().unwrap_or(Kernel::Portable));
     let code = match best {
         Kernel::Portable => 1,
-        Kernel::Avx2 => 2,
-        Kernel::Avx512 => 3,
+        Kernel::Sse2 => 2,
+        Kernel::Avx2 => 3,
+        Kernel::Avx512 => 4,
     };
     CHOSEN.store(code, Ordering::Relaxed);
     best
@@ -123,6 +138,9 @@ fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
         // SAFETY: as above; `Kernel::Avx512` is only supported where AVX2 is too.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512 | Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => unsafe { super::x86::sum_sse2(data) },
         _ => portable::sum_le(data),
     }
 }
@@ -137,6 +155,9 @@ pub(super) fn sum_le_exact(kernel: Kernel, data: &[u8]) -> u64 {
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => unsafe { super::x86::sum_sse2(data) },
         _ => portable::sum_le(data),
     }
 }

@@ -7,8 +7,9 @@
 //! into a header. [`update16`]/[`update32`] patch a stored checksum when one field
 //! changes (RFC 1624, eqn. 3).
 //!
-//! [`sum`] picks the fastest kernel the CPU has at first use (AVX-512BW, AVX2, or the
-//! portable one) and remembers the choice.
+//! [`sum`] picks the fastest kernel the CPU has at first use (AVX-512BW, AVX2, SSE2,
+//! or the portable one) and remembers the choice; the environment variable
+//! `OFFLAB_CSUM_KERNEL` ([`KERNEL_ENV`]) may name a slower one instead.
 
 mod dispatch;
 mod portable;
@@ -17,7 +18,7 @@ mod x86;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-pub use dispatch::{kernel, sum_with, Kernel};
+pub use dispatch::{kernel, sum_with, Kernel, KERNEL_ENV};
 pub use portable::reference;
 
 /// Partial sum of `data` (big-endian words, an odd last byte padded with zero) added

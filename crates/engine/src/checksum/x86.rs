@@ -1,16 +1,51 @@
-//! AVX2 and AVX-512 summing kernels. Both return a little-endian word sum congruent
-//! modulo 0xffff to the portable kernel's (and zero only for all-zero data, so folding
-//! gives bit-identical results); the dispatcher checks CPU support before calling them.
+//! SSE2, AVX2 and AVX-512 summing kernels. Each returns a little-endian word sum
+//! congruent modulo 0xffff to the portable kernel's (and zero only for all-zero data,
+//! so folding gives bit-identical results); the dispatcher checks CPU support before
+//! calling them.
 //!
-//! Congruence is all that is needed: a carry out of a 32-bit lane is worth 2^32, which
-//! is 1 modulo 0xffff, so carries are counted and added back as ones.
+//! The SSE2 and AVX2 kernels are one design at two widths. Each 16-bit word has its
+//! top bit flipped (`w ^ 0x8000` = `w - 32768` read as signed), then `pmaddwd` with
+//! ones adds neighbouring words into signed 32-bit lanes: three operations (xor,
+//! multiply-add, add) per vector, all on the vector ALUs, where widening the words
+//! with shifts and masks takes four. The bias is a known constant per vector, added
+//! back at the end. Four accumulators take two vectors each per iteration (256 B for
+//! AVX2, 128 B for SSE2), so the add chains never wait on each other and the loads
+//! overlap; the 32-bit lanes are widened to 64 bits only once per call (and once per
+//! 256 KiB, before any lane could overflow). The last partial vector is loaded
+//! overlapping the one before it and masked, so no scalar loop runs on the tail.
+//!
+//! The AVX-512 kernel adds 32-bit lanes with wrap-around and counts the wraps: a carry
+//! out of a 32-bit lane is worth 2^32, which is 1 modulo 0xffff.
 
 use core::arch::x86_64::*;
 
-/// Sums 32-bit lanes into 64-bit accumulators: each 256-bit load is split into its
-/// low and high 32-bit halves (a blend and a shift), which cannot overflow a 64-bit
-/// lane. Four loads per iteration keep four independent dependency chains.
-///
+use super::portable;
+
+/// Bytes summed in 32-bit lanes before they are widened. AVX2: 1024 iterations, each
+/// adding at most two biased pairs (|x| <= 65536 each) to a lane of each of four
+/// accumulators: each stays within 2^27, their sum within 2^29. SSE2 (2048 iterations
+/// of 128 B): within 2^28 and 2^30.
+const RUN: usize = 1 << 18;
+
+/// 32 zero bytes then 32 0xff bytes: the 32 (or 16) bytes at offset `n` keep the last
+/// `n` bytes of a vector.
+static TAIL_MASK: [u8; 64] = {
+    let mut mask = [0u8; 64];
+    let mut i = 32;
+    while i < 64 {
+        mask[i] = 0xff;
+        i += 1;
+    }
+    mask
+};
+
+/// Adds back the bias of `vectors` vectors of `words` words each to the signed sum,
+/// plus the odd last byte: the exact little-endian word sum.
+#[inline]
+fn unbias(signed: i64, vectors: usize, words: usize, last_byte: u64) -> u64 {
+    (signed + (vectors * words * 32768) as i64) as u64 + last_byte
+}
+
 /// # Safety
 /// The CPU must support AVX2.
 pub unsafe fn sum_avx2(data: &[u8]) -> u64 {
@@ -18,58 +53,198 @@ pub unsafe fn sum_avx2(data: &[u8]) -> u64 {
     unsafe { sum_avx2_impl(data) }
 }
 
-#[target_feature(enable = "avx2")]
-fn sum_avx2_impl(data: &[u8]) -> u64 {
-    let zero = _mm256_setzero_si256();
-    let mut acc = [zero; 4];
-    let mut blocks = data.chunks_exact(128);
-    for block in &mut blocks {
-        for (i, acc) in acc.iter_mut().enumerate() {
-            // SAFETY: `block` is 128 bytes, so bytes 32*i..32*i+32 (i < 4) are inside
-            // it; `loadu` has no alignment requirement.
-            let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * i).cast()) };
-            *acc = add_halves_avx2(*acc, v);
-        }
-    }
-    let mut vectors = blocks.remainder().chunks_exact(32);
-    for v in &mut vectors {
-        // SAFETY: `v` is exactly 32 bytes; `loadu` has no alignment requirement.
-        let v = unsafe { _mm256_loadu_si256(v.as_ptr().cast()) };
-        acc[1] = add_halves_avx2(acc[1], v);
-    }
-    let tail = vectors.remainder();
-    let words = tail.len() / 4;
-    if words > 0 {
-        let lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(words as i32), lane_index);
-        // SAFETY: the mask enables exactly the first `words` 32-bit lanes, which lie
-        // inside `tail` (words * 4 <= tail.len()); disabled lanes are not accessed.
-        let v = unsafe { _mm256_maskload_epi32(tail.as_ptr().cast(), mask) };
-        acc[2] = add_halves_avx2(acc[2], v);
-    }
-    let mut last = 0u64;
-    for (i, &byte) in tail[words * 4..].iter().enumerate() {
-        last += u64::from(byte) << (8 * (i % 2));
-    }
-    let all = _mm256_add_epi64(
-        _mm256_add_epi64(acc[0], acc[1]),
-        _mm256_add_epi64(acc[2], acc[3]),
-    );
-    let pair = _mm_add_epi64(
-        _mm256_castsi256_si128(all),
-        _mm256_extracti128_si256::<1>(all),
-    );
-    let lanes = (_mm_cvtsi128_si64(pair) as u64).wrapping_add(_mm_extract_epi64::<1>(pair) as u64);
-    lanes + last
-}
-
-/// `acc` (four u64 lanes) plus the low and the high 32-bit half of each lane of `v`.
+/// Neighbouring biased words of `v` added into eight signed 32-bit lanes.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn add_halves_avx2(acc: __m256i, v: __m256i) -> __m256i {
-    let low = _mm256_blend_epi32::<0b1010_1010>(v, _mm256_setzero_si256());
-    let high = _mm256_srli_epi64::<32>(v);
-    _mm256_add_epi64(acc, _mm256_add_epi64(low, high))
+fn pairs_avx2(v: __m256i) -> __m256i {
+    _mm256_madd_epi16(
+        _mm256_xor_si256(v, _mm256_set1_epi16(i16::MIN)),
+        _mm256_set1_epi16(1),
+    )
+}
+
+/// Sum of `iterations` × 256 bytes from `p` into 32-bit lanes.
+///
+/// # Safety
+/// `p..p + 256 * iterations` must be readable; `iterations <= RUN / 256`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> __m256i {
+    let mut acc = [_mm256_setzero_si256(); 4];
+    for i in 0..iterations {
+        for (k, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: both loads lie inside iteration `i`'s 256 bytes, which the caller
+            // guarantees are readable; `loadu` has no alignment requirement.
+            let (a, b) = unsafe {
+                let at = p.add(256 * i + 32 * k);
+                (
+                    _mm256_loadu_si256(at.cast()),
+                    _mm256_loadu_si256(at.add(128).cast()),
+                )
+            };
+            *acc = _mm256_add_epi32(*acc, _mm256_add_epi32(pairs_avx2(a), pairs_avx2(b)));
+        }
+    }
+    _mm256_add_epi32(
+        _mm256_add_epi32(acc[0], acc[1]),
+        _mm256_add_epi32(acc[2], acc[3]),
+    )
+}
+
+/// The eight signed 32-bit lanes of `acc` added as 64-bit integers.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn widen_avx2(acc: __m256i) -> i64 {
+    let wide = _mm256_add_epi64(
+        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc)),
+        _mm256_cvtepi32_epi64(_mm256_extracti128_si256::<1>(acc)),
+    );
+    let pair = _mm_add_epi64(
+        _mm256_castsi256_si128(wide),
+        _mm256_extracti128_si256::<1>(wide),
+    );
+    _mm_cvtsi128_si64(pair).wrapping_add(_mm_extract_epi64::<1>(pair))
+}
+
+#[target_feature(enable = "avx2")]
+fn sum_avx2_impl(data: &[u8]) -> u64 {
+    if data.len() < 32 {
+        return portable::sum_le(data);
+    }
+    // The vectors cover the even part; an odd last byte is the low byte of its word.
+    let even = data.len() & !1;
+    let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
+    let p = data.as_ptr();
+    let mut signed = 0i64;
+    let mut at = 0;
+    while even - at > RUN {
+        // SAFETY: `at + RUN <= even <= data.len()`.
+        signed += widen_avx2(unsafe { blocks_avx2(p.add(at), RUN / 256) });
+        at += RUN;
+    }
+    let iterations = (even - at) / 256;
+    // SAFETY: `at + 256 * iterations <= even`; `iterations <= RUN / 256`.
+    let mut acc = unsafe { blocks_avx2(p.add(at), iterations) };
+    at += 256 * iterations;
+    if even - at >= 128 {
+        // SAFETY: `at + 128 <= even`.
+        let v = |k: usize| unsafe { _mm256_loadu_si256(p.add(at + 32 * k).cast()) };
+        let half = _mm256_add_epi32(
+            _mm256_add_epi32(pairs_avx2(v(0)), pairs_avx2(v(1))),
+            _mm256_add_epi32(pairs_avx2(v(2)), pairs_avx2(v(3))),
+        );
+        acc = _mm256_add_epi32(acc, half);
+        at += 128;
+    }
+    while even - at >= 32 {
+        // SAFETY: `at + 32 <= even`.
+        let v = unsafe { _mm256_loadu_si256(p.add(at).cast()) };
+        acc = _mm256_add_epi32(acc, pairs_avx2(v));
+        at += 32;
+    }
+    let rest = even - at;
+    if rest > 0 {
+        // SAFETY: `even >= 32`, so the last 32 bytes of the even part are readable;
+        // `rest < 32`, so the mask's 32 bytes at `rest` are inside `TAIL_MASK`. `even -
+        // 32` is even, so the lanes hold whole words; the mask keeps the `rest` bytes
+        // not summed yet.
+        let (v, mask) = unsafe {
+            (
+                _mm256_loadu_si256(p.add(even - 32).cast()),
+                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
+            )
+        };
+        acc = _mm256_add_epi32(acc, pairs_avx2(_mm256_and_si256(v, mask)));
+    }
+    signed += widen_avx2(acc);
+    unbias(signed, even.div_ceil(32), 16, last_byte)
+}
+
+/// # Safety
+/// The CPU must support SSE2 (every x86-64 CPU does).
+pub unsafe fn sum_sse2(data: &[u8]) -> u64 {
+    // SAFETY: the caller guarantees SSE2, the only requirement of `sum_sse2_impl`.
+    unsafe { sum_sse2_impl(data) }
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn pairs_sse2(v: __m128i) -> __m128i {
+    _mm_madd_epi16(
+        _mm_xor_si128(v, _mm_set1_epi16(i16::MIN)),
+        _mm_set1_epi16(1),
+    )
+}
+
+/// # Safety
+/// `p..p + 128 * iterations` must be readable; `iterations <= RUN / 128`.
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn blocks_sse2(p: *const u8, iterations: usize) -> __m128i {
+    let mut acc = [_mm_setzero_si128(); 4];
+    for i in 0..iterations {
+        for (k, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: both loads lie inside iteration `i`'s 128 bytes.
+            let (a, b) = unsafe {
+                let at = p.add(128 * i + 16 * k);
+                (
+                    _mm_loadu_si128(at.cast()),
+                    _mm_loadu_si128(at.add(64).cast()),
+                )
+            };
+            *acc = _mm_add_epi32(*acc, _mm_add_epi32(pairs_sse2(a), pairs_sse2(b)));
+        }
+    }
+    _mm_add_epi32(_mm_add_epi32(acc[0], acc[1]), _mm_add_epi32(acc[2], acc[3]))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn widen_sse2(acc: __m128i) -> i64 {
+    // Sign-extend the four lanes (SSE2 has no pmovsxdq): interleave with their signs.
+    let sign = _mm_srai_epi32::<31>(acc);
+    let wide = _mm_add_epi64(_mm_unpacklo_epi32(acc, sign), _mm_unpackhi_epi32(acc, sign));
+    _mm_cvtsi128_si64(wide).wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(wide, wide)))
+}
+
+#[target_feature(enable = "sse2")]
+fn sum_sse2_impl(data: &[u8]) -> u64 {
+    if data.len() < 16 {
+        return portable::sum_le(data);
+    }
+    let even = data.len() & !1;
+    let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
+    let p = data.as_ptr();
+    let mut signed = 0i64;
+    let mut at = 0;
+    while even - at > RUN {
+        // SAFETY: `at + RUN <= even <= data.len()`.
+        signed += widen_sse2(unsafe { blocks_sse2(p.add(at), RUN / 128) });
+        at += RUN;
+    }
+    let iterations = (even - at) / 128;
+    // SAFETY: `at + 128 * iterations <= even`; `iterations <= RUN / 128`.
+    let mut acc = unsafe { blocks_sse2(p.add(at), iterations) };
+    at += 128 * iterations;
+    while even - at >= 16 {
+        // SAFETY: `at + 16 <= even`.
+        let v = unsafe { _mm_loadu_si128(p.add(at).cast()) };
+        acc = _mm_add_epi32(acc, pairs_sse2(v));
+        at += 16;
+    }
+    let rest = even - at;
+    if rest > 0 {
+        // SAFETY: as in the AVX2 kernel, at half the width (`even >= 16`, `rest < 16`).
+        let (v, mask) = unsafe {
+            (
+                _mm_loadu_si128(p.add(even - 16).cast()),
+                _mm_loadu_si128(TAIL_MASK.as_ptr().add(16 + rest).cast()),
+            )
+        };
+        acc = _mm_add_epi32(acc, pairs_sse2(_mm_and_si128(v, mask)));
+    }
+    signed += widen_sse2(acc);
+    unbias(signed, even.div_ceil(16), 8, last_byte)
 }
 
 /// Adds 32-bit lanes with wrap-around and counts the wraps (an unsigned compare into a
