@@ -182,7 +182,9 @@ pub fn read_reduce(kernel: offlab_engine::checksum::Kernel, data: &[u8]) -> u64 
     {
         // SAFETY: each branch runs only when the CPU has the features it enables.
         match kernel {
-            Kernel::Avx512 if kernel.is_supported() => return unsafe { x86::read_avx512(data) },
+            Kernel::Avx512 | Kernel::Avx512Vnni if kernel.is_supported() => {
+                return unsafe { x86::read_avx512(data) }
+            }
             Kernel::Avx2 if kernel.is_supported() => return unsafe { x86::read_avx2(data) },
             Kernel::Sse2 if kernel.is_supported() => return unsafe { x86::read_sse2(data) },
             _ => {}
@@ -214,6 +216,17 @@ mod x86 {
                         };
                         *acc = $or(*acc, $or(a, b));
                     }
+                }
+                // The rest as the kernels read it: whole vectors, then the last vector
+                // overlapping the one before.
+                let rest = data.chunks_exact(8 * $width).remainder();
+                for v in rest.chunks_exact($width) {
+                    // SAFETY: `v` is one vector wide.
+                    acc[0] = $or(acc[0], unsafe { $load(v.as_ptr().cast()) });
+                }
+                if rest.len() % $width != 0 && data.len() >= $width {
+                    // SAFETY: the last `$width` bytes of `data`.
+                    acc[1] = $or(acc[1], unsafe { $load(data.as_ptr().add(data.len() - $width).cast()) });
                 }
                 let all = $or($or(acc[0], acc[1]), $or(acc[2], acc[3]));
                 let mut lanes = [0u64; $width / 8];

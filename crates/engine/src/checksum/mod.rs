@@ -28,6 +28,15 @@ pub fn sum(data: &[u8], initial: u32) -> u32 {
     dispatch::sum_supported(kernel(), data, initial)
 }
 
+/// The partial sum of each `piece`-byte chunk of `data` (`data.chunks(piece)`, the last
+/// chunk may be shorter), written to `sums` in order, each equal to `sum(chunk, 0)`;
+/// stops when either runs out. Faster than one `sum` per chunk for many chunks (GSO
+/// with software checksums: one chunk per segment).
+#[inline]
+pub fn sum_pieces(data: &[u8], piece: usize, sums: &mut [u32]) {
+    dispatch::sum_pieces_supported(kernel(), data, piece, sums)
+}
+
 /// The checksum field value for `data` alone: `finish(sum(data, 0))`.
 #[inline]
 pub fn of(data: &[u8]) -> u16 {

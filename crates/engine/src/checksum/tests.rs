@@ -235,3 +235,34 @@ fn every_kernel_is_listed_and_sse2_exists_on_x86_64() {
     #[cfg(target_arch = "x86_64")]
     assert!(names.contains(&"sse2"));
 }
+
+proptest::proptest! {
+    /// `sum_pieces` with every kernel equals one `sum` per chunk, for piece sizes odd
+    /// and even, short and long, and a final short chunk.
+    #[test]
+    fn sum_pieces_equals_one_sum_per_chunk(
+        len in 0usize..20_000,
+        piece in prop_oneof_piece(),
+        offset in 0usize..64,
+        seed in proptest::num::u32::ANY,
+    ) {
+        let data = pattern(len + offset, seed);
+        let data = &data[offset..];
+        let expected: Vec<u32> = data.chunks(piece).map(|c| u32::from(reference(c))).collect();
+        for kernel in Kernel::available() {
+            let mut sums = vec![0xdead_beef; expected.len() + 1];
+            dispatch::sum_pieces_supported(kernel, data, piece, &mut sums);
+            let folded: Vec<u32> = sums[..expected.len()].iter().map(|&s| u32::from(fold(s))).collect();
+            proptest::prop_assert_eq!(&folded, &expected, "kernel {}", kernel.name());
+            proptest::prop_assert_eq!(sums[expected.len()], 0xdead_beef);
+            let one_by_one: Vec<u32> = data.chunks(piece).map(|c| sum_with(kernel, c, 0)).collect();
+            proptest::prop_assert_eq!(&sums[..expected.len()], &one_by_one[..]);
+        }
+    }
+}
+
+fn prop_oneof_piece() -> impl proptest::strategy::Strategy<Value = usize> {
+    use proptest::strategy::Strategy;
+    proptest::prop_oneof![1usize..200, 200usize..3000, proptest::strategy::Just(1448usize)]
+        .prop_map(|p| p.max(1))
+}

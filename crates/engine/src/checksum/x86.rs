@@ -14,8 +14,7 @@
 //! 256 KiB, before any lane could overflow). The last partial vector is loaded
 //! overlapping the one before it and masked, so no scalar loop runs on the tail.
 //!
-//! The AVX-512 kernel adds 32-bit lanes with wrap-around and counts the wraps: a carry
-//! out of a 32-bit lane is worth 2^32, which is 1 modulo 0xffff.
+//! The AVX-512 kernels are the same design at 64 bytes a vector (see `sum_avx512`).
 
 use core::arch::x86_64::*;
 
@@ -106,6 +105,7 @@ fn widen_avx2(acc: __m256i) -> i64 {
     _mm_cvtsi128_si64(pair).wrapping_add(_mm_extract_epi64::<1>(pair))
 }
 
+#[inline]
 #[target_feature(enable = "avx2")]
 fn sum_avx2_impl(data: &[u8]) -> u64 {
     if data.len() < 32 {
@@ -247,94 +247,206 @@ fn sum_sse2_impl(data: &[u8]) -> u64 {
     unbias(signed, even.div_ceil(16), 8, last_byte)
 }
 
-/// Adds 32-bit lanes with wrap-around and counts the wraps (an unsigned compare into a
-/// mask, then a masked increment): three operations per 64 bytes. The last partial
-/// vector is read with a masked load, so no scalar tail is needed.
+/// AVX-512: the same biased pairs at 64 bytes a vector, with eight accumulators
+/// (512 B per iteration): with AVX-512 VNNI one `vpdpwssd` multiplies, adds the pairs
+/// and accumulates (two operations per vector with the xor, and a 5-cycle chain per
+/// accumulator, hence eight of them); without it `vpmaddwd` + `vpaddd`. The last
+/// partial vector is a masked byte load (masked-off bytes read as zero, which is also
+/// the padding of an odd last byte), so no scalar tail runs.
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512BW.
 pub unsafe fn sum_avx512(data: &[u8]) -> u64 {
-    // SAFETY: the caller guarantees AVX-512F/BW, the only requirement of
-    // `sum_avx512_impl`.
-    unsafe { sum_avx512_impl(data) }
+    // SAFETY: the caller guarantees AVX-512F/BW, the only requirement.
+    unsafe { sum_avx512_madd(data) }
 }
 
-/// A 16 × u32 running sum and the number of times each lane wrapped.
-#[derive(Clone, Copy)]
-struct Lanes {
-    sum: __m512i,
-    carries: __m512i,
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW and AVX-512 VNNI.
+pub unsafe fn sum_avx512_vnni(data: &[u8]) -> u64 {
+    // SAFETY: the caller guarantees AVX-512F/BW/VNNI, the only requirement.
+    unsafe { sum_avx512_dpwssd(data) }
+}
+
+use super::dispatch::{pieces, AVX512_MIN_LEN, SIMD_MIN_LEN};
+
+/// `dispatch::sum_pieces_supported` for the AVX2 kernel (same size thresholds as
+/// `dispatch::sum_le`).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn pieces_avx2(data: &[u8], piece: usize, sums: &mut [u32]) {
+    pieces(data, piece, sums, |chunk| {
+        if chunk.len() < SIMD_MIN_LEN {
+            portable::sum_le(chunk)
+        } else {
+            sum_avx2_impl(chunk)
+        }
+    })
+}
+
+macro_rules! avx512_pieces {
+    ($name:ident, $features:literal, $kernel:ident) => {
+        /// `dispatch::sum_pieces_supported` for an AVX-512 kernel (same size thresholds
+        /// as `dispatch::sum_le`).
+        ///
+        /// # Safety
+        /// The CPU must support the features enabled here.
+        #[target_feature(enable = $features)]
+        pub unsafe fn $name(data: &[u8], piece: usize, sums: &mut [u32]) {
+            pieces(data, piece, sums, |chunk| {
+                if chunk.len() >= AVX512_MIN_LEN {
+                    $kernel(chunk)
+                } else if chunk.len() >= SIMD_MIN_LEN {
+                    sum_avx2_impl(chunk)
+                } else {
+                    portable::sum_le(chunk)
+                }
+            })
+        }
+    };
+}
+
+avx512_pieces!(pieces_avx512, "avx512f,avx512bw,avx2", sum_avx512_madd);
+avx512_pieces!(pieces_avx512_vnni, "avx512f,avx512bw,avx512vnni,avx2", sum_avx512_dpwssd);
+
+/// Iterations of 512 B before the 32-bit lanes are widened: each adds at most 65536
+/// in magnitude to a lane of each of eight accumulators, whose sum stays within 2^29.
+const RUN_ITERATIONS_512: usize = 1024;
+
+/// Bytes `0..n` of a 64-byte vector (`n <= 64`).
+#[inline]
+fn low_bytes(n: usize) -> __mmask64 {
+    if n >= 64 {
+        !0
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+macro_rules! avx512_kernel {
+    ($name:ident, $features:literal, $step:ident) => {
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn $name(data: &[u8]) -> u64 {
+            // Every load is 64-byte aligned (an unaligned one splits across two cache
+            // lines, costing two loads): the vectors start at `base`, the data's address
+            // rounded down, and the first and last are masked loads that read only the
+            // data's bytes. Starting `head` bytes early pairs the bytes into words the
+            // other way round when `head` is odd: that sum is the wanted one with its
+            // bytes swapped (RFC 1071 section 2(B)), swapped back at the end.
+            let head = data.as_ptr() as usize & 63;
+            let base = data.as_ptr().wrapping_sub(head);
+            let total = head + data.len();
+            let zero = _mm512_setzero_si512();
+            let mut acc = [zero; 8];
+            let mut signed = 0i64;
+            let mut at = 0;
+            if head != 0 {
+                let end = total.min(64);
+                // SAFETY: the mask selects the bytes `head..end` from `base`, which are
+                // `data[..end - head]`; masked-off bytes are not accessed.
+                let v = unsafe {
+                    _mm512_maskz_loadu_epi8(low_bytes(end) & !low_bytes(head), base.cast())
+                };
+                acc[7] = $step(acc[7], v);
+                at = end;
+            }
+            let mut run_left = RUN_ITERATIONS_512;
+            while total - at >= 512 {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    // SAFETY: `head <= at` and `at + 512 <= total`, so the 64 bytes are
+                    // inside `data`.
+                    let v = unsafe { _mm512_loadu_si512(base.add(at + 64 * k).cast()) };
+                    *acc = $step(*acc, v);
+                }
+                at += 512;
+                run_left -= 1;
+                if run_left == 0 {
+                    signed += widen_avx512(&acc);
+                    acc = [zero; 8];
+                    run_left = RUN_ITERATIONS_512;
+                }
+            }
+            // Up to 7 whole vectors and a partial one, each into an accumulator of its
+            // own so none waits on another.
+            let mut load = |k: usize, at: usize| {
+                // SAFETY: callers below keep `head <= at` and `at + 64 <= total`.
+                let v = unsafe { _mm512_loadu_si512(base.add(at).cast()) };
+                acc[k] = $step(acc[k], v);
+            };
+            if total - at >= 256 {
+                (0..4).for_each(|k| load(k, at + 64 * k));
+                at += 256;
+            }
+            if total - at >= 128 {
+                load(4, at);
+                load(5, at + 64);
+                at += 128;
+            }
+            if total - at >= 64 {
+                load(6, at);
+                at += 64;
+            }
+            let rest = total - at;
+            if rest > 0 {
+                // SAFETY: the mask selects exactly the `rest` (< 64) bytes from `at`, the
+                // end of `data`; masked-off bytes are not accessed.
+                let v = unsafe { _mm512_maskz_loadu_epi8(low_bytes(rest), base.add(at).cast()) };
+                acc[7] = $step(acc[7], v);
+            }
+            signed += widen_avx512(&acc);
+            let le = unbias(signed, total.div_ceil(64), 32, 0);
+            if head % 2 == 1 {
+                u64::from(super::fold64(le).swap_bytes())
+            } else {
+                le
+            }
+        }
+    };
 }
 
 #[inline]
-#[target_feature(enable = "avx512f")]
-fn add_lanes(lanes: Lanes, v: __m512i) -> Lanes {
-    let sum = _mm512_add_epi32(lanes.sum, v);
-    let wrapped = _mm512_cmplt_epu32_mask(sum, v);
-    let carries =
-        _mm512_mask_add_epi32(lanes.carries, wrapped, lanes.carries, _mm512_set1_epi32(1));
-    Lanes { sum, carries }
+#[target_feature(enable = "avx512f,avx512bw")]
+fn step_madd(acc: __m512i, v: __m512i) -> __m512i {
+    let pairs = _mm512_madd_epi16(
+        _mm512_xor_si512(v, _mm512_set1_epi16(i16::MIN)),
+        _mm512_set1_epi16(1),
+    );
+    _mm512_add_epi32(acc, pairs)
 }
 
 #[inline]
-#[target_feature(enable = "avx512f")]
-fn merge_lanes(a: Lanes, b: Lanes) -> Lanes {
-    let carries = _mm512_add_epi32(a.carries, b.carries);
-    add_lanes(
-        Lanes {
-            sum: a.sum,
-            carries,
-        },
-        b.sum,
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn step_dpwssd(acc: __m512i, v: __m512i) -> __m512i {
+    _mm512_dpwssd_epi32(
+        acc,
+        _mm512_xor_si512(v, _mm512_set1_epi16(i16::MIN)),
+        _mm512_set1_epi16(1),
     )
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
-fn sum_avx512_impl(data: &[u8]) -> u64 {
-    let zero = _mm512_setzero_si512();
-    let mut lanes = [Lanes {
-        sum: zero,
-        carries: zero,
-    }; 4];
-    let mut blocks = data.chunks_exact(256);
-    for block in &mut blocks {
-        for (i, lanes) in lanes.iter_mut().enumerate() {
-            // SAFETY: `block` is 256 bytes, so bytes 64*i..64*i+64 (i < 4) are inside
-            // it; `loadu` has no alignment requirement.
-            let v = unsafe { _mm512_loadu_si512(block.as_ptr().add(64 * i).cast()) };
-            *lanes = add_lanes(*lanes, v);
-        }
-    }
-    let mut vectors = blocks.remainder().chunks_exact(64);
-    for (i, v) in (&mut vectors).enumerate() {
-        // SAFETY: `v` is exactly 64 bytes; `loadu` has no alignment requirement.
-        let v = unsafe { _mm512_loadu_si512(v.as_ptr().cast()) };
-        lanes[i] = add_lanes(lanes[i], v);
-    }
-    let tail = vectors.remainder();
-    if !tail.is_empty() {
-        let mask: __mmask64 = (1u64 << tail.len()) - 1;
-        // SAFETY: the mask selects exactly `tail.len()` (< 64) bytes starting at
-        // `tail.as_ptr()`, all inside `tail`; masked-off bytes are not accessed and read
-        // as zero, which is the padding an odd last byte needs.
-        let v = unsafe { _mm512_maskz_loadu_epi8(mask, tail.as_ptr().cast()) };
-        lanes[3] = add_lanes(lanes[3], v);
-    }
-    let merged = merge_lanes(
-        merge_lanes(lanes[0], lanes[1]),
-        merge_lanes(lanes[2], lanes[3]),
-    );
-    // Widen the u32 sums and carry counts to u64 lanes and add them all up.
-    let low_mask = _mm512_set1_epi64(0xffff_ffff);
-    let widened = _mm512_add_epi64(
-        _mm512_add_epi64(
-            _mm512_and_si512(merged.sum, low_mask),
-            _mm512_srli_epi64::<32>(merged.sum),
+avx512_kernel!(sum_avx512_madd, "avx512f,avx512bw", step_madd);
+avx512_kernel!(sum_avx512_dpwssd, "avx512f,avx512bw,avx512vnni", step_dpwssd);
+
+/// The eight accumulators' signed 32-bit lanes added as 64-bit integers.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn widen_avx512(acc: &[__m512i; 8]) -> i64 {
+    let sum = _mm512_add_epi32(
+        _mm512_add_epi32(
+            _mm512_add_epi32(acc[0], acc[1]),
+            _mm512_add_epi32(acc[2], acc[3]),
         ),
-        _mm512_add_epi64(
-            _mm512_and_si512(merged.carries, low_mask),
-            _mm512_srli_epi64::<32>(merged.carries),
+        _mm512_add_epi32(
+            _mm512_add_epi32(acc[4], acc[5]),
+            _mm512_add_epi32(acc[6], acc[7]),
         ),
     );
-    _mm512_reduce_add_epi64(widened) as u64
+    let wide = _mm512_add_epi64(
+        _mm512_cvtepi32_epi64(_mm512_castsi512_si256(sum)),
+        _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(sum)),
+    );
+    _mm512_reduce_add_epi64(wide)
 }

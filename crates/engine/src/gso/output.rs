@@ -57,6 +57,8 @@ pub struct GsoOutput {
     headers: Vec<u8>,
     entries: Vec<Entry>,
     partial_checksum: Option<PartialChecksum>,
+    /// Scratch: each segment's payload sum (software checksums), kept for its capacity.
+    payload_sums: Vec<u32>,
 }
 
 impl GsoOutput {
@@ -120,6 +122,21 @@ impl GsoOutput {
     pub(super) fn reserve(&mut self, segments: usize, header_len: usize) {
         self.headers.reserve(segments.saturating_mul(header_len));
         self.entries.reserve(segments);
+    }
+
+    /// The partial sum of each `size`-byte piece of `payload` (one per segment), in a
+    /// buffer reused across calls. Taken out of `self` so the caller can push segments
+    /// while reading it; give it back with `put_payload_sums`.
+    pub(super) fn payload_sums(&mut self, payload: &[u8], size: usize, count: usize) -> Vec<u32> {
+        let mut sums = core::mem::take(&mut self.payload_sums);
+        sums.clear();
+        sums.resize(count, 0);
+        crate::checksum::sum_pieces(payload, size, &mut sums);
+        sums
+    }
+
+    pub(super) fn put_payload_sums(&mut self, sums: Vec<u32>) {
+        self.payload_sums = sums;
     }
 
     pub(super) fn set_partial_checksum(&mut self, partial: Option<PartialChecksum>) {

@@ -81,6 +81,12 @@ pub(super) fn segment(
         }));
     }
     out.reserve(count, plan.headers_len);
+    // Software checksums: every segment's payload summed in one pass first.
+    let sums = if full {
+        out.payload_sums(&frame[payload.clone()], mss, count)
+    } else {
+        Vec::new()
+    };
     let segmenter = Segmenter {
         frame,
         plan,
@@ -94,11 +100,21 @@ pub(super) fn segment(
     // compiler hoist everything that depends only on the length.
     let last = count - 1;
     for index in 0..last {
-        segmenter.emit(out, index, payload.start + index * mss, mss);
+            segmenter.emit(out, index, payload.start + index * mss, mss, sum_of(&sums, index));
     }
     let last_start = payload.start + last * mss;
-    segmenter.emit(out, last, last_start, payload.end - last_start);
+    let last_sum = sum_of(&sums, last);
+    segmenter.emit(out, last, last_start, payload.end - last_start, last_sum);
+    if full {
+        out.put_payload_sums(sums);
+    }
     Ok(())
+}
+
+/// Segment `index`'s payload sum (0 when the checksum is left partial).
+#[inline(always)]
+fn sum_of(sums: &[u32], index: usize) -> u32 {
+    sums.get(index).copied().unwrap_or(0)
 }
 
 /// Everything one segment of a call needs.
@@ -113,16 +129,12 @@ struct Segmenter<'a> {
 }
 
 impl Segmenter<'_> {
-    /// Appends segment `index`, whose payload is `len` bytes of the frame from `start`.
+    /// Appends segment `index`, whose payload is `len` bytes of the frame from `start`
+    /// and sums to `payload_sum` (used with software checksums only).
     #[inline(always)]
-    fn emit(&self, out: &mut GsoOutput, index: usize, start: usize, len: usize) {
+    fn emit(&self, out: &mut GsoOutput, index: usize, start: usize, len: usize, payload_sum: u32) {
         let (plan, tcp) = (self.plan, &self.tcp);
         let payload = start..start + len;
-        let payload_sum = if self.full {
-            checksum::sum(&self.frame[payload.clone()], 0)
-        } else {
-            0
-        };
         let wire_len = plan.headers_len + len;
         let header = out.push(&self.frame[..plan.headers_len], payload);
 
