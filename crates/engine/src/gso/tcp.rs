@@ -4,13 +4,14 @@
 use crate::checksum;
 
 use super::be;
+use super::fast::FastTcp;
 use super::output::{GsoOutput, PartialChecksum};
 use super::plan::Plan;
 use super::tunnel::Tail;
 use super::{segment_count, GsoError, GsoParams, L4Checksum};
 
 /// TCP field offsets from the start of the TCP header.
-mod field {
+pub(super) mod field {
     pub const SEQ: usize = 4;
     /// Data offset, reserved bits and the flags.
     pub const FLAGS_WORD: usize = 12;
@@ -22,12 +23,13 @@ const PSH: u16 = 0x08;
 const CWR: u16 = 0x80;
 
 /// What the TCP header of the super-packet contributes to every segment.
-struct TcpFields {
-    offset: usize,
-    base_seq: u32,
-    flags_word: u16,
+#[derive(Clone, Copy)]
+pub(super) struct TcpFields {
+    pub offset: usize,
+    pub base_seq: u32,
+    pub flags_word: u16,
     /// Sum of the header with sequence number, flags word and checksum zeroed.
-    constant_sum: u32,
+    pub constant_sum: u32,
 }
 
 impl TcpFields {
@@ -51,7 +53,7 @@ impl TcpFields {
     /// rest so the sender's window reduction is signalled once), FIN and PSH only on the
     /// last.
     #[inline]
-    fn flags(&self, index: usize, count: usize) -> u16 {
+    pub fn flags(&self, index: usize, count: usize) -> u16 {
         let mut word = self.flags_word;
         if index != 0 {
             word &= !CWR;
@@ -87,10 +89,21 @@ pub(super) fn segment(
     } else {
         Vec::new()
     };
+    let tcp = TcpFields::new(frame, plan);
+    if fast_path_enabled() {
+        let fixed_id = params.fixed_ip_id;
+        if let Some(fast) = FastTcp::new(frame, plan, tcp, mss, count, full, fixed_id) {
+            fast.run(out, payload.start, payload.end, &sums);
+            if full {
+                out.put_payload_sums(sums);
+            }
+            return Ok(());
+        }
+    }
     let segmenter = Segmenter {
         frame,
         plan,
-        tcp: TcpFields::new(frame, plan),
+        tcp,
         mss,
         count,
         full,
@@ -109,6 +122,33 @@ pub(super) fn segment(
         out.put_payload_sums(sums);
     }
     Ok(())
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Whether `segment` may take `FastTcp` (tests turn it off to run the general path
+    /// on the same input and compare).
+    static FAST_PATH: core::cell::Cell<bool> = const { core::cell::Cell::new(true) };
+}
+
+#[cfg(test)]
+fn fast_path_enabled() -> bool {
+    FAST_PATH.with(|f| f.get())
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn fast_path_enabled() -> bool {
+    true
+}
+
+/// Runs `f` with the fast path off on this thread (tests only).
+#[cfg(test)]
+pub(super) fn without_fast_path<R>(f: impl FnOnce() -> R) -> R {
+    FAST_PATH.with(|c| c.set(false));
+    let result = f();
+    FAST_PATH.with(|c| c.set(true));
+    result
 }
 
 /// Segment `index`'s payload sum (0 when the checksum is left partial).
