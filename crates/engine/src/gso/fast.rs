@@ -191,9 +191,32 @@ impl<'a> FastTcp<'a> {
         }
     }
 
-    /// `run` for one shape: `INNER_V4`, `OUTER` and `FULL` must match `self`.
+    /// `run` for one shape: `INNER_V4`, `OUTER` and `FULL` must match `self`. With AVX2
+    /// the same loop is compiled for it, where a header copy is half as many moves.
     #[inline(never)]
     fn run_shape<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        args: (&mut GsoOutput, usize, usize, &[u32]),
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, the only requirement of `run_shape_avx2`.
+            return unsafe { self.run_shape_avx2::<INNER_V4, OUTER, FULL>(args) };
+        }
+        self.run_shape_body::<INNER_V4, OUTER, FULL>(args)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_shape_avx2<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        args: (&mut GsoOutput, usize, usize, &[u32]),
+    ) {
+        self.run_shape_body::<INNER_V4, OUTER, FULL>(args)
+    }
+
+    #[inline(always)]
+    fn run_shape_body<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
         &self,
         (out, payload_start, payload_end, sums): (&mut GsoOutput, usize, usize, &[u32]),
     ) {
