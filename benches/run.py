@@ -211,7 +211,8 @@ def kernel_rows(groups: dict) -> list[list[str]]:
         forced = workload != f"csum_{size}"
         rows.append([f"{size} B", engine.lines[0]["kernel"] + ("" if forced else " (dispatched)"),
                      f"{fmt(engine.median(), 1)}", ratio, fmt(engine.median("read_gbps"), 1),
-                     f"{100 * engine.median('bw_fraction'):.0f} %"])
+                     fmt(engine.median("bw_fraction") and 100 * engine.median("bw_fraction"), 0)
+                     + " %"])
     return rows
 
 
