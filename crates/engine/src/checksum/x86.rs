@@ -372,6 +372,8 @@ macro_rules! avx512_kernel {
             // other way round when `head` is odd: that sum is the wanted one with its
             // bytes swapped (RFC 1071 section 2(B)), swapped back at the end.
             let head = data.as_ptr() as usize & 63;
+            // `base` may lie before `data`'s allocation, so addresses from it are formed
+            // with wrapping arithmetic; every load from them reads only `data`'s bytes.
             let base = data.as_ptr().wrapping_sub(head);
             let total = head + data.len();
             let zero = _mm512_setzero_si512();
@@ -393,7 +395,7 @@ macro_rules! avx512_kernel {
                 for (k, acc) in acc.iter_mut().enumerate() {
                     // SAFETY: `head <= at` and `at + 512 <= total`, so the 64 bytes are
                     // inside `data`.
-                    let v = unsafe { _mm512_loadu_si512(base.add(at + 64 * k).cast()) };
+                    let v = unsafe { _mm512_loadu_si512(base.wrapping_add(at + 64 * k).cast()) };
                     *acc = $step(*acc, v);
                 }
                 at += 512;
@@ -408,7 +410,7 @@ macro_rules! avx512_kernel {
             // own so none waits on another.
             let mut load = |k: usize, at: usize| {
                 // SAFETY: callers below keep `head <= at` and `at + 64 <= total`.
-                let v = unsafe { _mm512_loadu_si512(base.add(at).cast()) };
+                let v = unsafe { _mm512_loadu_si512(base.wrapping_add(at).cast()) };
                 acc[k] = $step(acc[k], v);
             };
             if total - at >= 256 {
@@ -428,7 +430,7 @@ macro_rules! avx512_kernel {
             if rest > 0 {
                 // SAFETY: the mask selects exactly the `rest` (< 64) bytes from `at`, the
                 // end of `data`; masked-off bytes are not accessed.
-                let v = unsafe { _mm512_maskz_loadu_epi8(low_bytes(rest), base.add(at).cast()) };
+                let v = unsafe { _mm512_maskz_loadu_epi8(low_bytes(rest), base.wrapping_add(at).cast()) };
                 acc[7] = $step(acc[7], v);
             }
             signed += widen_avx512(&acc);
