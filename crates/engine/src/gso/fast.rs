@@ -79,6 +79,44 @@ impl Ip {
     }
 }
 
+impl Ip {
+    /// IPv4: the header's constant sum plus the total length of a segment whose bytes end
+    /// `wire_len` bytes after the frame start (what `patch` adds the ID to).
+    fn length_sum(self, wire_len: usize) -> u32 {
+        if self.v4 {
+            self.constant_sum + u32::from((wire_len - self.at) as u16)
+        } else {
+            0
+        }
+    }
+
+    /// IPv4: writes the ID `base + id_step` and the header checksum over `length_sum`
+    /// and that ID, exactly as `patch` does for the same length.
+    ///
+    /// # Safety
+    /// As for `patch`.
+    #[inline(always)]
+    unsafe fn patch_id(self, h: *mut u8, length_sum: u32, id_step: u16) {
+        let id = self.base_id.wrapping_add(id_step);
+        // SAFETY: the caller's (`new` checked the header lies inside the template).
+        unsafe {
+            put16(h, self.at + v4::IDENT, id);
+            put16(h, self.at + v4::CHECKSUM, !fold32(length_sum + u32::from(id)));
+        }
+    }
+}
+
+/// What the middle segments (all but the first and the last) share.
+struct Middle {
+    inner_sum: u32,
+    outer_sum: u32,
+    pseudo: u32,
+    flags: u16,
+}
+
+/// Longest header the middle-segment template takes (on the stack).
+const MIDDLE_MAX_LEN: usize = 256;
+
 /// Folds a sum below 2^32 to 16 bits (two end-around-carry steps suffice).
 #[inline(always)]
 fn fold32(sum: u32) -> u16 {
@@ -225,15 +263,76 @@ impl<'a> FastTcp<'a> {
         let headers = out.spare_headers(count * hlen);
         let last = count - 1;
         let sum = |index: usize| if FULL { sums.get(index).copied().unwrap_or(0) } else { 0 };
-        for (index, header) in headers.chunks_exact_mut(hlen).take(last).enumerate() {
-            self.write::<INNER_V4, OUTER, FULL>(header, index, self.mss, sum(index));
+        let mut chunks = headers.chunks_exact_mut(hlen);
+        let outer_checksum = self.outer.is_some_and(|o| o.checksum_seed.is_some());
+        if last >= 2 && hlen <= MIDDLE_MAX_LEN && !outer_checksum {
+            // Segments 1..last share every length, their flags and (partial) TCP
+            // checksum, and the outer UDP header: segment 1 is written in full once, as a
+            // template; each middle segment is a copy of it with its own sequence number,
+            // IPv4 IDs and their header checksums (and TCP checksum, in software).
+            let mut middle = [MaybeUninit::<u8>::uninit(); MIDDLE_MAX_LEN];
+            let middle = &mut middle[..hlen];
+            self.write::<INNER_V4, OUTER, FULL>(middle, 1, self.mss, sum(1));
+            // SAFETY: `write` initialised all `hlen` bytes.
+            let middle = unsafe { &*(middle as *const [MaybeUninit<u8>] as *const [u8]) };
+            if let Some(header) = chunks.next() {
+                self.write::<INNER_V4, OUTER, FULL>(header, 0, self.mss, sum(0));
+            }
+            let wire_len = hlen + self.mss;
+            let middle_fields = Middle {
+                inner_sum: self.inner.length_sum(wire_len),
+                outer_sum: self.outer.map_or(0, |o| o.ip.length_sum(wire_len)),
+                pseudo: self.pseudo_seed + (wire_len - self.tcp.offset) as u32,
+                flags: self.tcp.flags(1, count),
+            };
+            for (index, header) in chunks.by_ref().take(last - 1).enumerate() {
+                let index = index + 1;
+                copy_header(header, middle);
+                self.patch_middle::<INNER_V4, OUTER, FULL>(header, index, &middle_fields, sum(index));
+            }
+        } else {
+            for (index, header) in chunks.by_ref().take(last).enumerate() {
+                self.write::<INNER_V4, OUTER, FULL>(header, index, self.mss, sum(index));
+            }
         }
         let last_len = payload_end - (payload_start + last * self.mss);
-        if let Some(header) = headers.chunks_exact_mut(hlen).nth(last) {
+        if let Some(header) = chunks.next() {
             self.write::<INNER_V4, OUTER, FULL>(header, last, last_len, sum(last));
         }
         // SAFETY: every one of the `count` chunks of `hlen` bytes was written above.
         unsafe { out.commit_headers(count, hlen, payload_start, payload_end, self.mss) };
+    }
+
+    /// Patches a copy of the middle template into segment `index` (0 < index < last).
+    #[inline(always)]
+    fn patch_middle<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        header: &mut [MaybeUninit<u8>],
+        index: usize,
+        m: &Middle,
+        sum: u32,
+    ) {
+        let h = header.as_mut_ptr().cast::<u8>();
+        let tcp = &self.tcp;
+        let t = tcp.offset;
+        let seq = tcp.base_seq.wrapping_add((index * self.mss) as u32);
+        // SAFETY: `header` is `hlen` initialised bytes (a copy of the middle template);
+        // `new` checked every offset written here lies inside `hlen`.
+        unsafe {
+            put32(h, t + field::SEQ, seq);
+            if FULL {
+                let header_sum = tcp.constant_sum + (seq >> 16) + (seq & 0xffff) + u32::from(m.flags);
+                put16(h, t + field::CHECKSUM, checksum::finish(header_sum + m.pseudo + sum));
+            }
+            if INNER_V4 {
+                self.inner.patch_id(h, m.inner_sum, index as u16 * self.id_step);
+            }
+            if OUTER == OUTER_V4 {
+                if let Some(outer) = self.outer {
+                    outer.ip.patch_id(h, m.outer_sum, index as u16);
+                }
+            }
+        }
     }
 
     /// Writes the header of segment `index` with `len` payload bytes summing to `sum`.
