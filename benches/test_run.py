@@ -30,6 +30,18 @@ class PairingTest(unittest.TestCase):
         self.assertEqual(run.without_reprime(dpdk, engine), "2.67×")
 
 
+class KernelRowsTest(unittest.TestCase):
+    def test_each_kernel_row_has_its_ratio_and_bandwidth_fraction(self):
+        def csum(workload, value, pair, kernel):
+            return {**line("engine", workload, value, pair), "kernel": kernel,
+                    "read_gbps": 2 * value, "bw_fraction": 0.5}
+        lines = [line("dpdk", "csum_1500", 100.0, 0), csum("csum_1500", 300.0, 0, "avx2"),
+                 csum("csum_1500_sse2", 150.0, 0, "sse2")]
+        rows = run.kernel_rows(run.group(lines))
+        self.assertEqual(rows[0], ["1500 B", "avx2 (dispatched)", "300.0", "3.00×", "600.0", "50 %"])
+        self.assertEqual(rows[1][1:4], ["sse2", "150.0", "1.50×"])
+
+
 class VerdictTest(unittest.TestCase):
     goal = run.Goal("W1", 1.5)
 

@@ -138,6 +138,12 @@ pub struct Row<'a> {
 
 impl Row<'_> {
     pub fn print(&self, m: &Measured) {
+        self.print_with(m, "");
+    }
+
+    /// `print` with `extra` (`"key":value,` pairs, each ending in a comma) after the
+    /// standard fields' `depth`.
+    pub fn print_with(&self, m: &Measured, extra: &str) {
         let opt = |v: Option<f64>, digits: usize| match v {
             Some(v) => format!("{v:.digits$}"),
             None => "null".to_string(),
@@ -148,17 +154,90 @@ impl Row<'_> {
         };
         println!(
             "{{\"side\":\"engine\",\"workload\":\"{}\",\"unit\":\"{}\",\"value\":{:.4},\"mean\":{:.4},\
-             \"depth\":{},{}\"rounds\":{},\"elapsed_s\":{:.4},\"digest\":\"{:016x}\",\"heap_allocs\":{}}}",
+             \"depth\":{},{}{}\"rounds\":{},\"elapsed_s\":{:.4},\"digest\":\"{:016x}\",\"heap_allocs\":{}}}",
             self.workload,
             self.unit,
             m.best_rate * self.ops_per_round,
             m.rounds as f64 / m.elapsed * self.ops_per_round,
             opt(self.depth, 3),
             reprime,
+            extra,
             m.rounds,
             m.elapsed,
             self.digest,
             m.allocations
         );
     }
+}
+
+/// The core's own read bandwidth over `data`, at the vector width of `kernel`: the
+/// same loads as the summing kernel (unaligned, four independent accumulators, the
+/// same bytes per iteration), each OR-ed into an accumulator instead of summed, one
+/// cheap operation per load. Returns the reduced value so the loads cannot be dropped.
+/// Whatever a checksum kernel does beyond this loop is its arithmetic; at 1500 B the
+/// buffer is in L1, at 64 KiB in L2.
+pub fn read_reduce(kernel: offlab_engine::checksum::Kernel, data: &[u8]) -> u64 {
+    use offlab_engine::checksum::Kernel;
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: each branch runs only when the CPU has the features it enables.
+        match kernel {
+            Kernel::Avx512 | Kernel::Avx512Vnni if kernel.is_supported() => {
+                return unsafe { x86::read_avx512(data) }
+            }
+            Kernel::Avx2 if kernel.is_supported() => return unsafe { x86::read_avx2(data) },
+            Kernel::Sse2 if kernel.is_supported() => return unsafe { x86::read_sse2(data) },
+            _ => {}
+        }
+    }
+    let mut acc = [0u64; 2];
+    for block in data.chunks_exact(16) {
+        acc[0] |= u64::from_le_bytes(block[..8].try_into().unwrap());
+        acc[1] |= u64::from_le_bytes(block[8..].try_into().unwrap());
+    }
+    acc[0] | acc[1]
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::arch::x86_64::*;
+
+    macro_rules! read_loop {
+        ($name:ident, $feature:literal, $vec:ty, $width:expr, $load:ident, $or:ident, $zero:ident) => {
+            #[target_feature(enable = $feature)]
+            pub unsafe fn $name(data: &[u8]) -> u64 {
+                let mut acc = [$zero(); 4];
+                for block in data.chunks_exact(8 * $width) {
+                    let p = block.as_ptr();
+                    for (k, acc) in acc.iter_mut().enumerate() {
+                        // SAFETY: both loads lie inside `block`.
+                        let (a, b): ($vec, $vec) = unsafe {
+                            ($load(p.add($width * k).cast()), $load(p.add($width * (k + 4)).cast()))
+                        };
+                        *acc = $or(*acc, $or(a, b));
+                    }
+                }
+                // The rest as the kernels read it: whole vectors, then the last vector
+                // overlapping the one before.
+                let rest = data.chunks_exact(8 * $width).remainder();
+                for v in rest.chunks_exact($width) {
+                    // SAFETY: `v` is one vector wide.
+                    acc[0] = $or(acc[0], unsafe { $load(v.as_ptr().cast()) });
+                }
+                if rest.len() % $width != 0 && data.len() >= $width {
+                    // SAFETY: the last `$width` bytes of `data`.
+                    acc[1] = $or(acc[1], unsafe { $load(data.as_ptr().add(data.len() - $width).cast()) });
+                }
+                let all = $or($or(acc[0], acc[1]), $or(acc[2], acc[3]));
+                let mut lanes = [0u64; $width / 8];
+                // SAFETY: `lanes` is exactly one vector wide.
+                unsafe { core::ptr::write_unaligned(lanes.as_mut_ptr().cast::<$vec>(), all) };
+                lanes.iter().fold(0, |x, y| x | y)
+            }
+        };
+    }
+
+    read_loop!(read_sse2, "sse2", __m128i, 16, _mm_loadu_si128, _mm_or_si128, _mm_setzero_si128);
+    read_loop!(read_avx2, "avx2", __m256i, 32, _mm256_loadu_si256, _mm256_or_si256, _mm256_setzero_si256);
+    read_loop!(read_avx512, "avx512f", __m512i, 64, _mm512_loadu_si512, _mm512_or_si512, _mm512_setzero_si512);
 }

@@ -7,15 +7,27 @@ use super::{fold64, portable};
 /// The summing implementations. All give bit-identical partial sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
+    /// 64-bit words with add-with-carry (any CPU).
     Portable,
+    /// 128-bit vectors (every x86-64 CPU).
+    Sse2,
     Avx2,
+    /// AVX-512F/BW (`vpmaddwd`).
     Avx512,
+    /// AVX-512F/BW with VNNI (`vpdpwssd`).
+    Avx512Vnni,
 }
 
 impl Kernel {
     /// Every kernel this CPU can run, slowest first.
     pub fn available() -> impl Iterator<Item = Kernel> {
-        [Kernel::Portable, Kernel::Avx2, Kernel::Avx512]
+        [
+            Kernel::Portable,
+            Kernel::Sse2,
+            Kernel::Avx2,
+            Kernel::Avx512,
+            Kernel::Avx512Vnni,
+        ]
             .into_iter()
             .filter(|k| k.is_supported())
     }
@@ -23,6 +35,8 @@ impl Kernel {
     pub fn is_supported(self) -> bool {
         match self {
             Kernel::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Sse2 => std::is_x86_feature_detected!("sse2"),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => std::is_x86_feature_detected!("avx2"),
             #[cfg(target_arch = "x86_64")]
@@ -32,6 +46,10 @@ impl Kernel {
                     && std::is_x86_feature_detected!("avx512bw")
                     && std::is_x86_feature_detected!("avx2")
             }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Vnni => {
+                Kernel::Avx512.is_supported() && std::is_x86_feature_detected!("avx512vnni")
+            }
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
@@ -40,8 +58,10 @@ impl Kernel {
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Portable => "portable",
+            Kernel::Sse2 => "sse2",
             Kernel::Avx2 => "avx2",
             Kernel::Avx512 => "avx512",
+            Kernel::Avx512Vnni => "avx512vnni",
         }
     }
 }
@@ -54,19 +74,31 @@ static CHOSEN: AtomicU8 = AtomicU8::new(UNKNOWN);
 pub fn kernel() -> Kernel {
     match CHOSEN.load(Ordering::Relaxed) {
         1 => Kernel::Portable,
-        2 => Kernel::Avx2,
-        3 => Kernel::Avx512,
+        2 => Kernel::Sse2,
+        3 => Kernel::Avx2,
+        4 => Kernel::Avx512,
+        5 => Kernel::Avx512Vnni,
         _ => detect(),
     }
 }
 
+/// Names a kernel to use instead of the fastest (`portable`, `sse2`, `avx2`, `avx512`,
+/// `avx512vnni`),
+/// for benchmarks and tests of the slower kernels; ignored when this CPU lacks it.
+pub const KERNEL_ENV: &str = "OFFLAB_CSUM_KERNEL";
+
 #[cold]
 fn detect() -> Kernel {
-    let best = Kernel::available().last().unwrap_or(Kernel::Portable);
+    let forced = std::env::var(KERNEL_ENV).ok().and_then(|name| {
+        Kernel::available().find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+    });
+    let best = forced.unwrap_or_else(|| Kernel::available().last().unwrap_or(Kernel::Portable));
     let code = match best {
         Kernel::Portable => 1,
-        Kernel::Avx2 => 2,
-        Kernel::Avx512 => 3,
+        Kernel::Sse2 => 2,
+        Kernel::Avx2 => 3,
+        Kernel::Avx512 => 4,
+        Kernel::Avx512Vnni => 5,
     };
     CHOSEN.store(code, Ordering::Relaxed);
     best
@@ -74,7 +106,7 @@ fn detect() -> Kernel {
 
 /// Kernels accumulate into 64-bit lanes; a gigabyte per call keeps every lane far from
 /// overflowing whatever the slice length.
-const MAX_CHUNK: usize = 1 << 30;
+pub(super) const MAX_CHUNK: usize = 1 << 30;
 
 /// [`super::sum`] with an explicit kernel (for tests and benchmarks). A kernel the CPU
 /// lacks falls back to the portable one.
@@ -106,11 +138,49 @@ pub(super) fn sum_supported(kernel: Kernel, data: &[u8], initial: u32) -> u32 {
     ))
 }
 
+/// The partial sum of each `piece`-byte chunk of `data` (the last may be shorter) into
+/// `sums`, as `sum(chunk, 0)` would give it; stops at the shorter of the two. One loop
+/// per kernel: no dispatch, call or register spills per chunk, and each chunk's final
+/// reduction overlaps the next chunk's loads.
+pub(super) fn sum_pieces_supported(kernel: Kernel, data: &[u8], piece: usize, sums: &mut [u32]) {
+    if piece == 0 {
+        return;
+    }
+    if piece > MAX_CHUNK {
+        for (chunk, slot) in data.chunks(piece).zip(sums.iter_mut()) {
+            *slot = sum_supported(kernel, chunk, 0);
+        }
+        return;
+    }
+    match kernel {
+        // SAFETY: `sum_pieces_supported` is only reached with a kernel this CPU supports
+        // (see `sum_le`).
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512Vnni => unsafe { super::x86::pieces_avx512_vnni(data, piece, sums) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => unsafe { super::x86::pieces_avx512(data, piece, sums) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { super::x86::pieces_avx2(data, piece, sums) },
+        _ => pieces(data, piece, sums, |chunk| sum_le(kernel, chunk)),
+    }
+}
+
+/// The loop of `sum_pieces_supported` around one summing function (`le` as the kernels
+/// return it); inlined into each kernel's own loop.
+#[inline(always)]
+pub(super) fn pieces(data: &[u8], piece: usize, sums: &mut [u32], le: impl Fn(&[u8]) -> u64) {
+    for (chunk, slot) in data.chunks(piece).zip(sums.iter_mut()) {
+        *slot = u32::from(fold64(le(chunk)).swap_bytes());
+    }
+}
+
 /// Below this length the SIMD kernels' fixed cost (setup and the horizontal sum)
 /// outweighs their speed, so the portable loop runs instead.
-const SIMD_MIN_LEN: usize = 128;
+pub(super) const SIMD_MIN_LEN: usize = 128;
 /// Below this length AVX2 beats AVX-512 (fewer lanes to reduce, no wide-vector warm-up).
-const AVX512_MIN_LEN: usize = 512;
+pub(super) const AVX512_MIN_LEN: usize = 512;
 
 #[inline]
 fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
@@ -120,9 +190,17 @@ fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
         // kernel this CPU supports (`kernel()` detects it, `sum_with` checks it).
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512 if data.len() >= AVX512_MIN_LEN => unsafe { super::x86::sum_avx512(data) },
-        // SAFETY: as above; `Kernel::Avx512` is only supported where AVX2 is too.
+        // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 | Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
+        Kernel::Avx512Vnni if data.len() >= AVX512_MIN_LEN => unsafe {
+            super::x86::sum_avx512_vnni(data)
+        },
+        // SAFETY: as above; the AVX-512 kernels are only supported where AVX2 is too.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 | Kernel::Avx512Vnni | Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => unsafe { super::x86::sum_sse2(data) },
         _ => portable::sum_le(data),
     }
 }
@@ -136,7 +214,13 @@ pub(super) fn sum_le_exact(kernel: Kernel, data: &[u8]) -> u64 {
         Kernel::Avx512 => unsafe { super::x86::sum_avx512(data) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512Vnni => unsafe { super::x86::sum_avx512_vnni(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => unsafe { super::x86::sum_sse2(data) },
         _ => portable::sum_le(data),
     }
 }

@@ -7,8 +7,9 @@
 //! into a header. [`update16`]/[`update32`] patch a stored checksum when one field
 //! changes (RFC 1624, eqn. 3).
 //!
-//! [`sum`] picks the fastest kernel the CPU has at first use (AVX-512BW, AVX2, or the
-//! portable one) and remembers the choice.
+//! [`sum`] picks the fastest kernel the CPU has at first use (AVX-512BW, AVX2, SSE2,
+//! or the portable one) and remembers the choice; the environment variable
+//! `OFFLAB_CSUM_KERNEL` ([`KERNEL_ENV`]) may name a slower one instead.
 
 mod dispatch;
 mod portable;
@@ -17,7 +18,7 @@ mod x86;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-pub use dispatch::{kernel, sum_with, Kernel};
+pub use dispatch::{kernel, sum_with, Kernel, KERNEL_ENV};
 pub use portable::reference;
 
 /// Partial sum of `data` (big-endian words, an odd last byte padded with zero) added
@@ -25,6 +26,15 @@ pub use portable::reference;
 #[inline]
 pub fn sum(data: &[u8], initial: u32) -> u32 {
     dispatch::sum_supported(kernel(), data, initial)
+}
+
+/// The partial sum of each `piece`-byte chunk of `data` (`data.chunks(piece)`, the last
+/// chunk may be shorter), written to `sums` in order, each equal to `sum(chunk, 0)`;
+/// stops when either runs out. Faster than one `sum` per chunk for many chunks (GSO
+/// with software checksums: one chunk per segment).
+#[inline]
+pub fn sum_pieces(data: &[u8], piece: usize, sums: &mut [u32]) {
+    dispatch::sum_pieces_supported(kernel(), data, piece, sums)
 }
 
 /// The checksum field value for `data` alone: `finish(sum(data, 0))`.

@@ -1,24 +1,50 @@
-//! Portable one's-complement summing: 32-bit little-endian words into a 64-bit
-//! accumulator. Independent of the host byte order (the words are read as little
-//! endian explicitly) and used for short buffers and as the SIMD kernels' tail.
+//! Portable one's-complement summing: 64-bit little-endian words added with their
+//! carries (each carry out of 64 bits is worth 2^64, which is 1 modulo 0xffff).
+//! Independent of the host byte order (the words are read as little endian
+//! explicitly); the kernel of machines without SIMD, of short buffers, and the
+//! reference the SIMD kernels are tested against (with [`reference`]).
 
 /// Sums `data` as little-endian 16-bit words (a final odd byte is the low byte of a
-/// zero-padded word), returning a value congruent modulo 0xffff to that sum.
+/// zero-padded word), returning a value congruent modulo 0xffff to that sum and zero
+/// only when that sum is zero.
+#[inline]
 pub fn sum_le(data: &[u8]) -> u64 {
-    // Four independent accumulators keep the adds from serialising on one register.
-    let mut acc = [0u64; 4];
+    // Two independent add-with-carry chains of 64-bit words: on x86-64 each word is an
+    // `add` and an `adc` into the carry count, two words per cycle or so.
+    let mut acc = [0u64; 2];
+    let mut carries = 0u64;
     let mut blocks = data.chunks_exact(16);
     for block in &mut blocks {
-        for (lane, word) in acc.iter_mut().zip(block.chunks_exact(4)) {
-            *lane += u64::from(u32::from_le_bytes([word[0], word[1], word[2], word[3]]));
-        }
+        let (a, b) = block.split_at(8);
+        let a = u64::from_le_bytes(a.try_into().unwrap_or([0; 8]));
+        let b = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        let (s0, c0) = acc[0].overflowing_add(a);
+        let (s1, c1) = acc[1].overflowing_add(b);
+        acc = [s0, s1];
+        carries += u64::from(c0) + u64::from(c1);
     }
-    let mut total: u64 = acc.iter().sum();
-    let mut words = blocks.remainder().chunks_exact(2);
-    for word in &mut words {
-        total += u64::from(u16::from_le_bytes([word[0], word[1]]));
+    let (s, c) = acc[0].overflowing_add(acc[1]);
+    (s & 0xffff_ffff) + (s >> 32) + u64::from(c) + carries + sum_short(blocks.remainder())
+}
+
+/// Sum of at most 15 bytes as little-endian words (exact).
+#[inline]
+pub(super) fn sum_short(mut rest: &[u8]) -> u64 {
+    let mut total = 0u64;
+    let le32 = |b: &[u8]| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    if rest.len() >= 8 {
+        total += le32(&rest[..4]) + le32(&rest[4..8]);
+        rest = &rest[8..];
     }
-    if let [last] = words.remainder() {
+    if rest.len() >= 4 {
+        total += le32(rest);
+        rest = &rest[4..];
+    }
+    if rest.len() >= 2 {
+        total += u64::from(u16::from_le_bytes([rest[0], rest[1]]));
+        rest = &rest[2..];
+    }
+    if let [last] = rest {
         total += u64::from(*last);
     }
     total

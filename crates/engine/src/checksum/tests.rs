@@ -165,3 +165,104 @@ fn update16_never_yields_negative_zero_for_real_headers() {
     // RFC 1624 section 3 example: eqn 3 gives 0x0000 where eqn 2 gave 0xffff.
     assert_eq!(update16(0xdd2f, 0x5555, 0x3285), 0x0000);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, ..Default::default() })]
+
+    /// Every kernel, run alone on the whole slice (no size thresholds), equals the
+    /// byte-by-byte reference on random lengths up to past 64 KiB and random starting
+    /// offsets (so every alignment and parity of start and end).
+    #[test]
+    fn every_kernel_matches_reference_on_long_random_slices(
+        len in 0usize..70_000,
+        offset in 0usize..128,
+        seed in proptest::num::u32::ANY,
+        saturate in proptest::bool::weighted(0.2),
+    ) {
+        let mut data = pattern(len + offset, seed);
+        if saturate {
+            // Long runs of 0xff maximise the carries.
+            data.iter_mut().step_by(3).for_each(|b| *b = 0xff);
+            data[offset..].iter_mut().take(len / 2).for_each(|b| *b = 0xff);
+        }
+        let data = &data[offset..];
+        let expected = reference(data);
+        for kernel in Kernel::available() {
+            let exact = fold64(dispatch::sum_le_exact(kernel, data)).swap_bytes();
+            proptest::prop_assert_eq!(exact, expected, "kernel {} alone", kernel.name());
+            proptest::prop_assert_eq!(fold(sum_with(kernel, data, 0)), expected, "kernel {}", kernel.name());
+        }
+    }
+}
+
+#[test]
+fn kernels_agree_across_their_widening_runs() {
+    // Longer than several 256 KiB runs of the SIMD kernels, all ones (the largest
+    // lane values) and random, at odd and even offsets and lengths.
+    let ones = vec![0xffu8; (1 << 20) + 300];
+    let random = pattern((1 << 20) + 300, 5);
+    for source in [&ones, &random] {
+        for (offset, len) in [(0, 1 << 20), (1, (1 << 18) + 1), (3, (1 << 19) + 77), (2, (1 << 18) * 3)] {
+            let data = &source[offset..offset + len];
+            let expected = reference(data);
+            for kernel in Kernel::available() {
+                let exact = fold64(dispatch::sum_le_exact(kernel, data)).swap_bytes();
+                assert_eq!(exact, expected, "kernel {} len {len} offset {offset}", kernel.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn zero_data_sums_to_zero_and_nothing_else_does() {
+    // Folding distinguishes 0 from 0xffff, so a kernel must return 0 only for zeros.
+    for kernel in Kernel::available() {
+        for len in [0, 1, 2, 31, 32, 33, 255, 256, 1500, 65536] {
+            assert_eq!(dispatch::sum_le_exact(kernel, &vec![0u8; len]), 0, "{}", kernel.name());
+        }
+        let mut words = vec![0u8; 1500];
+        words[0] = 0xff;
+        words[1] = 0xff;
+        words[700] = 0x00;
+        assert_ne!(dispatch::sum_le_exact(kernel, &words), 0, "{}", kernel.name());
+    }
+}
+
+#[test]
+fn every_kernel_is_listed_and_sse2_exists_on_x86_64() {
+    let names: Vec<_> = Kernel::available().map(Kernel::name).collect();
+    assert_eq!(names.first(), Some(&"portable"));
+    #[cfg(target_arch = "x86_64")]
+    assert!(names.contains(&"sse2"));
+}
+
+proptest::proptest! {
+    /// `sum_pieces` with every kernel equals one `sum` per chunk, for piece sizes odd
+    /// and even, short and long, and a final short chunk.
+    #[test]
+    fn sum_pieces_equals_one_sum_per_chunk(
+        len in 0usize..20_000,
+        piece in prop_oneof_piece(),
+        offset in 0usize..64,
+        seed in proptest::num::u32::ANY,
+    ) {
+        let data = pattern(len + offset, seed);
+        let data = &data[offset..];
+        let expected: Vec<u32> = data.chunks(piece).map(|c| u32::from(reference(c))).collect();
+        for kernel in Kernel::available() {
+            let mut sums = vec![0xdead_beef; expected.len() + 1];
+            dispatch::sum_pieces_supported(kernel, data, piece, &mut sums);
+            let folded: Vec<u32> = sums[..expected.len()].iter().map(|&s| u32::from(fold(s))).collect();
+            proptest::prop_assert_eq!(&folded, &expected, "kernel {}", kernel.name());
+            proptest::prop_assert_eq!(sums[expected.len()], 0xdead_beef);
+            let one_by_one: Vec<u32> = data.chunks(piece).map(|c| sum_with(kernel, c, 0)).collect();
+            proptest::prop_assert_eq!(&sums[..expected.len()], &one_by_one[..]);
+        }
+    }
+}
+
+fn prop_oneof_piece() -> impl proptest::strategy::Strategy<Value = usize> {
+    use proptest::strategy::Strategy;
+    proptest::prop_oneof![1usize..200, 200usize..3000, proptest::strategy::Just(1448usize)]
+        .prop_map(|p| p.max(1))
+}

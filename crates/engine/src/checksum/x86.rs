@@ -1,16 +1,50 @@
-//! AVX2 and AVX-512 summing kernels. Both return a little-endian word sum congruent
-//! modulo 0xffff to the portable kernel's (and zero only for all-zero data, so folding
-//! gives bit-identical results); the dispatcher checks CPU support before calling them.
+//! SSE2, AVX2 and AVX-512 summing kernels. Each returns a little-endian word sum
+//! congruent modulo 0xffff to the portable kernel's (and zero only for all-zero data,
+//! so folding gives bit-identical results); the dispatcher checks CPU support before
+//! calling them.
 //!
-//! Congruence is all that is needed: a carry out of a 32-bit lane is worth 2^32, which
-//! is 1 modulo 0xffff, so carries are counted and added back as ones.
+//! The SSE2 and AVX2 kernels are one design at two widths. Each 16-bit word has its
+//! top bit flipped (`w ^ 0x8000` = `w - 32768` read as signed), then `pmaddwd` with
+//! ones adds neighbouring words into signed 32-bit lanes: three operations (xor,
+//! multiply-add, add) per vector, all on the vector ALUs, where widening the words
+//! with shifts and masks takes four. The bias is a known constant per vector, added
+//! back at the end. Four accumulators take two vectors each per iteration (256 B for
+//! AVX2, 128 B for SSE2), so the add chains never wait on each other and the loads
+//! overlap; the 32-bit lanes are widened to 64 bits only once per call (and once per
+//! 256 KiB, before any lane could overflow). The last partial vector is loaded
+//! overlapping the one before it and masked, so no scalar loop runs on the tail.
+//!
+//! The AVX-512 kernels are the same design at 64 bytes a vector (see `sum_avx512`).
 
 use core::arch::x86_64::*;
 
-/// Sums 32-bit lanes into 64-bit accumulators: each 256-bit load is split into its
-/// low and high 32-bit halves (a blend and a shift), which cannot overflow a 64-bit
-/// lane. Four loads per iteration keep four independent dependency chains.
-///
+use super::portable;
+
+/// Bytes summed in 32-bit lanes before they are widened. AVX2: 1024 iterations, each
+/// adding at most two biased pairs (|x| <= 65536 each) to a lane of each of four
+/// accumulators: each stays within 2^27, their sum within 2^29. SSE2 (2048 iterations
+/// of 128 B): within 2^28 and 2^30.
+const RUN: usize = 1 << 18;
+
+/// 32 zero bytes then 32 0xff bytes: the 32 (or 16) bytes at offset `n` keep the last
+/// `n` bytes of a vector.
+static TAIL_MASK: [u8; 64] = {
+    let mut mask = [0u8; 64];
+    let mut i = 32;
+    while i < 64 {
+        mask[i] = 0xff;
+        i += 1;
+    }
+    mask
+};
+
+/// Adds back the bias of `vectors` vectors of `words` words each to the signed sum,
+/// plus the odd last byte: the exact little-endian word sum.
+#[inline]
+fn unbias(signed: i64, vectors: usize, words: usize, last_byte: u64) -> u64 {
+    (signed + (vectors * words * 32768) as i64) as u64 + last_byte
+}
+
 /// # Safety
 /// The CPU must support AVX2.
 pub unsafe fn sum_avx2(data: &[u8]) -> u64 {
@@ -18,148 +52,438 @@ pub unsafe fn sum_avx2(data: &[u8]) -> u64 {
     unsafe { sum_avx2_impl(data) }
 }
 
-#[target_feature(enable = "avx2")]
-fn sum_avx2_impl(data: &[u8]) -> u64 {
-    let zero = _mm256_setzero_si256();
-    let mut acc = [zero; 4];
-    let mut blocks = data.chunks_exact(128);
-    for block in &mut blocks {
-        for (i, acc) in acc.iter_mut().enumerate() {
-            // SAFETY: `block` is 128 bytes, so bytes 32*i..32*i+32 (i < 4) are inside
-            // it; `loadu` has no alignment requirement.
-            let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * i).cast()) };
-            *acc = add_halves_avx2(*acc, v);
-        }
-    }
-    let mut vectors = blocks.remainder().chunks_exact(32);
-    for v in &mut vectors {
-        // SAFETY: `v` is exactly 32 bytes; `loadu` has no alignment requirement.
-        let v = unsafe { _mm256_loadu_si256(v.as_ptr().cast()) };
-        acc[1] = add_halves_avx2(acc[1], v);
-    }
-    let tail = vectors.remainder();
-    let words = tail.len() / 4;
-    if words > 0 {
-        let lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(words as i32), lane_index);
-        // SAFETY: the mask enables exactly the first `words` 32-bit lanes, which lie
-        // inside `tail` (words * 4 <= tail.len()); disabled lanes are not accessed.
-        let v = unsafe { _mm256_maskload_epi32(tail.as_ptr().cast(), mask) };
-        acc[2] = add_halves_avx2(acc[2], v);
-    }
-    let mut last = 0u64;
-    for (i, &byte) in tail[words * 4..].iter().enumerate() {
-        last += u64::from(byte) << (8 * (i % 2));
-    }
-    let all = _mm256_add_epi64(
-        _mm256_add_epi64(acc[0], acc[1]),
-        _mm256_add_epi64(acc[2], acc[3]),
-    );
-    let pair = _mm_add_epi64(
-        _mm256_castsi256_si128(all),
-        _mm256_extracti128_si256::<1>(all),
-    );
-    let lanes = (_mm_cvtsi128_si64(pair) as u64).wrapping_add(_mm_extract_epi64::<1>(pair) as u64);
-    lanes + last
-}
-
-/// `acc` (four u64 lanes) plus the low and the high 32-bit half of each lane of `v`.
+/// Neighbouring biased words of `v` added into eight signed 32-bit lanes.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn add_halves_avx2(acc: __m256i, v: __m256i) -> __m256i {
-    let low = _mm256_blend_epi32::<0b1010_1010>(v, _mm256_setzero_si256());
-    let high = _mm256_srli_epi64::<32>(v);
-    _mm256_add_epi64(acc, _mm256_add_epi64(low, high))
+fn pairs_avx2(v: __m256i) -> __m256i {
+    _mm256_madd_epi16(
+        _mm256_xor_si256(v, _mm256_set1_epi16(i16::MIN)),
+        _mm256_set1_epi16(1),
+    )
 }
 
-/// Adds 32-bit lanes with wrap-around and counts the wraps (an unsigned compare into a
-/// mask, then a masked increment): three operations per 64 bytes. The last partial
-/// vector is read with a masked load, so no scalar tail is needed.
+/// Sum of `iterations` × 256 bytes from `p` into 32-bit lanes.
+///
+/// # Safety
+/// `p..p + 256 * iterations` must be readable; `iterations <= RUN / 256`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> __m256i {
+    let mut acc = [_mm256_setzero_si256(); 4];
+    for i in 0..iterations {
+        for (k, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: both loads lie inside iteration `i`'s 256 bytes, which the caller
+            // guarantees are readable; `loadu` has no alignment requirement.
+            let (a, b) = unsafe {
+                let at = p.add(256 * i + 32 * k);
+                (
+                    _mm256_loadu_si256(at.cast()),
+                    _mm256_loadu_si256(at.add(128).cast()),
+                )
+            };
+            *acc = _mm256_add_epi32(*acc, _mm256_add_epi32(pairs_avx2(a), pairs_avx2(b)));
+        }
+    }
+    _mm256_add_epi32(
+        _mm256_add_epi32(acc[0], acc[1]),
+        _mm256_add_epi32(acc[2], acc[3]),
+    )
+}
+
+/// The eight signed 32-bit lanes of `acc` added as 64-bit integers.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn widen_avx2(acc: __m256i) -> i64 {
+    let wide = _mm256_add_epi64(
+        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc)),
+        _mm256_cvtepi32_epi64(_mm256_extracti128_si256::<1>(acc)),
+    );
+    let pair = _mm_add_epi64(
+        _mm256_castsi256_si128(wide),
+        _mm256_extracti128_si256::<1>(wide),
+    );
+    _mm_cvtsi128_si64(pair).wrapping_add(_mm_extract_epi64::<1>(pair))
+}
+
+/// Buffers at least this long get their misaligned head summed apart so that every
+/// vector load is aligned (an unaligned one that crosses a cache line costs two).
+const ALIGN_MIN_LEN: usize = 256;
+
+/// Sums the bytes before the first `align`-byte boundary with the portable kernel and
+/// the rest with `body` from that boundary (its sum byte-swapped back when the head is
+/// odd: RFC 1071 section 2(B)).
+#[inline(always)]
+fn aligned_split(data: &[u8], align: usize, body: impl Fn(&[u8]) -> u64) -> u64 {
+    let head = data.as_ptr().align_offset(align).min(data.len());
+    if head == 0 || data.len() < ALIGN_MIN_LEN {
+        return body(data);
+    }
+    let (first, rest) = data.split_at(head);
+    let rest_sum = body(rest);
+    let rest_sum = if head % 2 == 1 {
+        u64::from(super::fold64(rest_sum).swap_bytes())
+    } else {
+        rest_sum
+    };
+    portable::sum_le(first) + rest_sum
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn sum_avx2_impl(data: &[u8]) -> u64 {
+    aligned_split(data, 32, |data| sum_avx2_body(data))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn sum_avx2_body(data: &[u8]) -> u64 {
+    if data.len() < 32 {
+        return portable::sum_le(data);
+    }
+    // The vectors cover the even part; an odd last byte is the low byte of its word.
+    let even = data.len() & !1;
+    let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
+    let p = data.as_ptr();
+    let mut signed = 0i64;
+    let mut at = 0;
+    while even - at > RUN {
+        // SAFETY: `at + RUN <= even <= data.len()`.
+        signed += widen_avx2(unsafe { blocks_avx2(p.add(at), RUN / 256) });
+        at += RUN;
+    }
+    let iterations = (even - at) / 256;
+    // SAFETY: `at + 256 * iterations <= even`; `iterations <= RUN / 256`.
+    let mut acc = unsafe { blocks_avx2(p.add(at), iterations) };
+    at += 256 * iterations;
+    if even - at >= 128 {
+        // SAFETY: `at + 128 <= even`.
+        let v = |k: usize| unsafe { _mm256_loadu_si256(p.add(at + 32 * k).cast()) };
+        let half = _mm256_add_epi32(
+            _mm256_add_epi32(pairs_avx2(v(0)), pairs_avx2(v(1))),
+            _mm256_add_epi32(pairs_avx2(v(2)), pairs_avx2(v(3))),
+        );
+        acc = _mm256_add_epi32(acc, half);
+        at += 128;
+    }
+    while even - at >= 32 {
+        // SAFETY: `at + 32 <= even`.
+        let v = unsafe { _mm256_loadu_si256(p.add(at).cast()) };
+        acc = _mm256_add_epi32(acc, pairs_avx2(v));
+        at += 32;
+    }
+    let rest = even - at;
+    if rest > 0 {
+        // SAFETY: `even >= 32`, so the last 32 bytes of the even part are readable;
+        // `rest < 32`, so the mask's 32 bytes at `rest` are inside `TAIL_MASK`. `even -
+        // 32` is even, so the lanes hold whole words; the mask keeps the `rest` bytes
+        // not summed yet.
+        let (v, mask) = unsafe {
+            (
+                _mm256_loadu_si256(p.add(even - 32).cast()),
+                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
+            )
+        };
+        acc = _mm256_add_epi32(acc, pairs_avx2(_mm256_and_si256(v, mask)));
+    }
+    signed += widen_avx2(acc);
+    unbias(signed, even.div_ceil(32), 16, last_byte)
+}
+
+/// # Safety
+/// The CPU must support SSE2 (every x86-64 CPU does).
+pub unsafe fn sum_sse2(data: &[u8]) -> u64 {
+    // SAFETY: the caller guarantees SSE2, the only requirement of `sum_sse2_impl`.
+    unsafe { sum_sse2_impl(data) }
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn pairs_sse2(v: __m128i) -> __m128i {
+    _mm_madd_epi16(
+        _mm_xor_si128(v, _mm_set1_epi16(i16::MIN)),
+        _mm_set1_epi16(1),
+    )
+}
+
+/// # Safety
+/// `p..p + 128 * iterations` must be readable; `iterations <= RUN / 128`.
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn blocks_sse2(p: *const u8, iterations: usize) -> __m128i {
+    let mut acc = [_mm_setzero_si128(); 4];
+    for i in 0..iterations {
+        for (k, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: both loads lie inside iteration `i`'s 128 bytes.
+            let (a, b) = unsafe {
+                let at = p.add(128 * i + 16 * k);
+                (
+                    _mm_loadu_si128(at.cast()),
+                    _mm_loadu_si128(at.add(64).cast()),
+                )
+            };
+            *acc = _mm_add_epi32(*acc, _mm_add_epi32(pairs_sse2(a), pairs_sse2(b)));
+        }
+    }
+    _mm_add_epi32(_mm_add_epi32(acc[0], acc[1]), _mm_add_epi32(acc[2], acc[3]))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn widen_sse2(acc: __m128i) -> i64 {
+    // Sign-extend the four lanes (SSE2 has no pmovsxdq): interleave with their signs.
+    let sign = _mm_srai_epi32::<31>(acc);
+    let wide = _mm_add_epi64(_mm_unpacklo_epi32(acc, sign), _mm_unpackhi_epi32(acc, sign));
+    _mm_cvtsi128_si64(wide).wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(wide, wide)))
+}
+
+#[target_feature(enable = "sse2")]
+fn sum_sse2_impl(data: &[u8]) -> u64 {
+    aligned_split(data, 16, |data| sum_sse2_body(data))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn sum_sse2_body(data: &[u8]) -> u64 {
+    if data.len() < 16 {
+        return portable::sum_le(data);
+    }
+    let even = data.len() & !1;
+    let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
+    let p = data.as_ptr();
+    let mut signed = 0i64;
+    let mut at = 0;
+    while even - at > RUN {
+        // SAFETY: `at + RUN <= even <= data.len()`.
+        signed += widen_sse2(unsafe { blocks_sse2(p.add(at), RUN / 128) });
+        at += RUN;
+    }
+    let iterations = (even - at) / 128;
+    // SAFETY: `at + 128 * iterations <= even`; `iterations <= RUN / 128`.
+    let mut acc = unsafe { blocks_sse2(p.add(at), iterations) };
+    at += 128 * iterations;
+    while even - at >= 16 {
+        // SAFETY: `at + 16 <= even`.
+        let v = unsafe { _mm_loadu_si128(p.add(at).cast()) };
+        acc = _mm_add_epi32(acc, pairs_sse2(v));
+        at += 16;
+    }
+    let rest = even - at;
+    if rest > 0 {
+        // SAFETY: as in the AVX2 kernel, at half the width (`even >= 16`, `rest < 16`).
+        let (v, mask) = unsafe {
+            (
+                _mm_loadu_si128(p.add(even - 16).cast()),
+                _mm_loadu_si128(TAIL_MASK.as_ptr().add(16 + rest).cast()),
+            )
+        };
+        acc = _mm_add_epi32(acc, pairs_sse2(_mm_and_si128(v, mask)));
+    }
+    signed += widen_sse2(acc);
+    unbias(signed, even.div_ceil(16), 8, last_byte)
+}
+
+/// AVX-512: the same biased pairs at 64 bytes a vector, with eight accumulators
+/// (512 B per iteration): with AVX-512 VNNI one `vpdpwssd` multiplies, adds the pairs
+/// and accumulates (two operations per vector with the xor, and a 5-cycle chain per
+/// accumulator, hence eight of them); without it `vpmaddwd` + `vpaddd`. The last
+/// partial vector is a masked byte load (masked-off bytes read as zero, which is also
+/// the padding of an odd last byte), so no scalar tail runs.
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512BW.
 pub unsafe fn sum_avx512(data: &[u8]) -> u64 {
-    // SAFETY: the caller guarantees AVX-512F/BW, the only requirement of
-    // `sum_avx512_impl`.
-    unsafe { sum_avx512_impl(data) }
+    // SAFETY: the caller guarantees AVX-512F/BW, the only requirement.
+    unsafe { sum_avx512_madd(data) }
 }
 
-/// A 16 × u32 running sum and the number of times each lane wrapped.
-#[derive(Clone, Copy)]
-struct Lanes {
-    sum: __m512i,
-    carries: __m512i,
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW and AVX-512 VNNI.
+pub unsafe fn sum_avx512_vnni(data: &[u8]) -> u64 {
+    // SAFETY: the caller guarantees AVX-512F/BW/VNNI, the only requirement.
+    unsafe { sum_avx512_dpwssd(data) }
+}
+
+use super::dispatch::{pieces, AVX512_MIN_LEN, SIMD_MIN_LEN};
+
+/// `dispatch::sum_pieces_supported` for the AVX2 kernel (same size thresholds as
+/// `dispatch::sum_le`).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn pieces_avx2(data: &[u8], piece: usize, sums: &mut [u32]) {
+    pieces(data, piece, sums, |chunk| {
+        if chunk.len() < SIMD_MIN_LEN {
+            portable::sum_le(chunk)
+        } else {
+            sum_avx2_impl(chunk)
+        }
+    })
+}
+
+macro_rules! avx512_pieces {
+    ($name:ident, $features:literal, $kernel:ident) => {
+        /// `dispatch::sum_pieces_supported` for an AVX-512 kernel (same size thresholds
+        /// as `dispatch::sum_le`).
+        ///
+        /// # Safety
+        /// The CPU must support the features enabled here.
+        #[target_feature(enable = $features)]
+        pub unsafe fn $name(data: &[u8], piece: usize, sums: &mut [u32]) {
+            pieces(data, piece, sums, |chunk| {
+                if chunk.len() >= AVX512_MIN_LEN {
+                    $kernel(chunk)
+                } else if chunk.len() >= SIMD_MIN_LEN {
+                    sum_avx2_impl(chunk)
+                } else {
+                    portable::sum_le(chunk)
+                }
+            })
+        }
+    };
+}
+
+avx512_pieces!(pieces_avx512, "avx512f,avx512bw,avx2", sum_avx512_madd);
+avx512_pieces!(pieces_avx512_vnni, "avx512f,avx512bw,avx512vnni,avx2", sum_avx512_dpwssd);
+
+/// Iterations of 512 B before the 32-bit lanes are widened: each adds at most 65536
+/// in magnitude to a lane of each of eight accumulators, whose sum stays within 2^29.
+const RUN_ITERATIONS_512: usize = 1024;
+
+/// Bytes `0..n` of a 64-byte vector (`n <= 64`).
+#[inline]
+fn low_bytes(n: usize) -> __mmask64 {
+    if n >= 64 {
+        !0
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+macro_rules! avx512_kernel {
+    ($name:ident, $features:literal, $step:ident) => {
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn $name(data: &[u8]) -> u64 {
+            // Every load is 64-byte aligned (an unaligned one splits across two cache
+            // lines, costing two loads): the vectors start at `base`, the data's address
+            // rounded down, and the first and last are masked loads that read only the
+            // data's bytes. Starting `head` bytes early pairs the bytes into words the
+            // other way round when `head` is odd: that sum is the wanted one with its
+            // bytes swapped (RFC 1071 section 2(B)), swapped back at the end.
+            let head = data.as_ptr() as usize & 63;
+            // `base` may lie before `data`'s allocation, so addresses from it are formed
+            // with wrapping arithmetic; every load from them reads only `data`'s bytes.
+            let base = data.as_ptr().wrapping_sub(head);
+            let total = head + data.len();
+            let zero = _mm512_setzero_si512();
+            let mut acc = [zero; 8];
+            let mut signed = 0i64;
+            let mut at = 0;
+            if head != 0 {
+                let end = total.min(64);
+                // SAFETY: the mask selects the bytes `head..end` from `base`, which are
+                // `data[..end - head]`; masked-off bytes are not accessed.
+                let v = unsafe {
+                    _mm512_maskz_loadu_epi8(low_bytes(end) & !low_bytes(head), base.cast())
+                };
+                acc[7] = $step(acc[7], v);
+                at = end;
+            }
+            let mut run_left = RUN_ITERATIONS_512;
+            while total - at >= 512 {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    // SAFETY: `head <= at` and `at + 512 <= total`, so the 64 bytes are
+                    // inside `data`.
+                    let v = unsafe { _mm512_loadu_si512(base.wrapping_add(at + 64 * k).cast()) };
+                    *acc = $step(*acc, v);
+                }
+                at += 512;
+                run_left -= 1;
+                if run_left == 0 {
+                    signed += widen_avx512(&acc);
+                    acc = [zero; 8];
+                    run_left = RUN_ITERATIONS_512;
+                }
+            }
+            // Up to 7 whole vectors and a partial one, each into an accumulator of its
+            // own so none waits on another.
+            let mut load = |k: usize, at: usize| {
+                // SAFETY: callers below keep `head <= at` and `at + 64 <= total`.
+                let v = unsafe { _mm512_loadu_si512(base.wrapping_add(at).cast()) };
+                acc[k] = $step(acc[k], v);
+            };
+            if total - at >= 256 {
+                (0..4).for_each(|k| load(k, at + 64 * k));
+                at += 256;
+            }
+            if total - at >= 128 {
+                load(4, at);
+                load(5, at + 64);
+                at += 128;
+            }
+            if total - at >= 64 {
+                load(6, at);
+                at += 64;
+            }
+            let rest = total - at;
+            if rest > 0 {
+                // SAFETY: the mask selects exactly the `rest` (< 64) bytes from `at`, the
+                // end of `data`; masked-off bytes are not accessed.
+                let v = unsafe { _mm512_maskz_loadu_epi8(low_bytes(rest), base.wrapping_add(at).cast()) };
+                acc[7] = $step(acc[7], v);
+            }
+            signed += widen_avx512(&acc);
+            let le = unbias(signed, total.div_ceil(64), 32, 0);
+            if head % 2 == 1 {
+                u64::from(super::fold64(le).swap_bytes())
+            } else {
+                le
+            }
+        }
+    };
 }
 
 #[inline]
-#[target_feature(enable = "avx512f")]
-fn add_lanes(lanes: Lanes, v: __m512i) -> Lanes {
-    let sum = _mm512_add_epi32(lanes.sum, v);
-    let wrapped = _mm512_cmplt_epu32_mask(sum, v);
-    let carries =
-        _mm512_mask_add_epi32(lanes.carries, wrapped, lanes.carries, _mm512_set1_epi32(1));
-    Lanes { sum, carries }
+#[target_feature(enable = "avx512f,avx512bw")]
+fn step_madd(acc: __m512i, v: __m512i) -> __m512i {
+    let pairs = _mm512_madd_epi16(
+        _mm512_xor_si512(v, _mm512_set1_epi16(i16::MIN)),
+        _mm512_set1_epi16(1),
+    );
+    _mm512_add_epi32(acc, pairs)
 }
 
 #[inline]
-#[target_feature(enable = "avx512f")]
-fn merge_lanes(a: Lanes, b: Lanes) -> Lanes {
-    let carries = _mm512_add_epi32(a.carries, b.carries);
-    add_lanes(
-        Lanes {
-            sum: a.sum,
-            carries,
-        },
-        b.sum,
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn step_dpwssd(acc: __m512i, v: __m512i) -> __m512i {
+    _mm512_dpwssd_epi32(
+        acc,
+        _mm512_xor_si512(v, _mm512_set1_epi16(i16::MIN)),
+        _mm512_set1_epi16(1),
     )
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
-fn sum_avx512_impl(data: &[u8]) -> u64 {
-    let zero = _mm512_setzero_si512();
-    let mut lanes = [Lanes {
-        sum: zero,
-        carries: zero,
-    }; 4];
-    let mut blocks = data.chunks_exact(256);
-    for block in &mut blocks {
-        for (i, lanes) in lanes.iter_mut().enumerate() {
-            // SAFETY: `block` is 256 bytes, so bytes 64*i..64*i+64 (i < 4) are inside
-            // it; `loadu` has no alignment requirement.
-            let v = unsafe { _mm512_loadu_si512(block.as_ptr().add(64 * i).cast()) };
-            *lanes = add_lanes(*lanes, v);
-        }
-    }
-    let mut vectors = blocks.remainder().chunks_exact(64);
-    for (i, v) in (&mut vectors).enumerate() {
-        // SAFETY: `v` is exactly 64 bytes; `loadu` has no alignment requirement.
-        let v = unsafe { _mm512_loadu_si512(v.as_ptr().cast()) };
-        lanes[i] = add_lanes(lanes[i], v);
-    }
-    let tail = vectors.remainder();
-    if !tail.is_empty() {
-        let mask: __mmask64 = (1u64 << tail.len()) - 1;
-        // SAFETY: the mask selects exactly `tail.len()` (< 64) bytes starting at
-        // `tail.as_ptr()`, all inside `tail`; masked-off bytes are not accessed and read
-        // as zero, which is the padding an odd last byte needs.
-        let v = unsafe { _mm512_maskz_loadu_epi8(mask, tail.as_ptr().cast()) };
-        lanes[3] = add_lanes(lanes[3], v);
-    }
-    let merged = merge_lanes(
-        merge_lanes(lanes[0], lanes[1]),
-        merge_lanes(lanes[2], lanes[3]),
-    );
-    // Widen the u32 sums and carry counts to u64 lanes and add them all up.
-    let low_mask = _mm512_set1_epi64(0xffff_ffff);
-    let widened = _mm512_add_epi64(
-        _mm512_add_epi64(
-            _mm512_and_si512(merged.sum, low_mask),
-            _mm512_srli_epi64::<32>(merged.sum),
+avx512_kernel!(sum_avx512_madd, "avx512f,avx512bw", step_madd);
+avx512_kernel!(sum_avx512_dpwssd, "avx512f,avx512bw,avx512vnni", step_dpwssd);
+
+/// The eight accumulators' signed 32-bit lanes added as 64-bit integers.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn widen_avx512(acc: &[__m512i; 8]) -> i64 {
+    let sum = _mm512_add_epi32(
+        _mm512_add_epi32(
+            _mm512_add_epi32(acc[0], acc[1]),
+            _mm512_add_epi32(acc[2], acc[3]),
         ),
-        _mm512_add_epi64(
-            _mm512_and_si512(merged.carries, low_mask),
-            _mm512_srli_epi64::<32>(merged.carries),
+        _mm512_add_epi32(
+            _mm512_add_epi32(acc[4], acc[5]),
+            _mm512_add_epi32(acc[6], acc[7]),
         ),
     );
-    _mm512_reduce_add_epi64(widened) as u64
+    let wide = _mm512_add_epi64(
+        _mm512_cvtepi32_epi64(_mm512_castsi512_si256(sum)),
+        _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(sum)),
+    );
+    _mm512_reduce_add_epi64(wide)
 }

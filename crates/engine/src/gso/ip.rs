@@ -34,12 +34,12 @@ pub(super) enum IpFields {
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ipv4Fields {
-    offset: usize,
-    base_id: u16,
+    pub offset: usize,
+    pub base_id: u16,
     /// Flags and fragment offset as in the super-packet (DF usually).
     pub frag_word: u16,
     /// Sum of the header with total length, ID, fragment word and checksum zeroed.
-    constant_sum: u32,
+    pub constant_sum: u32,
 }
 
 impl IpFields {

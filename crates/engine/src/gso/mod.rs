@@ -28,6 +28,7 @@
 //! largest super-packet seen.
 
 mod error;
+mod fast;
 mod fragment;
 mod ip;
 mod output;

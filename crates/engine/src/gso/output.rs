@@ -57,6 +57,8 @@ pub struct GsoOutput {
     headers: Vec<u8>,
     entries: Vec<Entry>,
     partial_checksum: Option<PartialChecksum>,
+    /// Scratch: each segment's payload sum (software checksums), kept for its capacity.
+    payload_sums: Vec<u32>,
 }
 
 impl GsoOutput {
@@ -122,8 +124,59 @@ impl GsoOutput {
         self.entries.reserve(segments);
     }
 
+    /// The partial sum of each `size`-byte piece of `payload` (one per segment), in a
+    /// buffer reused across calls. Taken out of `self` so the caller can push segments
+    /// while reading it; give it back with `put_payload_sums`.
+    pub(super) fn payload_sums(&mut self, payload: &[u8], size: usize, count: usize) -> Vec<u32> {
+        let mut sums = core::mem::take(&mut self.payload_sums);
+        sums.clear();
+        sums.resize(count, 0);
+        crate::checksum::sum_pieces(payload, size, &mut sums);
+        sums
+    }
+
+    pub(super) fn put_payload_sums(&mut self, sums: Vec<u32>) {
+        self.payload_sums = sums;
+    }
+
     pub(super) fn set_partial_checksum(&mut self, partial: Option<PartialChecksum>) {
         self.partial_checksum = partial;
+    }
+
+    /// `bytes` bytes of uninitialised header room after the headers written so far, for
+    /// `commit_headers`.
+    pub(super) fn spare_headers(&mut self, bytes: usize) -> &mut [core::mem::MaybeUninit<u8>] {
+        self.headers.reserve(bytes);
+        &mut self.headers.spare_capacity_mut()[..bytes]
+    }
+
+    /// Appends `count` segments whose headers (`header_len` bytes each) were written to
+    /// `spare_headers(count * header_len)`, with payloads cut from
+    /// `payload_start..payload_end` every `size` bytes (the last one shorter).
+    ///
+    /// # Safety
+    /// All `count * header_len` bytes of the `spare_headers` room must be initialised.
+    pub(super) unsafe fn commit_headers(
+        &mut self,
+        count: usize,
+        header_len: usize,
+        payload_start: usize,
+        payload_end: usize,
+        size: usize,
+    ) {
+        let first = self.headers.len();
+        // SAFETY: the caller initialised these bytes, within the reserved capacity.
+        unsafe { self.headers.set_len(first + count * header_len) };
+        self.entries.reserve(count);
+        for i in 0..count {
+            let start = payload_start + i * size;
+            let end = if i + 1 == count { payload_end } else { start + size };
+            let header = first + i * header_len;
+            self.entries.push(Entry {
+                header: header..header + header_len,
+                payload: start..end,
+            });
+        }
     }
 
     /// Appends a segment whose header starts as a copy of `template`; returns that fresh
@@ -131,12 +184,48 @@ impl GsoOutput {
     #[inline(always)]
     pub(super) fn push(&mut self, template: &[u8], payload: Range<usize>) -> &mut [u8] {
         let start = self.headers.len();
-        self.headers.extend_from_slice(template);
-        let end = self.headers.len();
+        let len = template.len();
+        self.headers.reserve(len);
+        let spare = &mut self.headers.spare_capacity_mut()[..len];
+        copy_header(spare, template);
+        // SAFETY: `copy_header` initialised the `len` bytes after the old length.
+        unsafe { self.headers.set_len(start + len) };
+        let end = start + len;
         self.entries.push(Entry {
             header: start..end,
             payload,
         });
         &mut self.headers[start..end]
+    }
+}
+
+/// Copies `src` into `dst` (same length) with a few fixed-size moves, the last one
+/// overlapping the one before, inlined rather than a call to `memcpy` (headers are
+/// 42–200 bytes: two 64-byte moves cover 64–128 bytes).
+#[inline(always)]
+pub(super) fn copy_header(dst: &mut [core::mem::MaybeUninit<u8>], src: &[u8]) {
+    let len = src.len();
+    assert_eq!(dst.len(), len);
+    let (d, s) = (dst.as_mut_ptr().cast::<u8>(), src.as_ptr());
+    // SAFETY (every copy): both buffers are `len` bytes and do not overlap (`dst` is
+    // spare capacity); each copy's range is checked against `len` right before it.
+    unsafe {
+        let copy = |at: usize, n: usize| core::ptr::copy_nonoverlapping(s.add(at), d.add(at), n);
+        if len > 128 {
+            let mut at = 0;
+            while at + 64 < len {
+                copy(at, 64);
+                at += 64;
+            }
+            copy(len - 64, 64);
+        } else if len >= 64 {
+            copy(0, 64);
+            copy(len - 64, 64);
+        } else if len >= 32 {
+            copy(0, 32);
+            copy(len - 32, 32);
+        } else {
+            copy(0, len);
+        }
     }
 }

@@ -4,13 +4,14 @@
 use crate::checksum;
 
 use super::be;
+use super::fast::FastTcp;
 use super::output::{GsoOutput, PartialChecksum};
 use super::plan::Plan;
 use super::tunnel::Tail;
 use super::{segment_count, GsoError, GsoParams, L4Checksum};
 
 /// TCP field offsets from the start of the TCP header.
-mod field {
+pub(super) mod field {
     pub const SEQ: usize = 4;
     /// Data offset, reserved bits and the flags.
     pub const FLAGS_WORD: usize = 12;
@@ -22,12 +23,13 @@ const PSH: u16 = 0x08;
 const CWR: u16 = 0x80;
 
 /// What the TCP header of the super-packet contributes to every segment.
-struct TcpFields {
-    offset: usize,
-    base_seq: u32,
-    flags_word: u16,
+#[derive(Clone, Copy)]
+pub(super) struct TcpFields {
+    pub offset: usize,
+    pub base_seq: u32,
+    pub flags_word: u16,
     /// Sum of the header with sequence number, flags word and checksum zeroed.
-    constant_sum: u32,
+    pub constant_sum: u32,
 }
 
 impl TcpFields {
@@ -51,7 +53,7 @@ impl TcpFields {
     /// rest so the sender's window reduction is signalled once), FIN and PSH only on the
     /// last.
     #[inline]
-    fn flags(&self, index: usize, count: usize) -> u16 {
+    pub fn flags(&self, index: usize, count: usize) -> u16 {
         let mut word = self.flags_word;
         if index != 0 {
             word &= !CWR;
@@ -81,10 +83,27 @@ pub(super) fn segment(
         }));
     }
     out.reserve(count, plan.headers_len);
+    // Software checksums: every segment's payload summed in one pass first.
+    let sums = if full {
+        out.payload_sums(&frame[payload.clone()], mss, count)
+    } else {
+        Vec::new()
+    };
+    let tcp = TcpFields::new(frame, plan);
+    if fast_path_enabled() {
+        let fixed_id = params.fixed_ip_id;
+        if let Some(fast) = FastTcp::new(frame, plan, tcp, mss, count, full, fixed_id) {
+            fast.run(out, payload.start, payload.end, &sums);
+            if full {
+                out.put_payload_sums(sums);
+            }
+            return Ok(());
+        }
+    }
     let segmenter = Segmenter {
         frame,
         plan,
-        tcp: TcpFields::new(frame, plan),
+        tcp,
         mss,
         count,
         full,
@@ -94,11 +113,48 @@ pub(super) fn segment(
     // compiler hoist everything that depends only on the length.
     let last = count - 1;
     for index in 0..last {
-        segmenter.emit(out, index, payload.start + index * mss, mss);
+            segmenter.emit(out, index, payload.start + index * mss, mss, sum_of(&sums, index));
     }
     let last_start = payload.start + last * mss;
-    segmenter.emit(out, last, last_start, payload.end - last_start);
+    let last_sum = sum_of(&sums, last);
+    segmenter.emit(out, last, last_start, payload.end - last_start, last_sum);
+    if full {
+        out.put_payload_sums(sums);
+    }
     Ok(())
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Whether `segment` may take `FastTcp` (tests turn it off to run the general path
+    /// on the same input and compare).
+    static FAST_PATH: core::cell::Cell<bool> = const { core::cell::Cell::new(true) };
+}
+
+#[cfg(test)]
+fn fast_path_enabled() -> bool {
+    FAST_PATH.with(|f| f.get())
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn fast_path_enabled() -> bool {
+    true
+}
+
+/// Runs `f` with the fast path off on this thread (tests only).
+#[cfg(test)]
+pub(super) fn without_fast_path<R>(f: impl FnOnce() -> R) -> R {
+    FAST_PATH.with(|c| c.set(false));
+    let result = f();
+    FAST_PATH.with(|c| c.set(true));
+    result
+}
+
+/// Segment `index`'s payload sum (0 when the checksum is left partial).
+#[inline(always)]
+fn sum_of(sums: &[u32], index: usize) -> u32 {
+    sums.get(index).copied().unwrap_or(0)
 }
 
 /// Everything one segment of a call needs.
@@ -113,16 +169,12 @@ struct Segmenter<'a> {
 }
 
 impl Segmenter<'_> {
-    /// Appends segment `index`, whose payload is `len` bytes of the frame from `start`.
+    /// Appends segment `index`, whose payload is `len` bytes of the frame from `start`
+    /// and sums to `payload_sum` (used with software checksums only).
     #[inline(always)]
-    fn emit(&self, out: &mut GsoOutput, index: usize, start: usize, len: usize) {
+    fn emit(&self, out: &mut GsoOutput, index: usize, start: usize, len: usize, payload_sum: u32) {
         let (plan, tcp) = (self.plan, &self.tcp);
         let payload = start..start + len;
-        let payload_sum = if self.full {
-            checksum::sum(&self.frame[payload.clone()], 0)
-        } else {
-            0
-        };
         let wire_len = plan.headers_len + len;
         let header = out.push(&self.frame[..plan.headers_len], payload);
 

@@ -38,7 +38,7 @@ pub(super) struct Tail {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Encap {
+pub(super) enum Encap {
     /// VXLAN / Geneve: the outer UDP header at `offset`; `checksum_seed` is the outer
     /// pseudo-header sum without the length, present when the checksum is computed.
     Udp {
@@ -52,8 +52,8 @@ enum Encap {
 /// Everything outside the inner packet that changes per segment.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TunnelFields {
-    outer_ip: IpFields,
-    encap: Encap,
+    pub outer_ip: IpFields,
+    pub encap: Encap,
 }
 
 impl TunnelFields {

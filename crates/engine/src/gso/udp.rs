@@ -35,14 +35,16 @@ pub(super) fn segment(
         }));
     }
     out.reserve(count, template.len());
+    // Software checksums: every datagram's payload summed in one pass first.
+    let sums = if full {
+        out.payload_sums(&frame[payload.clone()], size, count)
+    } else {
+        Vec::new()
+    };
     let mut start = payload.start;
     for index in 0..count {
         let end = payload.end.min(start + size);
-        let payload_sum = if full {
-            checksum::sum(&frame[start..end], 0)
-        } else {
-            0
-        };
+        let payload_sum = sums.get(index).copied().unwrap_or(0);
         let wire_len = plan.headers_len + (end - start);
         let header = out.push(template, start..end);
 
@@ -67,6 +69,9 @@ pub(super) fn segment(
         let id_step = if fixed_id { 0 } else { index as u16 };
         plan.patch_ip_layers(header, wire_len, index, id_step, None, tail);
         start = end;
+    }
+    if full {
+        out.put_payload_sums(sums);
     }
     Ok(())
 }

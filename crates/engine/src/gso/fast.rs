@@ -1,0 +1,422 @@
+//! The fast path of TCP segmentation for the common shapes: TCP over IPv4 or IPv6,
+//! bare or inside VXLAN / Geneve (a UDP tunnel) over IPv4 or IPv6, with the inner
+//! checksum partial or in software and the outer UDP checksum on or off.
+//!
+//! It writes what the general path (`tcp::Segmenter`) writes, byte for byte (a property
+//! test runs both), but resolves the shape once per call instead of once per segment:
+//! every field offset is checked against the header length up front, then each segment
+//! is an inlined copy of the header template and unchecked stores of the fields that
+//! change, all headers written straight into the output buffer. The general path
+//! matches on the IP version of each layer and the tunnel kind per segment, checks the
+//! bounds of every field it writes, and returns through the optional outer layers;
+//! with two IP headers and a UDP header to patch, that is where a VXLAN segment spent
+//! most of its extra time.
+
+use core::mem::MaybeUninit;
+
+use crate::checksum;
+
+use super::ip::{v4, v6, IpFields};
+use super::output::{copy_header, GsoOutput};
+use super::plan::Plan;
+use super::tcp::{field, TcpFields};
+use super::tunnel::{udp, Encap};
+
+/// One IP header's per-segment fields (`base_id` and `constant_sum` unused for IPv6).
+#[derive(Clone, Copy)]
+struct Ip {
+    at: usize,
+    v4: bool,
+    base_id: u16,
+    /// IPv4: sum of the constant words and the fragment word (unchanged per segment).
+    constant_sum: u32,
+}
+
+impl Ip {
+    /// `None` when the header's fields would not lie inside `headers_len` bytes (the plan
+    /// has checked this already; this makes the unchecked stores below provably safe).
+    fn new(fields: &IpFields, headers_len: usize) -> Option<Self> {
+        let ip = match fields {
+            IpFields::V4(f) => Ip {
+                at: f.offset,
+                v4: true,
+                base_id: f.base_id,
+                constant_sum: f.constant_sum + u32::from(f.frag_word),
+            },
+            IpFields::V6 { offset } => Ip {
+                at: *offset,
+                v4: false,
+                base_id: 0,
+                constant_sum: 0,
+            },
+        };
+        let len = if ip.v4 { v4::MIN_LEN } else { v6::HEADER_LEN };
+        (ip.at.checked_add(len)? <= headers_len).then_some(ip)
+    }
+
+    /// Writes the lengths (and for IPv4 the ID and the header checksum) of a segment
+    /// whose bytes end `wire_len` bytes after the frame start. The fragment word is the
+    /// template's. `V4` is `self.v4`, as a constant so each shape gets its own loop.
+    ///
+    /// # Safety
+    /// `h` must point to the `headers_len` writable bytes `new` checked against.
+    #[inline(always)]
+    unsafe fn patch<const V4: bool>(self, h: *mut u8, wire_len: usize, id_step: u16) {
+        let at = self.at;
+        // SAFETY (all stores): `new` checked the header lies inside `headers_len` bytes.
+        unsafe {
+            if V4 {
+                let total_len = (wire_len - at) as u16;
+                let id = self.base_id.wrapping_add(id_step);
+                put16(h, at + v4::TOTAL_LEN, total_len);
+                put16(h, at + v4::IDENT, id);
+                let sum = self.constant_sum + u32::from(total_len) + u32::from(id);
+                put16(h, at + v4::CHECKSUM, !fold32(sum));
+            } else {
+                put16(h, at + v6::PAYLOAD_LEN, (wire_len - at - v6::HEADER_LEN) as u16);
+            }
+        }
+    }
+}
+
+impl Ip {
+    /// IPv4: the header's constant sum plus the total length of a segment whose bytes end
+    /// `wire_len` bytes after the frame start (what `patch` adds the ID to).
+    fn length_sum(self, wire_len: usize) -> u32 {
+        if self.v4 {
+            self.constant_sum + u32::from((wire_len - self.at) as u16)
+        } else {
+            0
+        }
+    }
+
+    /// IPv4: writes the ID `base + id_step` and the header checksum over `length_sum`
+    /// and that ID, exactly as `patch` does for the same length.
+    ///
+    /// # Safety
+    /// As for `patch`.
+    #[inline(always)]
+    unsafe fn patch_id(self, h: *mut u8, length_sum: u32, id_step: u16) {
+        let id = self.base_id.wrapping_add(id_step);
+        // SAFETY: the caller's (`new` checked the header lies inside the template).
+        unsafe {
+            put16(h, self.at + v4::IDENT, id);
+            put16(h, self.at + v4::CHECKSUM, !fold32(length_sum + u32::from(id)));
+        }
+    }
+}
+
+/// What the middle segments (all but the first and the last) share.
+struct Middle {
+    inner_sum: u32,
+    outer_sum: u32,
+    pseudo: u32,
+    flags: u16,
+}
+
+/// Longest header the middle-segment template takes (on the stack).
+const MIDDLE_MAX_LEN: usize = 256;
+
+/// Folds a sum below 2^32 to 16 bits (two end-around-carry steps suffice).
+#[inline(always)]
+fn fold32(sum: u32) -> u16 {
+    let sum = (sum & 0xffff) + (sum >> 16);
+    ((sum & 0xffff) + (sum >> 16)) as u16
+}
+
+/// The outer headers of a UDP tunnel.
+#[derive(Clone, Copy)]
+struct Outer {
+    ip: Ip,
+    udp: usize,
+    /// Outer pseudo-header sum without the length, when the UDP checksum is computed.
+    checksum_seed: Option<u32>,
+}
+
+/// Outer layer shapes, as const parameters.
+const NO_TUNNEL: u8 = 0;
+const OUTER_V4: u8 = 4;
+const OUTER_V6: u8 = 6;
+
+/// Everything a segment needs, resolved once per call.
+pub(super) struct FastTcp<'a> {
+    template: &'a [u8],
+    tcp: TcpFields,
+    pseudo_seed: u32,
+    inner: Ip,
+    outer: Option<Outer>,
+    mss: usize,
+    count: usize,
+    full: bool,
+    /// 0 with a fixed inner IPv4 ID, else 1 (the ID step is `index * id_step`).
+    id_step: u16,
+}
+
+impl<'a> FastTcp<'a> {
+    /// The fast path for this super-packet, or `None` for shapes it does not take (GRE,
+    /// headers whose fields would not all be inside the template).
+    pub fn new(
+        frame: &'a [u8],
+        plan: &Plan,
+        tcp: TcpFields,
+        mss: usize,
+        count: usize,
+        full: bool,
+        fixed_id: bool,
+    ) -> Option<Self> {
+        let headers_len = plan.headers_len;
+        let template = frame.get(..headers_len)?;
+        let inner = Ip::new(&plan.inner_ip, headers_len)?;
+        if tcp.offset.checked_add(field::CHECKSUM + 2)? > headers_len || count == 0 {
+            return None;
+        }
+        let outer = match &plan.tunnel {
+            None => None,
+            Some(t) => match t.encap {
+                Encap::Udp {
+                    offset,
+                    checksum_seed,
+                } => {
+                    // The UDP header, and (for its checksum) the bytes it covers in the
+                    // headers, must come before the inner TCP header.
+                    if offset.checked_add(udp::HEADER_LEN)? > tcp.offset {
+                        return None;
+                    }
+                    Some(Outer {
+                        ip: Ip::new(&t.outer_ip, headers_len)?,
+                        udp: offset,
+                        checksum_seed,
+                    })
+                }
+                Encap::Gre { .. } => return None,
+            },
+        };
+        Some(FastTcp {
+            template,
+            tcp,
+            pseudo_seed: plan.pseudo_seed,
+            inner,
+            outer,
+            mss,
+            count,
+            full,
+            id_step: u16::from(!fixed_id),
+        })
+    }
+
+    /// Appends every segment: payload `i` is `payload_start + i * mss` for `mss` bytes
+    /// (the last one up to `payload_end`), its sum `sums[i]` with software checksums.
+    pub fn run(&self, out: &mut GsoOutput, payload_start: usize, payload_end: usize, sums: &[u32]) {
+        let outer = match self.outer {
+            None => NO_TUNNEL,
+            Some(o) if o.ip.v4 => OUTER_V4,
+            Some(_) => OUTER_V6,
+        };
+        let args = (out, payload_start, payload_end, sums);
+        match (self.inner.v4, outer, self.full) {
+            (true, NO_TUNNEL, false) => self.run_shape::<true, NO_TUNNEL, false>(args),
+            (true, NO_TUNNEL, true) => self.run_shape::<true, NO_TUNNEL, true>(args),
+            (false, NO_TUNNEL, false) => self.run_shape::<false, NO_TUNNEL, false>(args),
+            (false, NO_TUNNEL, true) => self.run_shape::<false, NO_TUNNEL, true>(args),
+            (true, OUTER_V4, false) => self.run_shape::<true, OUTER_V4, false>(args),
+            (true, OUTER_V4, true) => self.run_shape::<true, OUTER_V4, true>(args),
+            (false, OUTER_V4, false) => self.run_shape::<false, OUTER_V4, false>(args),
+            (false, OUTER_V4, true) => self.run_shape::<false, OUTER_V4, true>(args),
+            (true, _, false) => self.run_shape::<true, OUTER_V6, false>(args),
+            (true, _, true) => self.run_shape::<true, OUTER_V6, true>(args),
+            (false, _, false) => self.run_shape::<false, OUTER_V6, false>(args),
+            (false, _, true) => self.run_shape::<false, OUTER_V6, true>(args),
+        }
+    }
+
+    /// `run` for one shape: `INNER_V4`, `OUTER` and `FULL` must match `self`. With AVX2
+    /// the same loop is compiled for it, where a header copy is half as many moves.
+    #[inline(never)]
+    fn run_shape<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        args: (&mut GsoOutput, usize, usize, &[u32]),
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, the only requirement of `run_shape_avx2`.
+            return unsafe { self.run_shape_avx2::<INNER_V4, OUTER, FULL>(args) };
+        }
+        self.run_shape_body::<INNER_V4, OUTER, FULL>(args)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_shape_avx2<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        args: (&mut GsoOutput, usize, usize, &[u32]),
+    ) {
+        self.run_shape_body::<INNER_V4, OUTER, FULL>(args)
+    }
+
+    #[inline(always)]
+    fn run_shape_body<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        (out, payload_start, payload_end, sums): (&mut GsoOutput, usize, usize, &[u32]),
+    ) {
+        let hlen = self.template.len();
+        let count = self.count;
+        let headers = out.spare_headers(count * hlen);
+        let last = count - 1;
+        let sum = |index: usize| if FULL { sums.get(index).copied().unwrap_or(0) } else { 0 };
+        let mut chunks = headers.chunks_exact_mut(hlen);
+        let outer_checksum = self.outer.is_some_and(|o| o.checksum_seed.is_some());
+        if last >= 2 && hlen <= MIDDLE_MAX_LEN && !outer_checksum {
+            // Segments 1..last share every length, their flags and (partial) TCP
+            // checksum, and the outer UDP header: segment 1 is written in full once, as a
+            // template; each middle segment is a copy of it with its own sequence number,
+            // IPv4 IDs and their header checksums (and TCP checksum, in software).
+            let mut middle = [MaybeUninit::<u8>::uninit(); MIDDLE_MAX_LEN];
+            let middle = &mut middle[..hlen];
+            self.write::<INNER_V4, OUTER, FULL>(middle, 1, self.mss, sum(1));
+            // SAFETY: `write` initialised all `hlen` bytes.
+            let middle = unsafe { &*(middle as *const [MaybeUninit<u8>] as *const [u8]) };
+            if let Some(header) = chunks.next() {
+                self.write::<INNER_V4, OUTER, FULL>(header, 0, self.mss, sum(0));
+            }
+            let wire_len = hlen + self.mss;
+            let middle_fields = Middle {
+                inner_sum: self.inner.length_sum(wire_len),
+                outer_sum: self.outer.map_or(0, |o| o.ip.length_sum(wire_len)),
+                pseudo: self.pseudo_seed + (wire_len - self.tcp.offset) as u32,
+                flags: self.tcp.flags(1, count),
+            };
+            for (index, header) in chunks.by_ref().take(last - 1).enumerate() {
+                let index = index + 1;
+                copy_header(header, middle);
+                self.patch_middle::<INNER_V4, OUTER, FULL>(header, index, &middle_fields, sum(index));
+            }
+        } else {
+            for (index, header) in chunks.by_ref().take(last).enumerate() {
+                self.write::<INNER_V4, OUTER, FULL>(header, index, self.mss, sum(index));
+            }
+        }
+        let last_len = payload_end - (payload_start + last * self.mss);
+        if let Some(header) = chunks.next() {
+            self.write::<INNER_V4, OUTER, FULL>(header, last, last_len, sum(last));
+        }
+        // SAFETY: every one of the `count` chunks of `hlen` bytes was written above.
+        unsafe { out.commit_headers(count, hlen, payload_start, payload_end, self.mss) };
+    }
+
+    /// Patches a copy of the middle template into segment `index` (0 < index < last).
+    #[inline(always)]
+    fn patch_middle<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        header: &mut [MaybeUninit<u8>],
+        index: usize,
+        m: &Middle,
+        sum: u32,
+    ) {
+        let h = header.as_mut_ptr().cast::<u8>();
+        let tcp = &self.tcp;
+        let t = tcp.offset;
+        let seq = tcp.base_seq.wrapping_add((index * self.mss) as u32);
+        // SAFETY: `header` is `hlen` initialised bytes (a copy of the middle template);
+        // `new` checked every offset written here lies inside `hlen`.
+        unsafe {
+            put32(h, t + field::SEQ, seq);
+            if FULL {
+                let header_sum = tcp.constant_sum + (seq >> 16) + (seq & 0xffff) + u32::from(m.flags);
+                put16(h, t + field::CHECKSUM, checksum::finish(header_sum + m.pseudo + sum));
+            }
+            if INNER_V4 {
+                self.inner.patch_id(h, m.inner_sum, index as u16 * self.id_step);
+            }
+            if OUTER == OUTER_V4 {
+                if let Some(outer) = self.outer {
+                    outer.ip.patch_id(h, m.outer_sum, index as u16);
+                }
+            }
+        }
+    }
+
+    /// Writes the header of segment `index` with `len` payload bytes summing to `sum`.
+    #[inline(always)]
+    fn write<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        header: &mut [MaybeUninit<u8>],
+        index: usize,
+        len: usize,
+        sum: u32,
+    ) {
+        let hlen = self.template.len();
+        copy_header(header, self.template);
+        let h = header.as_mut_ptr().cast::<u8>();
+        let tcp = &self.tcp;
+        let t = tcp.offset;
+        let wire_len = hlen + len;
+        let flags = tcp.flags(index, self.count);
+        let seq = tcp.base_seq.wrapping_add((index * self.mss) as u32);
+        let pseudo = self.pseudo_seed + (wire_len - t) as u32;
+        let check = if FULL {
+            let header_sum = tcp.constant_sum + (seq >> 16) + (seq & 0xffff) + u32::from(flags);
+            checksum::finish(header_sum + pseudo + sum)
+        } else {
+            fold32(pseudo)
+        };
+        let id_step = index as u16 * self.id_step;
+        // SAFETY: `header` is `hlen` initialised bytes (the copy above); `new` checked
+        // every offset written here lies inside `hlen`.
+        unsafe {
+            put32(h, t + field::SEQ, seq);
+            put16(h, t + field::FLAGS_WORD, flags);
+            put16(h, t + field::CHECKSUM, check);
+            self.inner.patch::<INNER_V4>(h, wire_len, id_step);
+        }
+        if OUTER == NO_TUNNEL {
+            return;
+        }
+        let Some(outer) = self.outer else {
+            return;
+        };
+        let u = outer.udp;
+        let length = (wire_len - u) as u16;
+        // SAFETY: as above (`new` checked the UDP header ends before `t`).
+        unsafe {
+            put16(h, u + udp::LENGTH, length);
+            put16(h, u + udp::CHECKSUM, 0);
+        }
+        if let Some(seed) = outer.checksum_seed {
+            // The bytes from the UDP header to the inner TCP header, now final, and the
+            // inner transport packet, which sums to the complement of its pseudo-header
+            // sum once its checksum is finished (as in `tunnel::TunnelFields::patch`).
+            // SAFETY: `u < t <= hlen`, all initialised.
+            let covered = unsafe { core::slice::from_raw_parts(h.add(u), t - u) };
+            let head = checksum::sum(covered, seed + u32::from(length));
+            let tail = u32::from(!checksum::fold(pseudo));
+            let check = checksum::finish(checksum::combine(head, tail, t - u));
+            let check = if check == 0 { 0xffff } else { check };
+            // SAFETY: as above.
+            unsafe { put16(h, u + udp::CHECKSUM, check) };
+        }
+        // SAFETY: as above. Linux increments the outer IPv4 ID per segment.
+        unsafe {
+            if OUTER == OUTER_V4 {
+                outer.ip.patch::<true>(h, wire_len, index as u16);
+            } else {
+                outer.ip.patch::<false>(h, wire_len, index as u16);
+            }
+        }
+    }
+}
+
+/// # Safety
+/// `h + at .. h + at + 2` must be writable.
+#[inline(always)]
+unsafe fn put16(h: *mut u8, at: usize, value: u16) {
+    // SAFETY: the caller's; `[u8; 2]` has alignment 1.
+    unsafe { h.add(at).cast::<[u8; 2]>().write(value.to_be_bytes()) }
+}
+
+/// # Safety
+/// `h + at .. h + at + 4` must be writable.
+#[inline(always)]
+unsafe fn put32(h: *mut u8, at: usize, value: u32) {
+    // SAFETY: the caller's; `[u8; 4]` has alignment 1.
+    unsafe { h.add(at).cast::<[u8; 4]>().write(value.to_be_bytes()) }
+}
