@@ -4,8 +4,8 @@
  * benches/run.py can set engine-via-C beside engine-via-Rust and DPDK. No DPDK needed.
  * GRO runs twice: frame by frame with ofl_gro_push, in the same loop as the Rust side
  * (side "engine_c": the cost of the C boundary), and a burst of 32 at a time with
- * ofl_gro_push_burst, as a DPDK receive loop would (side "engine_c_burst"; its
- * re-priming copies the burst's headers first, then pushes the burst).
+ * ofl_gro_push_burst, as a DPDK receive loop would (side "engine_c_burst"). Both
+ * re-prime a burst's headers first, then push the burst.
  * Usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] [--push single|burst|both] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,10 +158,12 @@ static void gro_round(void *arg)
 	uint32_t reason;
 
 	for (b = 0; b < BURSTS; b++) {
+		/* The burst is re-primed before it is pushed, as on the Rust and DPDK sides. */
+		for (n = b * BURST; n < (b + 1) * BURST; n++)
+			memcpy(g->frames[n], g->headers[n], TCP4_HDRS);
 		for (n = b * BURST; n < (b + 1) * BURST; n++) {
-			memcpy(g->frames[n], g->headers[n], TCP4_HDRS); /* re-prime */
 			if (g->reprime_only || g->burst)
-				continue;
+				break;
 			if (ofl_gro_push(g->gro, n, g->frames[n], GRO_FRAME, OFL_RX_CSUM_VALIDATED,
 					 b, on_merged, g, &reason) == OFL_GRO_REFUSED) {
 				g->outputs++; /* forwarded as it is */

@@ -1,6 +1,6 @@
 //! W1 and W4 GRO rows: rounds of 1024 frames in bursts of 32, the same frames, flows,
-//! bursts and flush points as the DPDK side, and the same re-priming cost (the 54 B
-//! header copied back from a template before each frame is offered).
+//! bursts and flush points as the DPDK side, and the same re-priming cost (each burst's
+//! headers copied back from their templates before the burst is offered).
 
 use std::hint::black_box;
 
