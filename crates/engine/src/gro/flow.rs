@@ -236,14 +236,18 @@ pub(crate) fn flow_hash_at(
     h.finish()
 }
 
-/// `flow_hash` for an untagged IPv4 TCP frame without a tunnel, from its address and
-/// port bytes: the same value, without the shape's branches and slicing.
+/// `flow_hash` for an untagged IPv4 TCP frame, bare or in a tunnel whose first 8 header
+/// bytes are `tunnel`, from its address and port bytes: the same value, without the
+/// shape's branches and slicing.
 #[inline(always)]
-pub(crate) fn plain_tcp4_hash(addrs: [u8; 8], ports: [u8; 4]) -> u64 {
+pub(crate) fn plain_tcp4_hash(addrs: [u8; 8], ports: [u8; 4], tunnel: Option<[u8; 8]>) -> u64 {
     let mut h = Hasher::new(Transport::Tcp as u64);
     h.add(u64::from_le_bytes(addrs));
     let [a, b, c, d] = ports;
     h.add(u64::from_le_bytes([a, b, c, d, 0, 0, 0, 0]) ^ (4 << 59));
+    if let Some(tunnel) = tunnel {
+        h.add(u64::from_le_bytes(tunnel));
+    }
     h.finish()
 }
 

@@ -80,6 +80,7 @@ mod facts;
 mod flow;
 mod ip;
 mod plain;
+mod plain6;
 mod reason;
 mod stats;
 mod table;
@@ -99,7 +100,8 @@ use crate::virtio;
 use crate::wire::parse::ParseOptions;
 use coalesce::{can_coalesce, Limits, Run, RunL4, Verdict};
 use facts::{Facts, L4Facts};
-use plain::{Plain, VXLAN_OUTER};
+use plain::{FastFrame, Plain, VXLAN_OUTER};
+use plain6::Plain6;
 use table::{AgeCursor, Table};
 use template::Template;
 
@@ -245,6 +247,9 @@ impl Gro {
             if let Some(plain) = vxlan {
                 return self.push_plain(id, frame, &plain, meta.now, out);
             }
+            if let Some(plain) = Plain6::check(frame, validated, HEADER_CAP) {
+                return self.push_plain(id, frame, &plain, meta.now, out);
+            }
             if meta.csum_validated {
                 if let Some(result) = self.push_by_template(id, frame, meta.now, out) {
                     return result;
@@ -262,21 +267,21 @@ impl Gro {
         self.offer(id, frame, &facts, found, meta.now, out)
     }
 
-    /// `push` for a TCP/IPv4 frame, bare or in VXLAN: joins its flow's run without
-    /// reading the general facts when every rule allows it, else decides as the general
-    /// path does.
+    /// `push` for a frame a fixed-offset classifier took (TCP/IPv4 bare or in VXLAN,
+    /// TCP/IPv6): joins its flow's run without reading the general facts when every
+    /// rule allows it, else decides as the general path does.
     #[inline(always)]
-    fn push_plain<const OUTER: usize>(
+    fn push_plain<F: FastFrame>(
         &mut self,
         id: u64,
         frame: &[u8],
-        plain: &Plain<'_, OUTER>,
+        plain: &F,
         now: u64,
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         let hash = plain.hash();
         let found = self.table.find_by(hash, |s| {
-            s.plain == OUTER && plain::same_flow(plain, &s.header)
+            s.plain == F::KIND && plain.same_flow(&s.header)
         });
         if let Some(slot) = found {
             let held = self.table.slot(slot);

@@ -74,15 +74,55 @@ const VXLAN_FLAGS: usize = OUTER_UDP + UDP_LEN;
 const VXLAN_FLAG_VNI: u8 = 0x08;
 const UDP_PROTOCOL: u8 = 17;
 
-/// `Slot::plain` of a shape that is neither kind.
+/// `Slot::plain` of a shape no fixed-offset classifier takes.
 pub(crate) const NOT_PLAIN: usize = usize::MAX;
+/// `Slot::plain` of `plain6::SHAPE`.
+pub(crate) const PLAIN6: usize = usize::MAX - 1;
 
-/// The `OUTER` of the `Plain` kind whose shape `shape` is, or [`NOT_PLAIN`].
+/// Which fixed-offset classifier takes `shape`: the `OUTER` of a `Plain` kind,
+/// [`PLAIN6`], or [`NOT_PLAIN`].
 pub(crate) fn kind_of(shape: &Shape) -> usize {
+    if *shape == super::plain6::SHAPE {
+        return PLAIN6;
+    }
     [0, VXLAN_OUTER]
         .into_iter()
         .find(|&outer| *shape == self::shape(outer))
         .unwrap_or(NOT_PLAIN)
+}
+
+/// A frame a fixed-offset classifier took: what `Gro::push_plain` needs of it.
+pub(crate) trait FastFrame {
+    /// Its `kind_of` value, stored in the slots of its runs.
+    const KIND: usize;
+    /// `flow::flow_hash` of the frame.
+    fn hash(&self) -> u64;
+    /// Whether the held header `held` (of a run of this kind) is the frame's flow.
+    fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool;
+    /// Whether the frame continues `run` (head header `held`), and how.
+    fn try_join(&self, run: &Run, held: &[u8; HEADER_CAP], limits: &Limits) -> Option<Joined>;
+    /// Exactly the facts `facts::classify` reads from the frame.
+    fn facts(&self, hash: u64) -> Facts;
+}
+
+impl<const OUTER: usize> FastFrame for Plain<'_, OUTER> {
+    const KIND: usize = OUTER;
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        Plain::hash(self)
+    }
+    #[inline(always)]
+    fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool {
+        same_flow(self, held)
+    }
+    #[inline(always)]
+    fn try_join(&self, run: &Run, held: &[u8; HEADER_CAP], limits: &Limits) -> Option<Joined> {
+        Plain::try_join(self, run, held, limits)
+    }
+    #[inline(always)]
+    fn facts(&self, hash: u64) -> Facts {
+        Plain::facts(self, hash)
+    }
 }
 
 /// The shape of every frame `Plain<OUTER>` accepts.
@@ -206,10 +246,12 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
         let f = self.fixed;
         let addrs = [f[26], f[27], f[28], f[29], f[30], f[31], f[32], f[33]];
         let ports = [f[34], f[35], f[36], f[37]];
-        if OUTER == 0 {
-            return flow::plain_tcp4_hash(addrs, ports);
-        }
-        flow::flow_hash(&shape(OUTER), self.frame)
+        let vxlan = (OUTER != 0).then(|| {
+            let o = self.outer;
+            let at = VXLAN_FLAGS;
+            [o[at], o[at + 1], o[at + 2], o[at + 3], o[at + 4], o[at + 5], o[at + 6], o[at + 7]]
+        });
+        flow::plain_tcp4_hash(addrs, ports, vxlan)
     }
 
     /// Exactly the facts `facts::classify` reads from this frame.

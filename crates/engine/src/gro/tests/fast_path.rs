@@ -9,6 +9,7 @@
 use super::builder::{finish, sum, Pkt, Tunnel, L4, ACK, CWR, ECE, FIN, PSH, RST, SYN, URG};
 use super::{copy, Gro, GroConfig, Merged, RxMeta};
 use crate::gro::plain::{Plain, VXLAN_OUTER};
+use crate::gro::plain6::Plain6;
 use crate::gro::{facts, HEADER_CAP};
 use crate::wire::layout::IpVersion;
 use crate::wire::parse::{parse_frame, ParseOptions};
@@ -247,7 +248,13 @@ proptest! {
         for (frame, s) in frames.iter().zip(&steps) {
             let general = || facts::classify(frame, s.validated, HEADER_CAP, &ParseOptions::DEFAULT).ok();
             if let Some(p) = Plain::<0>::check(frame, s.validated, HEADER_CAP, &ParseOptions::DEFAULT) {
-                prop_assert_eq!(Some(p.facts(p.hash())), general());
+                let fast = p.facts(p.hash());
+                prop_assert_eq!(Some(fast), general());
+                prop_assert_eq!(fast.hash, crate::gro::flow::flow_hash(&fast.shape, frame));
+            }
+            if let Some(p) = Plain6::check(frame, s.validated, HEADER_CAP) {
+                let fast = p.facts(p.hash());
+                prop_assert_eq!(Some(fast), general());
             }
             if let Some(p) = Plain::<VXLAN_OUTER>::check(frame, s.validated, HEADER_CAP, &ParseOptions::DEFAULT) {
                 let fast = p.facts(p.hash());
@@ -277,18 +284,21 @@ fn plain_frames_take_the_fast_path() {
     let mut no_vni_flag = vxlan.build();
     no_vni_flag[42] &= !0x08;
     assert!(Plain::<VXLAN_OUTER>::check(&no_vni_flag, true, HEADER_CAP, &parse).is_none());
+    let v6 = Pkt::tcp6(0, 1448).build();
+    assert!(Plain6::check(&v6, true, HEADER_CAP).is_some());
+    assert!(Plain::<0>::check(&v6, true, HEADER_CAP, &parse).is_none());
     // Without tunnel decoding the same frame is plain UDP to the general path.
     let no_tunnels = parse.without_tunnels();
     assert!(Plain::<VXLAN_OUTER>::check(&vxlan.build(), true, HEADER_CAP, &no_tunnels).is_none());
 }
 
-/// Every shape but IPv4 with options (never coalesced) and TCP/IPv4 in VXLAN over IPv4
-/// (`plain.rs` takes it) continues its run by template,
+/// Every shape but IPv4 with options (never coalesced), TCP/IPv4 in VXLAN over IPv4
+/// (`plain.rs` takes it) and TCP/IPv6 (`plain6.rs`) continues its run by template,
 /// without being parsed: the 2nd..5th segments join through `push_by_template`, and a
 /// second flow's head is classified by the template too.
 #[test]
 fn every_shape_joins_by_template() {
-    for kind in (4..SHAPES).filter(|&k| k != 5 && k != 7) {
+    for kind in (4..SHAPES).filter(|&k| ![5, 6, 7].contains(&k)) {
         let mut p = Pkt::tcp4(1000, 1448);
         shape_of(&mut p, kind);
         let mut gro = Gro::new(GroConfig::default());
