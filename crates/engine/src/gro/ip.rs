@@ -83,7 +83,7 @@ pub(crate) fn read(frame: &[u8], layer: &IpLayer) -> Result<IpFacts, Reason> {
 
 /// Whether a 20-byte IPv4 header sums to 0xffff. Summed inline: the general
 /// `checksum::sum` costs more in dispatch and setup than this whole header.
-#[inline]
+#[inline(always)]
 pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
     // Summing in native byte order gives the sum byte-swapped (RFC 1071's byte-order
     // independence), and 0xffff swapped is itself: no conversions needed.
