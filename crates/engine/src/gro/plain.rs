@@ -28,7 +28,7 @@ use crate::wire::TcpFlags;
 
 const ETHERNET_LEN: usize = 14;
 const IPV4_LEN: usize = 20;
-const TCP_MIN_LEN: usize = 20;
+pub(crate) const TCP_MIN_LEN: usize = 20;
 const L4_OFFSET: usize = ETHERNET_LEN + IPV4_LEN;
 /// Ethernet + IPv4 + the fixed TCP header: what is read at fixed offsets.
 pub(crate) const FIXED_LEN: usize = L4_OFFSET + TCP_MIN_LEN;
@@ -54,13 +54,13 @@ const IP_WORD_MASK: [u8; 8] = [0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff];
 /// The word from the ACK number to the window (42..50): ACK, data offset byte, flags
 /// and window must equal the head's, except PSH and FIN, which end a run.
 const TCP_WORD: usize = L4_OFFSET + 8;
-const TCP_WORD_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0xff, !0x09, 0xff, 0xff];
+pub(crate) const TCP_WORD_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0xff, !0x09, 0xff, 0xff];
 
 /// IPv4 flags/fragment word: DF may be set; the reserved bit, MF and the offset not.
 const IPV4_DF: u16 = 0x4000;
 /// TCP flags byte: ACK must be set; SYN, RST, URG, CWR must not (PSH, FIN, ECE may).
-const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
-const FLAG_ACK: u8 = 0x10;
+pub(crate) const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
+pub(crate) const FLAG_ACK: u8 = 0x10;
 
 /// The VXLAN encapsulation before the inner Ethernet header: Ethernet, IPv4 without
 /// options, UDP, VXLAN.
@@ -309,32 +309,13 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
             Some(head) => id_mode(ip_id(self.outer), &head.ip, run.outer_ids, run.segments)?,
             None => run.outer_ids,
         };
-        let payload_len = self.payload_len();
-        let seg_size = usize::from(run.seg_size);
         let seq = u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]);
-        if payload_len > seg_size
-            || seq != t.next_seq
-            || run.outer_ip_len as usize + payload_len > limits.max_bytes
-        {
-            return None;
-        }
-        let flags = TcpFlags(f[TCP_FLAGS]);
-        let ends = if flags.contains(TcpFlags::PSH) {
-            Some(Reason::PshEnd)
-        } else if flags.contains(TcpFlags::FIN) {
-            Some(Reason::FinEnd)
-        } else if payload_len < seg_size {
-            Some(Reason::ShortSegment)
-        } else {
-            (run.segments + 1 >= limits.max_segments_tcp).then_some(Reason::SegmentCap)
+        let segment = TcpSegment {
+            seq,
+            flags: TcpFlags(f[TCP_FLAGS]),
+            payload_len: self.payload_len(),
         };
-        Some(Joined {
-            ip_ids,
-            outer_ids,
-            ends,
-            payload_len,
-            flags,
-        })
+        segment.joins(run, t.next_seq, limits, (ip_ids, outer_ids))
     }
 
     fn payload_len(&self) -> usize {
@@ -349,6 +330,38 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
     }
 }
 
+/// What a fixed-offset classifier read of a TCP segment whose headers matched its run's.
+pub(crate) struct TcpSegment {
+    pub seq: u32,
+    pub flags: TcpFlags,
+    pub payload_len: usize,
+}
+
+impl TcpSegment {
+    /// The rest of `can_coalesce` for this segment: size, sequence and caps; how the
+    /// run ends after it; `ids` are the ID modes the IP layers decided.
+    #[inline(always)]
+    pub fn joins(&self, run: &Run, next_seq: u32, limits: &Limits, ids: (IdMode, IdMode)) -> Option<Joined> {
+        let seg_size = usize::from(run.seg_size);
+        if self.payload_len > seg_size
+            || self.seq != next_seq
+            || run.outer_ip_len as usize + self.payload_len > limits.max_bytes
+        {
+            return None;
+        }
+        let full = run.segments + 1 >= limits.max_segments_tcp;
+        let ends = tcp::ends_run_by_flags(self.flags, self.payload_len, seg_size)
+            .or(full.then_some(Reason::SegmentCap));
+        Some(Joined {
+            ip_ids: ids.0,
+            outer_ids: ids.1,
+            ends,
+            payload_len: self.payload_len,
+            flags: self.flags,
+        })
+    }
+}
+
 /// The IPv4 ID of the Ethernet + IPv4 header at the start of `h`.
 #[inline(always)]
 fn ip_id(h: &[u8]) -> u16 {
@@ -358,7 +371,7 @@ fn ip_id(h: &[u8]) -> u16 {
 /// `ip::can_join`'s IPv4 ID rule (TTL, TOS and DF already compared equal): the ID is
 /// the head's + segments, or the head's when DF (decided by the 2nd packet).
 #[inline(always)]
-fn id_mode(id: u16, head: &IpFacts, mode: IdMode, segments: u16) -> Option<IdMode> {
+pub(crate) fn id_mode(id: u16, head: &IpFacts, mode: IdMode, segments: u16) -> Option<IdMode> {
     let offset = id.wrapping_sub(head.id);
     let mode = match mode {
         IdMode::Undecided if head.df && offset == 0 => IdMode::Fixed,

@@ -7,16 +7,16 @@
 use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
 use super::flow::{self, Shape, Transport};
-use super::ip::{IdMode, IpFacts};
-use super::plain::{FastFrame, Joined, PLAIN6};
-use super::reason::Reason;
+use super::ip::IpFacts;
+use super::plain::{
+    FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, PLAIN6, TCP_MIN_LEN, TCP_WORD_MASK,
+};
 use super::table::HEADER_CAP;
 use super::tcp;
 use crate::wire::TcpFlags;
 
 const ETHERNET_LEN: usize = 14;
 const IPV6_LEN: usize = 40;
-const TCP_MIN_LEN: usize = 20;
 const L4_OFFSET: usize = ETHERNET_LEN + IPV6_LEN;
 /// Ethernet + IPv6 + the fixed TCP header: what is read at fixed offsets.
 const FIXED_LEN: usize = L4_OFFSET + TCP_MIN_LEN;
@@ -39,14 +39,10 @@ const IP_WORD: usize = IP;
 const IP_WORD_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff];
 /// The word from the ACK number to the window, as in `plain.rs`.
 const TCP_WORD: usize = L4_OFFSET + 8;
-const TCP_WORD_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0xff, !0x09, 0xff, 0xff];
 /// The flow label: the low 20 bits of the first word (identity; the traffic class is a
 /// merge rule).
 const FLOW_LABEL_MASK: u32 = 0x000f_ffff;
 
-/// TCP flags byte: ACK must be set; SYN, RST, URG, CWR must not (PSH, FIN, ECE may).
-const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
-const FLAG_ACK: u8 = 0x10;
 const TCP_PROTOCOL: u8 = 6;
 
 /// The shape of every frame this classifier accepts.
@@ -138,34 +134,13 @@ impl<'a> Plain6<'a> {
         if differ != 0 || !matches!(options, (Some(a), Some(b)) if flow::same_bytes(a, b)) {
             return None;
         }
-        let payload_len = self.payload_len();
-        let seg_size = usize::from(run.seg_size);
-        let seq = u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]);
-        if payload_len > seg_size
-            || seq != t.next_seq
-            || run.outer_ip_len as usize + payload_len > limits.max_bytes
-        {
-            return None;
-        }
-        let flags = TcpFlags(f[TCP_FLAGS]);
-        let ends = if flags.contains(TcpFlags::PSH) {
-            Some(Reason::PshEnd)
-        } else if flags.contains(TcpFlags::FIN) {
-            Some(Reason::FinEnd)
-        } else if payload_len < seg_size {
-            Some(Reason::ShortSegment)
-        } else {
-            (run.segments + 1 >= limits.max_segments_tcp).then_some(Reason::SegmentCap)
+        let segment = TcpSegment {
+            seq: u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]),
+            flags: TcpFlags(f[TCP_FLAGS]),
+            payload_len: self.payload_len(),
         };
         // IPv6 has no ID: the modes stay as they are.
-        let ids: (IdMode, IdMode) = (run.ip_ids, run.outer_ids);
-        Some(Joined {
-            ip_ids: ids.0,
-            outer_ids: ids.1,
-            ends,
-            payload_len,
-            flags,
-        })
+        segment.joins(run, t.next_seq, limits, (run.ip_ids, run.outer_ids))
     }
 
     fn payload_len(&self) -> usize {

@@ -134,9 +134,15 @@ pub(crate) fn can_join(
 
 /// Why a segment that joined a run also ends it, if it does.
 pub(crate) fn ends_run(pkt: &TcpFacts, payload_len: usize, seg_size: usize) -> Option<Reason> {
-    if pkt.flags.contains(TcpFlags::PSH) {
+    ends_run_by_flags(pkt.flags, payload_len, seg_size)
+}
+
+/// `ends_run` from the segment's flags.
+#[inline(always)]
+pub(crate) fn ends_run_by_flags(flags: TcpFlags, payload_len: usize, seg_size: usize) -> Option<Reason> {
+    if flags.contains(TcpFlags::PSH) {
         Some(Reason::PshEnd)
-    } else if pkt.flags.contains(TcpFlags::FIN) {
+    } else if flags.contains(TcpFlags::FIN) {
         Some(Reason::FinEnd)
     } else if payload_len < seg_size {
         Some(Reason::ShortSegment)

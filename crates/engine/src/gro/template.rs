@@ -29,7 +29,7 @@ use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
 use super::flow::{self, Shape, Transport};
 use super::ip::{self, IdMode, IpFacts};
-use super::plain::Joined;
+use super::plain::{self, Joined};
 use super::reason::Reason;
 use super::table::HEADER_CAP;
 use super::tcp;
@@ -277,13 +277,7 @@ impl Template {
                     return None;
                 }
                 let flags = TcpFlags(*frame.get(o.l4 + varies::TCP_FLAGS)?);
-                let ends = if flags.contains(TcpFlags::PSH) {
-                    Some(Reason::PshEnd)
-                } else if flags.contains(TcpFlags::FIN) {
-                    Some(Reason::FinEnd)
-                } else {
-                    short
-                };
+                let ends = tcp::ends_run_by_flags(flags, payload_len, seg_size);
                 (flags, ends, limits.max_segments_tcp)
             }
             RunL4::Udp { .. } => {
@@ -459,21 +453,13 @@ fn ip_facts(frame: &[u8], ip: IpAt) -> Option<IpFacts> {
 }
 
 /// `ip::can_join`'s ID rule for the IP layer `ip` of `frame` (TTL, TOS, DF, traffic
-/// class and hop limit already equal the head's under the mask): the ID is the head's
-/// + segments, or the head's when DF (decided by the 2nd packet).
+/// class and hop limit already equal the head's under the mask).
 #[inline(always)]
 fn id_mode(frame: &[u8], ip: IpAt, head: &IpFacts, mode: IdMode, segments: u16) -> Option<IdMode> {
     if ip.v6 {
         return Some(mode);
     }
-    let offset = be16(frame, ip.offset + 4)?.wrapping_sub(head.id);
-    let mode = match mode {
-        IdMode::Undecided if head.df && offset == 0 => IdMode::Fixed,
-        IdMode::Undecided => IdMode::Incrementing,
-        decided => decided,
-    };
-    let expected = if mode == IdMode::Fixed { 0 } else { segments };
-    (offset == expected).then_some(mode)
+    plain::id_mode(be16(frame, ip.offset + 4)?, head, mode, segments)
 }
 
 #[inline(always)]
