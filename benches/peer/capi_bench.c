@@ -13,19 +13,13 @@
 #include <time.h>
 
 #include "offlab_engine.h"
+#include "measure.h"
 #include "packets.h"
 
 #define ROUND 1024
 #define BURST 32
 #define BURSTS (ROUND / BURST)
 #define MAX_FLOWS 64 /* as the Rust side and DPDK's max_flow_num */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {
@@ -42,85 +36,13 @@ static int must(int rc, const char *what)
 	return rc;
 }
 
-/* ---- measuring loop: the same as dpdk_bench.c's ---------------------------------- */
-
-typedef void (*round_fn)(void *state);
-
-struct measured {
-	uint64_t rounds;
-	double elapsed;
-	double best_rate;
-};
-
-static uint64_t fixed_rounds;
 static int push_modes = 3; /* bit 0: frame by frame (ofl_gro_push); bit 1: per burst */
 
-#define MAX_SAMPLES (1u << 17)
-static double samples[MAX_SAMPLES];
-#define SAMPLE_SECONDS 50e-6
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static struct measured measure(round_fn fn, void (*reset)(void *), void *st, double seconds)
-{
-	struct measured m = {0, 0, 0};
-	double t0 = now_s(), ts, te;
-	uint64_t warm_rounds = 0;
-	unsigned i, n = 0, batch;
-
-	if (fixed_rounds) {
-		for (m.rounds = 0; m.rounds < fixed_rounds; m.rounds++)
-			fn(st);
-		m.elapsed = now_s() - t0 + 1e-9;
-		m.best_rate = m.rounds / m.elapsed;
-		return m;
-	}
-	do {
-		fn(st);
-		warm_rounds++;
-	} while ((te = now_s()) - t0 < seconds * 0.2);
-	batch = (unsigned)(SAMPLE_SECONDS / ((te - t0) / warm_rounds)) + 1;
-	reset(st);
-	t0 = ts = now_s();
-	do {
-		for (i = 0; i < batch; i++)
-			fn(st);
-		te = now_s();
-		samples[n++] = (te - ts) / batch;
-		m.rounds += batch;
-		ts = te;
-	} while (te - t0 < seconds && n < MAX_SAMPLES);
-	m.elapsed = te - t0;
-	qsort(samples, n, sizeof(samples[0]), cmp_double);
-	m.best_rate = 1.0 / samples[n / 10];
-	return m;
-}
-
-static void emit_side(const char *side, const char *workload, const char *unit, double ops_per_round,
-		 double depth, const struct measured *m, uint64_t digest, double reprime_ns)
-{
-	printf("{\"side\":\"%s\",\"workload\":\"%s\",\"unit\":\"%s\",\"value\":%.4f,"
-	       "\"mean\":%.4f,", side, workload, unit, m->best_rate * ops_per_round,
-	       m->rounds / m->elapsed * ops_per_round);
-	if (depth > 0)
-		printf("\"depth\":%.3f,", depth);
-	else
-		printf("\"depth\":null,");
-	if (reprime_ns >= 0)
-		printf("\"reprime_ns_per_pkt\":%.2f,", reprime_ns);
-	printf("\"rounds\":%lu,\"elapsed_s\":%.4f,\"digest\":\"%016lx\",\"heap_allocs\":null}\n",
-	       (unsigned long)m->rounds, m->elapsed, (unsigned long)digest);
-	fflush(stdout);
-}
-
+/* Every line this program prints is the engine-via-C side. */
 static void emit(const char *workload, const char *unit, double ops_per_round,
 		 double depth, const struct measured *m, uint64_t digest, double reprime_ns)
 {
-	emit_side("engine_c", workload, unit, ops_per_round, depth, m, digest, reprime_ns);
+	emit_line("engine_c", workload, unit, ops_per_round, depth, m, digest, reprime_ns);
 }
 
 static int wanted(const char *name, const char *only)
@@ -252,7 +174,7 @@ static void run_gro(double seconds, const char *only)
 			if (g.segments != ROUND || stats.refused_total != 0)
 				die("GRO check: every frame must come out once, none refused");
 			m = measure(gro_round, gro_reset, &g, seconds);
-			emit_side(g.burst ? "engine_c_burst" : "engine_c", cases[i].name, "Mpps",
+			emit_line(g.burst ? "engine_c_burst" : "engine_c", cases[i].name, "Mpps",
 				  ROUND / 1e6, (double)g.inputs / g.outputs, &m, g.digest, reprime_ns);
 			ofl_gro_free(g.gro);
 			g.gro = NULL;

@@ -18,18 +18,12 @@
 #include <rte_tcp.h>
 #include <rte_ethdev.h>
 
+#include "measure.h"
 #include "packets.h"
 
 #define ROUND 1024
 #define BURST 32
 #define BURSTS (ROUND / BURST)
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {
@@ -37,89 +31,11 @@ static void die(const char *what)
 	exit(1);
 }
 
-/* ---- measuring loop ------------------------------------------------------------ */
-
-typedef void (*round_fn)(void *state);
-
-struct measured {
-	uint64_t rounds;
-	double elapsed;
-	double best_rate; /* rounds per second at the fast decile of samples */
-};
-
-/* --rounds N: exactly N rounds per workload (for callgrind instruction counts). */
-static uint64_t fixed_rounds;
-
-#define MAX_SAMPLES (1u << 17)
-static double samples[MAX_SAMPLES]; /* seconds per round, one per batch */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Time of one sample: long enough that the clock's cost does not matter, short
- * enough that most samples fit between two preemptions of this shared core. */
-#define SAMPLE_SECONDS 50e-6
-
-/* Runs `fn` for 20% of `seconds` untimed (warm caches, branch predictors; also sizes
- * a batch of rounds that takes about SAMPLE_SECONDS), calls `reset` so counters cover
- * the timed part only, then runs it for `seconds`, timing every batch as one sample.
- * The figure is the rate at the fast decile (10th percentile of time per round): this
- * VM's core 0 is shared, and preemption lands in whole samples, which a low percentile
- * leaves out. The engine side measures the same way. */
-static struct measured measure(round_fn fn, void (*reset)(void *), void *st, double seconds)
-{
-	struct measured m = {0, 0, 0};
-	double t0 = now_s(), ts, te;
-	uint64_t warm_rounds = 0;
-	unsigned i, n = 0, batch;
-
-	if (fixed_rounds) {
-		for (m.rounds = 0; m.rounds < fixed_rounds; m.rounds++)
-			fn(st);
-		m.elapsed = now_s() - t0 + 1e-9;
-		m.best_rate = m.rounds / m.elapsed;
-		return m;
-	}
-	do {
-		fn(st);
-		warm_rounds++;
-	} while ((te = now_s()) - t0 < seconds * 0.2);
-	batch = (unsigned)(SAMPLE_SECONDS / ((te - t0) / warm_rounds)) + 1;
-	reset(st);
-	t0 = ts = now_s();
-	do {
-		for (i = 0; i < batch; i++)
-			fn(st);
-		te = now_s();
-		samples[n++] = (te - ts) / batch;
-		m.rounds += batch;
-		ts = te;
-	} while (te - t0 < seconds && n < MAX_SAMPLES);
-	m.elapsed = te - t0;
-	qsort(samples, n, sizeof(samples[0]), cmp_double);
-	m.best_rate = 1.0 / samples[n / 10];
-	return m;
-}
-
-/* `ops_per_round` scales rounds/s to the unit (packets, segments, bits; / 1e6 or 1e9). */
+/* Every line this program prints is DPDK's side. */
 static void emit(const char *workload, const char *unit, double ops_per_round,
 		 double depth, const struct measured *m, uint64_t digest, double reprime_ns)
 {
-	printf("{\"side\":\"dpdk\",\"workload\":\"%s\",\"unit\":\"%s\",\"value\":%.4f,"
-	       "\"mean\":%.4f,", workload, unit, m->best_rate * ops_per_round,
-	       m->rounds / m->elapsed * ops_per_round);
-	if (depth > 0)
-		printf("\"depth\":%.3f,", depth);
-	else
-		printf("\"depth\":null,");
-	if (reprime_ns >= 0)
-		printf("\"reprime_ns_per_pkt\":%.2f,", reprime_ns);
-	printf("\"rounds\":%lu,\"elapsed_s\":%.4f,\"digest\":\"%016lx\",\"heap_allocs\":null}\n",
-	       (unsigned long)m->rounds, m->elapsed, (unsigned long)digest);
-	fflush(stdout);
+	emit_line("dpdk", workload, unit, ops_per_round, depth, m, digest, reprime_ns);
 }
 
 /* ---- W1: GRO ------------------------------------------------------------------- */
