@@ -92,17 +92,19 @@ def test_foreign_load_fires_for_a_busy_process_outside_the_run(tmp_path: Path):
         _wait_for(lambda: str(ours.pid) in (scope.cgroup / "cgroup.procs").read_text())
         before, start = foreign.snapshot(ours_path), time.monotonic()
         time.sleep(0.5)
-        quiet, _ = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start)
+        _, quiet_top = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start)
         other = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
         try:
             before, start = foreign.snapshot(ours_path), time.monotonic()
             time.sleep(0.8)
-            busy, top = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start)
+            _, top = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start)
         finally:
             other.kill()
             other.wait()
-        assert busy > 30.0 and top[0][0] == "yes"
-        assert quiet < 20.0  # the run's own `yes` is not foreign
+        # Judged by process, not by the total: whatever else this machine runs (a build,
+        # a fuzzer) is foreign load too and may be the busiest.
+        assert sum(p for name, p in top if name == "yes") > 30.0  # the outsider counts
+        assert all(name != "yes" for name, _ in quiet_top)  # the run's own `yes` does not
     finally:
         ours.kill()
         ours.wait()
