@@ -71,3 +71,17 @@ def test_the_receiver_sequence_runs_on_the_mtu_wire_with_its_own_baseline():
     assert {c.label for c in wired} == {"bare-mtu-wire", "vxlan-mtu-wire"}
     assert {c.profile.name for c in wired} == {"all-on", "gro-off", "gro+rxcsum-off"}
     assert all(c.key.startswith(c.label + "/") for c in wired)
+
+
+def test_ssh_hosts_whose_test_interface_is_software_keep_the_virtual_device_caveats():
+    from offlab.hosts.facts import virtual_roles
+    from offlab.records import RunSettings
+    from offlab.report.topologies import describe
+
+    settings = RunSettings(repetitions=3, hosts="ssh: sender a (v0), receiver b (v1)")
+    veth = {"sender": {"nic driver": "veth"}, "receiver": {"nic driver": "veth"}}
+    nics = {"sender": {"nic driver": "ixgbe"}, "receiver": {"nic driver": "mlx5_core"}}
+    assert virtual_roles(veth) == ["sender", "receiver"]
+    assert virtual_roles(nics) == []
+    assert "software device" in describe([], settings, "6.18", 2, veth)[0]
+    assert "the path is their NICs" in describe([], settings, "6.18", 2, nics)[0]

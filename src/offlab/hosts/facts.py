@@ -9,6 +9,18 @@ from .base import Host
 
 ETHTOOL_I = {"driver", "version", "firmware-version", "bus-info"}
 
+# Drivers of software devices: a test interface of one of these is no NIC, whatever
+# machine it is on, and its properties (veth carrying super-packets whole, its NAPI
+# path) can show up as offload effects.
+VIRTUAL_DRIVERS = {"veth", "tun", "bridge", "dummy", "macvlan", "ipvlan", "vxlan", "geneve"}
+
+
+def virtual_roles(host_facts: dict[str, dict[str, str]]) -> list[str]:
+    """The roles whose test interface is a software device, from the facts read at the
+    start of a run (`nic driver`)."""
+    return [role for role, facts in host_facts.items()
+            if facts.get("nic driver", "") in VIRTUAL_DRIVERS]
+
 
 def parse_colon_list(text: str, wanted: set[str] | None = None) -> dict[str, str]:
     """`key: value` lines (ethtool -i/-l/-g/-c), first occurrence of each key (ethtool -l

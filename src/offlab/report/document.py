@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..adaptive import AdaptiveOutcome
+from ..hosts.facts import virtual_roles
 from ..records import RunInfo
 from ..store import RunResults
 from ..warnings import LabWarning
@@ -29,10 +30,12 @@ class ReportModel:
     """case key → how its adaptive repetitions ended (`run --ci-target`)."""
 
 
-def _local(results: RunResults) -> bool:
-    """Hosts were namespaces on one machine (every run before real hosts existed)."""
+def _virtual_devices(results: RunResults) -> bool:
+    """The path had virtual devices: hosts were namespaces on one machine (every run
+    before real hosts existed), or a host's test interface is a software device."""
     settings = results.info.settings
-    return settings is None or settings.hosts == "local"
+    local = settings is None or settings.hosts == "local"
+    return local or bool(virtual_roles(dict(results.info.host_facts)))
 
 
 def build_report_model(
@@ -47,7 +50,7 @@ def build_report_model(
         finished_at=results.finished_at,
         groups=groups,
         warnings=find_warnings(results, rows, groups, thresholds),
-        recommendations=recommend(groups, virtual_devices=_local(results)),
+        recommendations=recommend(groups, virtual_devices=_virtual_devices(results)),
         thresholds=thresholds,
         samples=sum(len(s) for s in results.samples.values()),
         cases=len(results.cases),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from ..hosts.facts import virtual_roles
 from ..records import CaseSpec, RunSettings
 
 LOCAL = ("Both \u201chosts\u201d are network namespaces on this one machine (kernel {kernel}, "
@@ -40,8 +41,15 @@ def describe(cases: Iterable[CaseSpec], settings: RunSettings | None, kernel: st
              cores: int, host_facts: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
     """One sentence per scenario variant of the run, after the sentence on where."""
     if settings is not None and settings.hosts != "local":
-        lines = [f"Real hosts reached over SSH ({settings.hosts}): the path is their NICs and "
-                 "whatever joins them, so no effect here is a property of a virtual device."]
+        virtual = virtual_roles(dict(host_facts or {}))
+        if virtual:
+            lines = [f"Hosts reached over SSH ({settings.hosts}), but the test interface of "
+                     f"{' and '.join(virtual)} is a software device, not a NIC: effects that "
+                     "are properties of such devices are set apart as on the one-machine lab."]
+        else:
+            lines = [f"Real hosts reached over SSH ({settings.hosts}): the path is their NICs "
+                     "and whatever joins them, so no effect here is a property of a virtual "
+                     "device."]
         for role, facts in (host_facts or {}).items():
             lines.append(f"**{role}**: " + "; ".join(f"{k}: {v}" for k, v in facts.items()))
         return lines
