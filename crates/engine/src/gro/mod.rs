@@ -60,19 +60,20 @@
 //!
 //! Everything is allocated in [`Gro::new`]: per flow a 256-byte header slot, the run
 //! state and one id per allowed segment (the state for 1024 flows with the default
-//! caps is about 0.9 MiB). `push` never allocates. An untagged TCP/IPv4 frame without
-//! options whose checksums were validated (the common case) takes a fast path
-//! (`plain.rs`): its fields are read at fixed offsets, the flow is found with a few
-//! word compares and, when every rule allows it, the frame joins its run without
-//! `parse_frame` or the general facts; anything else, or any rule that does not hold,
-//! goes through the general path (`facts::classify`, `can_coalesce`), which decides
-//! exactly as it would have alone. Validated frames of any other shape (IPv6, VLAN,
-//! UDP, VXLAN/Geneve over IPv4 or IPv6) try the template of the shape the general path
-//! classified last (`template.rs`, up to four shapes kept): a frame that repeats its
-//! held run's header outside the per-segment fields joins it without being parsed,
-//! and a head whose structural bytes repeat the template's reference has its facts
-//! read at fixed offsets. `gro/tests/fast_path.rs` checks on random frames of every
-//! shape that neither fast path changes a decision.
+//! caps is about 0.9 MiB). `push` never allocates. A frame whose checksums were
+//! validated (the common case) first tries a fast path. TCP/IPv4 without options,
+//! bare or in VXLAN over IPv4 (`plain.rs`), and TCP/IPv6 without extension headers
+//! (`plain6.rs`) are read at fixed offsets; the flow is found with a few word compares
+//! and, when every rule allows it, the frame joins its run without `parse_frame` or the
+//! general facts. Any other shape (VLAN, UDP, Geneve, VXLAN over IPv6, inner IPv6)
+//! tries the template of the shape the general path classified last (`template.rs`, up
+//! to four shapes kept): a frame that repeats its held run's header outside the
+//! per-segment fields joins it without being parsed, and a head whose structural bytes
+//! repeat the template's reference has its facts read at fixed offsets. Anything else,
+//! or any rule that does not hold, goes through the general path (`facts::classify`,
+//! `can_coalesce`), which decides exactly as it would have alone;
+//! `gro/tests/fast_path.rs` checks on random frames of every shape that no fast path
+//! changes a decision.
 
 mod coalesce;
 mod emit;
@@ -190,9 +191,8 @@ pub struct Gro {
     /// Scratch for the parts of the run being delivered.
     parts: Vec<Part>,
     stats: GroStats,
-    /// Whether plain TCP/IPv4 frames skip `parse_frame` (`plain::classify`), and frames
-    /// of other shapes try their flow's run by template first; off only in the tests
-    /// that compare both paths.
+    /// Whether validated frames try the fast paths (`plain.rs`, `plain6.rs`,
+    /// `template.rs`) before the general path; off only in the tests that compare both.
     fast_path: bool,
     /// Templates of the shapes the general path classified lately (at most
     /// `TEMPLATES_KEPT`, allocated up front), and which one a frame tries first.
@@ -238,22 +238,20 @@ impl Gro {
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         self.stats.packets_in += 1;
-        if self.fast_path {
-            let validated = meta.csum_validated;
-            if let Some(plain) = Plain::<0>::check(frame, validated, HEADER_CAP, &self.parse) {
+        // Every fast path needs the transport checksums validated.
+        if self.fast_path && meta.csum_validated {
+            if let Some(plain) = Plain::<0>::check(frame, true, HEADER_CAP, &self.parse) {
                 return self.push_plain(id, frame, &plain, meta.now, out);
             }
-            let vxlan = Plain::<VXLAN_OUTER>::check(frame, validated, HEADER_CAP, &self.parse);
+            let vxlan = Plain::<VXLAN_OUTER>::check(frame, true, HEADER_CAP, &self.parse);
             if let Some(plain) = vxlan {
                 return self.push_plain(id, frame, &plain, meta.now, out);
             }
-            if let Some(plain) = Plain6::check(frame, validated, HEADER_CAP) {
+            if let Some(plain) = Plain6::check(frame, true, HEADER_CAP) {
                 return self.push_plain(id, frame, &plain, meta.now, out);
             }
-            if meta.csum_validated {
-                if let Some(result) = self.push_by_template(id, frame, meta.now, out) {
-                    return result;
-                }
+            if let Some(result) = self.push_by_template(id, frame, meta.now, out) {
+                return result;
             }
         }
         let facts = match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {

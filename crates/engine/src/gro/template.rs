@@ -1,5 +1,6 @@
-//! The fast join for every other shape: TCP/IPv6, VXLAN- and Geneve-encapsulated TCP
-//! and UDP over IPv4 or IPv6, plain UDP, VLAN-tagged frames.
+//! The fast join for every shape the fixed-offset classifiers (`plain.rs`, `plain6.rs`)
+//! do not take: VLAN-tagged frames, UDP, IPv6 with extension headers, Geneve, VXLAN
+//! over IPv6, inner IPv6.
 //!
 //! Within one flow, a frame that continues a run repeats its head's header byte for
 //! byte except in a few per-segment fields: the IP lengths, IDs and header checksums,
