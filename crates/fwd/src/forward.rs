@@ -86,8 +86,6 @@ struct SuperPacket<'a> {
     header: &'a Header,
     layout: &'a Layout,
     request: &'a GsoRequest,
-    /// The UDP-tunnel fields, when the header had them.
-    tunnel: Option<&'a TunnelGso>,
 }
 
 /// Where a partial checksum is, in frame offsets.
@@ -168,8 +166,8 @@ impl Direction {
             Ok(offload) => offload,
             Err(err) => return self.counters.drop("virtio", err.reason()),
         };
-        if let Some(tunnel) = &header.tunnel {
-            return self.tunnel_super_packet(rx, slot, &header, &offload, tunnel, egress);
+        if header.tunnel.is_some() {
+            return self.tunnel_super_packet(rx, slot, &header, &offload, egress);
         }
         let layout = match (offload.layout, parsed) {
             (Some(layout), _) | (None, Ok(layout)) => layout,
@@ -184,7 +182,6 @@ impl Direction {
                     header: &header,
                     layout: &layout,
                     request: &request,
-                    tunnel: None,
                 };
                 self.super_packet(rx, slot, &asked, egress)
             }
@@ -279,7 +276,6 @@ impl Direction {
         slot: usize,
         header: &Header,
         offload: &ValidatedOffload,
-        tunnel: &TunnelGso,
         egress: &Egress,
     ) {
         let (Some(request), Some(layout)) = (offload.gso, offload.layout) else {
@@ -290,7 +286,6 @@ impl Direction {
             header,
             layout: &layout,
             request: &request,
-            tunnel: Some(tunnel),
         };
         self.super_packet(rx, slot, &asked, egress);
     }
@@ -319,8 +314,9 @@ impl Direction {
             header,
             layout,
             request,
-            tunnel,
         } = *asked;
+        // The UDP-tunnel fields, when the header had them.
+        let tunnel = header.tunnel.as_ref();
         self.counters.rx_super_packets += 1;
         if let Some(coalescer) = &mut self.coalescer {
             // Runs held for this flow must leave before this packet does.
@@ -341,7 +337,6 @@ impl Direction {
             let out = Header {
                 num_buffers: 0,
                 hdr_len: request.headers_len as u16,
-                tunnel: tunnel.copied(),
                 ..*header
             };
             return self.emit_frame(rx, slot, &out, frame.len());
