@@ -29,6 +29,26 @@ def offlab(*args: str, cwd: Path, as_nobody: bool = False) -> subprocess.Complet
                           cwd=cwd, env=env)
 
 
+@pytest.fixture
+def checkout_reachable_by_others():
+    """Another user runs offlab from this checkout (its source and its .venv), so must
+    be able to reach it; a clone in a private directory (`mktemp -d` makes 0700) is out
+    of reach. Grant traversal (o+x) on the directories above it for the test, and put
+    their modes back afterwards."""
+    root = Path(__file__).resolve().parents[1]
+    changed = []
+    for directory in [root, *root.parents]:
+        mode = directory.stat().st_mode & 0o7777
+        if not mode & 0o001:
+            os.chmod(directory, mode | 0o001)
+            changed.append((directory, mode))
+    try:
+        yield
+    finally:
+        for directory, mode in changed:
+            os.chmod(directory, mode)
+
+
 def files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
@@ -80,7 +100,7 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path: Path, args, given, 
     assert files(tmp_path) == before
 
 
-def test_run_as_a_user_without_root_is_one_line(tmp_path: Path):
+def test_run_as_a_user_without_root_is_one_line(tmp_path: Path, checkout_reachable_by_others):
     if os.geteuid() != 0:
         pytest.skip("needs root to become another user")
     os.chmod(tmp_path, 0o777)
@@ -89,7 +109,7 @@ def test_run_as_a_user_without_root_is_one_line(tmp_path: Path):
     assert files(tmp_path) == set()
 
 
-def test_a_root_owned_store_reads_for_another_user(tmp_path: Path):
+def test_a_root_owned_store_reads_for_another_user(tmp_path: Path, checkout_reachable_by_others):
     """The usual state after `sudo offlab run`: list, report (elsewhere) and export work."""
     if os.geteuid() != 0:
         pytest.skip("needs root to become another user")
