@@ -6,13 +6,27 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
-APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server
+APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server \
+            qemu-system-x86 binutils cpio xz-utils zstd
 BENCH_APT_PKGS := libdpdk-dev pkg-config valgrind
 
-.PHONY: setup deps venv build demo test test-rust test-python bench fuzz clean
+.PHONY: setup deps venv build guest demo test test-rust test-python bench fuzz clean
 
 ## setup: system tools (apt), the Python venv with offlab installed, and the Rust build
-setup: deps venv build
+setup: deps venv build guest
+
+## guest: the lab's QEMU guest (kernel + initramfs from Debian packages, docs/vms.md),
+## rebuilt when its recipe changes; `make guest GUEST_FORCE=1` rebuilds it anyway
+## (e.g. to pick up a newer kernel from apt)
+GUEST_DIR := build/guest
+GUEST_INPUTS := guest/build.sh guest/init.sh guest/agent.sh guest/packages guest/modules
+ifdef GUEST_FORCE
+.PHONY: $(GUEST_DIR)/manifest.txt
+endif
+$(GUEST_DIR)/manifest.txt: $(GUEST_INPUTS) | deps
+	guest/build.sh $(GUEST_DIR)
+
+guest: $(GUEST_DIR)/manifest.txt
 
 deps:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -66,4 +80,4 @@ fuzz:
 	FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/fuzz.sh $(if $(FUZZ_RUNS),--runs $(FUZZ_RUNS),$(FUZZ_SECONDS))
 
 clean:
-	rm -rf target $(VENV) benches/peer/build
+	rm -rf target $(VENV) benches/peer/build build/guest
