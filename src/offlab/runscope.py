@@ -171,6 +171,11 @@ def reclaim_stale(runtime_root: Path = RUNTIME_ROOT, cgroup_root: Path | None = 
             pid = _pid_of(directory.name.rsplit("-", 1)[0])
             if pid is not None and not alive(pid):
                 shutil.rmtree(directory, ignore_errors=True)
+        for directory in sorted(runtime_root.glob("vm-*-*")):  # guests' files outside a run (vm/qemu.py)
+            pid = _pid_of("-".join(directory.name.split("-")[:2]))  # vm-<pid>-<guest>-<random>
+            if pid is not None and not alive(pid):
+                shutil.rmtree(directory, ignore_errors=True)
+                reclaimed.append(f"guest files of killed process (pid {pid}): {directory}")
         for directory in sorted(runtime_root.glob("run-*")):
             pid = _pid_of(directory.name)
             if pid is not None and not alive(pid):

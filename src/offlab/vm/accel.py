@@ -1,0 +1,62 @@
+"""KVM when it works, TCG otherwise. /dev/kvm existing is not enough: nested guests
+may hang at boot or QEMU may abort setting an MSR. So the probe boots the real guest
+with `ofl.probe` (its init powers off at once) under KVM, bounded in time; the answer
+is kept for the rest of the process. OFFLAB_VM_ACCEL=kvm|tcg skips the probe."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .image import GuestImage
+
+PROBE_TIMEOUT_S = 15.0
+PROBE_MARK = "ofl-init: probe: reached init"
+ENV_ACCEL = "OFFLAB_VM_ACCEL"
+ACCELERATORS = ("kvm", "tcg")
+
+_chosen: dict[str, str] = {}
+
+
+def accel_args(accel: str) -> list[str]:
+    # TCG: "max" offers every CPU feature TCG emulates; KVM: the host's own CPU.
+    if accel == "kvm":
+        return ["-accel", "kvm", "-cpu", "host"]
+    return ["-accel", "tcg", "-cpu", "max"]
+
+
+def choose_accelerator(image: GuestImage) -> tuple[str, str]:
+    """(accelerator, why), probed once per process."""
+    forced = os.environ.get(ENV_ACCEL)
+    if forced:
+        if forced not in ACCELERATORS:
+            raise ValueError(f"{ENV_ACCEL}={forced!r}: use kvm or tcg")
+        return forced, f"{ENV_ACCEL}={forced}"
+    if "answer" not in _chosen:
+        _chosen["answer"], _chosen["why"] = _probe(image)
+    return _chosen["answer"], _chosen["why"]
+
+
+def _probe(image: GuestImage) -> tuple[str, str]:
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg", "no usable /dev/kvm"
+    with tempfile.TemporaryDirectory(prefix="ofl-kvm-probe-") as scratch:
+        console = Path(scratch) / "console.log"
+        args = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+                "-no-reboot", "-machine", "pc", *accel_args("kvm"), "-m", "128",
+                "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
+                "-append", "console=ttyS0 panic=-1 ofl.probe",
+                "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con"]
+        try:
+            done = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # run() kills QEMU before raising
+            return "tcg", f"a KVM guest did not reach init within {PROBE_TIMEOUT_S:g} s"
+        except FileNotFoundError:
+            return "tcg", "qemu-system-x86_64 not found"
+        reached = console.exists() and PROBE_MARK in console.read_text(errors="replace")
+        if done.returncode == 0 and reached:
+            return "kvm", "KVM guest booted in the probe"
+        reason = done.stderr.strip().splitlines()[0] if done.stderr.strip() else f"exit {done.returncode}"
+        return "tcg", f"KVM probe failed: {reason}"

@@ -1,0 +1,260 @@
+"""A QEMU guest in one of the lab's network namespaces: started with its NIC profile,
+ready once its agent answers, driven through the agent, always stopped (and killed if
+it will not stop). Its files (agent socket, console log, QEMU's stderr) live in a
+runtime directory that runscope.reclaim_stale removes after a killed run; the QEMU
+process itself dies with the process that started it (PR_SET_PDEATHSIG) and with its
+namespace (naming.sweep_leftovers kills what runs in a stale one)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..hosts.local import LocalNamespace, in_netns
+from ..runscope import RUNTIME_ROOT
+from .accel import accel_args, choose_accelerator
+from .agent import AgentChannel, AgentError, AgentResult
+from .image import GuestImage, find_image
+from .profile import MEMORY_ID, NicProfile, check_backend
+
+BOOT_TIMEOUT_S = 120.0
+"""TCG boots this guest in about 5 s alone; two at once on two busy cores take longer."""
+PING_EVERY_S = 2.0
+STOP_GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1
+
+
+class GuestError(Exception):
+    """A guest that did not start, did not answer, or whose command failed."""
+
+
+@dataclass(frozen=True)
+class GuestSpec:
+    name: str
+    """Lowercase letters and digits: names the guest's files and QEMU (`-name ofl-NAME`)."""
+    nic: NicProfile
+    address: str
+    """eth0's address with its prefix, "10.213.0.1/24"."""
+    mtu: int = 1500
+    memory_mb: int = 256
+    cpus: int = 1
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z0-9]{1,12}", self.name):
+            raise ValueError(f"guest name {self.name!r}: 1–12 lowercase letters and digits")
+        if not re.fullmatch(r"[0-9.]+/\d+", self.address):
+            raise ValueError(f"guest address {self.address!r}: an IPv4 address with its prefix")
+
+
+def kernel_cmdline(spec: GuestSpec) -> str:
+    # panic=-1 with -no-reboot: a guest whose init dies makes QEMU exit, not hang.
+    return f"console=ttyS0 panic=-1 ofl.ip={spec.address} ofl.mtu={spec.mtu}"
+
+
+def qemu_argv(spec: GuestSpec, image: GuestImage, accel: str, runtime: Path) -> list[str]:
+    """The whole QEMU command line: first serial port the console (to a file), second
+    the agent (a unix socket QEMU listens on), the NIC from its profile."""
+    machine, memory = "pc", ["-m", str(spec.memory_mb)]
+    if spec.nic.shared_memory:
+        machine += f",memory-backend={MEMORY_ID}"
+        memory += ["-object", f"memory-backend-memfd,id={MEMORY_ID},size={spec.memory_mb}M,share=on"]
+    return ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-name", f"ofl-{spec.name},debug-threads=on", "-machine", machine, *accel_args(accel),
+            "-smp", str(spec.cpus), *memory,
+            "-kernel", str(image.kernel), "-initrd", str(image.initramfs), "-append", kernel_cmdline(spec),
+            "-chardev", f"file,id=console,path={runtime / 'console.log'}", "-serial", "chardev:console",
+            "-chardev", f"socket,id=agent,path={runtime / 'agent.sock'},server=on,wait=off",
+            "-serial", "chardev:agent",
+            *spec.nic.netdev_args(), *spec.nic.device_args()]
+
+
+def runtime_dir(name: str) -> Path:
+    """Under the run's runtime directory when there is one, else /run/offlab/vm-<pid>-…;
+    both carry this process's pid, which is how a later run knows they are stale."""
+    run_dir = RUNTIME_ROOT / f"run-{os.getpid()}"
+    if run_dir.is_dir():
+        return Path(tempfile.mkdtemp(prefix=f"vm-{name}-", dir=run_dir))
+    RUNTIME_ROOT.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"vm-{os.getpid()}-{name}-", dir=RUNTIME_ROOT))
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started QEMU dies, so a
+    killed test or run never leaves a guest running (`ip netns exec` keeps it: it execs)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class Guest:
+    """`launch()` then `wait_ready()` (or `start()` for both); `run()` commands; `stop()`.
+    Several guests boot faster launched together, then waited for one by one."""
+
+    def __init__(self, spec: GuestSpec, host: LocalNamespace, *, bridge: str | None = None,
+                 image: GuestImage | None = None):
+        self.spec = spec
+        self.host = host
+        self.bridge = bridge
+        """A bridge in the namespace the TAP joins once QEMU created it."""
+        self.image = image
+        self.accel: str | None = None
+        self.accel_reason = ""
+        self.boot_s: float | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.runtime: Path | None = None
+        self._agent: AgentChannel | None = None
+        self._launched_at = 0.0
+        self._tap_was_there = False
+
+    @property
+    def tap(self) -> str | None:
+        return self.spec.nic.tap
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise GuestError(f"guest {self.spec.name} is not running")
+        return self.process.pid
+
+    # --- life cycle -----------------------------------------------------------------------
+
+    def start(self, timeout: float = BOOT_TIMEOUT_S) -> "Guest":
+        self.launch()
+        self.wait_ready(timeout)
+        return self
+
+    def launch(self) -> None:
+        check_backend(self.spec.nic)
+        self.image = self.image or find_image()
+        self.accel, self.accel_reason = choose_accelerator(self.image)
+        if self.tap:
+            self._tap_was_there = self.host.has_link(self.tap)
+        self.runtime = runtime_dir(self.spec.name)
+        argv = in_netns(self.host.namespace, qemu_argv(self.spec, self.image, self.accel, self.runtime))
+        (self.runtime / "argv").write_text("\n".join(argv) + "\n")
+        with open(self.runtime / "qemu.stderr", "wb") as stderr:
+            self._launched_at = time.monotonic()
+            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=stderr, start_new_session=True,
+                                            preexec_fn=_die_with_parent)
+
+    def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
+        """Until the agent answers; the TAP joins the bridge meanwhile. Any failure stops
+        QEMU before it is raised."""
+        try:
+            self._wait_ready(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, deadline: float) -> None:
+        assert self.runtime is not None
+        socket_path = self.runtime / "agent.sock"
+        while not socket_path.exists():
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise GuestError(self._failure("QEMU did not open the agent's socket"))
+            time.sleep(0.05)
+        self._agent = AgentChannel(str(socket_path))
+        if self.tap:
+            self._attach_tap(deadline)
+        pings: set[str] = set()
+        while True:
+            # The serial port drops what arrives before the agent opens it: ask again
+            # until one ping is answered; later answers to earlier pings are ignored.
+            pings.add(self._agent.send("echo ready", 5, prefix="ping"))
+            try:
+                answer = self._agent.wait(pings, min(deadline, time.monotonic() + PING_EVERY_S))
+            except AgentError as err:
+                raise GuestError(self._failure(str(err))) from None
+            if answer is not None:
+                break
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise GuestError(self._failure("the agent did not answer"))
+        self.boot_s = time.monotonic() - self._launched_at
+        if self.run("test -e /sys/class/net/eth0", check=False).status != 0:
+            raise GuestError(self._failure("the guest has no eth0"))
+
+    def _attach_tap(self, deadline: float) -> None:
+        assert self.tap is not None
+        while not self.host.has_link(self.tap):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise GuestError(self._failure(f"QEMU did not create {self.tap}"))
+            time.sleep(0.05)
+        self.host.set_link(self.tap, mtu=self.spec.mtu)
+        if self.bridge:
+            self.host.ip("link", "set", "dev", self.tap, "master", self.bridge)
+
+    def _check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise GuestError(self._failure(f"QEMU exited with status {self.process.returncode}"))
+
+    def _failure(self, what: str) -> str:
+        """One message with what QEMU and the guest's console said last."""
+        tails = []
+        for name in ("qemu.stderr", "console.log"):
+            path = self.runtime / name if self.runtime else None
+            if path is not None and path.exists():
+                lines = path.read_text(errors="replace").strip().splitlines()[-5:]
+                if lines:
+                    tails.append(f"{name}: " + " | ".join(lines))
+        return f"guest {self.spec.name} ({self.accel}): {what}" + ("; " + "; ".join(tails) if tails else "")
+
+    def stop(self) -> None:
+        """TERM QEMU (it exits cleanly on it), KILL it after a grace period; then its
+        TAP is gone (when QEMU made it) and its runtime files are removed."""
+        if self._agent is not None:
+            self._agent.close()
+            self._agent = None
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            if self.tap and not self._tap_was_there:
+                self._wait_tap_gone()
+            self.process = None
+        if self.runtime is not None:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+            self.runtime = None
+
+    def _wait_tap_gone(self) -> None:
+        deadline = time.monotonic() + 3.0
+        while self.tap and self.host.has_link(self.tap) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def __enter__(self) -> "Guest":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- commands ---------------------------------------------------------------------------
+
+    def run(self, script: str, *, timeout: int = 30, check: bool = True) -> AgentResult:
+        """A sh script in the guest; its status, stdout and stderr. With `check`, a
+        non-zero status is a GuestError naming the script and its stderr."""
+        if self._agent is None:
+            raise GuestError(f"guest {self.spec.name} is not running")
+        try:
+            result = self._agent.request(script, timeout)
+        except AgentError as err:
+            raise GuestError(self._failure(f"`{script}`: {err}")) from None
+        if check and result.status != 0:
+            raise GuestError(f"guest {self.spec.name}: `{script}` exited with status {result.status}: "
+                             f"{result.stderr.strip()[-300:] or 'no error output'}")
+        return result
+
+    def __repr__(self) -> str:
+        return f"Guest({self.spec.name!r}, {self.host.namespace!r}, {self.spec.nic.backend}, {self.accel})"
