@@ -120,6 +120,15 @@ def process_times(pid: int, host: "Host | None" = None) -> ProcessTimes | None:
         return None
 
 
+def thread_times(pid: int, tid: int) -> ProcessTimes | None:
+    """One thread's own utime/stime (/proc/<pid>/task/<tid>/stat; /proc/<pid>/stat is the
+    whole process's); None once it is gone."""
+    try:
+        return parse_pid_stat(Path(f"/proc/{pid}/task/{tid}/stat").read_text())
+    except (FileNotFoundError, ProcessLookupError, OSError):
+        return None
+
+
 def process_percent(before: ProcessTimes | None, after: ProcessTimes | None,
                     window_s: float) -> dict[str, float] | None:
     """usr and sys of one process over a window, in percent of one core."""

@@ -94,14 +94,14 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         if beside is not None:
             finish_beside = beside()
         _sleep_until(start + spec.warmup_s)
-        machines = _machines(topology)
+        machines, inner, threads = topology.cpu_machines(), topology.inner_cpu_hosts(), topology.window_threads()
         before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
         others_before = foreign.snapshot(context.own_cgroup)
-        apps_before = _app_times(apps)
+        apps_before, threads_before, inner_before = _app_times(apps), _thread_times(threads), _cpu(inner)
         _sleep_until(start + spec.warmup_s + spec.duration_s)
         after, closed = _cpu(machines), time.monotonic()
         others_after = foreign.snapshot(context.own_cgroup)
-        apps_after = _app_times(apps)
+        apps_after, threads_after, inner_after = _app_times(apps), _thread_times(threads), _cpu(inner)
         try:
             out, err = client.communicate(timeout=CLIENT_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -124,6 +124,8 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         "other_busy_pct": busy,
         **{f"other_top_{n}_pct": pct for n, (_, pct) in enumerate(top[:1])},
         **_app_counters(apps_before, apps_after, closed - opened),
+        **_app_counters(threads_before, threads_after, closed - opened),
+        **_inner_cpu_counters(inner_before, inner_after),
         **result.counters,  # per-direction rates of a bidirectional test
         **extra,
     }
@@ -206,18 +208,20 @@ def _request_response(topology: Topology, case: CaseSpec, repetition: int, conte
     server = receiver.host.spawn(latency.sockperf_server_args(receiver.address, receiver.core))
     try:
         time.sleep(0.3)  # sockperf has no readiness signal; its bind is immediate
-        before, started_at, opened = cpu.snapshot(sender.host), time.time(), time.monotonic()
+        machines = topology.cpu_machines()
+        before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
         done = sender.host.run(latency.sockperf_client_args(receiver.address, sender.core,
                                                             spec.warmup_s + spec.duration_s),
                                timeout=spec.warmup_s + spec.duration_s + CLIENT_GRACE_S)
-        after, closed = cpu.snapshot(sender.host), time.monotonic()
+        after, closed = _cpu(machines), time.monotonic()
     finally:
         receiver.host.stop(server)
     found = latency.parse_sockperf(done.stdout + done.stderr)
     transactions = found.samples / max(spec.duration_s, 1e-9)
     result = TrafficResult(transactions * latency.RR_MESSAGE * 2 * 8, transactions * latency.RR_MESSAGE * 2 * 8,
                            closed - opened, None, None, None)
-    window = Window(started_at, closed - opened, tuple(_labelled("", before, after)),
+    shares = tuple(share for label in before for share in _labelled(label, before[label], after[label]))
+    window = Window(started_at, closed - opened, shares,
                     {"transactions_per_s": transactions, **found.counters("rr")})
     return _sample(case, repetition, result, window, topology)
 
@@ -225,17 +229,30 @@ def _request_response(topology: Topology, case: CaseSpec, repetition: int, conte
 # --- helpers ----------------------------------------------------------------------------
 
 
-def _machines(topology: Topology) -> dict[str, Host]:
-    """One host per machine the endpoints run on, by the label its CPU shares get: "" when
-    both share this machine's cores, the host's name ("tx", "rx") when they are apart."""
-    hosts = {e.host.machine: e.host for e in (topology.sender, topology.receiver)}
-    if len(hosts) == 1:
-        return {"": next(iter(hosts.values()))}
-    return {host.name: host for host in hosts.values()}
-
-
 def _cpu(machines: Mapping[str, Host]) -> dict[str, cpu.CpuTimes]:
     return {label: cpu.snapshot(host) for label, host in machines.items()}
+
+
+def _thread_times(groups: Mapping[str, tuple[tuple[int, int], ...]]) -> dict[str, cpu.ProcessTimes | None]:
+    """Each group's threads' times summed (vCPU threads of one guest, …), read on this
+    machine; threads that ended meanwhile count for nothing."""
+    summed: dict[str, cpu.ProcessTimes | None] = {}
+    for label, threads in groups.items():
+        found = [t for t in (cpu.thread_times(pid, tid) for pid, tid in threads) if t is not None]
+        summed[label] = cpu.ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
+    return summed
+
+
+def _inner_cpu_counters(before: Mapping[str, cpu.CpuTimes], after: Mapping[str, cpu.CpuTimes]) -> dict[str, float]:
+    """A guest's own cores over the window, per class ("a:cpu0_soft_pct"): kept as
+    counters, not as the sample's CPU shares, because a guest's busy time is already the
+    host's (its vCPU threads), and adding it again would count it twice."""
+    counters: dict[str, float] = {}
+    for label in before:
+        for share in cpu.shares_between(before[label], after[label]):
+            for name, percent in share.percent.items():
+                counters[f"{label}:cpu{share.core}_{name}_pct"] = percent
+    return counters
 
 
 def _labelled(label: str, before: cpu.CpuTimes, after: cpu.CpuTimes) -> list[CpuShare]:

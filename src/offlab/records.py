@@ -167,6 +167,12 @@ class DatapathSetting:
         return "; ".join(parts)
 
 
+GUEST_ENTRY = "qemu"
+"""Datapath-state entry of a topology with QEMU guests: "accel.tcg"/"accel.kvm" (which
+accelerator the guests ran on) and "backend.<name>" (which backend carried them)."""
+TCG = "accel.tcg"
+
+
 @dataclass(frozen=True)
 class CaseSpec:
     """One cell of a plan: scenario × MTU × offload profile × traffic, with the study's

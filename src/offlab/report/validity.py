@@ -18,8 +18,12 @@ overloaded and the difference is not a property of the lab's virtual devices:
   measurable where the wire carries MTU-sized frames, as from a NIC pair (the lab's
   `wire = "mtu"` topology parameter, docs/methodology.md).
 
+* **Emulated CPUs.** Guests run under QEMU's TCG when KVM does not work (a nested
+  guest here): every guest instruction is translated in software, so a rate measures the
+  emulator, not the path, and no difference between two such rows is advice.
+
 Runs on real hosts (run settings `hosts` other than "local") have no virtual devices on
-the path, so only overload applies there.
+the path, so only overload and emulation apply there.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
+from ..records import GUEST_ENTRY, TCG
 from .states import display_list
 
 if TYPE_CHECKING:  # recommend.py imports this module
@@ -63,8 +68,18 @@ def overloaded(row: "ProfileRow") -> bool:
     return any(s.loss_percent is not None and s.loss_percent > traffic.loss_percent for s in row.samples)
 
 
+def emulated(row: "ProfileRow") -> bool:
+    """A row measured in guests whose CPUs QEMU emulated (TCG)."""
+    return any(s.datapath.get(GUEST_ENTRY, {}).get(TCG) is not None
+               and s.datapath[GUEST_ENTRY][TCG].on for s in row.samples)
+
+
 def exclusion(step: "Step", virtual_devices: bool) -> str | None:
     """Why a step's difference must not become advice; None if it may."""
+    if emulated(step.on_row) or emulated(step.off_row):
+        return ("emulated CPUs: the guests ran on QEMU's TCG (KVM was not usable), which "
+                "translates every guest instruction in software, so the rates measure the "
+                "emulator, not the offload; run the plan where KVM works")
     for row in (step.on_row, step.off_row):
         if overloaded(row):
             worst = max(s.loss_percent or 0.0 for s in row.samples)

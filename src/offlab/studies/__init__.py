@@ -116,8 +116,10 @@ class Study:
 def registered() -> tuple[Study, ...]:
     """Every study, in the order it takes its turn (the plan's case order follows)."""
     from .dut import DutLayoutStudy
+    from .guests import GuestsStudy
     from .middlebox import MiddleboxStudy
     from .msgsize import MessageSizeStudy
     from .offloads import OffloadsStudy
     from .userspace import UserspaceStudy
-    return (OffloadsStudy(), MessageSizeStudy(), DutLayoutStudy(), MiddleboxStudy(), UserspaceStudy())
+    return (OffloadsStudy(), MessageSizeStudy(), DutLayoutStudy(), MiddleboxStudy(), UserspaceStudy(),
+            GuestsStudy())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..hosts.naming import our_namespaces, sweep_leftovers
 from ..records import Params
 from .bare import Bare
+from .guests import GuestPath
 from .base import Endpoint, Interrupted, TerminationSignals, Topology, TopologyError
 from .middlebox import Middlebox
 from .vm import builders as vm_builders
@@ -17,6 +18,7 @@ SCENARIOS: dict[str, type[Topology]] = {
     **tunnel_scenarios(),  # vxlan, geneve, gre, gretap, ipip, sit
     Middlebox.scenario: Middlebox,
     **vm_builders(),  # userspace datapath through offlab-fwd: vm2vm, vm2host (+ -vxlan)
+    GuestPath.scenario: GuestPath,  # real QEMU guests: path, overlay, backend as parameters
 }
 
 TUNNELLED = {name for name, builder in SCENARIOS.items() if builder.tunnel}

@@ -133,6 +133,25 @@ class Topology:
         """role → host name, when the roles' cores are on separate machines (none here)."""
         return {}
 
+    def cpu_machines(self) -> dict[str, Host]:
+        """One host per machine whose cores a sample's CPU shares cover, by the label its
+        shares get: "" when both endpoints share this machine's cores, the host's name
+        ("tx", "rx") when they are apart."""
+        hosts = {e.host.machine: e.host for e in (self.sender, self.receiver)}
+        if len(hosts) == 1:
+            return {"": next(iter(hosts.values()))}
+        return {host.name: host for host in hosts.values()}
+
+    def inner_cpu_hosts(self) -> dict[str, Host]:
+        """Hosts that run on this machine's cores but have cores of their own (guests),
+        whose per-core classes a sample keeps as counters, by label."""
+        return {}
+
+    def window_threads(self) -> dict[str, tuple[tuple[int, int], ...]]:
+        """Threads of this machine whose CPU over the measured window a sample keeps, in
+        groups by label ("qemu-a:vcpu" → (pid, tid) of guest A's vCPU threads)."""
+        return {}
+
     def counter_hosts(self) -> dict[str, Host]:
         """Hosts whose kernel counters a sample keeps, by name (the counters' prefix)."""
         return dict(self.hosts)

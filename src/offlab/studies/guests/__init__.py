@@ -1,0 +1,22 @@
+"""Real guests (seed 000's VM-to-VM rows, seed 004's QEMU guest on a vhost backend):
+QEMU guests on virtio-net, path × overlay × backend × virtio features as topologies;
+the report's section says what each guest negotiated and how its CPU was spent."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .. import PlanCheck, Section, Study, Variant
+from .plan import expand_scenarios
+
+
+class GuestsStudy(Study):
+    name = "guests"
+    keys = frozenset({"guest_paths", "overlays", "backends", "fwd_modes", "virtio"})
+
+    def scenarios(self, check: PlanCheck, variants: list[Variant]) -> list[Variant]:
+        return expand_scenarios(check, variants)
+
+    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
+        from .report import guest_sections
+        return [Section(*parts) for parts in guest_sections(rows)]
