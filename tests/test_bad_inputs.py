@@ -56,6 +56,9 @@ def files(root: Path) -> set[str]:
 PLAN = ('name = "p"\nruns = 2\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\n'
         'mtus = [1500]\ntraffic = ["tcp"]\nsequences = ["tx"]\n')
 
+GUEST_PLAN = ('name = "g"\nruns = 1\nduration = 1.5\nwarmup = 0.5\nscenarios = ["qemu"]\n'
+              'guest_paths = ["vm2vm"]\nmtus = [1500]\ntraffic = ["tcp"]\nsequences = ["all-on"]\n')
+
 # (arguments, files to create first, exit status, text in the one line)
 CASES = [
     (["run", "--plan", "latin1.toml"], {"latin1.toml": b"name = \"caf\xe9\"\n"}, 1, "not UTF-8 text"),
@@ -82,6 +85,8 @@ CASES = [
     (["compare", "fixture-run", "fixture-run", "--store", "s.sqlite", "--fail-on-regression", "150"],
      {"s.sqlite": None}, 1, "from 0 to below 100"),
     (["run", "--max-eta", "0", "--yes"], {}, 1, "--max-eta 0 must be a positive"),
+    (["run", "--plan", "g.toml"], {"g.toml": GUEST_PLAN.replace('"vm2vm"', '"vm2cloud"').encode()}, 1,
+     "guest_paths"),
 ]
 
 
@@ -97,6 +102,17 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path: Path, args, given, 
     lines = done.stderr.strip().splitlines()
     assert done.returncode == status, done.stderr
     assert len(lines) == 1 and text in lines[0], done.stderr
+    assert files(tmp_path) == before
+
+
+@pytest.mark.skipif(os.path.exists("/dev/vhost-net"), reason="this machine has vhost-net")
+def test_a_backend_this_kernel_lacks_is_one_line_before_anything_starts(tmp_path: Path):
+    (tmp_path / "g.toml").write_text(GUEST_PLAN + 'backends = ["tap", "tap-vhost"]\n')
+    before = files(tmp_path)
+    done = offlab("run", "--plan", "g.toml", "--no-progress", cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "tap-vhost needs the kernel's vhost-net" in lines[0] and "/dev/vhost-net" in lines[0]
     assert files(tmp_path) == before
 
 

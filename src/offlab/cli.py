@@ -147,6 +147,7 @@ def run_cmd(
     if hosts is None:
         preflight.check_tools(cases)
         preflight.check_devices(cases)
+        preflight.check_guests(cases)
     else:
         preflight.check_remote(cases, hosts)
 

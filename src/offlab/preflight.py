@@ -18,6 +18,9 @@ SAMPLE_OVERHEAD_S = 1.5
 """Per sample beyond its traffic: iperf3 start and report, ethtool read-back, counters."""
 BUILD_S = 2.0
 """Per topology: namespaces, links, steering, servers (more with a forwarder)."""
+GUEST_BUILD_S = 30.0
+"""Per topology with QEMU guests: their boot (about 7 s each under TCG, more side by side)."""
+GUEST_SCENARIO = "qemu"
 DEFAULT_MAX_ETA_S = 2 * 3600.0
 TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2"}
 
@@ -61,7 +64,8 @@ def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, i
         samples += left
         seconds += left * (case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S)
         topologies.add((case.scenario, case.mtu, case.topology))
-    return Estimate(samples, len(topologies), seconds + BUILD_S * len(topologies))
+    builds = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
+    return Estimate(samples, len(topologies), seconds + builds)
 
 
 def check_eta(eta: Estimate, max_eta_s: float, confirmed: bool) -> None:
@@ -85,6 +89,30 @@ def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset(
         raise PreflightError(f"missing {', '.join(missing)}; or run: make setup")
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
         from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
+        try:
+            find_binary()
+        except FwdError as err:
+            raise PreflightError(str(err)) from None
+
+
+def check_guests(cases: Iterable[CaseSpec]) -> None:
+    """A plan with QEMU guests: QEMU, the guest image, and every backend it names."""
+    wanted = {str(c.topology.get("backend", "tap")) for c in cases if c.scenario == GUEST_SCENARIO}
+    if not wanted:
+        return
+    from .vm import GuestImageMissing, find_image
+    from .vm.profile import VHOST_NET
+    if shutil.which("qemu-system-x86_64") is None:
+        raise PreflightError("missing qemu-system-x86_64 (apt-get install qemu-system-x86); or run: make setup")
+    try:
+        find_image()
+    except GuestImageMissing as missing:
+        raise PreflightError(str(missing)) from None
+    if "tap-vhost" in wanted and not os.path.exists(VHOST_NET):
+        raise PreflightError(f"backend tap-vhost needs the kernel's vhost-net, but {VHOST_NET} does not exist "
+                             "here (CONFIG_VHOST_NET); remove \"tap-vhost\" from the plan's backends")
+    if "vhost-user" in wanted:
+        from .fwd import FwdError, find_binary
         try:
             find_binary()
         except FwdError as err:
