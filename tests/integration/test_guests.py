@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
-import subprocess
 import threading
 import time
 
@@ -33,6 +33,8 @@ try:
     IMAGE = find_image()
 except GuestImageMissing as missing:
     pytest.skip(str(missing), allow_module_level=True)
+if shutil.which("qemu-system-x86_64") is None:
+    pytest.skip("needs qemu-system-x86_64 (make setup installs qemu-system-x86)", allow_module_level=True)
 
 BRIDGE, TAP_A, TAP_B = device_name("gbr"), device_name("ga"), device_name("gb")
 A_IP, B_IP, PREFIX = "10.213.0.1", "10.213.0.2", 24

@@ -24,7 +24,7 @@ class QemuThread:
 def classify(name: str, qemu_pid: int) -> str:
     if VCPU.match(name):
         return "vcpu"
-    if name == f"vhost-{qemu_pid}" or name.startswith(f"vhost-{qemu_pid}"):
+    if name == f"vhost-{qemu_pid}":
         return "vhost"
     return "other"
 
@@ -40,7 +40,7 @@ def qemu_threads(pid: int, proc: Path = Path("/proc")) -> dict[str, list[QemuThr
     for entry in proc.iterdir():
         if entry.name.isdigit() and int(entry.name) not in own:
             name = _comm(entry)
-            if name is not None and name.startswith(f"vhost-{pid}"):
+            if name == f"vhost-{pid}":
                 found["vhost"].append(QemuThread(int(entry.name), name, "vhost"))
     return found
 
