@@ -8,7 +8,8 @@ import pytest
 from offlab.vm.agent import AgentError, FrameParser, encode_request
 from offlab.vm.features import decode_feature_bits
 from offlab.vm.image import GuestImageMissing, find_image, parse_manifest
-from offlab.vm.threads import classify, qemu_threads
+from offlab.cpu import ProcessTimes
+from offlab.vm.threads import class_times, classify, qemu_threads
 
 
 def bits(*numbers: int, width: int = 64) -> str:
@@ -84,12 +85,18 @@ def test_qemu_threads_are_classed_by_name(tmp_path):
     assert classify("CPU 0/TCG", 10) == classify("CPU 3/KVM", 10) == "vcpu"
     assert classify("vhost-10", 10) == "vhost" and classify("vhost-11", 10) == "other"
     assert classify("qemu-system-x86", 10) == classify("IO mon_iothread", 10) == "other"
+    def stat(tid: int, name: str, usr: int, sys: int) -> str:
+        return f"{tid} ({name}) R " + " ".join(["0"] * 10) + f" {usr} {sys} 0 0\n"
     for tid, name in ((10, "qemu-system-x86"), (11, "CPU 0/TCG"), (12, "vhost-10")):
         (tmp_path / "10" / "task" / str(tid)).mkdir(parents=True)
         (tmp_path / "10" / "task" / str(tid) / "comm").write_text(name + "\n")
+        (tmp_path / "10" / "task" / str(tid) / "stat").write_text(stat(tid, name, tid, 1))
     (tmp_path / "99").mkdir()  # a kernel vhost worker of QEMU 10 (before Linux 6.4)
     (tmp_path / "99" / "comm").write_text("vhost-10\n")
+    (tmp_path / "99" / "stat").write_text(stat(99, "vhost-10", 5, 7))
     found = qemu_threads(10, proc=tmp_path)
     assert [t.tid for t in found["vcpu"]] == [11]
     assert [t.tid for t in found["vhost"]] == [12, 99]
     assert [t.tid for t in found["other"]] == [10]
+    assert class_times(found, 10, proc=tmp_path) == {"vcpu": ProcessTimes(11, 1), "vhost": ProcessTimes(17, 8),
+                                                     "other": ProcessTimes(10, 1)}

@@ -27,7 +27,7 @@ from offlab.offloads import parse_features
 from offlab.hosts.naming import device_name, our_namespaces, sweep_leftovers
 from offlab.runscope import RUNTIME_ROOT, reclaim_stale
 from offlab.vm import (DeviceFeatures, Guest, GuestImageMissing, GuestSpec, NicProfile, ProfileError,
-                       check_backend, find_image, qemu_threads, read_guest_nic)
+                       check_backend, class_times, find_image, qemu_threads, read_guest_nic)
 
 try:
     IMAGE = find_image()
@@ -237,6 +237,8 @@ def test_qemu_threads_by_class(lab):
     assert [t.name for t in threads["vcpu"]] == [f"CPU 0/{a.accel.upper()}"]
     assert threads["vhost"] == []  # backend tap: QEMU's own virtio-net, no vhost worker
     assert threads["other"]
+    vcpu = class_times(threads, a.pid)["vcpu"]
+    assert vcpu.usr + vcpu.sys > 0  # the guest has been running on it
 
 
 def test_tap_vhost_is_refused_with_one_line_without_vhost_net():

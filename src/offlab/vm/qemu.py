@@ -94,7 +94,9 @@ def _die_with_parent() -> None:
 
 class Guest:
     """`launch()` then `wait_ready()` (or `start()` for both); `run()` commands; `stop()`.
-    Several guests boot faster launched together, then waited for one by one."""
+    Several guests boot faster launched together, then waited for one by one. Launch from
+    a thread that outlives the guest: the kernel delivers PR_SET_PDEATHSIG when the
+    launching *thread* ends. One command at a time per guest (`run` is not thread-safe)."""
 
     def __init__(self, spec: GuestSpec, host: LocalNamespace, *, bridge: str | None = None,
                  image: GuestImage | None = None):

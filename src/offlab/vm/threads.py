@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cpu import ProcessTimes, parse_pid_stat
+
 VCPU = re.compile(r"^CPU \d+/(TCG|KVM)$")
 CLASSES = ("vcpu", "vhost", "other")
 
@@ -50,3 +52,22 @@ def _comm(task: Path) -> str | None:
         return (task / "comm").read_text().strip()
     except OSError:
         return None  # the thread ended meanwhile
+
+
+def class_times(threads: dict[str, list[QemuThread]], qemu_pid: int,
+                proc: Path = Path("/proc")) -> dict[str, ProcessTimes]:
+    """utime/stime ticks summed per class now; two snapshots around a window give each
+    class's CPU share with cpu.process_percent. A thread that ended counts no more."""
+    totals: dict[str, ProcessTimes] = {}
+    for kind, members in threads.items():
+        usr = sys = 0
+        for thread in members:
+            own = proc / str(qemu_pid) / "task" / str(thread.tid) / "stat"
+            path = own if own.exists() else proc / str(thread.tid) / "stat"  # a vhost kthread
+            try:
+                times = parse_pid_stat(path.read_text())
+            except OSError:
+                continue
+            usr, sys = usr + times.usr, sys + times.sys
+        totals[kind] = ProcessTimes(usr, sys)
+    return totals
