@@ -8,8 +8,9 @@ device offers is what the guest negotiates and what reaches the host's TAP:
              guest_tso6, guest_ecn, guest_ufo off (b is never given any: guest_tso4=off
              alone leaves the driver's rx-gro-hw on, see docs/vms.md)
 
-Guests boot once for the module; nothing (QEMU, TAPs, the namespace, sockets) is left
-when it ends, and a killed run's leftovers are swept when the next one starts."""
+a's TAP is made by QEMU, b's beforehand with `ip tuntap`. Guests boot once for the
+module; nothing (QEMU, TAPs, the namespace, sockets) is left when it ends, and a killed
+run's leftovers are swept when the next one starts."""
 
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ def lab():
                   ns, bridge=BRIDGE)
         b_features = DeviceFeatures(host_tso4=False, guest_tso4=False, guest_tso6=False,
                                     guest_ecn=False, guest_ufo=False)
+        # a's TAP is created by QEMU, b's beforehand (as a topology owning its devices would).
+        ns.ip("tuntap", "add", "dev", TAP_B, "mode", "tap", "vnet_hdr")
         b = Guest(GuestSpec("b", NicProfile("tap", b_features, tap=TAP_B, mac="52:54:00:00:0b:01"),
                             f"{B_IP}/{PREFIX}"), ns, bridge=BRIDGE)
         guests = [a, b]
