@@ -27,7 +27,7 @@ from offlab.hosts import LocalNamespace
 from offlab.offloads import parse_features
 from offlab.hosts.naming import device_name, our_namespaces, sweep_leftovers
 from offlab.runscope import RUNTIME_ROOT, reclaim_stale
-from offlab.vm import (DeviceFeatures, Guest, GuestImageMissing, GuestSpec, NicProfile, ProfileError,
+from offlab.vm import (DeviceFeatures, Guest, GuestError, GuestImageMissing, GuestSpec, NicProfile, ProfileError,
                        check_backend, class_times, find_image, qemu_threads, read_guest_nic)
 
 try:
@@ -252,3 +252,16 @@ def test_tap_vhost_is_refused_with_one_line_without_vhost_net():
         check_backend(profile)
     assert "\n" not in str(refused.value) and "/dev/vhost-net" in str(refused.value)
     pytest.skip(f"tap-vhost cannot run here: {refused.value}")
+
+
+def test_a_guest_that_fails_to_start_leaves_nothing():
+    ns = LocalNamespace("gfail").create()
+    try:
+        guest = Guest(GuestSpec("f", NicProfile("tap", tap=device_name("gf")), "10.213.1.1/24"), ns)
+        with pytest.raises(GuestError, match="did not answer|did not create|did not open"):
+            guest.start(timeout=1.0)  # far too short for a boot
+        assert guest.process is None and guest.runtime is None
+        assert not ns.has_link(device_name("gf"))
+        assert not list(RUNTIME_ROOT.glob(f"vm-{os.getpid()}-f-*"))
+    finally:
+        ns.remove()

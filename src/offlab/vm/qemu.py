@@ -132,6 +132,13 @@ class Guest:
         return self
 
     def launch(self) -> None:
+        try:
+            self._launch()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _launch(self) -> None:
         check_backend(self.spec.nic)
         self.image = self.image or find_image()
         self.accel, self.accel_reason = choose_accelerator(self.image)
@@ -158,12 +165,15 @@ class Guest:
     def _wait_ready(self, deadline: float) -> None:
         assert self.runtime is not None
         socket_path = self.runtime / "agent.sock"
-        while not socket_path.exists():
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise GuestError(self._failure("QEMU did not open the agent's socket"))
-            time.sleep(0.05)
-        self._agent = AgentChannel(str(socket_path))
+        while self._agent is None:
+            # The socket file appears at bind(), a moment before QEMU listens on it.
+            try:
+                self._agent = AgentChannel(str(socket_path))
+            except (FileNotFoundError, ConnectionRefusedError):
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    raise GuestError(self._failure("QEMU did not open the agent's socket")) from None
+                time.sleep(0.05)
         if self.tap:
             self._attach_tap(deadline)
         pings: set[str] = set()
