@@ -3,6 +3,7 @@
     image.py     where the built kernel and initramfs are (`find_image`)
     profile.py   a guest NIC: backend (tap, tap-vhost, vhost-user) and device features
     accel.py     KVM when a probe guest boots under it, TCG otherwise
+    lifetime.py  QEMU dies with the process that started it
     agent.py     the host's end of the guest agent on the second serial port
     qemu.py      `Guest`: start in a namespace, run commands, stop
     features.py  the negotiated virtio bits and `ethtool -k`, read inside the guest

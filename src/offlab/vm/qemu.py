@@ -7,7 +7,6 @@ namespace (naming.sweep_leftovers kills what runs in a stale one)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import shutil
@@ -23,13 +22,13 @@ from ..runscope import RUNTIME_ROOT
 from .accel import accel_args, choose_accelerator
 from .agent import AgentChannel, AgentError, AgentResult
 from .image import GuestImage, find_image
+from .lifetime import die_with_parent
 from .profile import MEMORY_ID, NicProfile, check_backend
 
 BOOT_TIMEOUT_S = 120.0
 """TCG boots this guest in about 5 s alone; two at once on two busy cores take longer."""
 PING_EVERY_S = 2.0
 STOP_GRACE_S = 5.0
-PR_SET_PDEATHSIG = 1
 
 
 class GuestError(Exception):
@@ -84,12 +83,6 @@ def runtime_dir(name: str) -> Path:
         return Path(tempfile.mkdtemp(prefix=f"vm-{name}-", dir=run_dir))
     RUNTIME_ROOT.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f"vm-{os.getpid()}-{name}-", dir=RUNTIME_ROOT))
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the process that started QEMU dies, so a
-    killed test or run never leaves a guest running (`ip netns exec` keeps it: it execs)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class Guest:
@@ -151,7 +144,7 @@ class Guest:
             self._launched_at = time.monotonic()
             self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=stderr, start_new_session=True,
-                                            preexec_fn=_die_with_parent)
+                                            preexec_fn=die_with_parent)
 
     def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         """Until the agent answers; the TAP joins the bridge meanwhile. Any failure stops
