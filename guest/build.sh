@@ -39,6 +39,7 @@ mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib/modules,lib64,proc,sys,dev,tmp,r
 install -m 0755 "$work/pkgs/busybox-static/bin/busybox" "$root/bin/busybox"
 install -m 0755 "$work/pkgs/iperf3/usr/bin/iperf3" "$root/usr/bin/iperf3"
 install -m 0755 "$work/pkgs/ethtool/sbin/ethtool" "$root/usr/sbin/ethtool"
+install -m 0755 "$work/pkgs/netcat-openbsd/bin/nc.openbsd" "$root/usr/bin/nc.openbsd"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$here/agent.sh" "$root/bin/ofl-agent"
 
@@ -58,7 +59,7 @@ find_lib() {
   return 1
 }
 mkdir -p "$root/lib/x86_64-linux-gnu"
-queue=("$root/usr/bin/iperf3" "$root/usr/sbin/ethtool")
+queue=("$root/usr/bin/iperf3" "$root/usr/sbin/ethtool" "$root/usr/bin/nc.openbsd")
 while [ ${#queue[@]} -gt 0 ]; do
   elf=${queue[0]}; queue=("${queue[@]:1}")
   for lib in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do

@@ -58,6 +58,16 @@ def test_a_killed_holder_frees_the_lock(tmp_path: Path):
     lock.release()
 
 
+def test_reclaim_removes_the_guest_files_of_a_dead_process_only(tmp_path: Path):
+    dead, alive = tmp_path / f"vm-{_a_dead_pid()}-a-x1", tmp_path / f"vm-{os.getpid()}-a-x2"
+    for directory in (dead, alive):
+        directory.mkdir()
+        (directory / "console.log").write_text("")
+    reclaimed = reclaim_stale(tmp_path, tmp_path / "no-cgroup")
+    assert not dead.exists() and alive.exists()
+    assert any("guest files" in line for line in reclaimed)
+
+
 @needs_cgroup2
 def test_reclaim_kills_exactly_the_dead_runs_processes(tmp_path: Path):
     dead_pid = _a_dead_pid()

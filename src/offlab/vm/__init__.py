@@ -3,10 +3,11 @@
     image.py     where the built kernel and initramfs are (`find_image`)
     profile.py   a guest NIC: backend (tap, tap-vhost, vhost-user) and device features
     accel.py     KVM when a probe guest boots under it, TCG otherwise
+    lifetime.py  QEMU dies with the process that started it
     agent.py     the host's end of the guest agent on the second serial port
     qemu.py      `Guest`: start in a namespace, run commands, stop
     features.py  the negotiated virtio bits and `ethtool -k`, read inside the guest
-    threads.py   QEMU's threads by class (vCPU, vhost, other) for CPU sampling
+    threads.py   QEMU's threads by class (vCPU, vhost, other) and their CPU ticks
 """
 
 from .agent import AgentResult
@@ -14,8 +15,8 @@ from .features import GuestNicState, decode_feature_bits, read_guest_nic
 from .image import GuestImage, GuestImageMissing, find_image
 from .profile import DeviceFeatures, NicProfile, ProfileError, check_backend
 from .qemu import Guest, GuestError, GuestSpec, qemu_argv
-from .threads import QemuThread, qemu_threads
+from .threads import QemuThread, class_times, qemu_threads
 
 __all__ = ["AgentResult", "DeviceFeatures", "Guest", "GuestError", "GuestImage", "GuestImageMissing",
-           "GuestNicState", "GuestSpec", "NicProfile", "ProfileError", "QemuThread", "check_backend",
+           "GuestNicState", "GuestSpec", "NicProfile", "ProfileError", "QemuThread", "check_backend", "class_times",
            "decode_feature_bits", "find_image", "qemu_argv", "qemu_threads", "read_guest_nic"]

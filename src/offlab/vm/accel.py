@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from .image import GuestImage
+from .lifetime import die_with_parent
 
 PROBE_TIMEOUT_S = 15.0
 PROBE_MARK = "ofl-init: probe: reached init"
@@ -50,7 +51,8 @@ def _probe(image: GuestImage) -> tuple[str, str]:
                 "-append", "console=ttyS0 panic=-1 ofl.probe",
                 "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con"]
         try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+            done = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                  preexec_fn=die_with_parent)
         except subprocess.TimeoutExpired:  # run() kills QEMU before raising
             return "tcg", f"a KVM guest did not reach init within {PROBE_TIMEOUT_S:g} s"
         except FileNotFoundError:

@@ -87,7 +87,11 @@ class AgentChannel:
     def __init__(self, path: str):
         self.path = path
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(path)
+        try:
+            self._sock.connect(path)
+        except OSError:
+            self._sock.close()
+            raise
         self._parser = FrameParser()
         self._serial = 0
 

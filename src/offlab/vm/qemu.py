@@ -7,7 +7,6 @@ namespace (naming.sweep_leftovers kills what runs in a stale one)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import shutil
@@ -23,13 +22,13 @@ from ..runscope import RUNTIME_ROOT
 from .accel import accel_args, choose_accelerator
 from .agent import AgentChannel, AgentError, AgentResult
 from .image import GuestImage, find_image
+from .lifetime import die_with_parent
 from .profile import MEMORY_ID, NicProfile, check_backend
 
 BOOT_TIMEOUT_S = 120.0
 """TCG boots this guest in about 5 s alone; two at once on two busy cores take longer."""
 PING_EVERY_S = 2.0
 STOP_GRACE_S = 5.0
-PR_SET_PDEATHSIG = 1
 
 
 class GuestError(Exception):
@@ -86,15 +85,11 @@ def runtime_dir(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"vm-{os.getpid()}-{name}-", dir=RUNTIME_ROOT))
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the process that started QEMU dies, so a
-    killed test or run never leaves a guest running (`ip netns exec` keeps it: it execs)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 class Guest:
     """`launch()` then `wait_ready()` (or `start()` for both); `run()` commands; `stop()`.
-    Several guests boot faster launched together, then waited for one by one."""
+    Several guests boot faster launched together, then waited for one by one. Launch from
+    a thread that outlives the guest: the kernel delivers PR_SET_PDEATHSIG when the
+    launching *thread* ends. One command at a time per guest (`run` is not thread-safe)."""
 
     def __init__(self, spec: GuestSpec, host: LocalNamespace, *, bridge: str | None = None,
                  image: GuestImage | None = None):
@@ -130,6 +125,13 @@ class Guest:
         return self
 
     def launch(self) -> None:
+        try:
+            self._launch()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _launch(self) -> None:
         check_backend(self.spec.nic)
         self.image = self.image or find_image()
         self.accel, self.accel_reason = choose_accelerator(self.image)
@@ -142,7 +144,7 @@ class Guest:
             self._launched_at = time.monotonic()
             self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=stderr, start_new_session=True,
-                                            preexec_fn=_die_with_parent)
+                                            preexec_fn=die_with_parent)
 
     def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         """Until the agent answers; the TAP joins the bridge meanwhile. Any failure stops
@@ -156,12 +158,15 @@ class Guest:
     def _wait_ready(self, deadline: float) -> None:
         assert self.runtime is not None
         socket_path = self.runtime / "agent.sock"
-        while not socket_path.exists():
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise GuestError(self._failure("QEMU did not open the agent's socket"))
-            time.sleep(0.05)
-        self._agent = AgentChannel(str(socket_path))
+        while self._agent is None:
+            # The socket file appears at bind(), a moment before QEMU listens on it.
+            try:
+                self._agent = AgentChannel(str(socket_path))
+            except (FileNotFoundError, ConnectionRefusedError):
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    raise GuestError(self._failure("QEMU did not open the agent's socket")) from None
+                time.sleep(0.05)
         if self.tap:
             self._attach_tap(deadline)
         pings: set[str] = set()

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cpu import ProcessTimes, parse_pid_stat
+
 VCPU = re.compile(r"^CPU \d+/(TCG|KVM)$")
 CLASSES = ("vcpu", "vhost", "other")
 
@@ -24,7 +26,7 @@ class QemuThread:
 def classify(name: str, qemu_pid: int) -> str:
     if VCPU.match(name):
         return "vcpu"
-    if name == f"vhost-{qemu_pid}" or name.startswith(f"vhost-{qemu_pid}"):
+    if name == f"vhost-{qemu_pid}":
         return "vhost"
     return "other"
 
@@ -40,7 +42,7 @@ def qemu_threads(pid: int, proc: Path = Path("/proc")) -> dict[str, list[QemuThr
     for entry in proc.iterdir():
         if entry.name.isdigit() and int(entry.name) not in own:
             name = _comm(entry)
-            if name is not None and name.startswith(f"vhost-{pid}"):
+            if name == f"vhost-{pid}":
                 found["vhost"].append(QemuThread(int(entry.name), name, "vhost"))
     return found
 
@@ -50,3 +52,22 @@ def _comm(task: Path) -> str | None:
         return (task / "comm").read_text().strip()
     except OSError:
         return None  # the thread ended meanwhile
+
+
+def class_times(threads: dict[str, list[QemuThread]], qemu_pid: int,
+                proc: Path = Path("/proc")) -> dict[str, ProcessTimes]:
+    """utime/stime ticks summed per class now; two snapshots around a window give each
+    class's CPU share with cpu.process_percent. A thread that ended counts no more."""
+    totals: dict[str, ProcessTimes] = {}
+    for kind, members in threads.items():
+        usr = sys = 0
+        for thread in members:
+            own = proc / str(qemu_pid) / "task" / str(thread.tid) / "stat"
+            path = own if own.exists() else proc / str(thread.tid) / "stat"  # a vhost kthread
+            try:
+                times = parse_pid_stat(path.read_text())
+            except OSError:
+                continue
+            usr, sys = usr + times.usr, sys + times.sys
+        totals[kind] = ProcessTimes(usr, sys)
+    return totals
