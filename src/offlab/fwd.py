@@ -31,6 +31,7 @@ TUNNEL_OFFLOADS = ("udptnl", "udptnl-csum")
 """UDP-tunnel segmentation on a TAP (the 24-byte vnet header, Linux >= 6.17): the VM
 topologies add these on tunnelled paths wherever a TAP port takes TSO, so VXLAN
 super-packets reach the forwarder whole instead of being cut in the sending namespace."""
+PORT_KINDS = ("tap", "packet", "vhost-user")
 PORT_OFFLOADS = ("csum", "tso4", "tso6", "ecn", "uso") + TUNNEL_OFFLOADS
 """What a port may negotiate (virtio-style feature bits), in offlab-fwd's spelling."""
 READY_TIMEOUT_S = 10.0
@@ -75,10 +76,12 @@ def find_binary(workspace: Path = WORKSPACE_BINARY) -> Path:
 
 @dataclass(frozen=True)
 class PortSpec:
-    """One `--port`: a TAP the forwarder creates, or AF_PACKET on an existing device."""
+    """One `--port`: a TAP the forwarder creates, AF_PACKET on an existing device, or a
+    vhost-user socket the forwarder listens on for a guest (`ifname` is then the socket's
+    path and `namespace` is unused: what a guest may be sent follows what it negotiates)."""
 
     kind: str
-    """"tap" or "packet"."""
+    """"tap", "packet" or "vhost-user"."""
     ifname: str
     namespace: str
     offloads: frozenset[str] = frozenset()
@@ -86,8 +89,8 @@ class PortSpec:
     """TAP only: IFF_NAPI, so frames written to it pass through the kernel's GRO."""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("tap", "packet"):
-            raise ValueError(f"port kind {self.kind!r}: use 'tap' or 'packet'")
+        if self.kind not in PORT_KINDS:
+            raise ValueError(f"port kind {self.kind!r}: use one of {', '.join(PORT_KINDS)}")
         unknown = set(self.offloads) - set(PORT_OFFLOADS)
         if unknown:
             raise ValueError(f"unknown port offloads {sorted(unknown)}; known: {PORT_OFFLOADS}")
@@ -99,6 +102,8 @@ class PortSpec:
         return f"{self.kind}:{self.ifname}"
 
     def argument(self) -> str:
+        if self.kind == "vhost-user":
+            return f"vhost-user:{self.ifname}"
         listed = "+".join(o for o in PORT_OFFLOADS if o in self.offloads) or "none"
         text = f"{self.kind}:{self.ifname}@{self.namespace},offloads={listed}"
         return text + (",napi" if self.napi else "")
