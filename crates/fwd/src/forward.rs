@@ -112,6 +112,10 @@ impl Direction {
         &self.counters
     }
 
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
     /// The frames to send and the counters the send updates.
     pub fn output(&mut self) -> (&TxQueue, &mut Counters) {
         (&self.tx, &mut self.counters)

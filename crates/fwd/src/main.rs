@@ -17,7 +17,7 @@ use forward::Mode;
 use pipeline::{Flags, Forwarder};
 use port::PortSpec;
 use serde_json::json;
-use std::io::Write;
+use stats::emit;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -28,8 +28,9 @@ use std::sync::Arc;
     about = "Userspace virtio-style forwarder using offlab-engine"
 )]
 struct Cli {
-    /// A port: tap:NAME@NETNS[,offloads=csum+tso4+tso6+ecn+uso][,napi] or
-    /// packet:IFNAME@NETNS[,offloads=…][,qdisc-bypass]. Give exactly two.
+    /// A port: tap:NAME@NETNS[,offloads=csum+tso4+tso6+ecn+uso][,napi],
+    /// packet:IFNAME@NETNS[,offloads=…][,qdisc-bypass] or vhost-user:/SOCKET[,mtu=N]
+    /// (a guest's QEMU connects; offloads follow what it negotiates). Give exactly two.
     #[arg(long = "port", required = true, num_args = 1)]
     ports: Vec<PortSpec>,
     /// What to do with offloads between the ports.
@@ -101,13 +102,6 @@ fn run(cli: Cli) -> Result<(), String> {
     );
     publish(&forwarder, "exit");
     result.map_err(|err| err.to_string())
-}
-
-/// Prints one JSON object as a line and flushes, so a reading process sees it at once.
-fn emit(value: &serde_json::Value) {
-    let mut out = std::io::stdout().lock();
-    // A closed stdout must not stop the forwarder; the stats file still has the data.
-    let _ = writeln!(out, "{value}").and_then(|_| out.flush());
 }
 
 fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {

@@ -48,6 +48,7 @@ impl Forwarder {
             ports: [&self.labels[0], &self.labels[1]],
             started: self.started,
             directions: [self.directions[0].counters(), self.directions[1].counters()],
+            port_states: [self.ports[0].state(), self.ports[1].state()],
         }
     }
 
@@ -101,7 +102,7 @@ impl Forwarder {
     fn forward_batch(&mut self, ingress: usize) -> io::Result<bool> {
         let egress = 1 - ingress;
         self.ports[ingress]
-            .recv_batch(&mut self.rx)
+            .recv_batch(&mut self.rx, self.directions[ingress].counters_mut())
             .map_err(|err| port_error(&self.labels[ingress], err))?;
         if self.rx.len() == 0 {
             return Ok(false);

@@ -92,6 +92,8 @@ pub struct Report<'a> {
     pub ports: [&'a str; 2],
     pub started: Instant,
     pub directions: [&'a Counters; 2],
+    /// Each port's own state, where it has one (vhost-user: connection, features).
+    pub port_states: [Option<Value>; 2],
 }
 
 impl Report<'_> {
@@ -105,8 +107,21 @@ impl Report<'_> {
                 format!("{} -> {}", self.ports[0], self.ports[1]): self.directions[0].to_json(),
                 format!("{} -> {}", self.ports[1], self.ports[0]): self.directions[1].to_json(),
             },
+            "port_states": {
+                self.ports[0]: self.port_states[0],
+                self.ports[1]: self.port_states[1],
+            },
         })
     }
+}
+
+/// Prints one JSON object as a line and flushes, so a reading process sees it at once
+/// (any thread: the stdout lock keeps lines whole).
+pub fn emit(value: &Value) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // A closed stdout must not stop the forwarder; the stats file still has the data.
+    let _ = writeln!(out, "{value}").and_then(|_| out.flush());
 }
 
 /// Writes `value` to `path` atomically (a reader never sees half a file).

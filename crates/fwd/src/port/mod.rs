@@ -11,12 +11,14 @@ mod packet;
 mod spec;
 mod sys;
 mod tap;
+mod vhost_user;
 
 pub use buffers::{RxBatch, TxQueue, VNET_LEN};
 pub use offloads::Offloads;
 pub use packet::PacketPort;
 pub use spec::{PortKind, PortSpec};
 pub use tap::TapPort;
+pub use vhost_user::VhostUserPort;
 
 use crate::stats::Counters;
 use std::io;
@@ -35,11 +37,17 @@ pub trait Port {
     /// Reads the MTU again (it may be changed while the forwarder runs).
     fn refresh_mtu(&mut self) -> io::Result<()>;
     /// Reads waiting frames into `batch` (cleared first) until it is full or nothing is
-    /// left. An error is fatal for the port (the device went away).
-    fn recv_batch(&mut self, batch: &mut RxBatch) -> io::Result<()>;
+    /// left; frames the port itself refuses are counted in `counters` (the direction's
+    /// that starts here). An error is fatal for the port (the device went away).
+    fn recv_batch(&mut self, batch: &mut RxBatch, counters: &mut Counters) -> io::Result<()>;
     /// Writes every frame of `tx`. Frames the device refuses are counted in `counters`
     /// as drops by errno; only a vanished device is an error.
     fn send(&mut self, tx: &TxQueue, rx: &RxBatch, counters: &mut Counters) -> io::Result<()>;
+    /// The port's own state for the stats (a vhost-user port: connected, negotiated
+    /// features); None for ports that have nothing beyond their label.
+    fn state(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Opens the port a spec describes, inside its namespace.
@@ -47,6 +55,7 @@ pub fn open(spec: &PortSpec) -> io::Result<Box<dyn Port>> {
     match spec.kind {
         PortKind::Tap => Ok(Box::new(TapPort::open(spec)?)),
         PortKind::Packet => Ok(Box::new(PacketPort::open(spec)?)),
+        PortKind::VhostUser => Ok(Box::new(VhostUserPort::open(spec)?)),
     }
 }
 

@@ -121,7 +121,7 @@ impl Port for PacketPort {
         Ok(())
     }
 
-    fn recv_batch(&mut self, batch: &mut RxBatch) -> io::Result<()> {
+    fn recv_batch(&mut self, batch: &mut RxBatch, _counters: &mut Counters) -> io::Result<()> {
         batch.clear();
         batch.set_vnet_len(VNET_LEN);
         self.iovecs.clear();

@@ -1,5 +1,5 @@
 //! `--port` arguments: `tap:NAME@NETNS[,offloads=csum+tso4,napi]`,
-//! `packet:IFNAME@NETNS[,offloads=…,qdisc-bypass]`.
+//! `packet:IFNAME@NETNS[,offloads=…,qdisc-bypass]`, `vhost-user:SOCKET[,mtu=N]`.
 
 use super::Offloads;
 use crate::netns::Netns;
@@ -10,7 +10,14 @@ pub enum PortKind {
     Tap,
     /// An AF_PACKET socket on an existing device, with `PACKET_VNET_HDR` (the "NIC").
     Packet,
+    /// A vhost-user socket the forwarder listens on; a guest's QEMU connects (the
+    /// "VM" side, with real virtqueues). `ifname` holds the socket's path.
+    VhostUser,
 }
+
+/// What a guest's interface carries without segmentation, unless `mtu=` says otherwise
+/// (virtio-net has no MTU to read unless the device offers one, which this one does not).
+pub const DEFAULT_GUEST_MTU: usize = 1500;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortSpec {
@@ -22,6 +29,8 @@ pub struct PortSpec {
     pub napi: bool,
     /// AF_PACKET only: `PACKET_QDISC_BYPASS`.
     pub qdisc_bypass: bool,
+    /// vhost-user only: the guest interface's MTU.
+    pub mtu: usize,
 }
 
 impl PortSpec {
@@ -29,6 +38,7 @@ impl PortSpec {
         let kind = match self.kind {
             PortKind::Tap => "tap",
             PortKind::Packet => "packet",
+            PortKind::VhostUser => return format!("vhost-user:{}", self.ifname),
         };
         match &self.netns {
             Netns::Current => format!("{kind}:{}", self.ifname),
@@ -47,7 +57,8 @@ impl std::str::FromStr for PortSpec {
         let kind = match kind {
             "tap" => PortKind::Tap,
             "packet" => PortKind::Packet,
-            other => return Err(format!("unknown port kind {other:?} (tap or packet)")),
+            "vhost-user" => return vhost_user(rest),
+            other => return Err(format!("unknown port kind {other:?} (tap, packet or vhost-user)")),
         };
         let mut options = rest.split(',');
         let place = options.next().unwrap_or_default();
@@ -65,11 +76,12 @@ impl std::str::FromStr for PortSpec {
             ifname: ifname.to_string(),
             netns,
             offloads: match kind {
-                PortKind::Tap => Offloads::default(),
                 PortKind::Packet => Offloads::ALL,
+                PortKind::Tap | PortKind::VhostUser => Offloads::default(),
             },
             napi: false,
             qdisc_bypass: false,
+            mtu: 0,
         };
         for option in options {
             match (kind, option.split_once('=')) {
@@ -90,6 +102,41 @@ impl std::str::FromStr for PortSpec {
         }
         Ok(spec)
     }
+}
+
+/// `vhost-user:SOCKET[,mtu=N]`: the socket's path (absolute, so a message names it
+/// unambiguously) and the guest interface's MTU. Offloads are not given: they follow what
+/// the guest negotiates.
+fn vhost_user(rest: &str) -> Result<PortSpec, String> {
+    let mut parts = rest.split(',');
+    let path = parts.next().unwrap_or_default();
+    if !path.starts_with('/') || path.len() > 107 {
+        return Err(format!(
+            "{path:?}: a vhost-user port needs an absolute socket path of at most 107 bytes"
+        ));
+    }
+    let mut spec = PortSpec {
+        kind: PortKind::VhostUser,
+        ifname: path.to_string(),
+        netns: Netns::Current,
+        offloads: Offloads::default(),
+        napi: false,
+        qdisc_bypass: false,
+        mtu: DEFAULT_GUEST_MTU,
+    };
+    for option in parts {
+        match option.split_once('=') {
+            Some(("mtu", value)) => {
+                spec.mtu = value
+                    .parse()
+                    .ok()
+                    .filter(|mtu| (68..=65535).contains(mtu))
+                    .ok_or_else(|| format!("mtu={value}: a number from 68 to 65535"))?
+            }
+            _ => return Err(format!("{option:?}: not an option of a vhost-user port (mtu=N)")),
+        }
+    }
+    Ok(spec)
 }
 
 #[cfg(test)]
@@ -123,6 +170,19 @@ mod tests {
             "tap:ofl-way-too-long-name@n",
             "packet:x@n,napi",
         ] {
+            assert!(bad.parse::<PortSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_a_vhost_user_port() {
+        let spec: PortSpec = "vhost-user:/run/offlab/a.sock,mtu=9000".parse().unwrap();
+        assert_eq!(spec.kind, PortKind::VhostUser);
+        assert_eq!((spec.ifname.as_str(), spec.mtu), ("/run/offlab/a.sock", 9000));
+        assert_eq!(spec.label(), "vhost-user:/run/offlab/a.sock");
+        let default: PortSpec = "vhost-user:/tmp/x.sock".parse().unwrap();
+        assert_eq!(default.mtu, DEFAULT_GUEST_MTU);
+        for bad in ["vhost-user:relative.sock", "vhost-user:/x.sock,mtu=0", "vhost-user:/x.sock,napi"] {
             assert!(bad.parse::<PortSpec>().is_err(), "{bad}");
         }
     }

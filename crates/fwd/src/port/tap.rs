@@ -89,7 +89,7 @@ impl Port for TapPort {
         Ok(())
     }
 
-    fn recv_batch(&mut self, batch: &mut RxBatch) -> io::Result<()> {
+    fn recv_batch(&mut self, batch: &mut RxBatch, _counters: &mut Counters) -> io::Result<()> {
         batch.clear();
         batch.set_vnet_len(self.vnet_len);
         while let Some(slot) = batch.next_slot() {

@@ -1,0 +1,152 @@
+//! Frames in and out of the guest's virtqueues, with every descriptor checked: a chain
+//! the guest wrote wrongly is a typed reason, never a panic and never a read or write
+//! outside the guest's memory.
+
+use virtio_queue::desc::split::Descriptor;
+use virtio_queue::{DescriptorChain, Queue, QueueT};
+use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryMmap};
+
+/// Why a descriptor chain was not used as a frame (the guest's fault, or a full ring).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainError {
+    /// The chain had no descriptor the iterator could read (its head was unreadable).
+    Empty,
+    /// A descriptor of length zero.
+    ZeroLength,
+    /// A descriptor whose buffer is not inside the guest's memory regions.
+    OutsideMemory,
+    /// The chain did not end within the queue's size (a loop, or a bad `next`).
+    Unterminated,
+    /// A device-writable descriptor on the transmit queue.
+    WritableOnTransmit,
+    /// A device-readable descriptor on the receive queue.
+    ReadableOnReceive,
+    /// More bytes than the largest frame with its virtio header.
+    TooLong,
+}
+
+impl ChainError {
+    pub fn reason(self) -> &'static str {
+        match self {
+            ChainError::Empty => "empty descriptor chain",
+            ChainError::ZeroLength => "zero-length descriptor",
+            ChainError::OutsideMemory => "descriptor outside guest memory",
+            ChainError::Unterminated => "descriptor chain loops or outruns the queue",
+            ChainError::WritableOnTransmit => "device-writable descriptor on the transmit queue",
+            ChainError::ReadableOnReceive => "device-readable descriptor on the receive queue",
+            ChainError::TooLong => "frame longer than 64 KiB",
+        }
+    }
+}
+
+/// The descriptors of a chain, checked for shape: every one non-empty, of the wanted
+/// direction, and the chain properly ended. Their buffers are checked when read or
+/// written.
+fn descriptors(
+    chain: DescriptorChain<&GuestMemoryMmap>,
+    writable: bool,
+    out: &mut Vec<Descriptor>,
+) -> Result<(), ChainError> {
+    out.clear();
+    let mut last_has_next = false;
+    for desc in chain {
+        if desc.len() == 0 {
+            return Err(ChainError::ZeroLength);
+        }
+        if desc.is_write_only() != writable {
+            return Err(if writable {
+                ChainError::ReadableOnReceive
+            } else {
+                ChainError::WritableOnTransmit
+            });
+        }
+        last_has_next = desc.has_next();
+        out.push(desc);
+    }
+    // The iterator stops without a word when its budget (the queue size) runs out or a
+    // `next` cannot be read: a last descriptor that still points on means exactly that.
+    if last_has_next {
+        return Err(ChainError::Unterminated);
+    }
+    if out.is_empty() {
+        return Err(ChainError::Empty);
+    }
+    Ok(())
+}
+
+/// Copies a transmit chain (virtio header + frame) into `slot`; returns its length.
+pub fn read_chain(
+    memory: &GuestMemoryMmap,
+    chain: DescriptorChain<&GuestMemoryMmap>,
+    slot: &mut [u8],
+    scratch: &mut Vec<Descriptor>,
+) -> Result<usize, ChainError> {
+    descriptors(chain, false, scratch)?;
+    let mut len = 0usize;
+    for desc in scratch.iter() {
+        let end = len + desc.len() as usize;
+        let into = slot.get_mut(len..end).ok_or(ChainError::TooLong)?;
+        memory
+            .read_slice(into, desc.addr())
+            .map_err(|_| ChainError::OutsideMemory)?;
+        len = end;
+    }
+    Ok(len)
+}
+
+/// A receive chain popped for one frame: its head and writable buffers.
+pub struct RxChain {
+    pub head: u16,
+    pub buffers: Vec<(GuestAddress, usize)>,
+    pub capacity: usize,
+}
+
+/// Pops the next receive chain; `Ok(None)` when the guest has posted none.
+pub fn pop_rx_chain(
+    queue: &mut Queue,
+    memory: &GuestMemoryMmap,
+    scratch: &mut Vec<Descriptor>,
+) -> Result<Option<RxChain>, (u16, ChainError)> {
+    let Some(chain) = queue.pop_descriptor_chain(memory) else {
+        return Ok(None);
+    };
+    let head = chain.head_index();
+    descriptors(chain, true, scratch).map_err(|e| (head, e))?;
+    let buffers: Vec<_> = scratch.iter().map(|d| (d.addr(), d.len() as usize)).collect();
+    let capacity = buffers.iter().map(|(_, len)| len).sum();
+    Ok(Some(RxChain {
+        head,
+        buffers,
+        capacity,
+    }))
+}
+
+/// Writes `bytes` at `offset` of a chain's buffers; returns the bytes written.
+pub fn write_at(
+    memory: &GuestMemoryMmap,
+    chain: &RxChain,
+    mut offset: usize,
+    mut bytes: &[u8],
+) -> Result<usize, ChainError> {
+    let mut written = 0;
+    for &(addr, len) in &chain.buffers {
+        if bytes.is_empty() {
+            break;
+        }
+        if offset >= len {
+            offset -= len;
+            continue;
+        }
+        let take = (len - offset).min(bytes.len());
+        let at = addr
+            .checked_add(offset as u64)
+            .ok_or(ChainError::OutsideMemory)?;
+        memory
+            .write_slice(&bytes[..take], at)
+            .map_err(|_| ChainError::OutsideMemory)?;
+        bytes = &bytes[take..];
+        written += take;
+        offset = 0;
+    }
+    Ok(written)
+}
