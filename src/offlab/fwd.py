@@ -16,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -32,6 +32,9 @@ TUNNEL_OFFLOADS = ("udptnl", "udptnl-csum")
 topologies add these on tunnelled paths wherever a TAP port takes TSO, so VXLAN
 super-packets reach the forwarder whole instead of being cut in the sending namespace."""
 PORT_KINDS = ("tap", "packet", "vhost-user")
+VHOST_USER_FEATURES = ("csum", "guest_csum", "guest_tso4", "guest_tso6", "guest_ecn", "host_tso4", "host_tso6",
+                       "host_ecn", "mrg_rxbuf", "indirect_desc", "version_1")
+"""What offlab-fwd's vhost-user port offers a guest, by virtio-net name."""
 PORT_OFFLOADS = ("csum", "tso4", "tso6", "ecn", "uso") + TUNNEL_OFFLOADS
 """What a port may negotiate (virtio-style feature bits), in offlab-fwd's spelling."""
 READY_TIMEOUT_S = 10.0
@@ -143,6 +146,9 @@ class FwdStats:
     directions: Mapping[str, Mapping[str, float]]
     """"<port> -> <port>" → counter name → value; drops as "drop.<category>.<reason>",
     GRO refusals as "gro_refused.<reason>"."""
+    port_states: Mapping[str, Any] = field(default_factory=dict)
+    """port label → its own state where it has one (vhost-user: "connected",
+    "connections", "negotiated" feature names)."""
 
 
 def parse_stats(text: str) -> FwdStats:
@@ -154,8 +160,9 @@ def parse_stats(text: str) -> FwdStats:
     if not isinstance(doc, dict) or not isinstance(doc.get("directions"), dict):
         raise FwdError("offlab-fwd stats lack 'directions'")
     directions = {name: _flat_direction(name, d) for name, d in doc["directions"].items()}
+    states = {name: state for name, state in (doc.get("port_states") or {}).items() if isinstance(state, dict)}
     return FwdStats(str(doc.get("event", "")), str(doc.get("mode", "")),
-                    float(doc.get("elapsed_s", 0.0)), directions)
+                    float(doc.get("elapsed_s", 0.0)), directions, states)
 
 
 def _flat_direction(name: str, doc: Any) -> dict[str, float]:

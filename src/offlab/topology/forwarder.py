@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..fwd import MODES, PORT_OFFLOADS, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta, port_roles
+from ..fwd import MODES, PORT_OFFLOADS, VHOST_USER_FEATURES, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta, port_roles
 from ..records import DatapathSetting, FeatureState
 from .base import TopologyError
 
@@ -44,7 +44,19 @@ class ForwarderComponent:
         mode = self.process.ready.get("mode")
         state = {LABEL: {f"mode.{m}": FeatureState(m == mode, requested=m == setting.mode) for m in MODES}}
         reported = {str(p.get("port", "")).split("@")[0]: p for p in self.process.ready.get("ports", [])}
+        negotiated = {}
+        if any(port.kind == "vhost-user" for port in self.process.config.ports):
+            try:
+                negotiated = self.process.snapshot().port_states
+            except FwdError as err:
+                raise TopologyError(f"{self.scenario}: {err}") from err
         for role, port in zip(self._ports.values(), self.process.config.ports):
+            if port.kind == "vhost-user":
+                # What the guest negotiated with the forwarder, as the forwarder saw it.
+                names = set(negotiated.get(port.label, {}).get("negotiated", []))
+                # Keyed by role, not by the socket's path (which names this run's pid).
+                state[f"vhost-user:{role}"] = {name: FeatureState(name in names) for name in VHOST_USER_FEATURES}
+                continue
             in_force = set(str(reported.get(port.label, {}).get("offloads", "")).split("+"))
             entry = {o: FeatureState(o in in_force, requested=o in port.offloads) for o in PORT_OFFLOADS}
             if port.kind == "tap":

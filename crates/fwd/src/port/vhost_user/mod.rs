@@ -162,10 +162,13 @@ impl VhostUserPort {
     fn consume_kick(&mut self, index: usize) {
         let device = self.device();
         if let Some(kick) = device.rings.get(index).and_then(|r| r.kick.as_ref()) {
-            let mut value = [0u8; 8];
-            // Non-blocking reads would need the flag on QEMU's fd; epoll said it is
-            // readable, so this read returns at once.
-            let _ = io::Read::read(&mut &*kick, &mut value);
+            // Read only what is there: the event may be for a kick replaced since (a
+            // message handled in the same round), and a read of an empty eventfd would
+            // block the forwarder. The descriptor is QEMU's too, so it stays blocking.
+            if readable_now(kick.as_raw_fd()) {
+                let mut value = [0u8; 8];
+                let _ = io::Read::read(&mut &*kick, &mut value);
+            }
         }
     }
 
@@ -198,6 +201,12 @@ impl VhostUserPort {
         };
         (!device.has(needed)).then_some("gso type the guest did not negotiate")
     }
+}
+
+fn readable_now(fd: RawFd) -> bool {
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, zero timeout.
+    unsafe { libc::poll(&mut poll, 1, 0) == 1 && poll.revents & libc::POLLIN != 0 }
 }
 
 /// Writes one frame into as many receive chains as it needs (one without merged
