@@ -159,15 +159,31 @@ impl Fwd {
         }
     }
 
-    /// Asks for stats with SIGUSR1 and returns them.
+    /// Asks for stats with SIGUSR1 and returns them (other event lines on the way, such
+    /// as a vhost-user port's connections, are passed over).
     pub fn stats(&mut self) -> Value {
         self.signal(libc::SIGUSR1);
-        let value = self
-            .lines
-            .recv_timeout(Duration::from_secs(5))
-            .expect("stats line");
-        assert_eq!(value["event"], "stats", "{value}");
-        value
+        self.wait_event("stats")
+    }
+
+    /// The next line whose event is `name`, within 10 s.
+    pub fn wait_event(&mut self, name: &str) -> Value {
+        loop {
+            let value = self
+                .lines
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("no {name} line"));
+            if value["event"] == name {
+                return value;
+            }
+        }
+    }
+
+    /// Whether the forwarder is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
     /// SIGTERM; returns the exit status and the final stats.

@@ -351,9 +351,12 @@ impl Port for VhostUserPort {
     }
 
     fn state(&self) -> Option<serde_json::Value> {
-        let acked = self.device().acked;
+        let mut device = self.device();
+        let acked = device.acked;
+        let rings_ready = device.rings.iter_mut().all(|ring| ring.active().is_some());
         Some(json!({
             "connected": self.connection.is_some(),
+            "rings_ready": self.connection.is_some() && rings_ready,
             "connections": self.connections,
             "features": format!("{acked:#x}"),
             "negotiated": feature_names(acked),
