@@ -25,12 +25,13 @@ except GuestImageMissing as missing:
 
 PLAN = """
 name = "guests-test"
-runs = 2
+runs = 1
 duration = 1.5
 warmup = 0.5
 scenarios = ["qemu"]
 guest_paths = ["vm2vm"]
-backends = ["tap"]
+backends = ["tap", "vhost-user"]
+fwd_modes = ["gro"]
 virtio = ["all-on", "host-tso-off"]
 mtus = [1500]
 traffic = ["tcp"]
@@ -61,13 +62,13 @@ def load(out: Path):
 def test_every_sample_records_the_guests_negotiation_and_accelerator(run):
     results = load(run)
     samples = [s for case in results.cases for s in results.samples[case.key]]
-    assert len(samples) >= 2 * 2 * 2  # 2 topologies × ≥2 profiles × 2 runs
+    assert len(samples) >= 4 * 2  # 4 topologies × ≥2 profiles
     for case in results.cases:
         wanted_tso = case.topology["virtio"] == "all-on"
         for sample in results.samples[case.key]:
             assert sample.throughput_bps > 0
             qemu = sample.datapath["qemu"]
-            assert qemu["backend.tap"].on and qemu["accel.tcg"].on != qemu["accel.kvm"].on
+            assert qemu[f"backend.{case.topology['backend']}"].on and qemu["accel.tcg"].on != qemu["accel.kvm"].on
             for role in ("a", "b"):
                 assert sample.datapath[f"virtio:{role}"]["host_tso4"].on is wanted_tso
                 assert sample.datapath[f"virtio:{role}"]["version_1"].on
@@ -76,6 +77,22 @@ def test_every_sample_records_the_guests_negotiation_and_accelerator(run):
             assert "qemu-b:other_sys_pct" in sample.counters
             assert "a:cpu0_idle_pct" in sample.counters and "b:cpu0_soft_pct" in sample.counters
             assert {c.host for c in sample.cpu} == {""}  # shares are this machine's cores only
+
+
+def test_offlab_fwd_as_the_guests_backend_merges_their_mtu_frames(run):
+    """vhost-user in gro mode: a guest without host_tso4 sends MTU frames, which the
+    engine merges for the other guest (which took guest_tso4), as seen by offlab-fwd."""
+    results = load(run)
+    for case in results.cases:
+        if case.topology["backend"] != "vhost-user":
+            continue
+        sample = results.samples[case.key][0]
+        seen = sample.datapath["vhost-user:a@ab"]
+        assert seen["host_tso4"].on is (case.topology["virtio"] == "all-on")
+        assert sample.datapath["fwd@ab"]["mode.gro"].on
+        if case.topology["virtio"] == "host-tso-off":
+            assert sample.counters.get("fwd@ab:a>b:rx_super_packets", 0) == 0
+            assert sample.counters["fwd@ab:a>b:merged_super_packets"] > 0
 
 
 def test_the_guest_drivers_offloads_follow_the_device(run):

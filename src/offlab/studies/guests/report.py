@@ -106,10 +106,10 @@ def _median_pct(row: ProfileRow, owners: tuple[str, ...]) -> str:
 
 
 def _super_packets(row: ProfileRow) -> str:
-    """Frames offlab-fwd received from guest A that were super-packets, of all it
-    received from it (vhost-user only)."""
-    big = [v for s in row.samples for k, v in s.counters.items() if k.endswith(":rx_super_packets")]
-    all_ = [v for s in row.samples for k, v in s.counters.items() if k.endswith(":rx_frames")]
-    if not all_ or not sum(all_):
-        return "—"
-    return f"{100.0 * sum(big) / sum(all_):.0f}%"
+    """Of the frames guest A's forwarder received from A, the share that were
+    super-packets (vhost-user paths: "fwd@ab:a>b:…" or "fwd@a:a>b:…")."""
+    def summed(counter: str) -> float:
+        return sum(v for s in row.samples for k, v in s.counters.items()
+                   if k.startswith(("fwd@ab:a>b:", "fwd@a:a>b:")) and k.endswith(counter))
+    frames = summed(":rx_packets")
+    return f"{100.0 * summed(':rx_super_packets') / frames:.0f}%" if frames else "—"
