@@ -19,6 +19,7 @@ import time
 from typing import Protocol, Sequence
 
 from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError
+from ..proc import stop as stop_process
 from .base import Host, HostError
 
 PROCESS_DIR = "/tmp/ofl-proc"
@@ -78,14 +79,10 @@ class GuestHost(Host):
         raise HostError(f"guest {self.name}: `{shlex.join(args)}` did not start within {START_TIMEOUT_S:g} s")
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
+        """TERM, KILL after the grace period (as for a local process), then the
+        process's files in the guest go."""
         assert isinstance(process, GuestProcess)
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=grace_s)
+        stop_process(process, grace_s=grace_s)  # type: ignore[arg-type]
         process.discard()
 
     def __repr__(self) -> str:
