@@ -35,7 +35,12 @@ fwd_modes = ["gro"]
 virtio = ["all-on", "host-tso-off"]
 mtus = [1500]
 traffic = ["tcp"]
-sequences = ["tx"]
+sequences = ["all-on"]
+
+[[profiles]]
+name = "tso-off"
+side = "tx"
+off = ["tcp-segmentation-offload"]
 """
 
 
