@@ -267,17 +267,26 @@ class Forwarder:
         raise FwdError(f"offlab-fwd not ready after {READY_TIMEOUT_S:g} s: {' '.join(self.args)}")
 
     def snapshot(self) -> FwdStats:
-        """Current stats (SIGUSR1; the forwarder rewrites the stats file)."""
+        """Current stats (SIGUSR1; the forwarder rewrites the stats file). A newer file is
+        told by its `elapsed_s`, not its mtime: two snapshots in a row can be written
+        within one timestamp tick."""
         if self._proc is None or self._proc.poll() is not None:
             raise FwdError("offlab-fwd is not running: " + self._stderr.read_text().strip())
-        previous = self.stats_file.stat().st_mtime_ns if self.stats_file.exists() else None
+        previous = self._elapsed()
         os.kill(self._proc.pid, signal.SIGUSR1)
         deadline = time.monotonic() + STATS_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self.stats_file.exists() and self.stats_file.stat().st_mtime_ns != previous:
+            if self._elapsed() > previous:
                 return parse_stats(self.stats_file.read_text())
             time.sleep(0.005)
         raise FwdError(f"offlab-fwd wrote no stats within {STATS_TIMEOUT_S:g} s of SIGUSR1")
+
+    def _elapsed(self) -> float:
+        """`elapsed_s` of the stats file as it stands (-1 before the first one)."""
+        try:
+            return parse_stats(self.stats_file.read_text()).elapsed_s
+        except (FileNotFoundError, FwdError):
+            return -1.0
 
     def cpu_since_last(self) -> dict[str, float]:
         """The forwarder's own usr/sys, % of one core, since start or the previous call."""

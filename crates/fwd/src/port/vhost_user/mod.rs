@@ -153,6 +153,7 @@ impl VhostUserPort {
             }
             self.kicks[index] = ring.kick_generation;
             if let Some(kick) = &ring.kick {
+                set_nonblocking(kick.as_raw_fd());
                 let token = KICK_BASE + index as u64;
                 let _ = self.epoll.ctl(ControlOperation::Add, kick.as_raw_fd(), EpollEvent::new(EventSet::IN, token));
             }
@@ -162,13 +163,10 @@ impl VhostUserPort {
     fn consume_kick(&mut self, index: usize) {
         let device = self.device();
         if let Some(kick) = device.rings.get(index).and_then(|r| r.kick.as_ref()) {
-            // Read only what is there: the event may be for a kick replaced since (a
-            // message handled in the same round), and a read of an empty eventfd would
-            // block the forwarder. The descriptor is QEMU's too, so it stays blocking.
-            if readable_now(kick.as_raw_fd()) {
-                let mut value = [0u8; 8];
-                let _ = io::Read::read(&mut &*kick, &mut value);
-            }
+            // Non-blocking (see `sync_kicks`): QEMU may drain the same eventfd itself (it
+            // does when it takes a ring back), so "readable" can be stale by now.
+            let mut value = [0u8; 8];
+            let _ = io::Read::read(&mut &*kick, &mut value);
         }
     }
 
@@ -203,10 +201,16 @@ impl VhostUserPort {
     }
 }
 
-fn readable_now(fd: RawFd) -> bool {
-    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one valid pollfd, zero timeout.
-    unsafe { libc::poll(&mut poll, 1, 0) == 1 && poll.revents & libc::POLLIN != 0 }
+/// O_NONBLOCK on an eventfd shared with QEMU: its own event notifiers are non-blocking
+/// already, so this changes nothing on its side.
+fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl on a descriptor this port holds open.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
 }
 
 /// Writes one frame into as many receive chains as it needs (one without merged
