@@ -8,11 +8,18 @@
 //! ones adds neighbouring words into signed 32-bit lanes: three operations (xor,
 //! multiply-add, add) per vector, all on the vector ALUs, where widening the words
 //! with shifts and masks takes four. The bias is a known constant per vector, added
-//! back at the end. Four accumulators take two vectors each per iteration (256 B for
-//! AVX2, 128 B for SSE2), so the add chains never wait on each other and the loads
-//! overlap; the 32-bit lanes are widened to 64 bits only once per call (and once per
-//! 256 KiB, before any lane could overflow). The last partial vector is loaded
-//! overlapping the one before it and masked, so no scalar loop runs on the tail.
+//! back at the end. Several accumulators take two vectors each per iteration (four for
+//! SSE2's 128 B, three for AVX2's 256 B), so the add chains never wait on each other
+//! and the loads overlap; the 32-bit lanes are widened to 64 bits only once per call
+//! (and once per 256 KiB, before any lane could overflow). The last partial vector is
+//! loaded overlapping the one before it and masked, so no scalar loop runs on the tail.
+//!
+//! The AVX2 kernel sums the last 64 bytes of each 256-byte iteration on the integer
+//! side instead, in an add-with-carry chain, while the vector units do the rest: on
+//! AMD Zen 1 the three vector operations per 32 bytes bound the vector part near 16
+//! bytes a cycle, whatever the operations (a multiply-free variant of shifts and adds
+//! is no faster, and mixing the two is slower), and the integer adders were idle.
+//! Measured there: +12 % at 64 KiB, +7 % at 1500 B (docs/benchmarks.md).
 //!
 //! The AVX-512 kernels are the same design at 64 bytes a vector (see `sum_avx512`).
 
@@ -21,7 +28,7 @@ use core::arch::x86_64::*;
 use super::portable;
 
 /// Bytes summed in 32-bit lanes before they are widened. AVX2: 1024 iterations, each
-/// adding at most two biased pairs (|x| <= 65536 each) to a lane of each of four
+/// adding at most two biased pairs (|x| <= 65536 each) to a lane of each of three
 /// accumulators: each stays within 2^27, their sum within 2^29. SSE2 (2048 iterations
 /// of 128 B): within 2^28 and 2^30.
 const RUN: usize = 1 << 18;
@@ -62,32 +69,92 @@ fn pairs_avx2(v: __m256i) -> __m256i {
     )
 }
 
-/// Sum of `iterations` × 256 bytes from `p` into 32-bit lanes.
+/// Bytes of each 256-byte iteration of `blocks_avx2` summed by the scalar adder
+/// instead of the vector units (see there).
+const SCALAR_BYTES: usize = 64;
+// `add_with_carry_64` adds exactly 64 bytes; the six vectors take the other 192.
+const _: () = assert!(SCALAR_BYTES == 64 && 6 * 32 + SCALAR_BYTES == 256);
+
+/// What `blocks_avx2` summed: biased 32-bit lanes of six vectors per iteration, and
+/// the scalar words' sum (congruent modulo 0xffff, zero only for zeros).
+struct Blocks {
+    lanes: __m256i,
+    scalar: u64,
+}
+
+/// Sum of `iterations` × 256 bytes from `p`: per iteration six vectors into 32-bit
+/// lanes and the last 64 bytes as 64-bit words in an add-with-carry chain, which the
+/// integer units run beside the vector ones (module docs). The chain's eight
+/// dependent additions take about as long as the six vectors; a larger scalar share
+/// (96 or 128 bytes) measured slower.
 ///
 /// # Safety
 /// `p..p + 256 * iterations` must be readable; `iterations <= RUN / 256`.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> __m256i {
-    let mut acc = [_mm256_setzero_si256(); 4];
+unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> Blocks {
+    let mut acc = [_mm256_setzero_si256(); 3];
+    let (mut words, mut carries) = (0u64, 0u64);
     for i in 0..iterations {
+        let at = 256 * i;
         for (k, acc) in acc.iter_mut().enumerate() {
             // SAFETY: both loads lie inside iteration `i`'s 256 bytes, which the caller
             // guarantees are readable; `loadu` has no alignment requirement.
             let (a, b) = unsafe {
-                let at = p.add(256 * i + 32 * k);
+                let at = p.add(at + 32 * k);
                 (
                     _mm256_loadu_si256(at.cast()),
-                    _mm256_loadu_si256(at.add(128).cast()),
+                    _mm256_loadu_si256(at.add(96).cast()),
                 )
             };
             *acc = _mm256_add_epi32(*acc, _mm256_add_epi32(pairs_avx2(a), pairs_avx2(b)));
         }
+        // SAFETY: the 64 bytes lie inside iteration `i`'s 256 bytes, as above.
+        let scalar = unsafe { p.add(at + 256 - SCALAR_BYTES) };
+        (words, carries) = unsafe { add_with_carry_64(words, carries, scalar) };
     }
-    _mm256_add_epi32(
-        _mm256_add_epi32(acc[0], acc[1]),
-        _mm256_add_epi32(acc[2], acc[3]),
-    )
+    Blocks {
+        lanes: _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), acc[2]),
+        scalar: (words & 0xffff_ffff) + (words >> 32) + carries,
+    }
+}
+
+/// The 64 bytes at `p` added to `words` as eight little-endian 64-bit words in one
+/// add-with-carry chain (one instruction a word, which plain Rust does not get from the
+/// compiler: it materialises each carry), the last carry counted in `carries`.
+///
+/// # Safety
+/// `p..p + 64` must be readable.
+#[inline(always)]
+unsafe fn add_with_carry_64(words: u64, carries: u64, p: *const u8) -> (u64, u64) {
+    let (mut words, mut carries) = (words, carries);
+    // SAFETY: reads the 64 bytes at `p`, which the caller guarantees are readable;
+    // x86-64 is little endian; only the flags and the two outputs are written.
+    unsafe {
+        core::arch::asm!(
+            "add {w}, qword ptr [{p}]",
+            "adc {w}, qword ptr [{p} + 8]",
+            "adc {w}, qword ptr [{p} + 16]",
+            "adc {w}, qword ptr [{p} + 24]",
+            "adc {w}, qword ptr [{p} + 32]",
+            "adc {w}, qword ptr [{p} + 40]",
+            "adc {w}, qword ptr [{p} + 48]",
+            "adc {w}, qword ptr [{p} + 56]",
+            "adc {c}, 0",
+            w = inout(reg) words,
+            c = inout(reg) carries,
+            p = in(reg) p,
+            options(pure, readonly, nostack),
+        );
+    }
+    (words, carries)
+}
+
+/// The bias `unbias` would add for the bytes of `iterations` blocks that were summed as
+/// scalar words, to be taken off again.
+#[inline]
+fn scalar_bias(iterations: usize) -> i64 {
+    (iterations * (SCALAR_BYTES / 32) * 16 * 32768) as i64
 }
 
 /// The eight signed 32-bit lanes of `acc` added as 64-bit integers.
@@ -145,15 +212,21 @@ fn sum_avx2_body(data: &[u8]) -> u64 {
     let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
     let p = data.as_ptr();
     let mut signed = 0i64;
+    let mut scalar = 0u64;
     let mut at = 0;
     while even - at > RUN {
         // SAFETY: `at + RUN <= even <= data.len()`.
-        signed += widen_avx2(unsafe { blocks_avx2(p.add(at), RUN / 256) });
+        let blocks = unsafe { blocks_avx2(p.add(at), RUN / 256) };
+        signed += widen_avx2(blocks.lanes) - scalar_bias(RUN / 256);
+        scalar += blocks.scalar;
         at += RUN;
     }
     let iterations = (even - at) / 256;
     // SAFETY: `at + 256 * iterations <= even`; `iterations <= RUN / 256`.
-    let mut acc = unsafe { blocks_avx2(p.add(at), iterations) };
+    let blocks = unsafe { blocks_avx2(p.add(at), iterations) };
+    let mut acc = blocks.lanes;
+    signed -= scalar_bias(iterations);
+    scalar += blocks.scalar;
     at += 256 * iterations;
     if even - at >= 128 {
         // SAFETY: `at + 128 <= even`.
@@ -186,7 +259,7 @@ fn sum_avx2_body(data: &[u8]) -> u64 {
         acc = _mm256_add_epi32(acc, pairs_avx2(_mm256_and_si256(v, mask)));
     }
     signed += widen_avx2(acc);
-    unbias(signed, even.div_ceil(32), 16, last_byte)
+    unbias(signed, even.div_ceil(32), 16, last_byte) + scalar
 }
 
 /// # Safety
