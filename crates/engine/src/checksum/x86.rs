@@ -96,22 +96,19 @@ unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> Blocks {
     let mut acc = [_mm256_setzero_si256(); 3];
     let (mut words, mut carries) = (0u64, 0u64);
     for i in 0..iterations {
-        let at = 256 * i;
-        for (k, acc) in acc.iter_mut().enumerate() {
-            // SAFETY: both loads lie inside iteration `i`'s 256 bytes, which the caller
-            // guarantees are readable; `loadu` has no alignment requirement.
-            let (a, b) = unsafe {
-                let at = p.add(at + 32 * k);
-                (
-                    _mm256_loadu_si256(at.cast()),
-                    _mm256_loadu_si256(at.add(96).cast()),
-                )
-            };
-            *acc = _mm256_add_epi32(*acc, _mm256_add_epi32(pairs_avx2(a), pairs_avx2(b)));
-        }
-        // SAFETY: the 64 bytes lie inside iteration `i`'s 256 bytes, as above.
-        let scalar = unsafe { p.add(at + 256 - SCALAR_BYTES) };
-        (words, carries) = unsafe { add_with_carry_64(words, carries, scalar) };
+        // SAFETY: every load lies inside iteration `i`'s 256 bytes, which the caller
+        // guarantees are readable; `loadu` has no alignment requirement.
+        let (at, v) = unsafe {
+            let at = p.add(256 * i);
+            (at, move |k: usize| _mm256_loadu_si256(at.add(32 * k).cast()))
+        };
+        // Written out, not as a loop over the accumulators: so it unrolls wherever it
+        // is inlined (inside `window_avx2` a loop over them stayed a loop).
+        acc[0] = _mm256_add_epi32(acc[0], _mm256_add_epi32(pairs_avx2(v(0)), pairs_avx2(v(3))));
+        acc[1] = _mm256_add_epi32(acc[1], _mm256_add_epi32(pairs_avx2(v(1)), pairs_avx2(v(4))));
+        acc[2] = _mm256_add_epi32(acc[2], _mm256_add_epi32(pairs_avx2(v(2)), pairs_avx2(v(5))));
+        // SAFETY: the last 64 bytes of iteration `i`'s 256, as above.
+        (words, carries) = unsafe { add_with_carry_64(words, carries, at.add(256 - SCALAR_BYTES)) };
     }
     Blocks {
         lanes: _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), acc[2]),
@@ -379,19 +376,113 @@ pub unsafe fn sum_avx512_vnni(data: &[u8]) -> u64 {
 use super::dispatch::{pieces, AVX512_MIN_LEN, SIMD_MIN_LEN};
 
 /// `dispatch::sum_pieces_supported` for the AVX2 kernel (same size thresholds as
-/// `dispatch::sum_le`).
+/// `dispatch::sum_le`). A chunk whose surrounding 32-byte blocks lie inside `data` (all
+/// but, at most, the first and the last) is summed by `window_avx2`; the others as a
+/// slice of their own.
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
 pub unsafe fn pieces_avx2(data: &[u8], piece: usize, sums: &mut [u32]) {
-    pieces(data, piece, sums, |chunk| {
-        if chunk.len() < SIMD_MIN_LEN {
-            portable::sum_le(chunk)
+    let count = data.len().div_ceil(piece).min(sums.len());
+    for (k, slot) in sums[..count].iter_mut().enumerate() {
+        let start = k * piece;
+        let end = (start + piece).min(data.len());
+        let le = if end - start < SIMD_MIN_LEN {
+            portable::sum_le(&data[start..end])
         } else {
-            sum_avx2_impl(chunk)
+            match window_avx2(data, start, end) {
+                Some(le) => le,
+                None => sum_avx2_impl(&data[start..end]),
+            }
+        };
+        *slot = u32::from(super::fold64(le).swap_bytes());
+    }
+}
+
+/// 32 0xff bytes then 32 zero bytes: the 32 bytes at offset `32 - n` keep the first `n`
+/// bytes of a vector.
+static HEAD_MASK: [u8; 64] = {
+    let mut mask = [0u8; 64];
+    let mut i = 0;
+    while i < 32 {
+        mask[i] = 0xff;
+        i += 1;
+    }
+    mask
+};
+
+/// The sum of `data[start..end]` (at least `SIMD_MIN_LEN` bytes), congruent to (and zero
+/// exactly when) the sum of that slice alone, read as whole 32-byte-aligned blocks of
+/// `data`: the first block masked to the bytes from `start`, the last to the bytes
+/// before `end`, their neighbours' bytes masked off. A chunk cut out of a longer buffer
+/// thus needs no misaligned head summed apart, no loop over the last few vectors and no
+/// overlapping tail load: per 1448-byte GSO chunk 322 instructions instead of 356
+/// (callgrind; 188 sum the same bytes inside one long buffer) and 46 ns instead of 52
+/// on AMD Zen 1. `None` when those blocks are not all inside `data` or the window is
+/// longer than one run.
+///
+/// Words pair up by address here. When `start` is at an odd address that pairs every
+/// byte with the other neighbour, so the sum is the slice's own with its bytes swapped
+/// (RFC 1071 section 2(B)), swapped back at the end.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn window_avx2(data: &[u8], start: usize, end: usize) -> Option<u64> {
+    let origin = data.as_ptr() as usize;
+    let first = (origin + start) & !31;
+    let last = (origin + end).checked_add(31)? & !31;
+    if first < origin || last > origin + data.len() || end - start > RUN - 64 {
+        return None;
+    }
+    let head = origin + start - first;
+    let keep = 32 - (last - (origin + end));
+    // At least 4: the window holds `SIMD_MIN_LEN` bytes or more.
+    let blocks = (last - first) / 32;
+    let middle = blocks - 2;
+    // SAFETY: `first..last` lies inside `data` (checked above), so every 32-byte load
+    // below, of a block from `first` up to `last`, reads `data`'s bytes; the mask loads
+    // read 32 bytes at offsets `32 - head` (head < 32) and `32 - keep` (1 <= keep <= 32)
+    // of the 64-byte tables. `middle / 8 <= RUN / 256` as `blocks_avx2` needs.
+    unsafe {
+        let base = data.as_ptr().add(first - origin);
+        let block = |k: usize| _mm256_load_si256(base.add(32 * k).cast());
+        let from_start = _mm256_loadu_si256(TAIL_MASK.as_ptr().add(32 - head).cast());
+        let before_end = _mm256_loadu_si256(HEAD_MASK.as_ptr().add(32 - keep).cast());
+        let bulk = blocks_avx2(base.add(32), middle / 8);
+        let mut acc = _mm256_add_epi32(
+            _mm256_add_epi32(
+                pairs_avx2(_mm256_and_si256(block(0), from_start)),
+                pairs_avx2(_mm256_and_si256(block(blocks - 1), before_end)),
+            ),
+            bulk.lanes,
+        );
+        // The 0..=7 blocks left between, as 4, 2 and 1: three branches, no loop.
+        let mut at = 1 + middle / 8 * 8;
+        let rest = middle % 8;
+        if rest & 4 != 0 {
+            let four = _mm256_add_epi32(
+                _mm256_add_epi32(pairs_avx2(block(at)), pairs_avx2(block(at + 1))),
+                _mm256_add_epi32(pairs_avx2(block(at + 2)), pairs_avx2(block(at + 3))),
+            );
+            acc = _mm256_add_epi32(acc, four);
+            at += 4;
         }
-    })
+        if rest & 2 != 0 {
+            let two = _mm256_add_epi32(pairs_avx2(block(at)), pairs_avx2(block(at + 1)));
+            acc = _mm256_add_epi32(acc, two);
+            at += 2;
+        }
+        if rest & 1 != 0 {
+            acc = _mm256_add_epi32(acc, pairs_avx2(block(at)));
+        }
+        let signed = widen_avx2(acc) - scalar_bias(middle / 8);
+        let le = unbias(signed, blocks, 16, 0) + bulk.scalar;
+        Some(if (origin + start) % 2 == 1 {
+            u64::from(super::fold64(le).swap_bytes())
+        } else {
+            le
+        })
+    }
 }
 
 macro_rules! avx512_pieces {
