@@ -122,19 +122,29 @@ fn set_ip_length(
 
 /// `set_ip_length` for a 20-byte IPv4 header (the only kind GRO merges) on a fixed-size
 /// array: no bounds checks, no checksum dispatch, once per delivered run.
+///
+/// Summed in native byte order: a ones'-complement sum of byte-swapped words is the sum
+/// byte-swapped (RFC 1071 section 2(B)), so the header checksum is summed, folded and
+/// stored natively, with no swap per word; only the pseudo-header sum, which callers
+/// take in network order, is converted once.
+#[inline]
 fn set_plain_ipv4_length(ip: &mut [u8; IPV4_PLAIN_LEN], l4_len: usize, protocol: u8) -> u32 {
     let total_len = (IPV4_PLAIN_LEN + l4_len) as u16;
     // Every word is read before anything is written: summing the header after storing
     // into it would reload bytes still in the store buffer, which stalls.
-    let word = |at: usize| u64::from(u16::from_be_bytes([ip[at], ip[at + 1]]));
-    let addrs = word(12) + word(14) + word(16) + word(18);
-    let unchanged = word(0) + word(4) + word(6) + word(8) + addrs;
-    let header_checksum = !checksum::fold64(unchanged + u64::from(total_len));
+    let half = |at: usize| u64::from(u16::from_ne_bytes([ip[at], ip[at + 1]]));
+    let word = |at: usize| u64::from(u32::from_ne_bytes([ip[at], ip[at + 1], ip[at + 2], ip[at + 3]]));
+    let addrs = word(12) + word(16);
+    // Version/IHL/TOS, ID and flags/fragment, TTL/protocol, the addresses: all but the
+    // length (2..4) and the checksum (10..12).
+    let unchanged = half(0) + word(4) + half(8) + addrs;
+    let native_len = u64::from(u16::from_ne_bytes(total_len.to_be_bytes()));
+    let header_checksum = !checksum::fold64(unchanged + native_len);
     ip[2..4].copy_from_slice(&total_len.to_be_bytes());
-    ip[10..12].copy_from_slice(&header_checksum.to_be_bytes());
-    u32::from(checksum::fold64(
-        addrs + u64::from(protocol) + u64::from(l4_len as u16),
-    ))
+    ip[10..12].copy_from_slice(&header_checksum.to_ne_bytes());
+    let native = |v: u16| u64::from(u16::from_ne_bytes(v.to_be_bytes()));
+    let pseudo = checksum::fold64(addrs + native(u16::from(protocol)) + native(l4_len as u16));
+    u32::from(u16::from_be_bytes(pseudo.to_ne_bytes()))
 }
 
 fn transport_protocol(t: Transport) -> u8 {
