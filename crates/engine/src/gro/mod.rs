@@ -389,6 +389,14 @@ impl Gro {
 
     /// Delivers every held run, oldest first.
     pub fn flush(&mut self, out: &mut impl FnMut(Merged<'_>)) {
+        if self.table.closes_in_bulk() {
+            let mut cursor = AgeCursor::start(&self.table);
+            while let Some(slot) = cursor.next(&self.table) {
+                self.emit(slot, FlushCause::Explicit, out);
+            }
+            self.table.close_all();
+            return;
+        }
         while let Some(slot) = self.table.oldest() {
             self.deliver(slot, FlushCause::Explicit, out);
         }
@@ -477,6 +485,12 @@ impl Gro {
 
     /// Emits the run in `slot` through `out` and frees the slot.
     fn deliver(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
+        self.emit(slot, cause, out);
+        self.table.close(slot);
+    }
+
+    /// Hands the run in `slot` to `out`, finalized, and counts it; the slot stays taken.
+    fn emit(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
         let (held, ids) = self.table.parts_of(slot);
         let run = held.run;
         self.parts.clear();
@@ -504,7 +518,6 @@ impl Gro {
             segments: run.segments,
         });
         self.stats.count_flush(cause, run.segments);
-        self.table.close(slot);
     }
 }
 

@@ -163,6 +163,23 @@ impl Table {
         self.free.push(slot);
     }
 
+    /// Whether freeing every slot with `close_all` costs less than closing each held
+    /// one: once the table holds a sixteenth as many runs as its index has entries,
+    /// rewriting the index beats removing the entries one by one.
+    pub fn closes_in_bulk(&self) -> bool {
+        self.len() * 16 >= self.index.len()
+    }
+
+    /// Frees every slot (after every held run was delivered): the index emptied in one
+    /// pass, the free list and the age list as `new` leaves them.
+    pub fn close_all(&mut self) {
+        self.index.fill(EMPTY);
+        self.free.clear();
+        self.free.extend((0..self.slots.len() as u32).rev());
+        self.oldest = NIL;
+        self.newest = NIL;
+    }
+
     /// The slot whose run opened first.
     pub fn oldest(&self) -> Option<u32> {
         (self.oldest != NIL).then_some(self.oldest)
