@@ -490,6 +490,7 @@ impl Gro {
     }
 
     /// Hands the run in `slot` to `out`, finalized, and counts it; the slot stays taken.
+    #[inline(always)]
     fn emit(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
         let (held, ids) = self.table.parts_of(slot);
         let run = held.run;
