@@ -33,17 +33,20 @@ use super::portable;
 /// of 128 B): within 2^28 and 2^30.
 const RUN: usize = 1 << 18;
 
-/// 32 zero bytes then 32 0xff bytes: the 32 (or 16) bytes at offset `n` keep the last
-/// `n` bytes of a vector.
-static TAIL_MASK: [u8; 64] = {
+/// 64 bytes, 0xff at `from..to` and zero elsewhere: a table of vector masks.
+const fn mask_table(from: usize, to: usize) -> [u8; 64] {
     let mut mask = [0u8; 64];
-    let mut i = 32;
-    while i < 64 {
+    let mut i = from;
+    while i < to {
         mask[i] = 0xff;
         i += 1;
     }
     mask
-};
+}
+
+/// 32 zero bytes then 32 0xff bytes: the 32 (or 16) bytes at offset `n` keep the last
+/// `n` bytes of a vector.
+static TAIL_MASK: [u8; 64] = mask_table(32, 64);
 
 /// Adds back the bias of `vectors` vectors of `words` words each to the signed sum,
 /// plus the odd last byte: the exact little-endian word sum.
@@ -402,15 +405,7 @@ pub unsafe fn pieces_avx2(data: &[u8], piece: usize, sums: &mut [u32]) {
 
 /// 32 0xff bytes then 32 zero bytes: the 32 bytes at offset `32 - n` keep the first `n`
 /// bytes of a vector.
-static HEAD_MASK: [u8; 64] = {
-    let mut mask = [0u8; 64];
-    let mut i = 0;
-    while i < 32 {
-        mask[i] = 0xff;
-        i += 1;
-    }
-    mask
-};
+static HEAD_MASK: [u8; 64] = mask_table(0, 32);
 
 /// The sum of `data[start..end]` (at least `SIMD_MIN_LEN` bytes), congruent to (and zero
 /// exactly when) the sum of that slice alone, read as whole 32-byte-aligned blocks of
