@@ -13,7 +13,8 @@
 #
 # Each run of a target appends a line to <fuzz dir>/runs.log (committed):
 #   date<TAB>target<TAB>executions<TAB>seconds<TAB>result<TAB>sanitizer
-# with result `ok`, `finding` (an artifact in <fuzz dir>/artifacts/<target>) or `error`
+# with result `ok`, `finding` (an artifact in <fuzz dir>/artifacts/<target>), `interrupted`
+# (stopped by SIGINT, final stats kept) or `error`
 # (no final stats: build failure, killed), so the executions accumulated over many runs
 # can be summed (`--summary`). Seconds are fuzzing time (targets are built first).
 #
@@ -42,7 +43,7 @@ summary() {
             printf '%-40s %6d %16d %10d %8d\n' "$rel:$target" "$runs" "$execs" "$secs" "$findings"
             total=$((total + execs))
         done < <(awk -F'\t' '!/^#/ && NF >= 5 {
-                    r[$2]++; e[$2] += $3; s[$2] += $4; if ($5 != "ok") f[$2]++
+                    r[$2]++; e[$2] += $3; s[$2] += $4; if ($5 == "finding") f[$2]++
                  } END { for (t in r) print t, r[t], e[t], s[t], f[t] + 0 }' "$log" | sort)
     done
     printf '%-40s %6s %16d\n' total '' "$total"
@@ -159,6 +160,12 @@ main() {
                 execs=$(sed -n 's/^#\([0-9]*\)\t.*/\1/p' "$out" | tail -1)
             fi
             execs=${execs:-0}
+            # Stopped by SIGINT (Ctrl-C, or a campaign cut short): libFuzzer exits
+            # non-zero with its final stats; nothing was found.
+            if [[ $result == finding ]] && grep -q 'libFuzzer: run interrupted' "$out"; then
+                result=interrupted
+                unset 'failed[-1]'
+            fi
             if [[ $result == ok ]] && ! grep -q '^stat::number_of_executed_units' "$out"; then
                 result=error
                 failed+=("$rel:$target")
