@@ -105,8 +105,7 @@ unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> Blocks {
             let at = p.add(256 * i);
             (at, move |k: usize| _mm256_loadu_si256(at.add(32 * k).cast()))
         };
-        // Written out, not as a loop over the accumulators: so it unrolls wherever it
-        // is inlined (inside `window_avx2` a loop over them stayed a loop).
+        // Vectors k and k + 3 into accumulator k; the last 64 bytes go to the integer side.
         acc[0] = _mm256_add_epi32(acc[0], _mm256_add_epi32(pairs_avx2(v(0)), pairs_avx2(v(3))));
         acc[1] = _mm256_add_epi32(acc[1], _mm256_add_epi32(pairs_avx2(v(1)), pairs_avx2(v(4))));
         acc[2] = _mm256_add_epi32(acc[2], _mm256_add_epi32(pairs_avx2(v(2)), pairs_avx2(v(5))));
