@@ -200,6 +200,17 @@ pub struct Gro {
     hint: usize,
 }
 
+/// What `Gro::push` learned of a frame before `Gro::push_rest` takes it over.
+enum Looked {
+    /// Not tried: not validated, or not TCP/IPv4 by its protocol byte.
+    Nothing,
+    /// The next full-size segment of the run in `slot`.
+    Continues { slot: u32, joined: plain::Joined },
+    /// Possibly TCP/IPv4 of kind `outer`, with this flow hash; `candidate` is the first
+    /// slot of that kind with the hash.
+    Tcp4 { outer: usize, hash: u64, candidate: Option<u32> },
+}
+
 /// Shapes whose templates are kept: a datapath sees few shapes at once.
 const TEMPLATES_KEPT: usize = 4;
 
@@ -238,14 +249,65 @@ impl Gro {
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         self.stats.packets_in += 1;
-        // Every fast path needs the transport checksums validated.
+        // Every fast path needs the transport checksums validated. The commonest frame,
+        // the next segment of a held TCP/IPv4 run, joins here; everything else goes on
+        // out of line, so that this stays a small function.
+        let mut looked = Looked::Nothing;
         if self.fast_path && meta.csum_validated {
-            if let Some(plain) = Plain::<0>::check(frame, true, HEADER_CAP, &self.parse) {
-                return self.push_plain(id, frame, &plain, meta.now, out);
+            looked = match plain::kind_at(frame) {
+                Some(0) => self.continue_run::<0>(frame),
+                Some(VXLAN_OUTER) => self.continue_run::<VXLAN_OUTER>(frame),
+                _ => Looked::Nothing,
+            };
+            if let Looked::Continues { slot, joined } = looked {
+                let run = &mut self.table.slot_mut(slot).run;
+                run.append_segment(joined.payload_len, Some(joined.flags), (joined.ip_ids, joined.outer_ids));
+                return Ok(self.joined(slot, id, joined.ends, out));
             }
-            let vxlan = Plain::<VXLAN_OUTER>::check(frame, true, HEADER_CAP, &self.parse);
-            if let Some(plain) = vxlan {
-                return self.push_plain(id, frame, &plain, meta.now, out);
+        }
+        self.push_rest(id, frame, meta, looked, out)
+    }
+
+    /// Whether `frame`, which can only be TCP/IPv4 of kind `OUTER` (bare or in VXLAN),
+    /// is the next full-size segment of a held run (`plain::continues`), and if not,
+    /// what the lookup found.
+    #[inline(always)]
+    fn continue_run<const OUTER: usize>(&self, frame: &[u8]) -> Looked {
+        let Some(hash) = plain::hash_at::<OUTER>(frame) else {
+            return Looked::Nothing;
+        };
+        let candidate = self.table.find_by(hash, |s| s.plain == OUTER);
+        if let Some(slot) = candidate {
+            let held = self.table.slot(slot);
+            if let Some(joined) = plain::continues::<OUTER>(frame, &held.run, &held.header, &self.limits) {
+                return Looked::Continues { slot, joined };
+            }
+        }
+        Looked::Tcp4 { outer: OUTER, hash, candidate }
+    }
+
+    /// `push` for every frame that did not join as the next segment of a run.
+    #[inline(never)]
+    fn push_rest(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        meta: RxMeta,
+        looked: Looked,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        if self.fast_path && meta.csum_validated {
+            let tcp4 = match looked {
+                Looked::Tcp4 { outer: 0, hash, candidate } => {
+                    self.push_tcp4::<0>(id, frame, hash, candidate, meta.now, out)
+                }
+                Looked::Tcp4 { hash, candidate, .. } => {
+                    self.push_tcp4::<VXLAN_OUTER>(id, frame, hash, candidate, meta.now, out)
+                }
+                _ => None,
+            };
+            if let Some(result) = tcp4 {
+                return result;
             }
             if let Some(plain) = Plain6::check(frame, true, HEADER_CAP) {
                 return self.push_plain(id, frame, &plain, meta.now, out);
@@ -265,9 +327,30 @@ impl Gro {
         self.offer(id, frame, &facts, found, meta.now, out)
     }
 
-    /// `push` for a frame a fixed-offset classifier took (TCP/IPv4 bare or in VXLAN,
-    /// TCP/IPv6): joins its flow's run without reading the general facts when every
-    /// rule allows it, else decides as the general path does.
+    /// `push` for a TCP/IPv4 frame of kind `OUTER` that is not the next full-size
+    /// segment of the run `candidate` (the first slot of this kind with the frame's
+    /// `hash`, if any): decided as `push_plain` decides when `Plain::check` takes it.
+    /// `None`: not of this kind after all, try the other classifiers.
+    #[inline(always)]
+    fn push_tcp4<const OUTER: usize>(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        hash: u64,
+        candidate: Option<u32>,
+        now: u64,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Option<Result<Held, Refusal>> {
+        let plain = Plain::<OUTER>::check(frame, true, HEADER_CAP, &self.parse)?;
+        // No run of this kind has the frame's hash: none is its flow.
+        let found = candidate.and_then(|_| {
+            self.table.find_by(hash, |s| s.plain == OUTER && plain.same_flow(&s.header))
+        });
+        Some(self.push_plain_found(id, frame, &plain, hash, found, now, out))
+    }
+
+    /// `push` for a frame a fixed-offset classifier took (TCP/IPv6 here; TCP/IPv4 bare
+    /// or in VXLAN through `push_tcp4`).
     #[inline(always)]
     fn push_plain<F: FastFrame>(
         &mut self,
@@ -281,6 +364,24 @@ impl Gro {
         let found = self.table.find_by(hash, |s| {
             s.plain == F::KIND && plain.same_flow(&s.header)
         });
+        self.push_plain_found(id, frame, plain, hash, found, now, out)
+    }
+
+    /// The rest of `push_plain`, with the frame's flow looked up (`found`): joins its
+    /// run without reading the general facts when every rule allows it, else decides
+    /// as the general path does.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn push_plain_found<F: FastFrame>(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        plain: &F,
+        hash: u64,
+        found: Option<u32>,
+        now: u64,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
         if let Some(slot) = found {
             let held = self.table.slot(slot);
             if let Some(j) = plain.try_join(&held.run, &held.header, &self.limits) {

@@ -132,6 +132,7 @@ impl Table {
 
     /// Records `id` as the next packet of `slot` (the run's segment count already
     /// includes it and is within the cap).
+    #[inline(always)]
     pub fn push_id(&mut self, slot: u32, id: u64) {
         let n = usize::from(self.slots[slot as usize].run.segments);
         if let Some(cell) = self.ids.get_mut(slot as usize * self.segment_cap + n - 1) {

@@ -46,8 +46,15 @@ fn offset() -> impl Strategy<Value = usize> {
         12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 38, 41, 42, 45, 46, 47, 48, 49, 50,
         52, 53, 54, 57, 61, 65,
     ];
+    // The same fields of the inner headers of a VXLAN frame (inner IPv4 at 64): ID,
+    // TTL, checksum, sequence number, flags, window.
+    let vxlan_fields = vec![68, 69, 72, 74, 75, 88, 97, 98];
     // Tunnelled and IPv6 frames have their per-segment fields further in.
-    prop_oneof![3 => prop::sample::select(fields), 2 => 0usize..170]
+    prop_oneof![
+        3 => prop::sample::select(fields),
+        1 => prop::sample::select(vxlan_fields),
+        2 => 0usize..170,
+    ]
 }
 
 /// How to damage a byte: one bit (small, targeted changes) or any pattern.

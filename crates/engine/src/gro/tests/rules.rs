@@ -467,3 +467,42 @@ fn cap_64_kib() {
     assert_eq!(h.gro.stats().ended(Reason::SizeCap), 1);
     assert_eq!(h.packet(0).len(), 14 + 65212);
 }
+
+/// A full-size segment that repeats its run's headers joins without being classified
+/// (`plain::continues`): that join checks the IPv4 header checksum itself, and a bad
+/// one is refused with the run delivered first, as the general path does; the other
+/// representation of a zero checksum (0xffff for 0) still verifies.
+#[test]
+fn segment_with_a_bad_ip_checksum_is_refused_mid_run() {
+    let mut h = Harness::new();
+    h.validated = true;
+    let pkts = run_of(Pkt::tcp4(1000, 100), 4);
+    h.push(&pkts[0]).unwrap();
+    assert_eq!(h.push(&pkts[1]), Ok(Held::Merged));
+    let mut bad = pkts[2].build();
+    bad[24] ^= 0x01;
+    assert_eq!(reason(h.push_frame(bad)), Reason::BadIpChecksum);
+    assert_eq!(h.segments(), vec![2], "the run went out first");
+
+    // A run whose next segment's checksum comes out as 0 is sent as 0xffff.
+    let mut h = Harness::new();
+    h.validated = true;
+    let mut head = Pkt::tcp4(1000, 100);
+    let frame = |p: &Pkt| p.build();
+    let id_for_zero = (0..=u16::MAX)
+        .find(|&id| {
+            let mut p = head.clone();
+            p.id = id.wrapping_add(1);
+            let f = frame(&p);
+            f[24] == 0 && f[25] == 0
+        })
+        .expect("some ID gives a zero checksum");
+    head.id = id_for_zero;
+    let next = head.next(100);
+    let mut other_zero = frame(&next);
+    assert_eq!(&other_zero[24..26], &[0, 0]);
+    other_zero[24..26].copy_from_slice(&[0xff, 0xff]);
+    h.push(&head).unwrap();
+    assert_eq!(h.push_frame(other_zero), Ok(Held::Merged));
+    assert_eq!(h.push(&next.next(100)), Ok(Held::Merged));
+}

@@ -156,3 +156,24 @@ fn geneve_oam_is_refused() {
     frame[14 + 20 + 8 + 1] |= 0x80;
     assert_eq!(reason(h.push_frame(frame)), Reason::TunnelUnsupported);
 }
+
+/// A full-size segment that repeats its run's headers joins without being classified
+/// (`plain::continues`), so that join checks each IPv4 header checksum itself: a bad
+/// outer or inner one is refused, the run delivered first, as the general path does.
+#[test]
+fn vxlan_segment_with_a_bad_ip_checksum_is_refused_mid_run() {
+    // Outer IPv4 checksum at 14 + 10; inner IPv4 at 64, its checksum at 74.
+    for (at, layer) in [(24, "outer"), (25, "outer"), (74, "inner")] {
+        let mut h = Harness::new();
+        h.validated = true;
+        let a = in_tunnel(Pkt::tcp4(0, 100), Tunnel::vxlan(42));
+        let b = a.next(100);
+        h.push(&a).unwrap();
+        assert_eq!(h.push(&b), Ok(Held::Merged), "{layer}");
+        let mut bad = b.next(100).build();
+        bad[at] ^= 0x10;
+        assert_eq!(reason(h.push_frame(bad)), Reason::BadIpChecksum, "{layer}");
+        assert_eq!(h.segments(), vec![2], "{layer}: the run went out first");
+        assert_eq!(h.push(&b.next(100)), Ok(Held::NewFlow), "{layer}: the next one opens a run");
+    }
+}
