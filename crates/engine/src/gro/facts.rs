@@ -17,6 +17,9 @@ use crate::wire::{Ipv4Packet, Ipv6Packet};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Facts {
     pub shape: Shape,
+    /// `plain::kind_of(&shape)`: which fixed-offset classifier takes the shape, kept
+    /// with the run so the fast paths' lookups test one word.
+    pub plain: usize,
     pub hash: u64,
     /// Offset of the first payload byte: every header above it is held per flow.
     pub headers_len: usize,
@@ -114,6 +117,7 @@ fn read_facts(
     }
     let outer_ip = layout.tunnel.as_ref().map_or(l4, |t| &t.outer);
     Ok(Facts {
+        plain: super::plain::kind_of(&shape),
         shape,
         hash,
         headers_len: layout.headers_len(),

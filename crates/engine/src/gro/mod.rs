@@ -320,7 +320,7 @@ impl Gro {
             Ok(facts) => facts,
             Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
         };
-        if self.fast_path && plain::kind_of(&facts.shape) == plain::NOT_PLAIN {
+        if self.fast_path && facts.plain == plain::NOT_PLAIN {
             self.remember_shape(&facts, frame);
         }
         let found = self.table.find(&facts.shape, facts.hash, frame);
@@ -553,7 +553,7 @@ impl Gro {
         }
         let run = Run::open(facts, now);
         let header = frame.get(..facts.headers_len).unwrap_or(&[]);
-        let Some(slot) = self.table.open(facts.shape, facts.hash, header, run, id) else {
+        let Some(slot) = self.table.open(facts, header, &run, id) else {
             return Err(self.refuse(Reason::TableFull));
         };
         self.stats.flows_opened += 1;
@@ -606,13 +606,17 @@ impl Gro {
         if let Some(last) = self.parts.last_mut() {
             last.payload.end = start + u32::from(run.last_len);
         }
-        let header = &mut held.header[..usize::from(run.headers_len)];
         let vnet = if run.segments > 1 {
-            let offload = emit::finalize(&held.shape, &run, header);
+            let offload = match held.plain {
+                0 => emit::finalize_plain::<0>(&run, &mut held.header),
+                VXLAN_OUTER => emit::finalize_plain::<VXLAN_OUTER>(&run, &mut held.header),
+                _ => emit::finalize(&held.shape, &run, &mut held.header[..usize::from(run.headers_len)]),
+            };
             vnet::merged(&offload)
         } else {
             vnet::single()
         };
+        let header = &held.header[..usize::from(run.headers_len)];
         out(Merged {
             header,
             parts: &self.parts,

@@ -272,6 +272,7 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
         });
         Facts {
             shape: shape(OUTER),
+            plain: OUTER,
             hash,
             headers_len: self.headers_len,
             payload_len: self.payload_len(),

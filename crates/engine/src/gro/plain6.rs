@@ -103,6 +103,7 @@ impl<'a> Plain6<'a> {
         tcp.header_len = (self.headers_len - L4_OFFSET) as u16;
         Facts {
             shape: SHAPE,
+            plain: super::plain::PLAIN6,
             hash,
             headers_len: self.headers_len,
             payload_len: self.payload_len(),

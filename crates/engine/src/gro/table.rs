@@ -6,6 +6,7 @@
 //! the run state and the caller ids of its packets; payload bytes stay with the caller.
 
 use super::coalesce::Run;
+use super::facts::Facts;
 use super::flow::{self, Shape};
 use super::plain;
 
@@ -107,23 +108,18 @@ impl Table {
         None
     }
 
-    /// Takes a free slot for a new run whose head header is `header` (at most
-    /// `HEADER_CAP` bytes) and whose first packet is `id`. `None` when full.
-    pub fn open(
-        &mut self,
-        shape: Shape,
-        hash: u64,
-        header: &[u8],
-        run: Run,
-        id: u64,
-    ) -> Option<u32> {
+    /// Takes a free slot for a new run of the frame `facts` describe, whose head header
+    /// is `header` (at most `HEADER_CAP` bytes) and whose first packet is `id`. `None`
+    /// when full.
+    pub fn open(&mut self, facts: &Facts, header: &[u8], run: &Run, id: u64) -> Option<u32> {
         let slot = self.free.pop()?;
+        let hash = facts.hash;
         let s = &mut self.slots[slot as usize];
-        s.plain = plain::kind_of(&shape);
-        s.shape = shape;
+        s.plain = facts.plain;
+        s.shape = facts.shape;
         s.hash = hash;
         s.header[..header.len()].copy_from_slice(header);
-        s.run = run;
+        s.run = *run;
         self.ids[slot as usize * self.segment_cap] = id;
         self.link_newest(slot);
         self.index_insert(hash, slot);

@@ -225,6 +225,8 @@ impl Template {
         };
         Some(Facts {
             shape: self.shape,
+            // Templates are kept only for shapes no fixed-offset classifier takes.
+            plain: super::plain::NOT_PLAIN,
             hash,
             headers_len,
             payload_len,

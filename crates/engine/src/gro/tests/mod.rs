@@ -1,6 +1,6 @@
 //! GRO rules, one test per rule, with real frames from `builder`.
 
-mod builder;
+pub(super) mod builder;
 mod fast_path;
 mod index;
 mod rules;
