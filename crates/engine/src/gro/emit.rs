@@ -135,6 +135,29 @@ pub(crate) fn finalize_plain<const OUTER: usize>(run: &Run, header: &mut [u8; HE
     }
 }
 
+/// `finalize_plain` for a run of TCP/IPv6 frames without extension headers
+/// (`plain6::SHAPE`).
+#[inline]
+pub(crate) fn finalize_plain6(run: &Run, header: &mut [u8; HEADER_CAP]) -> Offload {
+    const IP: usize = 14;
+    const TCP_FLAGS: usize = 13;
+    let l4 = IP + IPV6_FIXED_LEN;
+    let l4_len = usize::from(run.headers_len) - l4 + run.payload_total();
+    let l4_sum = set_ip_length(&mut header[..], IP..l4, true, l4_len, TCP_PROTOCOL);
+    header[l4 + TCP_FLAGS] |= run.end_flags.bits();
+    let checksum_at = l4 + usize::from(TCP_CHECKSUM_OFFSET);
+    header[checksum_at..checksum_at + 2].copy_from_slice(&checksum::fold(l4_sum).to_be_bytes());
+    Offload {
+        transport: Transport::Tcp,
+        inner_v6: true,
+        segment_size: run.seg_size,
+        headers_len: run.headers_len,
+        csum_start: l4 as u16,
+        csum_offset: TCP_CHECKSUM_OFFSET,
+        tunnel: None,
+    }
+}
+
 /// `set_plain_ipv4_length` for the 20-byte IPv4 header at `at` of a slot's header.
 #[inline(always)]
 fn plain_ipv4_at(header: &mut [u8; HEADER_CAP], at: usize, l4_len: usize, protocol: u8) -> u32 {
@@ -219,12 +242,13 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// On runs of every plain TCP/IPv4 kind (bare, VXLAN with and without the outer
-        /// checksum; with and without TCP options; any segment count, last length and
-        /// end flags), the fixed-offset rewrite writes exactly the header and offload
-        /// the general one does.
+        /// On runs of every plain TCP kind (bare IPv4, VXLAN with and without the outer
+        /// checksum, IPv6; with and without TCP options; any segment count, last length
+        /// and end flags), the fixed-offset rewrite writes exactly the header and
+        /// offload the general one does.
         #[test]
         fn finalize_plain_is_finalize(
+            v6 in prop::bool::ANY,
             vxlan in prop::option::of(prop::bool::ANY),
             options in prop::bool::ANY,
             seg_size in 1usize..1500,
@@ -232,7 +256,8 @@ mod tests {
             last_len in 1usize..1500,
             end_flags in prop::sample::select(vec![0u8, 0x08, 0x01, 0x09]),
         ) {
-            let mut p = Pkt::tcp4(7, seg_size);
+            let vxlan = vxlan.filter(|_| !v6);
+            let mut p = if v6 { Pkt::tcp6(7, seg_size) } else { Pkt::tcp4(7, seg_size) };
             if !options {
                 p.tcp_options = Vec::new();
             }
@@ -253,9 +278,10 @@ mod tests {
             general[..facts.headers_len].copy_from_slice(&frame[..facts.headers_len]);
             let mut fixed = general;
             let expected = finalize(&facts.shape, &run, &mut general[..facts.headers_len]);
-            let got = match vxlan {
-                None => finalize_plain::<0>(&run, &mut fixed),
-                Some(_) => finalize_plain::<VXLAN_OUTER>(&run, &mut fixed),
+            let got = match (v6, vxlan) {
+                (true, _) => finalize_plain6(&run, &mut fixed),
+                (false, None) => finalize_plain::<0>(&run, &mut fixed),
+                (false, Some(_)) => finalize_plain::<VXLAN_OUTER>(&run, &mut fixed),
             };
             prop_assert_eq!(got, expected);
             prop_assert_eq!(&fixed[..], &general[..]);

@@ -202,13 +202,13 @@ pub struct Gro {
 
 /// What `Gro::push` learned of a frame before `Gro::push_rest` takes it over.
 enum Looked {
-    /// Not tried: not validated, or not TCP/IPv4 by its protocol byte.
+    /// Not tried: not validated, or of no fixed-offset kind by its first bytes.
     Nothing,
     /// The next full-size segment of the run in `slot`.
     Continues { slot: u32, joined: plain::Joined },
-    /// Possibly TCP/IPv4 of kind `outer`, with this flow hash; `candidate` is the first
-    /// slot of that kind with the hash.
-    Tcp4 { outer: usize, hash: u64, candidate: Option<u32> },
+    /// Possibly a frame of the fixed-offset `kind` (`plain::kind_at`), with this flow
+    /// hash; `candidate` is the first slot of that kind with the hash.
+    Plain { kind: usize, hash: u64, candidate: Option<u32> },
 }
 
 /// Shapes whose templates are kept: a datapath sees few shapes at once.
@@ -257,6 +257,7 @@ impl Gro {
             looked = match plain::kind_at(frame) {
                 Some(0) => self.continue_run::<0>(frame),
                 Some(VXLAN_OUTER) => self.continue_run::<VXLAN_OUTER>(frame),
+                Some(plain::PLAIN6) => self.continue_run6(frame),
                 _ => Looked::Nothing,
             };
             if let Looked::Continues { slot, joined } = looked {
@@ -283,7 +284,23 @@ impl Gro {
                 return Looked::Continues { slot, joined };
             }
         }
-        Looked::Tcp4 { outer: OUTER, hash, candidate }
+        Looked::Plain { kind: OUTER, hash, candidate }
+    }
+
+    /// `continue_run` for a frame that can only be TCP/IPv6 (`plain6::continues`).
+    #[inline(always)]
+    fn continue_run6(&self, frame: &[u8]) -> Looked {
+        let Some(hash) = plain6::hash_at(frame) else {
+            return Looked::Nothing;
+        };
+        let candidate = self.table.find_by(hash, |s| s.plain == plain::PLAIN6);
+        if let Some(slot) = candidate {
+            let held = self.table.slot(slot);
+            if let Some(joined) = plain6::continues(frame, &held.run, &held.header, &self.limits) {
+                return Looked::Continues { slot, joined };
+            }
+        }
+        Looked::Plain { kind: plain::PLAIN6, hash, candidate }
     }
 
     /// `push` for every frame that did not join as the next segment of a run.
@@ -297,20 +314,20 @@ impl Gro {
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         if self.fast_path && meta.csum_validated {
-            let tcp4 = match looked {
-                Looked::Tcp4 { outer: 0, hash, candidate } => {
+            let plain = match looked {
+                Looked::Plain { kind: 0, hash, candidate } => {
                     self.push_tcp4::<0>(id, frame, hash, candidate, meta.now, out)
                 }
-                Looked::Tcp4 { hash, candidate, .. } => {
+                Looked::Plain { kind: VXLAN_OUTER, hash, candidate } => {
                     self.push_tcp4::<VXLAN_OUTER>(id, frame, hash, candidate, meta.now, out)
+                }
+                Looked::Plain { hash, candidate, .. } => {
+                    self.push_tcp6(id, frame, hash, candidate, meta.now, out)
                 }
                 _ => None,
             };
-            if let Some(result) = tcp4 {
+            if let Some(result) = plain {
                 return result;
-            }
-            if let Some(plain) = Plain6::check(frame, true, HEADER_CAP) {
-                return self.push_plain(id, frame, &plain, meta.now, out);
             }
             if let Some(result) = self.push_by_template(id, frame, meta.now, out) {
                 return result;
@@ -349,27 +366,27 @@ impl Gro {
         Some(self.push_plain_found(id, frame, &plain, hash, found, now, out))
     }
 
-    /// `push` for a frame a fixed-offset classifier took (TCP/IPv6 here; TCP/IPv4 bare
-    /// or in VXLAN through `push_tcp4`).
+    /// `push_tcp4` for TCP/IPv6 (`Plain6::check`).
     #[inline(always)]
-    fn push_plain<F: FastFrame>(
+    fn push_tcp6(
         &mut self,
         id: u64,
         frame: &[u8],
-        plain: &F,
+        hash: u64,
+        candidate: Option<u32>,
         now: u64,
         out: &mut impl FnMut(Merged<'_>),
-    ) -> Result<Held, Refusal> {
-        let hash = plain.hash();
-        let found = self.table.find_by(hash, |s| {
-            s.plain == F::KIND && plain.same_flow(&s.header)
+    ) -> Option<Result<Held, Refusal>> {
+        let plain = Plain6::check(frame, true, HEADER_CAP)?;
+        let found = candidate.and_then(|_| {
+            self.table.find_by(hash, |s| s.plain == plain::PLAIN6 && plain.same_flow(&s.header))
         });
-        self.push_plain_found(id, frame, plain, hash, found, now, out)
+        Some(self.push_plain_found(id, frame, &plain, hash, found, now, out))
     }
 
-    /// The rest of `push_plain`, with the frame's flow looked up (`found`): joins its
-    /// run without reading the general facts when every rule allows it, else decides
-    /// as the general path does.
+    /// A frame a fixed-offset classifier took, with its flow looked up (`found`): joins
+    /// its run without reading the general facts when every rule allows it, else
+    /// decides as the general path does.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn push_plain_found<F: FastFrame>(
@@ -610,6 +627,7 @@ impl Gro {
             let offload = match held.plain {
                 0 => emit::finalize_plain::<0>(&run, &mut held.header),
                 VXLAN_OUTER => emit::finalize_plain::<VXLAN_OUTER>(&run, &mut held.header),
+                plain::PLAIN6 => emit::finalize_plain6(&run, &mut held.header),
                 _ => emit::finalize(&held.shape, &run, &mut held.header[..usize::from(run.headers_len)]),
             };
             vnet::merged(&offload)

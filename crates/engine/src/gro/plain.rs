@@ -104,10 +104,6 @@ pub(crate) fn kind_of(shape: &Shape) -> usize {
 
 /// A frame a fixed-offset classifier took: what `Gro::push_plain` needs of it.
 pub(crate) trait FastFrame {
-    /// Its `kind_of` value, stored in the slots of its runs.
-    const KIND: usize;
-    /// `flow::flow_hash` of the frame.
-    fn hash(&self) -> u64;
     /// Whether the held header `held` (of a run of this kind) is the frame's flow.
     fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool;
     /// Whether the frame continues `run` (head header `held`), and how.
@@ -117,11 +113,6 @@ pub(crate) trait FastFrame {
 }
 
 impl<const OUTER: usize> FastFrame for Plain<'_, OUTER> {
-    const KIND: usize = OUTER;
-    #[inline(always)]
-    fn hash(&self) -> u64 {
-        Plain::hash(self)
-    }
     #[inline(always)]
     fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool {
         same_flow(self, held)
@@ -251,11 +242,6 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
             && plain_ipv4(ip, frame_len - ETHERNET_LEN, UDP_PROTOCOL)
     }
 
-    /// `flow::flow_hash` of this frame.
-    #[inline(always)]
-    pub fn hash(&self) -> u64 {
-        hash_of(self.outer, self.fixed)
-    }
 
     /// Exactly the facts `facts::classify` reads from this frame.
     #[inline(always)]
@@ -348,14 +334,17 @@ fn hash_of<const OUTER: usize>(outer: &[u8; OUTER], f: &[u8; FIXED_LEN]) -> u64 
     flow::plain_tcp4_hash(addrs, ports, vxlan)
 }
 
-/// Which `Plain` kind a frame can only be, by its (outer) IP protocol byte: TCP means
-/// bare TCP/IPv4, UDP means TCP/IPv4 in VXLAN if the VXLAN flags and the inner protocol
-/// byte say so. Nothing else is checked: the frame may be neither.
+/// Which fixed-offset kind a frame can only be: by its EtherType and protocol (or next
+/// header) byte, bare TCP/IPv4 (0), TCP/IPv4 in VXLAN if the VXLAN flags and the inner
+/// protocol byte say so ([`VXLAN_OUTER`]), or TCP/IPv6 ([`PLAIN6`]). Nothing else is
+/// checked: the frame may be none of them.
 #[inline(always)]
 pub(crate) fn kind_at(frame: &[u8]) -> Option<usize> {
-    match frame.get(IP_PROTOCOL)? {
-        6 => Some(0),
-        &UDP_PROTOCOL => {
+    const IPV6_NEXT_HEADER: usize = ETHERNET_LEN + 6;
+    let ethertype = frame.get(ETHERTYPE..ETHERTYPE + 2)?;
+    match (ethertype, frame.get(IP_PROTOCOL)?) {
+        ([0x08, 0x00], 6) => Some(0),
+        ([0x08, 0x00], &UDP_PROTOCOL) => {
             // Only what looks like VXLAN carrying TCP (the I flag, the inner protocol),
             // so that plain UDP goes on to the templates at once; the port and the rest
             // are checked later.
@@ -363,6 +352,7 @@ pub(crate) fn kind_at(frame: &[u8]) -> Option<usize> {
                 && frame[VXLAN_FLAGS] & VXLAN_FLAG_VNI != 0;
             looks_vxlan.then_some(VXLAN_OUTER)
         }
+        ([0x86, 0xdd], _) if frame[IPV6_NEXT_HEADER] == 6 => Some(PLAIN6),
         _ => None,
     }
 }
@@ -449,7 +439,11 @@ pub(crate) fn continues<const OUTER: usize>(
     }
     let (outer, fixed) = headers_at::<OUTER>(frame)?;
     let mask = &REPEAT_MASKS[(OUTER != 0) as usize];
-    if !masked_equal::<OUTER>(frame, held, mask) || !same_options::<OUTER>(frame, held, headers_len) {
+    let equal = match OUTER {
+        0 => masked_equal::<FIXED_LEN>(frame, held, mask),
+        _ => masked_equal::<REPEAT_LEN>(frame, held, mask),
+    };
+    if !equal || !same_options::<OUTER>(frame, held, headers_len) {
         return None;
     }
     if !ip::header_checksum_ok(ip_at(fixed, 0)?) {
@@ -480,24 +474,24 @@ fn ip_at(h: &[u8], at: usize) -> Option<&[u8; IPV4_LEN]> {
     h.get(at + ETHERNET_LEN..at + L4_OFFSET)?.try_into().ok()
 }
 
-/// Whether the first `OUTER + FIXED_LEN` bytes of `frame` and `held` are equal where
+/// Whether the first `LEN` bytes (at least 16) of `frame` and `held` are equal where
 /// `mask` is set, 16 bytes at a time (the last block overlapping): SSE2, which every
 /// x86_64 has, compares a VXLAN frame's 104 bytes in 7 blocks instead of 13 words.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn masked_equal<const OUTER: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask: &[u8; REPEAT_LEN]) -> bool {
+pub(crate) fn masked_equal<const LEN: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask: &[u8]) -> bool {
     use core::arch::x86_64::{
         _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
         _mm_setzero_si128, _mm_xor_si128,
     };
     const BLOCK: usize = 16;
-    let len = OUTER + FIXED_LEN;
-    if frame.len() < len {
+    let len = LEN;
+    if len < BLOCK || len > HEADER_CAP || frame.len() < len || mask.len() < len {
         return false;
     }
     // SAFETY: SSE2 is part of the x86_64 baseline; every block read is at
-    // `at..at + BLOCK` with `at + BLOCK <= len`, and `len` is within `frame` (checked
-    // above), `held` (HEADER_CAP bytes) and `mask` (REPEAT_LEN bytes).
+    // `at..at + BLOCK` with `at + BLOCK <= len`, and `len` is within `frame`, `held` and
+    // `mask` (checked above).
     unsafe {
         let mut differ = _mm_setzero_si128();
         let mut block = 0;
@@ -516,8 +510,11 @@ fn masked_equal<const OUTER: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask:
 /// `masked_equal` as 8-byte words (the last one overlapping), where there is no SSE2.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn masked_equal<const OUTER: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask: &[u8; REPEAT_LEN]) -> bool {
-    let len = OUTER + FIXED_LEN;
+pub(crate) fn masked_equal<const LEN: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask: &[u8]) -> bool {
+    let len = LEN;
+    if len < 8 || frame.len() < len || mask.len() < len {
+        return false;
+    }
     let word = |b: &[u8], at: usize| match b.get(at..at + 8) {
         Some(w) => u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])),
         None => u64::MAX,

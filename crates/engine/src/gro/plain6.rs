@@ -9,7 +9,8 @@ use super::facts::{Facts, L4Facts};
 use super::flow::{self, Shape, Transport};
 use super::ip::IpFacts;
 use super::plain::{
-    FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, PLAIN6, TCP_MIN_LEN, TCP_WORD_MASK,
+    self, FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, PLAIN6, TCP_MIN_LEN,
+    TCP_WORD_MASK,
 };
 use super::table::HEADER_CAP;
 use super::tcp;
@@ -31,6 +32,7 @@ const ADDRS_TO_PORTS: core::ops::Range<usize> = IP + 8..L4_OFFSET + 4;
 const TCP_SEQ: usize = L4_OFFSET + 4;
 const TCP_DATA_OFFSET: usize = L4_OFFSET + 12;
 const TCP_FLAGS: usize = L4_OFFSET + 13;
+const TCP_CHECKSUM_AND_URGENT: usize = L4_OFFSET + 16;
 
 /// The IPv6 word from the version to the hop limit (14..22): version, traffic class
 /// and flow label, next header and hop limit must equal the head's; the payload length
@@ -89,12 +91,6 @@ impl<'a> Plain6<'a> {
         })
     }
 
-    /// `flow::flow_hash` of this frame.
-    #[inline(always)]
-    pub fn hash(&self) -> u64 {
-        flow::flow_hash(&SHAPE, self.frame)
-    }
-
     /// Exactly the facts `facts::classify` reads from this frame.
     #[inline(always)]
     pub fn facts(&self, hash: u64) -> Facts {
@@ -103,7 +99,7 @@ impl<'a> Plain6<'a> {
         tcp.header_len = (self.headers_len - L4_OFFSET) as u16;
         Facts {
             shape: SHAPE,
-            plain: super::plain::PLAIN6,
+            plain: PLAIN6,
             hash,
             headers_len: self.headers_len,
             payload_len: self.payload_len(),
@@ -149,6 +145,56 @@ impl<'a> Plain6<'a> {
     }
 }
 
+/// `flow::flow_hash` of `frame` if it is of this kind (a meaningless number if it is
+/// not); `None` when it is too short to be.
+#[inline(always)]
+pub(crate) fn hash_at(frame: &[u8]) -> Option<u64> {
+    (frame.len() >= FIXED_LEN).then(|| flow::flow_hash(&SHAPE, frame))
+}
+
+/// Which bytes of the fixed headers a segment continuing a run must repeat from the
+/// run's head (0xff) and which it may change (0): the TCP sequence number, PSH and FIN,
+/// the TCP checksum and urgent pointer. Everything else — MACs, EtherType, version,
+/// traffic class, flow label, payload length, next header, hop limit, addresses,
+/// ports, ACK, data offset, the other flags, window — must be the head's.
+const REPEAT_MASK: [u8; FIXED_LEN] = {
+    let mut mask = [0xff; FIXED_LEN];
+    let mut i = 0;
+    while i < 4 {
+        mask[TCP_SEQ + i] = 0;
+        mask[TCP_CHECKSUM_AND_URGENT + i] = 0;
+        i += 1;
+    }
+    mask[TCP_FLAGS] = !(0x08 | 0x01);
+    mask
+};
+
+/// Whether `frame` is the next full-size segment of `run` (whose head header `held` is
+/// of this kind): `plain::continues` for TCP/IPv6, which has no IDs or header checksum
+/// to check. Any other frame gets `None` and takes `Plain6::check`'s path.
+#[inline(always)]
+pub(crate) fn continues(frame: &[u8], run: &Run, held: &[u8; HEADER_CAP], limits: &Limits) -> Option<Joined> {
+    let RunL4::Tcp(t) = &run.l4 else { return None };
+    let headers_len = usize::from(run.headers_len);
+    let payload_len = usize::from(run.seg_size);
+    if frame.len() != headers_len + payload_len || run.outer.is_some() {
+        return None;
+    }
+    let options = (frame.get(FIXED_LEN..headers_len), held.get(FIXED_LEN..headers_len));
+    if !plain::masked_equal::<FIXED_LEN>(frame, held, &REPEAT_MASK)
+        || !matches!(options, (Some(a), Some(b)) if flow::same_bytes(a, b))
+    {
+        return None;
+    }
+    let f = frame;
+    let segment = TcpSegment {
+        seq: u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]),
+        flags: TcpFlags(f[TCP_FLAGS]),
+        payload_len,
+    };
+    segment.joins(run, t.next_seq, limits, (run.ip_ids, run.outer_ids))
+}
+
 /// The bits of the 8 bytes at `at` that differ between `frame` and `held` under `mask`.
 #[inline(always)]
 fn masked_differ(frame: &[u8; FIXED_LEN], held: &[u8; HEADER_CAP], at: usize, mask: [u8; 8]) -> u64 {
@@ -173,11 +219,6 @@ pub(crate) fn same_flow(p: &Plain6<'_>, held: &[u8; HEADER_CAP]) -> bool {
 }
 
 impl FastFrame for Plain6<'_> {
-    const KIND: usize = PLAIN6;
-    #[inline(always)]
-    fn hash(&self) -> u64 {
-        Plain6::hash(self)
-    }
     #[inline(always)]
     fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool {
         same_flow(self, held)
