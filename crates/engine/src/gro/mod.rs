@@ -204,8 +204,6 @@ pub struct Gro {
 enum Looked {
     /// Not tried: not validated, or of no fixed-offset kind by its first bytes.
     Nothing,
-    /// The next full-size segment of the run in `slot`.
-    Continues { slot: u32, joined: plain::Joined },
     /// Possibly a frame of the fixed-offset `kind` (`plain::kind_at`), with this flow
     /// hash; `candidate` is the first slot of that kind with the hash.
     Plain { kind: usize, hash: u64, candidate: Option<u32> },
@@ -254,53 +252,60 @@ impl Gro {
         // out of line, so that this stays a small function.
         let mut looked = Looked::Nothing;
         if self.fast_path && meta.csum_validated {
-            looked = match plain::kind_at(frame) {
+            let next = match plain::kind_at(frame) {
                 Some(0) => self.continue_run::<0>(frame),
                 Some(VXLAN_OUTER) => self.continue_run::<VXLAN_OUTER>(frame),
                 Some(plain::PLAIN6) => self.continue_run6(frame),
-                _ => Looked::Nothing,
+                _ => Err(Looked::Nothing),
             };
-            if let Looked::Continues { slot, joined } = looked {
-                let run = &mut self.table.slot_mut(slot).run;
-                run.append_segment(joined.payload_len, Some(joined.flags), (joined.ip_ids, joined.outer_ids));
-                return Ok(self.joined(slot, id, joined.ends, out));
+            match next {
+                Ok((slot, joined)) => return Ok(self.join_next(slot, id, joined, out)),
+                Err(other) => looked = other,
             }
         }
         self.push_rest(id, frame, meta, looked, out)
     }
 
-    /// Whether `frame`, which can only be TCP/IPv4 of kind `OUTER` (bare or in VXLAN),
-    /// is the next full-size segment of a held run (`plain::continues`), and if not,
-    /// what the lookup found.
+    /// Appends the next segment of the run in `slot`, as `continues` decided.
     #[inline(always)]
-    fn continue_run<const OUTER: usize>(&self, frame: &[u8]) -> Looked {
+    fn join_next(&mut self, slot: u32, id: u64, joined: plain::Joined, out: &mut impl FnMut(Merged<'_>)) -> Held {
+        let run = &mut self.table.slot_mut(slot).run;
+        run.append_segment(joined.payload_len, Some(joined.flags), (joined.ip_ids, joined.outer_ids));
+        self.joined(slot, id, joined.ends, out)
+    }
+
+    /// Whether `frame`, which can only be TCP/IPv4 of kind `OUTER` (bare or in VXLAN),
+    /// is the next full-size segment of a held run (`plain::continues`): its slot and
+    /// how it joins, or what the lookup found.
+    #[inline(always)]
+    fn continue_run<const OUTER: usize>(&self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
         let Some(hash) = plain::hash_at::<OUTER>(frame) else {
-            return Looked::Nothing;
+            return Err(Looked::Nothing);
         };
         let candidate = self.table.find_by(hash, |s| s.plain == OUTER);
         if let Some(slot) = candidate {
             let held = self.table.slot(slot);
             if let Some(joined) = plain::continues::<OUTER>(frame, &held.run, &held.header, &self.limits) {
-                return Looked::Continues { slot, joined };
+                return Ok((slot, joined));
             }
         }
-        Looked::Plain { kind: OUTER, hash, candidate }
+        Err(Looked::Plain { kind: OUTER, hash, candidate })
     }
 
     /// `continue_run` for a frame that can only be TCP/IPv6 (`plain6::continues`).
     #[inline(always)]
-    fn continue_run6(&self, frame: &[u8]) -> Looked {
+    fn continue_run6(&self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
         let Some(hash) = plain6::hash_at(frame) else {
-            return Looked::Nothing;
+            return Err(Looked::Nothing);
         };
         let candidate = self.table.find_by(hash, |s| s.plain == plain::PLAIN6);
         if let Some(slot) = candidate {
             let held = self.table.slot(slot);
             if let Some(joined) = plain6::continues(frame, &held.run, &held.header, &self.limits) {
-                return Looked::Continues { slot, joined };
+                return Ok((slot, joined));
             }
         }
-        Looked::Plain { kind: plain::PLAIN6, hash, candidate }
+        Err(Looked::Plain { kind: plain::PLAIN6, hash, candidate })
     }
 
     /// `push` for every frame that did not join as the next segment of a run.

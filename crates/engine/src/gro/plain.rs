@@ -341,10 +341,11 @@ fn hash_of<const OUTER: usize>(outer: &[u8; OUTER], f: &[u8; FIXED_LEN]) -> u64 
 #[inline(always)]
 pub(crate) fn kind_at(frame: &[u8]) -> Option<usize> {
     const IPV6_NEXT_HEADER: usize = ETHERNET_LEN + 6;
-    let ethertype = frame.get(ETHERTYPE..ETHERTYPE + 2)?;
-    match (ethertype, frame.get(IP_PROTOCOL)?) {
-        ([0x08, 0x00], 6) => Some(0),
-        ([0x08, 0x00], &UDP_PROTOCOL) => {
+    let head: &[u8; IP_PROTOCOL + 1] = frame.get(..=IP_PROTOCOL)?.try_into().ok()?;
+    let ethertype = u16::from_be_bytes([head[ETHERTYPE], head[ETHERTYPE + 1]]);
+    match (ethertype, head[IP_PROTOCOL]) {
+        (0x0800, 6) => Some(0),
+        (0x0800, UDP_PROTOCOL) => {
             // Only what looks like VXLAN carrying TCP (the I flag, the inner protocol),
             // so that plain UDP goes on to the templates at once; the port and the rest
             // are checked later.
@@ -352,7 +353,7 @@ pub(crate) fn kind_at(frame: &[u8]) -> Option<usize> {
                 && frame[VXLAN_FLAGS] & VXLAN_FLAG_VNI != 0;
             looks_vxlan.then_some(VXLAN_OUTER)
         }
-        ([0x86, 0xdd], _) if frame[IPV6_NEXT_HEADER] == 6 => Some(PLAIN6),
+        (0x86dd, _) if head[IPV6_NEXT_HEADER] == 6 => Some(PLAIN6),
         _ => None,
     }
 }
