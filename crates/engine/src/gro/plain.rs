@@ -487,7 +487,7 @@ pub(crate) fn masked_equal<const LEN: usize>(frame: &[u8], held: &[u8; HEADER_CA
     };
     const BLOCK: usize = 16;
     let len = LEN;
-    if len < BLOCK || len > HEADER_CAP || frame.len() < len || mask.len() < len {
+    if !(BLOCK..=HEADER_CAP).contains(&len) || frame.len() < len || mask.len() < len {
         return false;
     }
     // SAFETY: SSE2 is part of the x86_64 baseline; every block read is at
