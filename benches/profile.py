@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     engine_bin = bench.build()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    names = [w for w, _, _ in bench.COMPARED] + [w for w, _, _ in bench.ENGINE_ONLY]
+    names = [w for w, *_ in bench.COMPARED] + [w for w, *_ in bench.ENGINE_ONLY]
     chosen = [n for n in names if not args.workloads or any(n.startswith(p) for p in args.workloads)]
     table = ["| workload | DPDK instr/op | engine instr/op | op |", "|---|---|---|---|"]
     print("\n".join(table), flush=True)

@@ -107,9 +107,11 @@ pub(crate) fn same_flow(shape: &Shape, a: &[u8], b: &[u8]) -> bool {
         let outer = shape.outer_ip_offset();
         let outer_l4 = outer + usize::from(t.outer_header_len);
         let tunnel = usize::from(t.offset)..usize::from(t.offset) + usize::from(t.header_len);
-        // Outer IP and UDP ports, then the tunnel header (VNI, flags, options) and the
-        // inner Ethernet header, which together run up to the inner IP header.
+        // Outer IP and UDP ports, whether the outer UDP checksum is present, then the
+        // tunnel header (VNI, flags, options) and the inner Ethernet header, which
+        // together run up to the inner IP header.
         if !same_ip_identity(t.outer_v6, outer, outer_l4, a, b)
+            || !same_outer_checksum_presence(outer_l4, a, b)
             || !same_range(a, b, tunnel.start..usize::from(shape.ip_offset))
         {
             return false;
@@ -122,6 +124,14 @@ pub(crate) fn same_flow(shape: &Shape, a: &[u8], b: &[u8]) -> bool {
         a,
         b,
     )
+}
+
+/// Whether the outer UDP headers at `udp` both carry a checksum or both carry none: the
+/// kernel keeps the two kinds of datagram apart (`udp_gro_receive`: `!uh->check ^
+/// !uh2->check` means another flow).
+pub(crate) fn same_outer_checksum_presence(udp: usize, a: &[u8], b: &[u8]) -> bool {
+    let present = |h: &[u8]| h.get(udp + 6..udp + 8).map(|c| c != [0, 0]);
+    matches!((present(a), present(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// IP protocol, addresses and ports (and for IPv6 the flow label and the extension

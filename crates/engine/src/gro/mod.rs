@@ -20,8 +20,8 @@
 //!
 //! A flow is identified by its L2 header (MACs, VLAN tags), IP addresses and protocol,
 //! IPv6 flow label and extension headers, and ports; for VXLAN/Geneve also by the outer
-//! addresses, ports, the whole tunnel header (VNI, flags, Geneve options) and the inner
-//! Ethernet header. Frames that differ there are different flows. Within a flow:
+//! addresses, ports, whether the outer UDP checksum is present (`udp_gro_receive`), the
+//! whole tunnel header (VNI, flags, Geneve options) and the inner Ethernet header. Frames that differ there are different flows. Within a flow:
 //!
 //! | Rule (kernel source)                                  | Outcome when broken            | Reason |
 //! |-------------------------------------------------------|--------------------------------|--------|

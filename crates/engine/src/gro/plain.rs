@@ -452,7 +452,8 @@ pub(crate) fn continues<const OUTER: usize>(
     }
     let outer_ids = match &run.outer {
         Some(head) => {
-            if !ip::header_checksum_ok(ip_at(outer, 0)?) {
+            // The outer UDP checksum is masked out: only its presence is identity.
+            if !ip::header_checksum_ok(ip_at(outer, 0)?) || !checksum_presence_equal(outer, held) {
                 return None;
             }
             id_mode(ip_id(outer), &head.ip, run.outer_ids, run.segments)?
@@ -562,6 +563,14 @@ impl TcpSegment {
     }
 }
 
+/// Whether the outer UDP checksums of a VXLAN frame's encapsulation `outer` and of the
+/// held header `held` are both present or both absent (`flow::same_outer_checksum_presence`).
+#[inline(always)]
+fn checksum_presence_equal(outer: &[u8], held: &[u8; HEADER_CAP]) -> bool {
+    let present = |h: &[u8]| h[OUTER_UDP_CHECKSUM] | h[OUTER_UDP_CHECKSUM + 1] != 0;
+    present(outer) == present(held)
+}
+
 /// The IPv4 ID of the Ethernet + IPv4 header at the start of `h`.
 #[inline(always)]
 fn ip_id(h: &[u8]) -> u16 {
@@ -656,7 +665,8 @@ pub(crate) fn same_flow<const OUTER: usize>(p: &Plain<'_, OUTER>, held: &[u8; HE
             | (word(outer, ADDRS) ^ word(held, ADDRS))
             | u64::from(ports(outer, L4_OFFSET) ^ ports(held, L4_OFFSET))
             | u64::from(outer[IP_PROTOCOL] ^ held[IP_PROTOCOL])
-            | (word(outer, VXLAN_FLAGS) ^ word(held, VXLAN_FLAGS));
+            | (word(outer, VXLAN_FLAGS) ^ word(held, VXLAN_FLAGS))
+            | u64::from(!checksum_presence_equal(outer, held));
     }
     differ == 0
 }

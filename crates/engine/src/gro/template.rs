@@ -242,7 +242,14 @@ impl Template {
     #[inline(always)]
     pub fn repeats(&self, frame: &[u8], run: &Run, held: &[u8; HEADER_CAP]) -> bool {
         let headers_len = usize::from(run.headers_len);
-        frame.len() > headers_len && same_under(&self.mask, frame, headers_len, held)
+        // The outer UDP checksum is masked out: only its presence is identity.
+        let same_checksum_presence = match self.offsets.outer {
+            Some((_, udp, _)) => flow::same_outer_checksum_presence(udp, frame, held),
+            None => true,
+        };
+        frame.len() > headers_len
+            && same_under(&self.mask, frame, headers_len, held)
+            && same_checksum_presence
     }
 
     /// Whether `frame`, which [`repeats`](Self::repeats) `run`'s head, continues the
@@ -256,15 +263,9 @@ impl Template {
         self.lengths_agree(frame)?;
         let ip_ids = id_mode(frame, o.inner, &run.ip, run.ip_ids, run.segments)?;
         let outer_ids = match (o.outer, &run.outer) {
-            (Some((ip, udp, _)), Some(head)) => {
-                // The kernel does not merge a checksummed outer datagram with one
-                // without; the value itself was validated with the frame.
-                let checksum = be16(frame, udp + 6)?;
-                if (checksum == 0) != (head.udp_checksum == 0) {
-                    return None;
-                }
-                id_mode(frame, ip, &head.ip, run.outer_ids, run.segments)?
-            }
+            // Whether the outer checksum is present was compared by `repeats` (flow
+            // identity); its value was validated with the frame.
+            (Some((ip, _, _)), Some(head)) => id_mode(frame, ip, &head.ip, run.outer_ids, run.segments)?,
             (None, None) => run.outer_ids,
             _ => return None,
         };

@@ -177,3 +177,42 @@ fn vxlan_segment_with_a_bad_ip_checksum_is_refused_mid_run() {
         assert_eq!(h.push(&b.next(100)), Ok(Held::NewFlow), "{layer}: the next one opens a run");
     }
 }
+
+/// Linux keeps tunnelled datagrams with an outer UDP checksum and without one apart
+/// (`udp_gro_receive`: `!uh->check ^ !uh2->check` is another flow): a frame whose
+/// outer checksum presence differs opens its own run and the held one stays; each
+/// continues with its own frames. On every path: validated frames (VXLAN over IPv4 by
+/// `plain.rs`, VXLAN over IPv6 and Geneve by template) and unvalidated ones (general).
+#[test]
+fn outer_checksum_presence_is_flow_identity() {
+    let tunnels = [
+        ("vxlan4", Tunnel::vxlan(42)),
+        ("vxlan6", Tunnel { outer_v6: true, ..Tunnel::vxlan(42) }),
+        ("geneve4", Tunnel::geneve(9, Vec::new())),
+    ];
+    for (name, tunnel) in tunnels {
+        for validated in [true, false] {
+            let mut h = Harness::new();
+            h.validated = validated;
+            let mut with = tunnel.clone();
+            with.outer_udp_checksum = true;
+            let mut without = tunnel.clone();
+            without.outer_udp_checksum = false;
+            // `a` and `a2` carry an outer checksum; `b` and `b2`, the same flow
+            // otherwise and contiguous with `a`, carry none.
+            let a = in_tunnel(Pkt::tcp4(0, 100), with);
+            let a2 = a.next(100);
+            let b = Pkt { tunnel: Some(without), ..a2.clone() };
+            let b2 = b.next(100);
+            assert_eq!(h.push(&a), Ok(Held::NewFlow), "{name} {validated}");
+            assert_eq!(h.push(&b), Ok(Held::NewFlow), "{name} {validated}: another flow");
+            assert_eq!(h.push(&a2), Ok(Held::Merged), "{name} {validated}: joins its own run");
+            assert_eq!(h.push(&b2), Ok(Held::Merged), "{name} {validated}: joins its own run");
+            assert!(h.segments().is_empty(), "{name} {validated}: nothing delivered yet");
+            h.flush();
+            assert_eq!(h.segments(), vec![2, 2], "{name} {validated}");
+            let checksummed: Vec<bool> = h.out.iter().map(|o| o.tunnel.unwrap().outer_checksum).collect();
+            assert_eq!(checksummed, vec![true, false], "{name} {validated}");
+        }
+    }
+}
