@@ -453,7 +453,8 @@ pub(crate) fn continues<const OUTER: usize>(
     let outer_ids = match &run.outer {
         Some(head) => {
             // The outer UDP checksum is masked out: only its presence is identity.
-            if !ip::header_checksum_ok(ip_at(outer, 0)?) || !checksum_presence_equal(outer, held) {
+            let present = outer[OUTER_UDP_CHECKSUM] | outer[OUTER_UDP_CHECKSUM + 1] != 0;
+            if !ip::header_checksum_ok(ip_at(outer, 0)?) || present != (head.udp_checksum != 0) {
                 return None;
             }
             id_mode(ip_id(outer), &head.ip, run.outer_ids, run.segments)?
