@@ -319,17 +319,17 @@ impl Gro {
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
         if self.fast_path && meta.csum_validated {
+            // `None`: not of the kind its first bytes suggested; try the templates.
             let plain = match looked {
-                Looked::Plain { kind: 0, hash, candidate } => {
-                    self.push_tcp4::<0>(id, frame, hash, candidate, meta.now, out)
-                }
+                Looked::Plain { kind: 0, hash, candidate } => Plain::<0>::check(frame, true, HEADER_CAP, &self.parse)
+                    .map(|p| self.push_looked(id, frame, &p, 0, (hash, candidate), meta.now, out)),
                 Looked::Plain { kind: VXLAN_OUTER, hash, candidate } => {
-                    self.push_tcp4::<VXLAN_OUTER>(id, frame, hash, candidate, meta.now, out)
+                    Plain::<VXLAN_OUTER>::check(frame, true, HEADER_CAP, &self.parse)
+                        .map(|p| self.push_looked(id, frame, &p, VXLAN_OUTER, (hash, candidate), meta.now, out))
                 }
-                Looked::Plain { hash, candidate, .. } => {
-                    self.push_tcp6(id, frame, hash, candidate, meta.now, out)
-                }
-                _ => None,
+                Looked::Plain { kind, hash, candidate } => Plain6::check(frame, true, HEADER_CAP)
+                    .map(|p| self.push_looked(id, frame, &p, kind, (hash, candidate), meta.now, out)),
+                Looked::Nothing => None,
             };
             if let Some(result) = plain {
                 return result;
@@ -349,44 +349,26 @@ impl Gro {
         self.offer(id, frame, &facts, found, meta.now, out)
     }
 
-    /// `push` for a TCP/IPv4 frame of kind `OUTER` that is not the next full-size
-    /// segment of the run `candidate` (the first slot of this kind with the frame's
-    /// `hash`, if any): decided as `push_plain` decides when `Plain::check` takes it.
-    /// `None`: not of this kind after all, try the other classifiers.
+    /// `push` for a frame of fixed-offset `kind` that is not the next full-size segment
+    /// of the run `candidate` (the first slot of that kind with the frame's `hash`, if
+    /// any), once its classifier took it (`plain`): finds its flow, then decides.
     #[inline(always)]
-    fn push_tcp4<const OUTER: usize>(
+    #[allow(clippy::too_many_arguments)]
+    fn push_looked<F: FastFrame>(
         &mut self,
         id: u64,
         frame: &[u8],
-        hash: u64,
-        candidate: Option<u32>,
+        plain: &F,
+        kind: usize,
+        (hash, candidate): (u64, Option<u32>),
         now: u64,
         out: &mut impl FnMut(Merged<'_>),
-    ) -> Option<Result<Held, Refusal>> {
-        let plain = Plain::<OUTER>::check(frame, true, HEADER_CAP, &self.parse)?;
+    ) -> Result<Held, Refusal> {
         // No run of this kind has the frame's hash: none is its flow.
         let found = candidate.and_then(|_| {
-            self.table.find_by(hash, |s| s.plain == OUTER && plain.same_flow(&s.header))
+            self.table.find_by(hash, |s| s.plain == kind && plain.same_flow(&s.header))
         });
-        Some(self.push_plain_found(id, frame, &plain, hash, found, now, out))
-    }
-
-    /// `push_tcp4` for TCP/IPv6 (`Plain6::check`).
-    #[inline(always)]
-    fn push_tcp6(
-        &mut self,
-        id: u64,
-        frame: &[u8],
-        hash: u64,
-        candidate: Option<u32>,
-        now: u64,
-        out: &mut impl FnMut(Merged<'_>),
-    ) -> Option<Result<Held, Refusal>> {
-        let plain = Plain6::check(frame, true, HEADER_CAP)?;
-        let found = candidate.and_then(|_| {
-            self.table.find_by(hash, |s| s.plain == plain::PLAIN6 && plain.same_flow(&s.header))
-        });
-        Some(self.push_plain_found(id, frame, &plain, hash, found, now, out))
+        self.push_plain_found(id, frame, plain, hash, found, now, out)
     }
 
     /// A frame a fixed-offset classifier took, with its flow looked up (`found`): joins
