@@ -99,15 +99,11 @@ pub(crate) fn finalize(shape: &Shape, run: &Run, header: &mut [u8]) -> Offload {
 #[inline]
 pub(crate) fn finalize_plain<const OUTER: usize>(run: &Run, header: &mut [u8; HEADER_CAP]) -> Offload {
     const ETHERNET: usize = 14;
-    const TCP_FLAGS: usize = 13;
     let ip = OUTER + ETHERNET;
     let l4 = ip + IPV4_PLAIN_LEN;
     let headers_len = usize::from(run.headers_len);
     let l4_len = headers_len - l4 + run.payload_total();
     let l4_sum = plain_ipv4_at(header, ip, l4_len, TCP_PROTOCOL);
-    header[l4 + TCP_FLAGS] |= run.end_flags.bits();
-    let checksum_at = l4 + usize::from(TCP_CHECKSUM_OFFSET);
-    header[checksum_at..checksum_at + 2].copy_from_slice(&checksum::fold(l4_sum).to_be_bytes());
     let mut tunnel = None;
     if let (true, Some(outer)) = (OUTER != 0, &run.outer) {
         let outer_l4 = ETHERNET + IPV4_PLAIN_LEN;
@@ -124,15 +120,7 @@ pub(crate) fn finalize_plain<const OUTER: usize>(run: &Run, header: &mut [u8; HE
             inner_nh: ip as u16,
         });
     }
-    Offload {
-        transport: Transport::Tcp,
-        inner_v6: false,
-        segment_size: run.seg_size,
-        headers_len: run.headers_len,
-        csum_start: l4 as u16,
-        csum_offset: TCP_CHECKSUM_OFFSET,
-        tunnel,
-    }
+    finish_plain_tcp(header, l4, l4_sum, run, false, tunnel)
 }
 
 /// `finalize_plain` for a run of TCP/IPv6 frames without extension headers
@@ -140,21 +128,36 @@ pub(crate) fn finalize_plain<const OUTER: usize>(run: &Run, header: &mut [u8; HE
 #[inline]
 pub(crate) fn finalize_plain6(run: &Run, header: &mut [u8; HEADER_CAP]) -> Offload {
     const IP: usize = 14;
-    const TCP_FLAGS: usize = 13;
     let l4 = IP + IPV6_FIXED_LEN;
     let l4_len = usize::from(run.headers_len) - l4 + run.payload_total();
     let l4_sum = set_ip_length(&mut header[..], IP..l4, true, l4_len, TCP_PROTOCOL);
+    finish_plain_tcp(header, l4, l4_sum, run, true, None)
+}
+
+/// The end of `finalize_plain` and `finalize_plain6`: the TCP header at `l4` gets the
+/// run's PSH/FIN and the pseudo-header sum `l4_sum` as its checksum seed, and the
+/// offload describing the merged packet.
+#[inline(always)]
+fn finish_plain_tcp(
+    header: &mut [u8; HEADER_CAP],
+    l4: usize,
+    l4_sum: u32,
+    run: &Run,
+    inner_v6: bool,
+    tunnel: Option<TunnelGso>,
+) -> Offload {
+    const TCP_FLAGS: usize = 13;
     header[l4 + TCP_FLAGS] |= run.end_flags.bits();
     let checksum_at = l4 + usize::from(TCP_CHECKSUM_OFFSET);
     header[checksum_at..checksum_at + 2].copy_from_slice(&checksum::fold(l4_sum).to_be_bytes());
     Offload {
         transport: Transport::Tcp,
-        inner_v6: true,
+        inner_v6,
         segment_size: run.seg_size,
         headers_len: run.headers_len,
         csum_start: l4 as u16,
         csum_offset: TCP_CHECKSUM_OFFSET,
-        tunnel: None,
+        tunnel,
     }
 }
 

@@ -21,7 +21,8 @@
 //! A flow is identified by its L2 header (MACs, VLAN tags), IP addresses and protocol,
 //! IPv6 flow label and extension headers, and ports; for VXLAN/Geneve also by the outer
 //! addresses, ports, whether the outer UDP checksum is present (`udp_gro_receive`), the
-//! whole tunnel header (VNI, flags, Geneve options) and the inner Ethernet header. Frames that differ there are different flows. Within a flow:
+//! whole tunnel header (VNI, flags, Geneve options) and the inner Ethernet header.
+//! Frames that differ there are different flows. Within a flow:
 //!
 //! | Rule (kernel source)                                  | Outcome when broken            | Reason |
 //! |-------------------------------------------------------|--------------------------------|--------|
@@ -292,7 +293,10 @@ impl Gro {
         Err(Looked::Plain { kind: OUTER, hash, candidate })
     }
 
-    /// `continue_run` for a frame that can only be TCP/IPv6 (`plain6::continues`).
+    /// `continue_run` for a frame that can only be TCP/IPv6 (`plain6::continues`). Kept
+    /// apart from `continue_run` on purpose: one function taking the hash and
+    /// `continues` functions as arguments cost the IPv4 join 18 instructions and 5 %
+    /// (measured side by side).
     #[inline(always)]
     fn continue_run6(&self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
         let Some(hash) = plain6::hash_at(frame) else {

@@ -49,7 +49,7 @@ const TCP_SEQ: usize = L4_OFFSET + 4;
 const IP_CHECKSUM: usize = ETHERNET_LEN + 10;
 const TCP_CHECKSUM_AND_URGENT: usize = L4_OFFSET + 16;
 /// PSH and FIN may differ within a run (they end it).
-const TCP_RUN_VARIANT_FLAGS: u8 = 0x08 | 0x01;
+pub(crate) const TCP_RUN_VARIANT_FLAGS: u8 = 0x08 | 0x01;
 
 /// The word from the TOS byte to the TTL byte (15..23): TOS, flags/fragment and TTL
 /// must equal the head's; total length and ID (16..20) change per segment.
@@ -58,7 +58,8 @@ const IP_WORD_MASK: [u8; 8] = [0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff];
 /// The word from the ACK number to the window (42..50): ACK, data offset byte, flags
 /// and window must equal the head's, except PSH and FIN, which end a run.
 const TCP_WORD: usize = L4_OFFSET + 8;
-pub(crate) const TCP_WORD_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0xff, !0x09, 0xff, 0xff];
+pub(crate) const TCP_WORD_MASK: [u8; 8] =
+    [0xff, 0xff, 0xff, 0xff, 0xff, !TCP_RUN_VARIANT_FLAGS, 0xff, 0xff];
 
 /// IPv4 flags/fragment word: DF may be set; the reserved bit, MF and the offset not.
 const IPV4_DF: u16 = 0x4000;
@@ -102,7 +103,7 @@ pub(crate) fn kind_of(shape: &Shape) -> usize {
     }
 }
 
-/// A frame a fixed-offset classifier took: what `Gro::push_plain` needs of it.
+/// A frame a fixed-offset classifier took: what `Gro::push_looked` needs of it.
 pub(crate) trait FastFrame {
     /// Whether the held header `held` (of a run of this kind) is the frame's flow.
     fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool;
@@ -241,7 +242,6 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
             && udp[UDP_LEN] & VXLAN_FLAG_VNI != 0
             && plain_ipv4(ip, frame_len - ETHERNET_LEN, UDP_PROTOCOL)
     }
-
 
     /// Exactly the facts `facts::classify` reads from this frame.
     #[inline(always)]
@@ -452,7 +452,8 @@ pub(crate) fn continues<const OUTER: usize>(
     }
     let outer_ids = match &run.outer {
         Some(head) => {
-            // The outer UDP checksum is masked out: only its presence is identity.
+            // The outer UDP checksum is masked out: only its presence is identity
+            // (`flow::same_outer_checksum_presence`), compared with the head's facts.
             let present = outer[OUTER_UDP_CHECKSUM] | outer[OUTER_UDP_CHECKSUM + 1] != 0;
             if !ip::header_checksum_ok(ip_at(outer, 0)?) || present != (head.udp_checksum != 0) {
                 return None;
@@ -564,14 +565,6 @@ impl TcpSegment {
     }
 }
 
-/// Whether the outer UDP checksums of a VXLAN frame's encapsulation `outer` and of the
-/// held header `held` are both present or both absent (`flow::same_outer_checksum_presence`).
-#[inline(always)]
-fn checksum_presence_equal(outer: &[u8], held: &[u8; HEADER_CAP]) -> bool {
-    let present = |h: &[u8]| h[OUTER_UDP_CHECKSUM] | h[OUTER_UDP_CHECKSUM + 1] != 0;
-    present(outer) == present(held)
-}
-
 /// The IPv4 ID of the Ethernet + IPv4 header at the start of `h`.
 #[inline(always)]
 fn ip_id(h: &[u8]) -> u16 {
@@ -667,7 +660,7 @@ pub(crate) fn same_flow<const OUTER: usize>(p: &Plain<'_, OUTER>, held: &[u8; HE
             | u64::from(ports(outer, L4_OFFSET) ^ ports(held, L4_OFFSET))
             | u64::from(outer[IP_PROTOCOL] ^ held[IP_PROTOCOL])
             | (word(outer, VXLAN_FLAGS) ^ word(held, VXLAN_FLAGS))
-            | u64::from(!checksum_presence_equal(outer, held));
+            | u64::from(!flow::same_outer_checksum_presence(OUTER_UDP, outer, held));
     }
     differ == 0
 }

@@ -10,7 +10,7 @@ use super::flow::{self, Shape, Transport};
 use super::ip::IpFacts;
 use super::plain::{
     self, FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, PLAIN6, TCP_MIN_LEN,
-    TCP_WORD_MASK,
+    TCP_RUN_VARIANT_FLAGS, TCP_WORD_MASK,
 };
 use super::table::HEADER_CAP;
 use super::tcp;
@@ -165,7 +165,7 @@ const REPEAT_MASK: [u8; FIXED_LEN] = {
         mask[TCP_CHECKSUM_AND_URGENT + i] = 0;
         i += 1;
     }
-    mask[TCP_FLAGS] = !(0x08 | 0x01);
+    mask[TCP_FLAGS] = !TCP_RUN_VARIANT_FLAGS;
     mask
 };
 

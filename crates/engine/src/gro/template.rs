@@ -30,7 +30,7 @@ use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
 use super::flow::{self, Shape, Transport};
 use super::ip::{self, IdMode, IpFacts};
-use super::plain::{self, Joined};
+use super::plain::{self, Joined, TCP_RUN_VARIANT_FLAGS};
 use super::reason::Reason;
 use super::table::HEADER_CAP;
 use super::tcp;
@@ -73,8 +73,6 @@ mod structure {
     pub const TUNNEL_FIRST_WORD: Range<usize> = 0..4;
     pub const TCP_DATA_OFFSET: Range<usize> = 12..13;
 }
-/// PSH and FIN may differ within a run (they end it).
-const TCP_RUN_VARIANT_FLAGS: u8 = 0x08 | 0x01;
 
 /// One IP layer of a shape: where it is and which version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
