@@ -60,10 +60,12 @@ def test_cumulative_steps_use_the_previous_profile():
 
 
 def test_a_feature_that_hurts_is_recommended_off():
+    """On real hosts (on one machine such a gain is set apart: test_validity.py)."""
     base = _row("all-on", {}, [10.0, 10.1, 9.9], ALL)
     gso = _row("only-gso-off", {GSO: False}, [13.0, 13.1, 12.9], {**ALL, GSO: False})
     (title, (effect,)), = [
-        (t, e) for t, e in recommend([_group([base, gso])]).goals if "throughput" in t]
+        (t, e) for t, e in recommend([_group([base, gso])], virtual_devices=False).goals
+        if "throughput" in t]
     assert title == "To increase TCP throughput"
     assert effect.sentence().startswith("turn GSO off at the transmitter — +30%")
 
@@ -74,7 +76,7 @@ def test_opposite_significant_effects_are_reported_as_contradictory():
     other_base = _row("all-on", {}, [10.0, 10.1, 9.9], ALL)
     other_gso = _row("only-gso-off", {GSO: False}, [7.0, 7.1, 6.9], {**ALL, GSO: False})
     other = CaseGroup("vxlan", 1500, TCP, "tx", other_base, (other_base, other_gso))
-    rec = recommend([_group([base, gso]), other])
+    rec = recommend([_group([base, gso]), other], virtual_devices=False)
     (contradiction,) = [c for c in rec.contradictions if "throughput" in c.goal]
     assert contradiction.features == (GSO,)
     assert "helps in vxlan" in contradiction.sentence()

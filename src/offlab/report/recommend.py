@@ -12,7 +12,8 @@ and a feature that changed with it (a cascade) is named in the sentence.
 An effect is listed only when it is significant: Welch p < 0.05 and the 95 % CIs of
 the relative change exclude 0. The rest are listed as having no measurable effect.
 Differences that are not offload effects at all — an overloaded UDP case, a property of
-the lab's veth devices — are set apart with the reason (validity.py) and never advised.
+the lab's veth devices, an effect against the offload's mechanism on one shared machine —
+are set apart with the reason (validity.py) and never advised.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..stats import RelativeChange, Summary, relative_change
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change, format_p
 from .states import display_list, known_features, side_changes
-from .validity import exclusion, mechanism
+from .validity import against_mechanism, contention, exclusion, mechanism
 
 GOALS = {
     ("throughput", "tcp"): "To increase TCP throughput",
@@ -105,6 +106,11 @@ class Effect:
             f"({format_p(change.welch.p_value)}, {self.n}) · {step.group.context}"
         )
         why = mechanism(step.credited)
+        if why and against_mechanism(self):
+            # Only on real hosts (a local run sets such steps apart, validity.py).
+            return (text + _cascade_note(step) + f"; against the mechanism ({why}): look "
+                    "for a cause outside the CPU, such as bursts dropped on the path, "
+                    "before acting on it")
         return text + _cascade_note(step) + (f"; why: {why}" if why else "")
 
 
@@ -193,6 +199,10 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
     groups = [g for g in groups if not _varies_datapath(g)]
     all_steps = tuple(step for group in groups for step in group_steps(group))
     reasons = {id(step): exclusion(step, virtual_devices) for step in all_steps}
+    if virtual_devices:
+        for step in all_steps:
+            if reasons[id(step)] is None:
+                reasons[id(step)] = contention(step, step_effects(step))
     steps = tuple(step for step in all_steps if reasons[id(step)] is None)
     effects = tuple(e for step in steps if step.credited for e in step_effects(step))
     by_goal: dict[str, list[Effect]] = {title: [] for title in GOALS.values()}

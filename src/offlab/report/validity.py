@@ -18,12 +18,23 @@ overloaded and the difference is not a property of the lab's virtual devices:
   measurable where the wire carries MTU-sized frames, as from a NIC pair (the lab's
   `wire = "mtu"` topology parameter, docs/methodology.md).
 
+* **Against the mechanism, on one machine.** Every offload here saves CPU work per byte;
+  turning one off can only add work. When a local run measures the opposite (more
+  throughput, or less CPU per Gbps, with the offload off), sender, receiver and the
+  lab's devices share that machine's cores, and the profile that does more work per
+  packet has moved the balance between them (a slower receiver is polled in larger
+  batches, a sender held back by it leaves a core to the receiver). That is how the
+  processes contend, not what the offload does, and it is set apart; on real hosts such
+  a result may be real (bursts through a middlebox), is advised, and says it goes
+  against the mechanism.
+
 * **Emulated CPUs.** Guests run under QEMU's TCG when KVM does not work (a nested
   guest here): every guest instruction is translated in software, so a rate measures the
   emulator, not the path, and no difference between two such rows is advice.
 
 Runs on real hosts (run settings `hosts` other than "local") have no virtual devices on
-the path, so only overload and emulation apply there.
+the path, so only overload and emulation apply there (and results against the mechanism
+are advised with that said).
 """
 
 from __future__ import annotations
@@ -32,11 +43,12 @@ from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..records import GUEST_ENTRY, TCG
+from .phrases import format_change, format_p
 from .states import display_list
 
 if TYPE_CHECKING:  # recommend.py imports this module
     from .model import ProfileRow
-    from .recommend import Step
+    from .recommend import Effect, Step
 
 TCP_ONLY = frozenset({TSO, "tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-tcp-ecn-segmentation",
                       "tx-tcp-mangleid-segmentation"})
@@ -107,3 +119,31 @@ def mechanism(features: tuple[str, ...]) -> str:
     """The known mechanism of turning these features off, or "" if none is known."""
     known = [MECHANISMS[f] for f in features if f in MECHANISMS]
     return "; ".join(known)
+
+
+def against_mechanism(effect: "Effect") -> bool:
+    """A significant effect of turning off features that save CPU work (all of whose
+    mechanisms are known) in the direction that work cannot explain: more throughput,
+    or less CPU per Gbps, with them off."""
+    credited = effect.step.credited
+    return (bool(credited) and all(f in MECHANISMS for f in credited)
+            and effect.significant and not effect.better_on)
+
+
+def contention(step: "Step", effects: list["Effect"]) -> str | None:
+    """Why a local step whose effect goes against the mechanism is not advice; None if
+    none does."""
+    contrary = [e for e in effects if against_mechanism(e)]
+    if not contrary:
+        return None
+    features = display_list(step.credited)
+    what = " and ".join(
+        f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
+        f"{format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
+        for e in contrary)
+    return (f"against the mechanism: with {features} off, {what}, yet "
+            f"{mechanism(step.credited)}. On one machine sender, receiver and the lab's "
+            "devices share the cores, and a profile that does more work per packet moves "
+            "the balance between them: that is how they contend for the cores, not what "
+            f"{features} does; measure it on real hosts (offlab run --hosts) to see whether "
+            "it holds")
