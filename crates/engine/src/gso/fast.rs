@@ -90,28 +90,66 @@ impl Ip {
         }
     }
 
-    /// IPv4: writes the ID `base + id_step` and the header checksum over `length_sum`
-    /// and that ID, exactly as `patch` does for the same length.
+    /// IPv4: writes the ID `id` and the header checksum over `length_sum` (folded) and
+    /// that ID, exactly as `patch` does for the same length and ID. Folded first, the
+    /// sum with the ID stays below 2^17, which one end-around-carry step folds.
     ///
     /// # Safety
     /// As for `patch`.
     #[inline(always)]
-    unsafe fn patch_id(self, h: *mut u8, length_sum: u32, id_step: u16) {
-        let id = self.base_id.wrapping_add(id_step);
+    unsafe fn patch_id(self, h: *mut u8, length_sum: u16, id: u16) {
+        let sum = u32::from(length_sum) + u32::from(id);
+        let folded = (sum & 0xffff) + (sum >> 16);
         // SAFETY: the caller's (`new` checked the header lies inside the template).
         unsafe {
             put16(h, self.at + v4::IDENT, id);
-            put16(h, self.at + v4::CHECKSUM, !fold32(length_sum + u32::from(id)));
+            put16(h, self.at + v4::CHECKSUM, !(folded as u16));
         }
     }
 }
 
-/// What the middle segments (all but the first and the last) share.
+/// What the middle segments (all but the first and the last) share, and the fields
+/// that step from one to the next, kept as running values (an addition per segment,
+/// not a multiplication by its index).
 struct Middle {
-    inner_sum: u32,
-    outer_sum: u32,
+    inner: Ip,
+    /// The outer IPv4 header of a tunnel (unused otherwise).
+    outer: Ip,
+    /// The IPv4 headers' constant sums with the segment's length, folded.
+    inner_sum: u16,
+    outer_sum: u16,
     pseudo: u32,
     flags: u16,
+    seq: u32,
+    inner_id: u16,
+    outer_id: u16,
+}
+
+impl Middle {
+    /// The values of segment 1 of `fast`, whose segments carry `wire_len` bytes each.
+    fn first(fast: &FastTcp<'_>, wire_len: usize) -> Self {
+        let outer = fast.outer.map_or(fast.inner, |o| o.ip);
+        Middle {
+            inner: fast.inner,
+            outer,
+            inner_sum: fold32(fast.inner.length_sum(wire_len)),
+            outer_sum: fold32(fast.outer.map_or(0, |o| o.ip.length_sum(wire_len))),
+            pseudo: fast.pseudo_seed + (wire_len - fast.tcp.offset) as u32,
+            flags: fast.tcp.flags(1, fast.count),
+            seq: fast.tcp.base_seq.wrapping_add(fast.mss as u32),
+            inner_id: fast.inner.base_id.wrapping_add(fast.id_step),
+            // Linux increments the outer IPv4 ID per segment.
+            outer_id: outer.base_id.wrapping_add(1),
+        }
+    }
+
+    /// On to the next segment.
+    #[inline(always)]
+    fn advance(&mut self, mss: u32, id_step: u16) {
+        self.seq = self.seq.wrapping_add(mss);
+        self.inner_id = self.inner_id.wrapping_add(id_step);
+        self.outer_id = self.outer_id.wrapping_add(1);
+    }
 }
 
 /// Longest header the middle-segment template takes (on the stack).
@@ -278,17 +316,12 @@ impl<'a> FastTcp<'a> {
             if let Some(header) = chunks.next() {
                 self.write::<INNER_V4, OUTER, FULL>(header, 0, self.mss, sum(0));
             }
-            let wire_len = hlen + self.mss;
-            let middle_fields = Middle {
-                inner_sum: self.inner.length_sum(wire_len),
-                outer_sum: self.outer.map_or(0, |o| o.ip.length_sum(wire_len)),
-                pseudo: self.pseudo_seed + (wire_len - self.tcp.offset) as u32,
-                flags: self.tcp.flags(1, count),
-            };
+            let mut fields = Middle::first(self, hlen + self.mss);
+            let (mss, id_step) = (self.mss as u32, self.id_step);
             for (index, header) in chunks.by_ref().take(last - 1).enumerate() {
-                let index = index + 1;
                 copy_header(header, middle);
-                self.patch_middle::<INNER_V4, OUTER, FULL>(header, index, &middle_fields, sum(index));
+                self.patch_middle::<INNER_V4, OUTER, FULL>(header, &fields, sum(index + 1));
+                fields.advance(mss, id_step);
             }
         } else {
             for (index, header) in chunks.by_ref().take(last).enumerate() {
@@ -303,19 +336,19 @@ impl<'a> FastTcp<'a> {
         unsafe { out.commit_headers(count, hlen, payload_start, payload_end, self.mss) };
     }
 
-    /// Patches a copy of the middle template into segment `index` (0 < index < last).
+    /// Patches a copy of the middle template into the middle segment whose values `m`
+    /// holds.
     #[inline(always)]
     fn patch_middle<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
         &self,
         header: &mut [MaybeUninit<u8>],
-        index: usize,
         m: &Middle,
         sum: u32,
     ) {
         let h = header.as_mut_ptr().cast::<u8>();
         let tcp = &self.tcp;
         let t = tcp.offset;
-        let seq = tcp.base_seq.wrapping_add((index * self.mss) as u32);
+        let seq = m.seq;
         // SAFETY: `header` is `hlen` initialised bytes (a copy of the middle template);
         // `new` checked every offset written here lies inside `hlen`.
         unsafe {
@@ -325,12 +358,10 @@ impl<'a> FastTcp<'a> {
                 put16(h, t + field::CHECKSUM, checksum::finish(header_sum + m.pseudo + sum));
             }
             if INNER_V4 {
-                self.inner.patch_id(h, m.inner_sum, index as u16 * self.id_step);
+                m.inner.patch_id(h, m.inner_sum, m.inner_id);
             }
             if OUTER == OUTER_V4 {
-                if let Some(outer) = self.outer {
-                    outer.ip.patch_id(h, m.outer_sum, index as u16);
-                }
+                m.outer.patch_id(h, m.outer_sum, m.outer_id);
             }
         }
     }

@@ -38,7 +38,8 @@ pub(super) struct Ipv4Fields {
     pub base_id: u16,
     /// Flags and fragment offset as in the super-packet (DF usually).
     pub frag_word: u16,
-    /// Sum of the header with total length, ID, fragment word and checksum zeroed.
+    /// Sum of the header with total length, ID, fragment word and checksum zeroed
+    /// (unfolded: below 2^20).
     pub constant_sum: u32,
 }
 
@@ -49,17 +50,17 @@ impl IpFields {
             IpVersion::V6 => IpFields::V6 { offset: ip.offset },
             IpVersion::V4 => {
                 let header = &frame[ip.offset..ip.l4_offset];
-                let mut zeroed = [0u8; 60];
-                let zeroed = &mut zeroed[..header.len()];
-                zeroed.copy_from_slice(header);
-                for field in [v4::TOTAL_LEN, v4::IDENT, v4::FRAG, v4::CHECKSUM] {
-                    be::put16(zeroed, field, 0);
-                }
+                // The words other than total length, ID, fragment word and checksum:
+                // version/IHL/TOS, TTL/protocol, the addresses, then any options.
+                let word = |at: usize| u32::from(be::get16(header, at));
+                let fixed = word(0) + word(8) + word(12) + word(14) + word(16) + word(18);
+                let options = &header[v4::MIN_LEN..];
+                let options = if options.is_empty() { 0 } else { checksum::sum(options, 0) };
                 IpFields::V4(Ipv4Fields {
                     offset: ip.offset,
                     base_id: be::get16(header, v4::IDENT),
                     frag_word: be::get16(header, v4::FRAG),
-                    constant_sum: checksum::sum(zeroed, 0),
+                    constant_sum: fixed + options,
                 })
             }
         }
