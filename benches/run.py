@@ -55,6 +55,7 @@ COMPARED: list[tuple[str, str, Goal | None]] = [
     ("gro_tcp4_f64_flush32", "W1 GRO 64 flows, flush every 32 bursts (DPDK heavyweight)", Goal("W1", 4.0)),
     ("gso_tcp4_partial", "W2a GSO 65214 B -> 45 segs, L4 csum partial", Goal("W2a", 3.0)),
     ("gso_tcp4_full", "W2b GSO 65214 B -> 45 segs, software IPv4+TCP csums", Goal("W2b", 3.0)),
+    ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4 65264 B -> 45 segs, L4 csum partial", None),
     ("csum_1500", "W3 checksum 1500 B", Goal("W3", 2.0)),
     ("csum_65536", "W3 checksum 64 KiB", Goal("W3", 2.0)),
 ]

@@ -198,6 +198,8 @@ static void run_gro(struct rte_mempool *pool, double seconds, const char *only)
 struct gso_bench {
 	struct rte_mbuf *pkt;
 	struct rte_gso_ctx ctx;
+	uint64_t ol_flags; /* what the input asks for (rte_gso_segment clears TCP_SEG) */
+	uint32_t headers;  /* header bytes of every segment */
 	int software_csum;
 	uint64_t segments;
 };
@@ -219,7 +221,7 @@ static void gso_round(void *arg)
 	struct rte_mbuf *out[64];
 	int n, i;
 
-	g->pkt->ol_flags = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4;
+	g->pkt->ol_flags = g->ol_flags;
 	n = rte_gso_segment(g->pkt, &g->ctx, out, 64);
 	if (n != GSO_SEGMENTS)
 		die("rte_gso_segment did not give 45 segments");
@@ -236,40 +238,62 @@ static void gso_reset(void *arg)
 	((struct gso_bench *)arg)->segments = 0;
 }
 
-/* Proves the measured work is the real work: 45 segments of 54 + 1448 bytes, whose
- * software checksums (W2b) verify. */
+/* Proves the measured work is the real work: 45 segments of their headers + 1448 bytes,
+ * whose software checksums (W2b) verify, and (VXLAN) whose outer IPv4, outer UDP and
+ * inner IPv4 lengths were rewritten for the segment. */
 static void check_gso_output(struct gso_bench *g)
 {
 	struct rte_mbuf *out[64];
 	int n, i;
 
-	g->pkt->ol_flags = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4;
+	g->pkt->ol_flags = g->ol_flags;
 	n = rte_gso_segment(g->pkt, &g->ctx, out, 64);
 	if (n != GSO_SEGMENTS)
 		die("rte_gso_segment did not give 45 segments");
 	for (i = 0; i < n; i++) {
 		struct rte_ipv4_hdr *ip;
+		uint32_t len = out[i]->pkt_len;
 
-		if (out[i]->pkt_len != TCP4_HDRS + GSO_MSS)
+		if (len != g->headers + GSO_MSS)
 			die("GSO segment of unexpected length");
-		checksum_segment(out[i]);
-		ip = rte_pktmbuf_mtod_offset(out[i], struct rte_ipv4_hdr *, ETH_LEN);
-		if (rte_ipv4_udptcp_cksum_mbuf_verify(out[i], ip, ETH_LEN + IPV4_LEN) != 0 ||
-		    rte_raw_cksum(ip, IPV4_LEN) != 0xffff)
-			die("software checksum of a GSO segment does not verify");
+		if (g->headers == VXLAN_TCP4_HDRS) {
+			uint8_t *h = rte_pktmbuf_mtod(out[i], uint8_t *);
+			uint8_t *inner_ip = h + VXLAN_OUTER_HDRS + ETH_LEN;
+
+			if (rte_be_to_cpu_16(*(uint16_t *)(h + ETH_LEN + 2)) != len - ETH_LEN ||
+			    rte_be_to_cpu_16(*(uint16_t *)(h + ETH_LEN + IPV4_LEN + 4)) !=
+				    len - ETH_LEN - IPV4_LEN ||
+			    rte_be_to_cpu_16(*(uint16_t *)(inner_ip + 2)) !=
+				    len - VXLAN_OUTER_HDRS - ETH_LEN)
+				die("VXLAN GSO segment with lengths not rewritten");
+		} else {
+			checksum_segment(out[i]);
+			ip = rte_pktmbuf_mtod_offset(out[i], struct rte_ipv4_hdr *, ETH_LEN);
+			if (rte_ipv4_udptcp_cksum_mbuf_verify(out[i], ip, ETH_LEN + IPV4_LEN) != 0 ||
+			    rte_raw_cksum(ip, IPV4_LEN) != 0xffff)
+				die("software checksum of a GSO segment does not verify");
+		}
 		rte_pktmbuf_free(out[i]);
 	}
 }
 
 static void run_gso(double seconds, const char *only)
 {
-	static const char *names[] = {"gso_tcp4_partial", "gso_tcp4_full"};
+	static const struct {
+		const char *name;
+		int vxlan, software_csum;
+	} cases[] = {
+		{"gso_tcp4_partial", 0, 0},
+		{"gso_tcp4_full", 0, 1},
+		{"gso_vxlan_tcp4_partial", 1, 0},
+	};
 	struct rte_mempool *big, *direct, *indirect;
 	struct gso_bench g;
 	struct measured m;
 	uint64_t digest;
 	uint8_t *p;
-	int i;
+	size_t len;
+	unsigned i;
 
 	big = rte_pktmbuf_pool_create("gso_in", 7, 0, 0, UINT16_MAX, rte_socket_id());
 	direct = rte_pktmbuf_pool_create("gso_direct", 1023, 256, 0,
@@ -277,32 +301,47 @@ static void run_gso(double seconds, const char *only)
 	indirect = rte_pktmbuf_pool_create("gso_indirect", 1023, 256, 0, 0, rte_socket_id());
 	if (big == NULL || direct == NULL || indirect == NULL)
 		die("gso pools");
-	memset(&g, 0, sizeof(g));
-	g.pkt = rte_pktmbuf_alloc(big);
-	if (g.pkt == NULL)
-		die("gso input alloc");
-	p = rte_pktmbuf_mtod(g.pkt, uint8_t *);
-	build_tcp4_frame(p, 0, 0, GSO_MSS * GSO_SEGMENTS, TCP_ACK | TCP_PSH, 0);
-	digest = fnv1a(FNV_OFFSET, p, GSO_FRAME);
-	g.pkt->data_len = g.pkt->pkt_len = GSO_FRAME;
-	g.pkt->l2_len = ETH_LEN;
-	g.pkt->l3_len = IPV4_LEN;
-	g.pkt->l4_len = TCP_LEN;
-	g.ctx.direct_pool = direct;
-	g.ctx.indirect_pool = indirect;
-	g.ctx.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
-	g.ctx.gso_size = TCP4_HDRS + GSO_MSS;
-	g.ctx.flag = 0; /* IP ID incremented per segment */
-
-	check_gso_output(&g);
-	for (i = 0; i < 2; i++) {
-		if (strncmp(names[i], only, strlen(only)) != 0)
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strncmp(cases[i].name, only, strlen(only)) != 0)
 			continue;
-		g.software_csum = i;
+		memset(&g, 0, sizeof(g));
+		g.pkt = rte_pktmbuf_alloc(big);
+		if (g.pkt == NULL)
+			die("gso input alloc");
+		p = rte_pktmbuf_mtod(g.pkt, uint8_t *);
+		g.ctx.direct_pool = direct;
+		g.ctx.indirect_pool = indirect;
+		g.ctx.flag = 0; /* IP IDs incremented per segment */
+		g.software_csum = cases[i].software_csum;
+		g.pkt->l3_len = IPV4_LEN;
+		g.pkt->l4_len = TCP_LEN;
+		if (cases[i].vxlan) {
+			len = build_vxlan_tcp4_frame(p, 0, 0, GSO_MSS * GSO_SEGMENTS,
+						     TCP_ACK | TCP_PSH, 0);
+			g.headers = VXLAN_TCP4_HDRS;
+			g.pkt->outer_l2_len = ETH_LEN;
+			g.pkt->outer_l3_len = IPV4_LEN;
+			g.pkt->l2_len = UDP_LEN + VXLAN_LEN + ETH_LEN;
+			g.ol_flags = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 |
+				     RTE_MBUF_F_TX_OUTER_IPV4 | RTE_MBUF_F_TX_TUNNEL_VXLAN;
+			g.ctx.gso_types = RTE_ETH_TX_OFFLOAD_VXLAN_TNL_TSO;
+		} else {
+			len = build_tcp4_frame(p, 0, 0, GSO_MSS * GSO_SEGMENTS, TCP_ACK | TCP_PSH, 0);
+			g.headers = TCP4_HDRS;
+			g.pkt->l2_len = ETH_LEN;
+			g.ol_flags = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4;
+			g.ctx.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
+		}
+		digest = fnv1a(FNV_OFFSET, p, len);
+		g.pkt->data_len = g.pkt->pkt_len = (uint32_t)len;
+		g.ctx.gso_size = (uint16_t)(g.headers + GSO_MSS);
+
+		check_gso_output(&g);
 		m = measure(gso_round, gso_reset, &g, seconds);
 		if (rte_mbuf_refcnt_read(g.pkt) != 1)
 			die("GSO input refcount drifted");
-		emit(names[i], "Msegs/s", GSO_SEGMENTS / 1e6, 0, &m, digest, -1);
+		emit(cases[i].name, "Msegs/s", GSO_SEGMENTS / 1e6, 0, &m, digest, -1);
+		rte_pktmbuf_free(g.pkt);
 	}
 }
 

@@ -7,6 +7,8 @@ static const uint8_t MAC_DST[6] = {0x02, 0, 0, 0, 0, 0x02};
 static const uint8_t MAC_SRC[6] = {0x02, 0, 0, 0, 0, 0x01};
 static const uint8_t IP_SRC[4] = {10, 0, 0, 1};
 static const uint8_t IP_DST[4] = {10, 0, 0, 2};
+static const uint8_t OUTER_SRC[4] = {192, 168, 0, 1};
+static const uint8_t OUTER_DST[4] = {192, 168, 0, 2};
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, v >> 16); put16(p + 2, v & 0xffff); }
@@ -70,6 +72,38 @@ size_t build_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t payload_
 	else
 		put16(tcp + 16, ph);
 	return TCP4_HDRS + payload_len;
+}
+
+size_t build_vxlan_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t payload_len,
+                              uint8_t tcp_flags, int full_csum)
+{
+	uint8_t *ip = buf + ETH_LEN, *udp = ip + IPV4_LEN, *vxlan = udp + UDP_LEN;
+	size_t inner = build_tcp4_frame(vxlan + VXLAN_LEN, flow, k, payload_len, tcp_flags,
+					full_csum);
+	uint16_t udp_len = (uint16_t)(UDP_LEN + VXLAN_LEN + inner);
+
+	memcpy(buf, MAC_DST, 6);
+	memcpy(buf + 6, MAC_SRC, 6);
+	put16(buf + 12, 0x0800);
+
+	memset(ip, 0, IPV4_LEN);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint16_t)(IPV4_LEN + udp_len));
+	put16(ip + 4, (uint16_t)k);
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, OUTER_SRC, 4);
+	memcpy(ip + 16, OUTER_DST, 4);
+	put16(ip + 10, (uint16_t)~ref_csum_fold(ip, IPV4_LEN, 0));
+
+	put16(udp, (uint16_t)(49152 + flow));
+	put16(udp + 2, 4789);
+	put16(udp + 4, udp_len);
+	put16(udp + 6, 0); /* no outer UDP checksum */
+	put32(vxlan, 0x08000000u); /* I flag */
+	put32(vxlan + 4, 42u << 8);
+	return VXLAN_OUTER_HDRS + inner;
 }
 
 void fill_csum_buffer(uint8_t *buf, size_t len)

@@ -16,6 +16,12 @@
 #define GSO_SEGMENTS 45
 #define GSO_FRAME (TCP4_HDRS + GSO_MSS * GSO_SEGMENTS) /* 65214 */
 
+#define UDP_LEN 8
+#define VXLAN_LEN 8
+/* Outer Ethernet, IPv4, UDP and VXLAN before the inner TCP/IPv4 frame. */
+#define VXLAN_OUTER_HDRS (ETH_LEN + IPV4_LEN + UDP_LEN + VXLAN_LEN) /* 50 */
+#define VXLAN_TCP4_HDRS (VXLAN_OUTER_HDRS + TCP4_HDRS)            /* 104 */
+
 #define TCP_ACK 0x10
 #define TCP_PSH 0x08
 
@@ -24,6 +30,11 @@
  * checksum (GRO input) or the pseudo-header sum only (GSO input, CHECKSUM_PARTIAL). */
 size_t build_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t payload_len,
                         uint8_t tcp_flags, int full_csum);
+
+/* The same frame inside VXLAN (VNI 42, outer UDP checksum 0) over IPv4, outer IPv4 ID
+ * `k`, as the engine bench's `Net::Vxlan4`; returns the frame length. */
+size_t build_vxlan_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t payload_len,
+                              uint8_t tcp_flags, int full_csum);
 
 /* Fills the W3 checksum buffer: byte i = (i * 7 + 3) & 0xff. */
 void fill_csum_buffer(uint8_t *buf, size_t len);
