@@ -167,16 +167,27 @@ impl GsoOutput {
         let first = self.headers.len();
         // SAFETY: the caller initialised these bytes, within the reserved capacity.
         unsafe { self.headers.set_len(first + count * header_len) };
+        // Written into the spare capacity and committed once: a `push` per segment
+        // would check the capacity and store the length every time.
         self.entries.reserve(count);
-        for i in 0..count {
-            let start = payload_start + i * size;
-            let end = if i + 1 == count { payload_end } else { start + size };
-            let header = first + i * header_len;
-            self.entries.push(Entry {
+        let filled = self.entries.len();
+        let (mut header, mut start) = (first, payload_start);
+        if let Some((last, rest)) = self.entries.spare_capacity_mut()[..count].split_last_mut() {
+            for slot in rest {
+                slot.write(Entry {
+                    header: header..header + header_len,
+                    payload: start..start + size,
+                });
+                header += header_len;
+                start += size;
+            }
+            last.write(Entry {
                 header: header..header + header_len,
-                payload: start..end,
+                payload: start..payload_end,
             });
         }
+        // SAFETY: the `count` entries after `filled` were written above.
+        unsafe { self.entries.set_len(filled + count) };
     }
 
     /// Appends a segment whose header starts as a copy of `template`; returns that fresh
