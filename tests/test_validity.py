@@ -112,3 +112,20 @@ def test_an_effect_in_the_mechanisms_direction_stays_advice_on_one_machine():
     assert local.excluded == ()
     (title, (effect,)), = local.goals
     assert "keep GRO on at the receiver" in effect.sentence()
+
+
+def test_a_summary_line_says_when_it_contains_a_difference_set_apart():
+    from types import SimpleNamespace
+
+    from offlab.report.sections import headlines
+
+    tcp = TrafficSpec("tcp", 1.0)
+    group = _group("rx", [_row(ALL_ON, tcp, 9.0, topology=Params(wire="mtu")),
+                          _row(GRO_OFF, tcp, 10.1, topology=Params(wire="mtu"))])
+    local = SimpleNamespace(groups=(group,), recommendations=recommend([group], virtual_devices=True))
+    (line,) = headlines(local)
+    assert "enabling the offloads of the receiver" in line
+    assert line.endswith("not an offload effect (against the mechanism; "
+                         "see “Differences that are not offload effects”)")
+    real = SimpleNamespace(groups=(group,), recommendations=recommend([group], virtual_devices=False))
+    assert "not an offload effect" not in headlines(real)[0]

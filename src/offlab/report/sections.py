@@ -97,7 +97,22 @@ def excluded_sentences(model: ReportModel) -> list[str]:
 
 
 def headlines(model: ReportModel) -> list[str]:
-    return [line for group in model.groups if (line := group_headline(group))]
+    """The seed's summary line per group; a group with a step set apart from the advice
+    says so, since its all-on-vs-all-off difference contains that step's."""
+    set_apart: dict[str, str] = {}
+    for step, reason in model.recommendations.excluded:
+        set_apart.setdefault(step.group.title, reason.split(":", 1)[0])
+    out = []
+    for group in model.groups:
+        line = group_headline(group)
+        if line is None:
+            continue
+        why = set_apart.get(group.title)
+        if why:
+            line += (f" — this includes a difference that is not an offload effect ({why}; "
+                     "see “Differences that are not offload effects”)")
+        out.append(line)
+    return out
 
 
 @dataclass(frozen=True)
