@@ -375,7 +375,7 @@ pub unsafe fn sum_avx512_vnni(data: &[u8]) -> u64 {
     unsafe { sum_avx512_dpwssd(data) }
 }
 
-use super::dispatch::{pieces, AVX512_MIN_LEN, SIMD_MIN_LEN};
+use super::dispatch::{pieces, SIMD_MIN_LEN};
 
 /// `dispatch::sum_pieces_supported` for the AVX2 kernel (same size thresholds as
 /// `dispatch::sum_le`). A chunk whose surrounding 32-byte blocks lie inside `data` (all
@@ -489,10 +489,8 @@ macro_rules! avx512_pieces {
         #[target_feature(enable = $features)]
         pub unsafe fn $name(data: &[u8], piece: usize, sums: &mut [u32]) {
             pieces(data, piece, sums, |chunk| {
-                if chunk.len() >= AVX512_MIN_LEN {
+                if chunk.len() >= SIMD_MIN_LEN {
                     $kernel(chunk)
-                } else if chunk.len() >= SIMD_MIN_LEN {
-                    sum_avx2_impl(chunk)
                 } else {
                     portable::sum_le(chunk)
                 }
@@ -501,8 +499,8 @@ macro_rules! avx512_pieces {
     };
 }
 
-avx512_pieces!(pieces_avx512, "avx512f,avx512bw,avx2", sum_avx512_madd);
-avx512_pieces!(pieces_avx512_vnni, "avx512f,avx512bw,avx512vnni,avx2", sum_avx512_dpwssd);
+avx512_pieces!(pieces_avx512, "avx512f,avx512bw", sum_avx512_madd);
+avx512_pieces!(pieces_avx512_vnni, "avx512f,avx512bw,avx512vnni", sum_avx512_dpwssd);
 
 /// Iterations of 512 B before the 32-bit lanes are widened: each adds at most 65536
 /// in magnitude to a lane of each of eight accumulators, whose sum stays within 2^29.
