@@ -109,8 +109,8 @@ class Effect:
         if why and against_mechanism(self):
             # Only on real hosts (a local run sets such steps apart, validity.py).
             return (text + _cascade_note(step) + f"; against the mechanism ({why}): look "
-                    "for a cause outside the CPU, such as bursts dropped on the path, "
-                    "before acting on it")
+                    "for a cause outside the CPU, such as a middlebox or virtual NIC that "
+                    "mishandles offloaded packets, before acting on it")
         return text + _cascade_note(step) + (f"; why: {why}" if why else "")
 
 

@@ -22,11 +22,12 @@ overloaded and the difference is not a property of the lab's virtual devices:
   turning one off can only add work. When a local run measures the opposite (more
   throughput, or less CPU per Gbps, with the offload off), sender, receiver and the
   lab's devices share that machine's cores, and the profile that does more work per
-  packet has moved the balance between them (a slower receiver is polled in larger
-  batches, a sender held back by it leaves a core to the receiver). That is how the
-  processes contend, not what the offload does, and it is set apart; on real hosts such
-  a result may be real (bursts through a middlebox), is advised, and says it goes
-  against the mechanism.
+  packet has most likely moved the balance between them (a slower receiver is polled in
+  larger batches, a sender held back by it leaves a core to the receiver), or changed
+  the TCP exchange itself (GRO acknowledges merged packets, not frames) — either way not
+  the work the offload saves, and it is set apart; on real hosts such a result may be
+  real (a middlebox that mishandles offloaded packets, as the pfSense-on-virtio
+  report among the seeds found), is advised, and says it goes against the mechanism.
 
 * **Emulated CPUs.** Guests run under QEMU's TCG when KVM does not work (a nested
   guest here): every guest instruction is translated in software, so a rate measures the
@@ -142,8 +143,8 @@ def contention(step: "Step", effects: list["Effect"]) -> str | None:
         f"{format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
         for e in contrary)
     return (f"against the mechanism: with {features} off, {what}, yet "
-            f"{mechanism(step.credited)}. On one machine sender, receiver and the lab's "
-            "devices share the cores, and a profile that does more work per packet moves "
-            "the balance between them: that is how they contend for the cores, not what "
-            f"{features} does; measure it on real hosts (offlab run --hosts) to see whether "
-            "it holds")
+            f"{mechanism(step.credited)}. A gain from doing more work per packet comes from "
+            "something else; on one machine, where sender, receiver and the lab's devices "
+            "share the cores, most likely from how they share them, not from "
+            f"{features}; measure it on real hosts (offlab run --hosts) to see whether it "
+            "holds")
