@@ -87,28 +87,29 @@ def test_ssh_hosts_whose_test_interface_is_software_keep_the_virtual_device_cave
     assert "the path is their NICs" in describe([], settings, "6.18", 2, nics)[0]
 
 
-def test_a_gain_from_turning_gro_off_on_one_machine_is_contention_not_advice():
+def _gro_on_the_mtu_wire(all_on_gbps, gro_off_gbps):
     tcp = TrafficSpec("tcp", 1.0)
-    wired = [_row(ALL_ON, tcp, 9.0, topology=Params(wire="mtu")),
-             _row(GRO_OFF, tcp, 10.1, topology=Params(wire="mtu"))]
-    local = recommend([_group("rx", wired)], virtual_devices=True)
+    return _group("rx", [_row(ALL_ON, tcp, all_on_gbps, topology=Params(wire="mtu")),
+                         _row(GRO_OFF, tcp, gro_off_gbps, topology=Params(wire="mtu"))])
+
+
+def test_a_gain_from_turning_gro_off_on_one_machine_is_contention_not_advice():
+    group = _gro_on_the_mtu_wire(9.0, 10.1)
+    local = recommend([group], virtual_devices=True)
     assert local.goals == ()
     ((step, reason),) = local.excluded
     assert reason.startswith("against the mechanism: with GRO off, throughput +1")
     assert "share the cores, most likely from how they share them, not from GRO" in reason
     # On real hosts the measurement stands, but the sentence does not explain it with
     # GRO's own mechanism, which predicts the opposite.
-    (title, (effect,)), = recommend([_group("rx", wired)], virtual_devices=False).goals
+    (title, (effect,)), = recommend([group], virtual_devices=False).goals
     sentence = effect.sentence()
     assert "turn GRO off at the receiver" in sentence
     assert "against the mechanism" in sentence and "why:" not in sentence
 
 
 def test_an_effect_in_the_mechanisms_direction_stays_advice_on_one_machine():
-    tcp = TrafficSpec("tcp", 1.0)
-    wired = [_row(ALL_ON, tcp, 10.1, topology=Params(wire="mtu")),
-             _row(GRO_OFF, tcp, 9.0, topology=Params(wire="mtu"))]
-    local = recommend([_group("rx", wired)], virtual_devices=True)
+    local = recommend([_gro_on_the_mtu_wire(10.1, 9.0)], virtual_devices=True)
     assert local.excluded == ()
     (title, (effect,)), = local.goals
     assert "keep GRO on at the receiver" in effect.sentence()
@@ -119,9 +120,7 @@ def test_a_summary_line_says_when_it_contains_a_difference_set_apart():
 
     from offlab.report.sections import headlines
 
-    tcp = TrafficSpec("tcp", 1.0)
-    group = _group("rx", [_row(ALL_ON, tcp, 9.0, topology=Params(wire="mtu")),
-                          _row(GRO_OFF, tcp, 10.1, topology=Params(wire="mtu"))])
+    group = _gro_on_the_mtu_wire(9.0, 10.1)
     local = SimpleNamespace(groups=(group,), recommendations=recommend([group], virtual_devices=True))
     (line,) = headlines(local)
     assert "enabling the offloads of the receiver" in line

@@ -26,6 +26,22 @@ uint16_t ref_csum_fold(const uint8_t *p, size_t len, uint32_t initial)
 	return (uint16_t)sum;
 }
 
+/* An option-less IPv4 header: DF, TTL 64, its checksum. */
+static void put_ipv4(uint8_t *ip, uint16_t total, uint16_t id, uint8_t proto,
+		     const uint8_t src[4], const uint8_t dst[4])
+{
+	memset(ip, 0, IPV4_LEN);
+	ip[0] = 0x45;
+	put16(ip + 2, total);
+	put16(ip + 4, id);
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = proto;
+	memcpy(ip + 12, src, 4);
+	memcpy(ip + 16, dst, 4);
+	put16(ip + 10, (uint16_t)~ref_csum_fold(ip, IPV4_LEN, 0));
+}
+
 size_t build_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t payload_len,
                         uint8_t tcp_flags, int full_csum)
 {
@@ -39,16 +55,7 @@ size_t build_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t payload_
 	memcpy(buf + 6, MAC_SRC, 6);
 	put16(buf + 12, 0x0800);
 
-	memset(ip, 0, IPV4_LEN);
-	ip[0] = 0x45;
-	put16(ip + 2, ip_total);
-	put16(ip + 4, (uint16_t)k);
-	put16(ip + 6, 0x4000); /* DF */
-	ip[8] = 64;
-	ip[9] = 6;
-	memcpy(ip + 12, IP_SRC, 4);
-	memcpy(ip + 16, IP_DST, 4);
-	put16(ip + 10, (uint16_t)~ref_csum_fold(ip, IPV4_LEN, 0));
+	put_ipv4(ip, ip_total, (uint16_t)k, 6, IP_SRC, IP_DST);
 
 	memset(tcp, 0, TCP_LEN);
 	put16(tcp, (uint16_t)(10000 + flow));
@@ -86,16 +93,7 @@ size_t build_vxlan_tcp4_frame(uint8_t *buf, uint32_t flow, uint32_t k, size_t pa
 	memcpy(buf + 6, MAC_SRC, 6);
 	put16(buf + 12, 0x0800);
 
-	memset(ip, 0, IPV4_LEN);
-	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(IPV4_LEN + udp_len));
-	put16(ip + 4, (uint16_t)k);
-	put16(ip + 6, 0x4000); /* DF */
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, OUTER_SRC, 4);
-	memcpy(ip + 16, OUTER_DST, 4);
-	put16(ip + 10, (uint16_t)~ref_csum_fold(ip, IPV4_LEN, 0));
+	put_ipv4(ip, (uint16_t)(IPV4_LEN + udp_len), (uint16_t)k, 17, OUTER_SRC, OUTER_DST);
 
 	put16(udp, (uint16_t)(49152 + flow));
 	put16(udp + 2, 4789);
