@@ -198,13 +198,14 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
     # sections; "keep X on" is advice about ethtool offloads alone.
     groups = [g for g in groups if not _varies_datapath(g)]
     all_steps = tuple(step for group in groups for step in group_steps(group))
-    reasons = {id(step): exclusion(step, virtual_devices) for step in all_steps}
-    if virtual_devices:
-        for step in all_steps:
-            if reasons[id(step)] is None:
-                reasons[id(step)] = contention(step, step_effects(step))
+    effects_of = {id(step): step_effects(step) if step.credited else [] for step in all_steps}
+    reasons = {
+        id(step): exclusion(step, virtual_devices)
+        or (contention(step, effects_of[id(step)]) if virtual_devices else None)
+        for step in all_steps
+    }
     steps = tuple(step for step in all_steps if reasons[id(step)] is None)
-    effects = tuple(e for step in steps if step.credited for e in step_effects(step))
+    effects = tuple(e for step in steps for e in effects_of[id(step)])
     by_goal: dict[str, list[Effect]] = {title: [] for title in GOALS.values()}
     for effect in effects:
         if effect.significant:
