@@ -256,7 +256,7 @@ static void check_gso_output(struct gso_bench *g)
 
 		if (len != g->headers + GSO_MSS)
 			die("GSO segment of unexpected length");
-		if (g->headers == VXLAN_TCP4_HDRS) {
+		if (g->ol_flags & RTE_MBUF_F_TX_TUNNEL_VXLAN) {
 			uint8_t *h = rte_pktmbuf_mtod(out[i], uint8_t *);
 			uint8_t *inner_ip = h + VXLAN_OUTER_HDRS + ETH_LEN;
 
