@@ -299,12 +299,7 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
             Some(head) => id_mode(ip_id(self.outer), &head.ip, run.outer_ids, run.segments)?,
             None => run.outer_ids,
         };
-        let seq = u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]);
-        let segment = TcpSegment {
-            seq,
-            flags: TcpFlags(f[TCP_FLAGS]),
-            payload_len: self.payload_len(),
-        };
+        let segment = TcpSegment::read(f, L4_OFFSET, self.payload_len());
         segment.joins(run, t.next_seq, limits, (ip_ids, outer_ids))
     }
 
@@ -463,12 +458,7 @@ pub(crate) fn continues<const OUTER: usize>(
         None => run.outer_ids,
     };
     let ip_ids = id_mode(ip_id(fixed), &run.ip, run.ip_ids, run.segments)?;
-    let f = fixed;
-    let segment = TcpSegment {
-        seq: u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]),
-        flags: TcpFlags(f[TCP_FLAGS]),
-        payload_len,
-    };
+    let segment = TcpSegment::read(fixed, L4_OFFSET, payload_len);
     segment.joins(run, t.next_seq, limits, (ip_ids, outer_ids))
 }
 
@@ -541,6 +531,21 @@ pub(crate) struct TcpSegment {
 }
 
 impl TcpSegment {
+    /// The sequence number and flags of the TCP header at `l4` in `headers` (the frame's
+    /// fixed headers, which the caller has checked are long enough), for a segment of
+    /// `payload_len` bytes.
+    #[inline(always)]
+    pub fn read(headers: &[u8], l4: usize, payload_len: usize) -> Self {
+        const SEQ: usize = 4;
+        const FLAGS: usize = 13;
+        let h = headers;
+        TcpSegment {
+            seq: u32::from_be_bytes([h[l4 + SEQ], h[l4 + SEQ + 1], h[l4 + SEQ + 2], h[l4 + SEQ + 3]]),
+            flags: TcpFlags(h[l4 + FLAGS]),
+            payload_len,
+        }
+    }
+
     /// The rest of `can_coalesce` for this segment: size, sequence and caps; how the
     /// run ends after it; `ids` are the ID modes the IP layers decided.
     #[inline(always)]

@@ -14,7 +14,6 @@ use super::plain::{
 };
 use super::table::HEADER_CAP;
 use super::tcp;
-use crate::wire::TcpFlags;
 
 const ETHERNET_LEN: usize = 14;
 const IPV6_LEN: usize = 40;
@@ -131,11 +130,7 @@ impl<'a> Plain6<'a> {
         if differ != 0 || !matches!(options, (Some(a), Some(b)) if flow::same_bytes(a, b)) {
             return None;
         }
-        let segment = TcpSegment {
-            seq: u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]),
-            flags: TcpFlags(f[TCP_FLAGS]),
-            payload_len: self.payload_len(),
-        };
+        let segment = TcpSegment::read(f, L4_OFFSET, self.payload_len());
         // IPv6 has no ID: the modes stay as they are.
         segment.joins(run, t.next_seq, limits, (run.ip_ids, run.outer_ids))
     }
@@ -186,12 +181,7 @@ pub(crate) fn continues(frame: &[u8], run: &Run, held: &[u8; HEADER_CAP], limits
     {
         return None;
     }
-    let f = frame;
-    let segment = TcpSegment {
-        seq: u32::from_be_bytes([f[TCP_SEQ], f[TCP_SEQ + 1], f[TCP_SEQ + 2], f[TCP_SEQ + 3]]),
-        flags: TcpFlags(f[TCP_FLAGS]),
-        payload_len,
-    };
+    let segment = TcpSegment::read(frame, L4_OFFSET, payload_len);
     segment.joins(run, t.next_seq, limits, (run.ip_ids, run.outer_ids))
 }
 
