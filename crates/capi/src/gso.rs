@@ -126,7 +126,7 @@ fn run(
     gso.valid = 0;
     let layout = parse_frame_with(frame, &gso.parse).map_err(|e| parse_status(&e))?;
     let hdr = vnet.to_engine()?;
-    hdr.validate(frame, Some(&layout))
+    hdr.validate_parsed(frame, &layout)
         .map_err(|e| virtio_status(&e))?;
     let mut params = GsoParams::from_virtio(&hdr, &layout).map_err(|e| gso_status(&e))?;
     if flags & OFL_GSO_FULL_CSUM != 0 {

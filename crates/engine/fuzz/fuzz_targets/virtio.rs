@@ -42,5 +42,6 @@ fuzz_target!(|input: &[u8]| {
         assert!(gso.headers_len + size <= 65535);
         // The same header validates the same way against the parsed layout.
         assert_eq!(header.validate(frame, Some(&layout)), Ok(offload));
+        assert_eq!(header.validate_parsed(frame, &layout), Ok((offload.gso, offload.checksum)));
     }
 });

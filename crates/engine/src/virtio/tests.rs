@@ -502,6 +502,12 @@ proptest::proptest! {
         let frame = if v6 { tcp6_frame(payload) } else { tcp4_frame(payload) };
         let header = Header::decode(&bytes, HeaderForm::V1).unwrap();
         proptest::prop_assert_eq!(header.to_bytes(), bytes);
+        // With the frame already parsed, the same decision, errors included.
+        let layout = crate::wire::parse_frame(&frame).unwrap();
+        proptest::prop_assert_eq!(
+            header.validate_parsed(&frame, &layout),
+            header.validate(&frame, None).map(|offload| (offload.gso, offload.checksum))
+        );
         if let Ok(offload) = header.validate(&frame, None) {
             if let ChecksumState::Partial { start, offset } = offload.checksum {
                 proptest::prop_assert!(start + offset + 2 <= frame.len());

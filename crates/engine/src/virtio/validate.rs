@@ -9,7 +9,7 @@
 //! checked as `tunnel.rs` says.
 
 use super::{Flags, GsoKind, GsoType, Header, VirtioError, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET};
-use crate::wire::{parse::parse_frame, IpVersion, L4Proto, Layout};
+use crate::wire::{parse::parse_frame, IpVersion, L4Proto, Layout, ParseError};
 
 /// The largest IP packet (and so the largest super-packet) a 16-bit length allows.
 const MAX_IP_PACKET: usize = 65535;
@@ -58,34 +58,57 @@ impl Header {
         frame: &[u8],
         layout: Option<&Layout>,
     ) -> Result<ValidatedOffload, VirtioError> {
+        let parsed;
+        let layout = match layout {
+            Some(layout) => Ok(layout),
+            None => {
+                parsed = parse_frame(frame);
+                parsed.as_ref()
+            }
+        };
+        let (gso, checksum) = self.check(frame, layout)?;
+        Ok(ValidatedOffload {
+            gso,
+            checksum,
+            layout: layout.ok().copied(),
+        })
+    }
+
+    /// `validate` for a frame the caller has parsed into `layout`, without handing the
+    /// layout back: what a datapath that keeps its own layout (the C API) needs. The
+    /// layout is large enough that copying it in and out cost a GSO call through the C
+    /// API a tenth of its time.
+    pub fn validate_parsed(
+        &self,
+        frame: &[u8],
+        layout: &Layout,
+    ) -> Result<(Option<GsoRequest>, ChecksumState), VirtioError> {
+        self.check(frame, Ok(layout))
+    }
+
+    fn check(
+        &self,
+        frame: &[u8],
+        parsed: Result<&Layout, &ParseError>,
+    ) -> Result<(Option<GsoRequest>, ChecksumState), VirtioError> {
         check_flags(self.flags)?;
         let kind = gso_kind(self)?;
-        let parsed = match layout {
-            Some(layout) if layout.frame_end() > frame.len() => {
-                return Err(VirtioError::LayoutOutsideFrame)
-            }
-            Some(layout) => Ok(*layout),
-            None => parse_frame(frame),
-        };
+        if parsed.is_ok_and(|layout| layout.frame_end() > frame.len()) {
+            return Err(VirtioError::LayoutOutsideFrame);
+        }
         if let Some(tunnel) = &self.tunnel {
-            tunnel.check(self, parsed.as_ref().ok())?;
+            tunnel.check(self, parsed.ok())?;
         }
         let gso = match kind {
             None if self.gso_size != 0 => return Err(VirtioError::GsoSizeWithoutGso),
             None => None,
             Some(kind) => {
-                let layout = parsed
-                    .as_ref()
-                    .map_err(|err| VirtioError::Unparseable(*err))?;
+                let layout = parsed.map_err(|err| VirtioError::Unparseable(*err))?;
                 check_gso(self, kind, layout)?
             }
         };
-        let checksum = check_checksum(self, frame, parsed.as_ref().ok())?;
-        Ok(ValidatedOffload {
-            gso,
-            checksum,
-            layout: parsed.ok(),
-        })
+        let checksum = check_checksum(self, frame, parsed.ok())?;
+        Ok((gso, checksum))
     }
 }
 
