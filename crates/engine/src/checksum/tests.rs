@@ -266,3 +266,37 @@ fn prop_oneof_piece() -> impl proptest::strategy::Strategy<Value = usize> {
     proptest::prop_oneof![1usize..200, 200usize..3000, proptest::strategy::Just(1448usize)]
         .prop_map(|p| p.max(1))
 }
+
+/// Folding by the definition: add the bits above 16 back in until none are left.
+fn fold_by_definition(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+#[test]
+fn folds_match_the_definition_at_every_carry_edge() {
+    // Every combination of 16-bit limbs at the values where carries start or stop.
+    const EDGES: [u64; 6] = [0, 1, 0x7fff, 0x8000, 0xfffe, 0xffff];
+    for a in EDGES {
+        for b in EDGES {
+            let narrow = (a << 16 | b) as u32;
+            assert_eq!(fold(narrow), fold_by_definition(u64::from(narrow)), "{narrow:#x}");
+            for c in EDGES {
+                for d in EDGES {
+                    let wide = a << 48 | b << 32 | c << 16 | d;
+                    assert_eq!(fold64(wide), fold_by_definition(wide), "{wide:#x}");
+                }
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn folds_match_the_definition(wide in proptest::num::u64::ANY) {
+        proptest::prop_assert_eq!(fold64(wide), fold_by_definition(wide));
+        proptest::prop_assert_eq!(fold(wide as u32), fold_by_definition(u64::from(wide as u32)));
+    }
+}

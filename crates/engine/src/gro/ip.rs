@@ -2,6 +2,7 @@
 //! `inet_gro_flush`, `ipv6_gro_receive`, `ipv6_gro_flush`).
 
 use super::reason::Reason;
+use crate::checksum;
 use crate::wire::layout::{IpLayer, IpVersion};
 use crate::wire::{Ipv4Packet, Ipv6Packet};
 
@@ -95,11 +96,7 @@ pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
             words[at + 3],
         ]))
     };
-    let mut total = word(0) + word(4) + word(8) + word(12) + word(16);
-    total = (total & 0xffff_ffff) + (total >> 32);
-    total = (total & 0xffff) + (total >> 16);
-    total = (total & 0xffff) + (total >> 16);
-    total == 0xffff
+    checksum::fold64(word(0) + word(4) + word(8) + word(12) + word(16)) == 0xffff
 }
 
 /// The checksum for an IPv4 header whose checksum field is zero (any IHL).
@@ -113,14 +110,12 @@ pub(crate) fn header_checksum(header: &[u8]) -> u16 {
 #[inline]
 fn ones_complement_sum(words: &[u8]) -> u16 {
     // Summing 32-bit big-endian words and folding gives the 16-bit one's-complement sum.
-    let mut total: u64 = words
-        .chunks_exact(4)
-        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
-        .sum();
-    total = (total & 0xffff_ffff) + (total >> 32);
-    total = (total & 0xffff) + (total >> 16);
-    total = (total & 0xffff) + (total >> 16);
-    total as u16
+    checksum::fold64(
+        words
+            .chunks_exact(4)
+            .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+            .sum(),
+    )
 }
 
 /// Whether `pkt` may join a run whose head is `head` and which holds `count` packets.

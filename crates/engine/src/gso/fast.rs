@@ -71,7 +71,7 @@ impl Ip {
                 put16(h, at + v4::TOTAL_LEN, total_len);
                 put16(h, at + v4::IDENT, id);
                 let sum = self.constant_sum + u32::from(total_len) + u32::from(id);
-                put16(h, at + v4::CHECKSUM, !fold32(sum));
+                put16(h, at + v4::CHECKSUM, !checksum::fold(sum));
             } else {
                 put16(h, at + v6::PAYLOAD_LEN, (wire_len - at - v6::HEADER_LEN) as u16);
             }
@@ -132,8 +132,8 @@ impl Middle {
         Middle {
             inner: fast.inner,
             outer,
-            inner_sum: fold32(fast.inner.length_sum(wire_len)),
-            outer_sum: fold32(fast.outer.map_or(0, |o| o.ip.length_sum(wire_len))),
+            inner_sum: checksum::fold(fast.inner.length_sum(wire_len)),
+            outer_sum: checksum::fold(fast.outer.map_or(0, |o| o.ip.length_sum(wire_len))),
             pseudo: fast.pseudo_seed + (wire_len - fast.tcp.offset) as u32,
             flags: fast.tcp.flags(1, fast.count),
             seq: fast.tcp.base_seq.wrapping_add(fast.mss as u32),
@@ -154,13 +154,6 @@ impl Middle {
 
 /// Longest header the middle-segment template takes (on the stack).
 const MIDDLE_MAX_LEN: usize = 256;
-
-/// Folds a sum below 2^32 to 16 bits (two end-around-carry steps suffice).
-#[inline(always)]
-fn fold32(sum: u32) -> u16 {
-    let sum = (sum & 0xffff) + (sum >> 16);
-    ((sum & 0xffff) + (sum >> 16)) as u16
-}
 
 /// The outer headers of a UDP tunnel.
 #[derive(Clone, Copy)]
@@ -388,7 +381,7 @@ impl<'a> FastTcp<'a> {
             let header_sum = tcp.constant_sum + (seq >> 16) + (seq & 0xffff) + u32::from(flags);
             checksum::finish(header_sum + pseudo + sum)
         } else {
-            fold32(pseudo)
+            checksum::fold(pseudo)
         };
         let id_step = index as u16 * self.id_step;
         // SAFETY: `header` is `hlen` initialised bytes (the copy above); `new` checked
