@@ -25,7 +25,7 @@ from ..stats import RelativeChange, Summary, relative_change
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change, format_p
 from .states import display_list, known_features, side_changes
-from .validity import against_mechanism, contention, exclusion, mechanism
+from .validity import Exclusion, against_mechanism, contention, exclusion, mechanism
 
 GOALS = {
     ("throughput", "tcp"): "To increase TCP throughput",
@@ -176,7 +176,7 @@ class Recommendations:
     steps: tuple[Step, ...]
     effects: tuple[Effect, ...]
     contradictions: tuple[Contradiction, ...] = ()
-    excluded: tuple[tuple[Step, str], ...] = ()
+    excluded: tuple[tuple[Step, Exclusion], ...] = ()
     """Steps whose difference is no offload effect (overload, a virtual device), with why."""
 
     @property

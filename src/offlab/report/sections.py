@@ -101,7 +101,7 @@ def headlines(model: ReportModel) -> list[str]:
     says so, since its all-on-vs-all-off difference contains that step's."""
     set_apart: dict[str, str] = {}
     for step, reason in model.recommendations.excluded:
-        set_apart.setdefault(step.group.title, reason.split(":", 1)[0])
+        set_apart.setdefault(step.group.title, reason.label)
     out = []
     for group in model.groups:
         line = group_headline(group)

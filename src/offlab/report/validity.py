@@ -40,6 +40,7 @@ are advised with that said).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
@@ -87,32 +88,50 @@ def emulated(row: "ProfileRow") -> bool:
                and s.datapath[GUEST_ENTRY][TCG].on for s in row.samples)
 
 
-def exclusion(step: "Step", virtual_devices: bool) -> str | None:
+@dataclass(frozen=True)
+class Exclusion:
+    """Why a step's difference is not advice: a short label (what a summary line names)
+    and the mechanism with what to do instead."""
+
+    label: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.why}"
+
+
+def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
     """Why a step's difference must not become advice; None if it may."""
     if emulated(step.on_row) or emulated(step.off_row):
-        return ("emulated CPUs: the guests ran on QEMU's TCG (KVM was not usable), which "
-                "translates every guest instruction in software, so the rates measure the "
-                "emulator, not the offload; run the plan where KVM works")
+        return Exclusion("emulated CPUs",
+                         "the guests ran on QEMU's TCG (KVM was not usable), which translates "
+                         "every guest instruction in software, so the rates measure the "
+                         "emulator, not the offload; run the plan where KVM works")
     for row in (step.on_row, step.off_row):
         if overloaded(row):
             worst = max(s.loss_percent or 0.0 for s in row.samples)
-            return (f"overloaded: {row.profile.name} lost up to {worst:.1f}% of its UDP datagrams "
-                    f"(bound {row.case.traffic.loss_percent:g}%): the receiver did not keep up, "
-                    "and what the rate measures is how sender and receiver contend for the "
-                    "cores, not an offload; measure UDP with udp_rate = \"capacity\" instead")
+            return Exclusion("overloaded",
+                             f"{row.profile.name} lost up to {worst:.1f}% of its UDP datagrams "
+                             f"(bound {row.case.traffic.loss_percent:g}%): the receiver did not "
+                             "keep up, and what the rate measures is how sender and receiver "
+                             "contend for the cores, not an offload; measure UDP with "
+                             "udp_rate = \"capacity\" instead")
     if not virtual_devices:
         return None
     credited = set(step.credited)
     if step.protocol == "udp" and credited and credited <= TCP_ONLY | {TX_CSUM, GSO}:
         if credited & TCP_ONLY:
-            return (f"a veth property: {display_list(step.credited)} segments only TCP; on veth, "
-                    "turning it off moves the pair to its NAPI/GRO transmit path, which is what "
-                    "changed the UDP rate — a NIC has no such coupling")
+            return Exclusion("a veth property",
+                             f"{display_list(step.credited)} segments only TCP; on veth, turning "
+                             "it off moves the pair to its NAPI/GRO transmit path, which is what "
+                             "changed the UDP rate — a NIC has no such coupling")
     wire = step.on_row.case.topology.get("wire")
     if credited and credited <= RECEIVER and wire != MTU_WIRE:
-        return (f"a veth property: the sender's 64 KiB super-packets cross the veth whole, so "
-                f"{display_list(step.credited)} at the receiver had nothing to work on; measure "
-                "receiver offloads with wire = \"mtu\" (MTU frames on the wire, as from a NIC)")
+        return Exclusion("a veth property",
+                         f"the sender's 64 KiB super-packets cross the veth whole, so "
+                         f"{display_list(step.credited)} at the receiver had nothing to work on; "
+                         "measure receiver offloads with wire = \"mtu\" (MTU frames on the "
+                         "wire, as from a NIC)")
     return None
 
 
@@ -131,7 +150,7 @@ def against_mechanism(effect: "Effect") -> bool:
             and effect.significant and not effect.better_on)
 
 
-def contention(step: "Step", effects: list["Effect"]) -> str | None:
+def contention(step: "Step", effects: list["Effect"]) -> Exclusion | None:
     """Why a local step whose effect goes against the mechanism is not advice; None if
     none does."""
     contrary = [e for e in effects if against_mechanism(e)]
@@ -142,9 +161,9 @@ def contention(step: "Step", effects: list["Effect"]) -> str | None:
         f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
         f"{format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
         for e in contrary)
-    return (f"against the mechanism: with {features} off, {what}, yet "
-            f"{mechanism(step.credited)}. A gain from doing more work per packet comes from "
-            "something else; on one machine, where sender, receiver and the lab's devices "
-            "share the cores, most likely from how they share them, not from "
-            f"{features}; measure it on real hosts (offlab run --hosts) to see whether it "
-            "holds")
+    return Exclusion("against the mechanism",
+                     f"with {features} off, {what}, yet {mechanism(step.credited)}. A gain "
+                     "from doing more work per packet comes from something else; on one "
+                     "machine, where sender, receiver and the lab's devices share the cores, "
+                     f"most likely from how they share them, not from {features}; measure it "
+                     "on real hosts (offlab run --hosts) to see whether it holds")
