@@ -53,6 +53,7 @@ COMPARED: list[tuple[str, str, Goal | None]] = [
     ("gro_tcp4_f64_burst", "W1 GRO 64 flows, flush per burst (DPDK lightweight+ptype)", None),
     ("gro_tcp4_f64_flush4", "W1 GRO 64 flows, flush every 4 bursts (DPDK heavyweight)", Goal("W1", 3.0)),
     ("gro_tcp4_f64_flush32", "W1 GRO 64 flows, flush every 32 bursts (DPDK heavyweight)", Goal("W1", 4.0)),
+    ("gro_vxlan_tcp4_f8_burst", "W4 GRO VXLAN-TCP/IPv4, 8 flows, flush per burst (DPDK lightweight+ptype)", None),
     ("gso_tcp4_partial", "W2a GSO 65214 B -> 45 segs, L4 csum partial", Goal("W2a", 3.0)),
     ("gso_tcp4_full", "W2b GSO 65214 B -> 45 segs, software IPv4+TCP csums", Goal("W2b", 3.0)),
     ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4 65264 B -> 45 segs, L4 csum partial", None),

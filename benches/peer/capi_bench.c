@@ -45,11 +45,6 @@ static void emit(const char *workload, const char *unit, double ops_per_round,
 	emit_line("engine_c", workload, unit, ops_per_round, depth, m, digest, reprime_ns);
 }
 
-static int wanted(const char *name, const char *only)
-{
-	return strncmp(name, only, strlen(only)) == 0;
-}
-
 /* ---- W1: GRO ------------------------------------------------------------------- */
 
 struct gro_bench {

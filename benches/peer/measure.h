@@ -19,6 +19,9 @@ extern uint64_t fixed_rounds;
 
 double now_s(void);
 
+/* Whether workload `name` is selected by `--only PREFIX` (every one for ""). */
+int wanted(const char *name, const char *only);
+
 /* Runs `fn` for 20% of `seconds` untimed (warm caches, branch predictors; also sizes
  * a batch of rounds that takes about 50 us), calls `reset` so counters cover the timed
  * part only, then runs it for `seconds`, timing every batch as one sample. The figure
