@@ -214,6 +214,37 @@ fn kernels_agree_across_their_widening_runs() {
 }
 
 #[test]
+fn kernels_are_exact_where_their_lanes_hold_the_most() {
+    // All zeros and all ones give the SIMD kernels' lanes their most negative and most
+    // positive values (the words are biased to signed). Around the longest buffer the
+    // AVX-512 kernels add up in 32 bits (128 KiB) and well past it, every kernel's sum
+    // must fold to the exact one (a 32-bit wrap would be off by 2^32 = 1 mod 65535).
+    const SHORT: usize = 128 * 1024;
+    let longest = 4 * SHORT + 64;
+    for byte in [0x00u8, 0xff] {
+        let source = vec![byte; longest + 64];
+        // Offsets from a 64-byte boundary, so the kernels' vector count is exactly known.
+        let aligned = source.as_ptr().align_offset(64);
+        for len in [SHORT - 64, SHORT - 1, SHORT, SHORT + 1, SHORT + 64, 2 * SHORT, 4 * SHORT] {
+            for offset in [aligned, aligned + 2, aligned + 62] {
+                let data = &source[offset..offset + len];
+                let words = (len / 2) as u64 * u64::from(u16::from_le_bytes([byte, byte]));
+                let expected = words + if len % 2 == 1 { u64::from(byte) } else { 0 };
+                for kernel in Kernel::available() {
+                    assert_eq!(
+                        fold64(dispatch::sum_le_exact(kernel, data)),
+                        fold64(expected),
+                        "kernel {} byte {byte:#x} len {len} offset {}",
+                        kernel.name(),
+                        offset - aligned
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn zero_data_sums_to_zero_and_nothing_else_does() {
     // Folding distinguishes 0 from 0xffff, so a kernel must return 0 only for zeros.
     for kernel in Kernel::available() {
