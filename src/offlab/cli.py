@@ -42,6 +42,16 @@ DEFAULT_OUT = Path("results")
 STORE_NAME = "offlab.sqlite"
 DEFAULT_STORE = DEFAULT_OUT / STORE_NAME
 
+
+class RunInterrupted(Exception):
+    """A run stopped by a signal that has said what it kept and how to resume: exit
+    128 + the signal's number (130 for SIGINT, 143 for SIGTERM) and say nothing more."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="The offload lab: topologies in namespaces, offload profiles, iperf3, CPU, reports.")
@@ -172,7 +182,7 @@ def run_cmd(
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
         where = f" --store {store_file}" if store_file != DEFAULT_STORE else ""
         print(f"resume with: offlab run --resume {outcome.run_id}{where}", flush=True)
-        raise typer.Exit(128 + (outcome.signal or 2))  # 130 for SIGINT, 143 for SIGTERM
+        raise RunInterrupted(outcome.signal or 2)
     for refused in outcome.stats.refused_offload_changes:
         err.print(f"[yellow]offload change refused[/] (recorded as read back): {refused}")
     for result in outcome.stats.adaptive:
@@ -323,6 +333,8 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         print("offlab: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    except RunInterrupted as stopped:
+        sys.exit(stopped.exit_code)
     except KNOWN_ERRORS as failure:
         print(f"offlab: {failure}", file=sys.stderr)
         sys.exit(1)
@@ -334,6 +346,9 @@ def main() -> None:
         command = ctx.command_path if ctx is not None else "offlab"
         print(f"{command}: {failure.format_message()} (see {command} --help)", file=sys.stderr)
         sys.exit(failure.exit_code)
+    if status == EXIT_INTERRUPTED:
+        # Typer turns a Ctrl-C inside a command into this status, silently.
+        print("offlab: interrupted", file=sys.stderr)
     sys.exit(status if isinstance(status, int) else 0)
 
 

@@ -2,6 +2,7 @@
 modules load (a second or more: scipy, matplotlib, pyroute2) is one line and exit
 130 like any other interruption, not a traceback from the middle of an import."""
 
+import signal
 import sys
 
 EXIT_INTERRUPTED = 130
@@ -14,3 +15,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("offlab: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        # Everything is done and said: a Ctrl-C from here on could only interrupt the
+        # interpreter's own teardown, which would die by the signal without a word.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
