@@ -77,7 +77,7 @@ impl Header {
     /// `validate` for a frame the caller has parsed into `layout`, without handing the
     /// layout back: what a datapath that keeps its own layout (the C API) needs. The
     /// layout is large enough that copying it in and out cost a GSO call through the C
-    /// API a tenth of its time.
+    /// API about 5 % of its time (277 against 290 M segments/s, Zen 5).
     pub fn validate_parsed(
         &self,
         frame: &[u8],
