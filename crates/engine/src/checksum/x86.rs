@@ -15,11 +15,15 @@
 //! loaded overlapping the one before it and masked, so no scalar loop runs on the tail.
 //!
 //! The AVX2 kernel sums the last 64 bytes of each 256-byte iteration on the integer
-//! side instead, in an add-with-carry chain, while the vector units do the rest: on
+//! side instead, in add-with-carry chains, while the vector units do the rest: on
 //! AMD Zen 1 the three vector operations per 32 bytes bound the vector part near 16
 //! bytes a cycle, whatever the operations (a multiply-free variant of shifts and adds
 //! is no faster, and mixing the two is slower), and the integer adders were idle.
-//! Measured there: +12 % at 64 KiB, +7 % at 1500 B (docs/benchmarks.md).
+//! Measured there: +12 % at 64 KiB, +7 % at 1500 B (docs/benchmarks.md). The 64 bytes
+//! are two independent chains of four words: one chain of eight, a cycle per `adc`,
+//! capped the whole loop at 32 bytes a cycle on cores whose vector units run 256-bit
+//! operations at full width (AMD Zen 5: two chains +23 % at 64 KiB, +4 % at 1500 B;
+//! four chains of two, or 96 bytes in three chains, measured slower).
 //!
 //! The AVX-512 kernels are the same design at 64 bytes a vector (see `sum_avx512`).
 
@@ -86,10 +90,9 @@ struct Blocks {
 }
 
 /// Sum of `iterations` × 256 bytes from `p`: per iteration six vectors into 32-bit
-/// lanes and the last 64 bytes as 64-bit words in an add-with-carry chain, which the
-/// integer units run beside the vector ones (module docs). The chain's eight
-/// dependent additions take about as long as the six vectors; a larger scalar share
-/// (96 or 128 bytes) measured slower.
+/// lanes and the last 64 bytes as 64-bit words in two add-with-carry chains, which the
+/// integer units run beside the vector ones (module docs). A larger scalar share (96
+/// or 128 bytes) measured slower on Zen 1 and Zen 5.
 ///
 /// # Safety
 /// `p..p + 256 * iterations` must be readable; `iterations <= RUN / 256`.
@@ -97,7 +100,7 @@ struct Blocks {
 #[target_feature(enable = "avx2")]
 unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> Blocks {
     let mut acc = [_mm256_setzero_si256(); 3];
-    let (mut words, mut carries) = (0u64, 0u64);
+    let (mut words, mut carries) = ([0u64; 2], 0u64);
     for i in 0..iterations {
         // SAFETY: every load lies inside iteration `i`'s 256 bytes, which the caller
         // guarantees are readable; `loadu` has no alignment requirement.
@@ -114,39 +117,44 @@ unsafe fn blocks_avx2(p: *const u8, iterations: usize) -> Blocks {
     }
     Blocks {
         lanes: _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), acc[2]),
-        scalar: (words & 0xffff_ffff) + (words >> 32) + carries,
+        // Each half of a 64-bit word is congruent to it modulo 0xffff (2^32 is 1).
+        scalar: words.iter().map(|w| (w & 0xffff_ffff) + (w >> 32)).sum::<u64>() + carries,
     }
 }
 
-/// The 64 bytes at `p` added to `words` as eight little-endian 64-bit words in one
-/// add-with-carry chain (one instruction a word, which plain Rust does not get from the
-/// compiler: it materialises each carry), the last carry counted in `carries`.
+/// The 64 bytes at `p` added to `words` as eight little-endian 64-bit words, the first
+/// four to `words[0]` and the rest to `words[1]` in two add-with-carry chains (one
+/// instruction a word, which plain Rust does not get from the compiler: it materialises
+/// each carry), each chain's last carry counted in `carries`. Each chain starts with a
+/// plain `add`, which reads no carry flag, so the two run side by side.
 ///
 /// # Safety
 /// `p..p + 64` must be readable.
 #[inline(always)]
-unsafe fn add_with_carry_64(words: u64, carries: u64, p: *const u8) -> (u64, u64) {
-    let (mut words, mut carries) = (words, carries);
+unsafe fn add_with_carry_64(words: [u64; 2], carries: u64, p: *const u8) -> ([u64; 2], u64) {
+    let ([mut a, mut b], mut carries) = (words, carries);
     // SAFETY: reads the 64 bytes at `p`, which the caller guarantees are readable;
-    // x86-64 is little endian; only the flags and the two outputs are written.
+    // x86-64 is little endian; only the flags and the three outputs are written.
     unsafe {
         core::arch::asm!(
-            "add {w}, qword ptr [{p}]",
-            "adc {w}, qword ptr [{p} + 8]",
-            "adc {w}, qword ptr [{p} + 16]",
-            "adc {w}, qword ptr [{p} + 24]",
-            "adc {w}, qword ptr [{p} + 32]",
-            "adc {w}, qword ptr [{p} + 40]",
-            "adc {w}, qword ptr [{p} + 48]",
-            "adc {w}, qword ptr [{p} + 56]",
+            "add {a}, qword ptr [{p}]",
+            "adc {a}, qword ptr [{p} + 8]",
+            "adc {a}, qword ptr [{p} + 16]",
+            "adc {a}, qword ptr [{p} + 24]",
             "adc {c}, 0",
-            w = inout(reg) words,
+            "add {b}, qword ptr [{p} + 32]",
+            "adc {b}, qword ptr [{p} + 40]",
+            "adc {b}, qword ptr [{p} + 48]",
+            "adc {b}, qword ptr [{p} + 56]",
+            "adc {c}, 0",
+            a = inout(reg) a,
+            b = inout(reg) b,
             c = inout(reg) carries,
             p = in(reg) p,
             options(pure, readonly, nostack),
         );
     }
-    (words, carries)
+    ([a, b], carries)
 }
 
 /// The bias `unbias` would add for the bytes of `iterations` blocks that were summed as
