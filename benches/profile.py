@@ -5,7 +5,7 @@ For each workload, both binaries run under `valgrind --tool=callgrind` twice, wi
 `--rounds LOW` and `--rounds HIGH`; the difference divided by the extra rounds and the
 operations per round is the steady-state cost per packet / segment / byte, free of
 start-up and set-up. Valgrind cannot run AVX-512, so the DPDK side is its
-`dpdk_bench_valgrind` build (no AVX-512) and the engine takes its AVX2 kernel. The
+`dpdk_bench_avx2` build (no AVX-512) and the engine takes its AVX2 kernel. The
 HIGH run's profile is kept in target/callgrind/ for `callgrind_annotate --inclusive=yes`. Run `benches/run.py` (or its build step) first.
 
 Callgrind counts every iteration of a `rep stos`/`rep movs` as one instruction; glibc's
@@ -71,7 +71,7 @@ def main() -> None:
     for workload in chosen:
         ops, unit = ops_of(workload)
         cells = []
-        for side, binary in (("dpdk", bench.DPDK_VALGRIND_BIN), ("engine", engine_bin)):
+        for side, binary in (("dpdk", bench.DPDK_AVX2_BIN), ("engine", engine_bin)):
             if side == "dpdk" and workload not in {w for w, _, _ in bench.COMPARED}:
                 cells.append("–")
                 continue

@@ -35,11 +35,31 @@ class KernelRowsTest(unittest.TestCase):
         def csum(workload, value, pair, kernel):
             return {**line("engine", workload, value, pair), "kernel": kernel,
                     "read_gbps": 2 * value, "bw_fraction": 0.5}
-        lines = [line("dpdk", "csum_1500", 100.0, 0), csum("csum_1500", 300.0, 0, "avx2"),
-                 csum("csum_1500_sse2", 150.0, 0, "sse2")]
+        lines = [line("dpdk", "csum_1500", 100.0, 0), line("dpdk_avx2", "csum_1500", 50.0, 0),
+                 csum("csum_1500", 300.0, 0, "avx512"), csum("csum_1500_avx2", 150.0, 0, "avx2")]
         rows = run.kernel_rows(run.group(lines))
-        self.assertEqual(rows[0], ["1500 B", "avx2 (dispatched)", "300.0", "3.00×", "600.0", "50 %"])
-        self.assertEqual(rows[1][1:4], ["sse2", "150.0", "1.50×"])
+        self.assertEqual(rows[0], ["1500 B", "avx512 (dispatched)", "300.0", "3.00×", "6.00×",
+                                   "600.0", "50 %"])
+        self.assertEqual(rows[1][1:5], ["avx2", "150.0", "1.50×", "3.00×"])
+
+    def test_the_avx2_rows_pair_the_avx2_kernel_with_dpdks_avx2_build(self):
+        lines = [line("dpdk", "csum_1500", 100.0, 0, digest="c"),
+                 line("dpdk_avx2", "csum_1500", 50.0, 0, digest="c"),
+                 line("engine", "csum_1500", 300.0, 0, digest="c"),
+                 line("engine", "csum_1500_avx2", 90.0, 0, digest="c")]
+        rows, problems = run.compared_rows(run.group(lines))
+        by_label = {row[0]: row for row in rows}
+        native = next(r for label, r in by_label.items() if "1500 B, this CPU" in label)
+        avx2 = next(r for label, r in by_label.items() if "1500 B, AVX2" in label)
+        self.assertEqual((native[3], native[-1]), ("3.00×", "yes"))
+        self.assertEqual((avx2[3], avx2[-1]), ("1.80×", "**no**"))
+        self.assertEqual(problems, [])
+
+    def test_the_avx2_build_runs_only_the_checksum_rows(self):
+        self.assertEqual(run.avx2_only_arg(""), "csum_")
+        self.assertEqual(run.avx2_only_arg("csum_1500"), "csum_1500")
+        self.assertEqual(run.avx2_only_arg("cs"), "csum_")
+        self.assertIsNone(run.avx2_only_arg("gro_"))
 
 
 class VerdictTest(unittest.TestCase):
