@@ -331,3 +331,34 @@ proptest::proptest! {
         proptest::prop_assert_eq!(fold(wide as u32), fold_by_definition(u64::from(wide as u32)));
     }
 }
+
+/// Which AVX2 path a buffer takes depends on the CPU (`x86::halves_256_bit_ops`), so
+/// the all-vector one is checked directly here, on every even length it takes, from
+/// every alignment within a vector, on irregular and all-ones bytes: the other path is
+/// checked through the kernel by the tests above on every CPU.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_short_path_matches_reference_on_every_length_it_takes() {
+    if !std::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    const MAX_LEN: usize = 2048;
+    let random = pattern(MAX_LEN + 32, 11);
+    let all_ones = vec![0xffu8; MAX_LEN + 32];
+    for source in [&random, &all_ones] {
+        for align in 0..32 {
+            let data = &source[align..align + MAX_LEN];
+            // The little-endian word sum of each even prefix, grown a word at a time.
+            let mut running: u64 = 0;
+            for even in (2..MAX_LEN).step_by(2) {
+                running += u64::from(u16::from_le_bytes([data[even - 2], data[even - 1]]));
+                if even < 32 {
+                    continue;
+                }
+                // SAFETY: AVX2 is present; `data` has `even` readable bytes, 32 <= even < 2048.
+                let got = unsafe { x86::sum_avx2_short(data.as_ptr(), even) };
+                assert_eq!(fold64(got), fold64(running), "len {even} align {align}");
+            }
+        }
+    }
+}

@@ -218,6 +218,10 @@ fn sum_avx2_body(data: &[u8]) -> u64 {
     let even = data.len() & !1;
     let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
     let p = data.as_ptr();
+    if even < SHORT_AVX2_LEN && !halves_256_bit_ops() {
+        // SAFETY: `32 <= even <= data.len()`.
+        return unsafe { sum_avx2_short(p, even) } + last_byte;
+    }
     let mut signed = 0i64;
     let mut scalar = 0u64;
     let mut at = 0;
@@ -267,6 +271,101 @@ fn sum_avx2_body(data: &[u8]) -> u64 {
     }
     signed += widen_avx2(acc);
     unbias(signed, even.div_ceil(32), 16, last_byte) + scalar
+}
+
+/// Below this many bytes the AVX2 kernel sums with vectors alone (`sum_avx2_short`),
+/// except where the vector units bound it (`halves_256_bit_ops`). On AMD Zen 5, timed
+/// side by side: 9.3 ns against 10.7 at 1500 B, 12.1 against 12.5 at 2048 B, but
+/// 16.6 against 16.4 at 3000 B and 44 against 38 at 8 KiB, where `blocks_avx2`'s
+/// integer share pays for its set-up.
+const SHORT_AVX2_LEN: usize = 2048;
+
+/// Whether this CPU runs each 256-bit operation as two 128-bit halves: AMD family 17h
+/// below model 30h (Zen, Zen+) and Hygon family 18h, built on them. There three vector
+/// operations per 32 bytes bound the AVX2 kernel, so short buffers keep a quarter of
+/// their bytes on the integer side too (module docs); elsewhere the vectors alone cost
+/// less per call. Asked once, then cached.
+fn halves_256_bit_ops() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+    const UNKNOWN: u8 = 0;
+    const NO: u8 = 1;
+    const YES: u8 = 2;
+    static KNOWN: AtomicU8 = AtomicU8::new(UNKNOWN);
+    match KNOWN.load(Relaxed) {
+        NO => false,
+        YES => true,
+        _ => {
+            let halves = cpu_halves_256_bit_ops();
+            KNOWN.store(if halves { YES } else { NO }, Relaxed);
+            halves
+        }
+    }
+}
+
+#[cold]
+fn cpu_halves_256_bit_ops() -> bool {
+    // Vendor string (leaf 0: EBX, EDX, ECX) and family/model signature (leaf 1: EAX).
+    let (vendor, signature) = (__cpuid(0), __cpuid(1).eax);
+    let vendor = [vendor.ebx, vendor.edx, vendor.ecx];
+    let base_family = (signature >> 8) & 0xf;
+    let family = if base_family == 0xf { base_family + ((signature >> 20) & 0xff) } else { base_family };
+    let model = ((signature >> 4) & 0xf) | ((signature >> 12) & 0xf0);
+    let word = |text: &[u8; 4]| u32::from_le_bytes(*text);
+    let amd = vendor == [word(b"Auth"), word(b"enti"), word(b"cAMD")];
+    let hygon = vendor == [word(b"Hygo"), word(b"nGen"), word(b"uine")];
+    (amd && family == 0x17 && model < 0x30) || (hygon && family == 0x18)
+}
+
+/// The little-endian word sum of the `even` bytes at `p` (`even` is even), as
+/// `sum_avx2_body` without `blocks_avx2`: 256 bytes per iteration in four accumulators,
+/// then 128, 64 and 32 bytes as needed and the masked tail, no loop after the first.
+///
+/// # Safety
+/// `p..p + even` must be readable; `32 <= even < SHORT_AVX2_LEN`.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn sum_avx2_short(p: *const u8, even: usize) -> u64 {
+    // SAFETY (every `v`): each call below reads 32 bytes ending at or before `even`.
+    let v = |at: usize| pairs_avx2(unsafe { _mm256_loadu_si256(p.add(at).cast()) });
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut at = 0;
+    while even - at >= 256 {
+        acc[0] = _mm256_add_epi32(acc[0], _mm256_add_epi32(v(at), v(at + 128)));
+        acc[1] = _mm256_add_epi32(acc[1], _mm256_add_epi32(v(at + 32), v(at + 160)));
+        acc[2] = _mm256_add_epi32(acc[2], _mm256_add_epi32(v(at + 64), v(at + 192)));
+        acc[3] = _mm256_add_epi32(acc[3], _mm256_add_epi32(v(at + 96), v(at + 224)));
+        at += 256;
+    }
+    if even - at >= 128 {
+        acc[0] = _mm256_add_epi32(acc[0], v(at));
+        acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
+        acc[2] = _mm256_add_epi32(acc[2], v(at + 64));
+        acc[3] = _mm256_add_epi32(acc[3], v(at + 96));
+        at += 128;
+    }
+    if even - at >= 64 {
+        acc[0] = _mm256_add_epi32(acc[0], v(at));
+        acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
+        at += 64;
+    }
+    if even - at >= 32 {
+        acc[2] = _mm256_add_epi32(acc[2], v(at));
+        at += 32;
+    }
+    let rest = even - at;
+    if rest > 0 {
+        // SAFETY: as in `sum_avx2_body`: the last 32 bytes of the even part, masked to
+        // the `rest < 32` bytes not summed yet.
+        let (w, mask) = unsafe {
+            (
+                _mm256_loadu_si256(p.add(even - 32).cast()),
+                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
+            )
+        };
+        acc[3] = _mm256_add_epi32(acc[3], pairs_avx2(_mm256_and_si256(w, mask)));
+    }
+    let lanes = _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
+    unbias(widen_avx2(lanes), even.div_ceil(32), 16, 0)
 }
 
 /// # Safety
