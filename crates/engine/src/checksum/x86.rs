@@ -157,6 +157,34 @@ unsafe fn add_with_carry_64(words: [u64; 2], carries: u64, p: *const u8) -> ([u6
     ([a, b], carries)
 }
 
+/// `blocks_avx2` with vectors alone: `iterations` × 256 bytes from `p` as eight vectors
+/// each, into four accumulators (for short buffers: `SHORT_AVX2_LEN`).
+///
+/// # Safety
+/// `p..p + 256 * iterations` must be readable; `iterations <= RUN / 256`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn vector_blocks_avx2(p: *const u8, iterations: usize) -> [__m256i; 4] {
+    let mut acc = [_mm256_setzero_si256(); 4];
+    for i in 0..iterations {
+        // SAFETY: every load lies inside iteration `i`'s 256 bytes, which the caller
+        // guarantees are readable.
+        let v = |k: usize| pairs_avx2(unsafe { _mm256_loadu_si256(p.add(256 * i + 32 * k).cast()) });
+        acc[0] = _mm256_add_epi32(acc[0], _mm256_add_epi32(v(0), v(4)));
+        acc[1] = _mm256_add_epi32(acc[1], _mm256_add_epi32(v(1), v(5)));
+        acc[2] = _mm256_add_epi32(acc[2], _mm256_add_epi32(v(2), v(6)));
+        acc[3] = _mm256_add_epi32(acc[3], _mm256_add_epi32(v(3), v(7)));
+    }
+    acc
+}
+
+/// The four accumulators' lanes added.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn lanes_of(acc: [__m256i; 4]) -> __m256i {
+    _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]))
+}
+
 /// The bias `unbias` would add for the bytes of `iterations` blocks that were summed as
 /// scalar words, to be taken off again.
 #[inline]
@@ -317,8 +345,8 @@ fn cpu_halves_256_bit_ops() -> bool {
 }
 
 /// The little-endian word sum of the `even` bytes at `p` (`even` is even), as
-/// `sum_avx2_body` without `blocks_avx2`: 256 bytes per iteration in four accumulators,
-/// then 128, 64 and 32 bytes as needed and the masked tail, no loop after the first.
+/// `sum_avx2_body` with `vector_blocks_avx2` for `blocks_avx2`, then 128, 64 and 32
+/// bytes as needed and the masked tail, no loop after the blocks.
 ///
 /// # Safety
 /// `p..p + even` must be readable; `32 <= even < SHORT_AVX2_LEN`.
@@ -327,15 +355,10 @@ fn cpu_halves_256_bit_ops() -> bool {
 pub(super) unsafe fn sum_avx2_short(p: *const u8, even: usize) -> u64 {
     // SAFETY (every `v`): each call below reads 32 bytes ending at or before `even`.
     let v = |at: usize| pairs_avx2(unsafe { _mm256_loadu_si256(p.add(at).cast()) });
-    let mut acc = [_mm256_setzero_si256(); 4];
-    let mut at = 0;
-    while even - at >= 256 {
-        acc[0] = _mm256_add_epi32(acc[0], _mm256_add_epi32(v(at), v(at + 128)));
-        acc[1] = _mm256_add_epi32(acc[1], _mm256_add_epi32(v(at + 32), v(at + 160)));
-        acc[2] = _mm256_add_epi32(acc[2], _mm256_add_epi32(v(at + 64), v(at + 192)));
-        acc[3] = _mm256_add_epi32(acc[3], _mm256_add_epi32(v(at + 96), v(at + 224)));
-        at += 256;
-    }
+    let iterations = even / 256;
+    // SAFETY: `256 * iterations <= even`, readable; `even < SHORT_AVX2_LEN <= RUN`.
+    let mut acc = unsafe { vector_blocks_avx2(p, iterations) };
+    let mut at = 256 * iterations;
     if even - at >= 128 {
         acc[0] = _mm256_add_epi32(acc[0], v(at));
         acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
@@ -364,8 +387,7 @@ pub(super) unsafe fn sum_avx2_short(p: *const u8, even: usize) -> u64 {
         };
         acc[3] = _mm256_add_epi32(acc[3], pairs_avx2(_mm256_and_si256(w, mask)));
     }
-    let lanes = _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
-    unbias(widen_avx2(lanes), even.div_ceil(32), 16, 0)
+    unbias(widen_avx2(lanes_of(acc)), even.div_ceil(32), 16, 0)
 }
 
 /// # Safety
@@ -549,7 +571,13 @@ fn window_avx2(data: &[u8], start: usize, end: usize) -> Option<u64> {
         let block = |k: usize| _mm256_load_si256(base.add(32 * k).cast());
         let from_start = _mm256_loadu_si256(TAIL_MASK.as_ptr().add(32 - head).cast());
         let before_end = _mm256_loadu_si256(HEAD_MASK.as_ptr().add(32 - keep).cast());
-        let bulk = blocks_avx2(base.add(32), middle / 8);
+        // As in `sum_avx2_body`: short windows with vectors alone where that is faster.
+        let vectors_only = end - start < SHORT_AVX2_LEN && !halves_256_bit_ops();
+        let bulk = if vectors_only {
+            Blocks { lanes: lanes_of(vector_blocks_avx2(base.add(32), middle / 8)), scalar: 0 }
+        } else {
+            blocks_avx2(base.add(32), middle / 8)
+        };
         let mut acc = _mm256_add_epi32(
             _mm256_add_epi32(
                 pairs_avx2(_mm256_and_si256(block(0), from_start)),
@@ -576,7 +604,8 @@ fn window_avx2(data: &[u8], start: usize, end: usize) -> Option<u64> {
         if rest & 1 != 0 {
             acc = _mm256_add_epi32(acc, pairs_avx2(block(at)));
         }
-        let signed = widen_avx2(acc) - scalar_bias(middle / 8);
+        let integer_share = if vectors_only { 0 } else { scalar_bias(middle / 8) };
+        let signed = widen_avx2(acc) - integer_share;
         let le = unbias(signed, blocks, 16, 0) + bulk.scalar;
         Some(if (origin + start) % 2 == 1 {
             u64::from(super::fold64(le).swap_bytes())
