@@ -217,12 +217,25 @@ impl Header {
         b
     }
 
+    /// The flags byte and the GSO-type byte as the tunnel form writes them (the v1 and
+    /// legacy forms too, when there is no tunnel): for callers that want the header's
+    /// values, not its bytes (the C API's `ofl_vnet_hdr`).
+    pub fn type_bytes(&self) -> (u8, u8) {
+        let (flags, gso_type) = self.tunnel.as_ref().map_or((0, 0), tunnel::type_bits);
+        (self.flags.0 | flags, self.v1_gso_type_byte() | gso_type)
+    }
+
+    /// The GSO-type byte without tunnel bits: the type and the ECN bit.
+    fn v1_gso_type_byte(&self) -> u8 {
+        u8::from(self.gso_type) | if self.gso_ecn { GSO_ECN } else { 0 }
+    }
+
     /// The 12-byte v1 encoding, without any tunnel fields; its first 10 bytes are the
     /// legacy encoding.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN_V1] {
         let mut b = [0u8; HEADER_LEN_V1];
         b[0] = self.flags.0;
-        b[1] = u8::from(self.gso_type) | if self.gso_ecn { GSO_ECN } else { 0 };
+        b[1] = self.v1_gso_type_byte();
         b[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
         b[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
         b[6..8].copy_from_slice(&self.csum_start.to_le_bytes());

@@ -519,3 +519,21 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    /// `type_bytes` (what the C API reports per GRO delivery without encoding) is what
+    /// the tunnel form writes, for every header that decodes, with and without a tunnel.
+    #[test]
+    fn type_bytes_are_the_tunnel_forms_first_two_bytes(
+        bytes in proptest::array::uniform24(proptest::num::u8::ANY),
+    ) {
+        if let Ok(header) = Header::decode(&bytes, HeaderForm::V1Tunnel) {
+            let encoded = header.to_tunnel_bytes();
+            proptest::prop_assert_eq!(header.type_bytes(), (encoded[0], encoded[1]));
+            if header.tunnel.is_none() {
+                let v1 = header.to_bytes();
+                proptest::prop_assert_eq!(header.type_bytes(), (v1[0], v1[1]));
+            }
+        }
+    }
+}

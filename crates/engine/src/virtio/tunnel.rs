@@ -111,16 +111,22 @@ pub(crate) fn decode(b: &[u8; HEADER_LEN_TUNNEL]) -> Result<(u8, u8, Option<Tunn
     Ok((flags & !F_UDP_TUNNEL_CSUM, gso_type & !bits, Some(tunnel)))
 }
 
-/// Writes `tunnel` into a 24-byte header whose first 12 bytes hold the v1 encoding.
-pub(crate) fn encode(tunnel: &TunnelGso, b: &mut [u8; HEADER_LEN_TUNNEL]) {
-    if tunnel.outer_checksum {
-        b[0] |= F_UDP_TUNNEL_CSUM;
-    }
-    b[1] |= if tunnel.outer_ipv6 {
+/// The bits `tunnel` sets in the flags byte and in the GSO-type byte of the tunnel form.
+pub(crate) fn type_bits(tunnel: &TunnelGso) -> (u8, u8) {
+    let flags = if tunnel.outer_checksum { F_UDP_TUNNEL_CSUM } else { 0 };
+    let gso_type = if tunnel.outer_ipv6 {
         GSO_UDP_TUNNEL_IPV6
     } else {
         GSO_UDP_TUNNEL_IPV4
     };
+    (flags, gso_type)
+}
+
+/// Writes `tunnel` into a 24-byte header whose first 12 bytes hold the v1 encoding.
+pub(crate) fn encode(tunnel: &TunnelGso, b: &mut [u8; HEADER_LEN_TUNNEL]) {
+    let (flags, gso_type) = type_bits(tunnel);
+    b[0] |= flags;
+    b[1] |= gso_type;
     b[OUTER_TH..OUTER_TH + 2].copy_from_slice(&tunnel.outer_th.to_le_bytes());
     b[INNER_NH..INNER_NH + 2].copy_from_slice(&tunnel.inner_nh.to_le_bytes());
 }
