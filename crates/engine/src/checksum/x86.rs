@@ -285,20 +285,30 @@ fn sum_avx2_body(data: &[u8]) -> u64 {
     }
     let rest = even - at;
     if rest > 0 {
-        // SAFETY: `even >= 32`, so the last 32 bytes of the even part are readable;
-        // `rest < 32`, so the mask's 32 bytes at `rest` are inside `TAIL_MASK`. `even -
-        // 32` is even, so the lanes hold whole words; the mask keeps the `rest` bytes
-        // not summed yet.
-        let (v, mask) = unsafe {
-            (
-                _mm256_loadu_si256(p.add(even - 32).cast()),
-                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
-            )
-        };
-        acc = _mm256_add_epi32(acc, pairs_avx2(_mm256_and_si256(v, mask)));
+        // SAFETY: `32 <= even`, readable, and `rest < 32` (the loop above).
+        acc = _mm256_add_epi32(acc, unsafe { tail_pairs_avx2(p, even, rest) });
     }
     signed += widen_avx2(acc);
     unbias(signed, even.div_ceil(32), 16, last_byte) + scalar
+}
+
+/// `pairs_avx2` of the last `rest` bytes of the `even` bytes at `p`: the last 32 bytes
+/// loaded (overlapping what was summed before them) and masked to those not summed yet.
+///
+/// # Safety
+/// `p..p + even` must be readable; `32 <= even`, `0 < rest < 32`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn tail_pairs_avx2(p: *const u8, even: usize, rest: usize) -> __m256i {
+    // SAFETY: the caller's bounds; `rest < 32`, so the mask's 32 bytes at `rest` are
+    // inside `TAIL_MASK`. `even - 32` is even, so the lanes hold whole words.
+    let (v, mask) = unsafe {
+        (
+            _mm256_loadu_si256(p.add(even - 32).cast()),
+            _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
+        )
+    };
+    pairs_avx2(_mm256_and_si256(v, mask))
 }
 
 /// Below this many bytes the AVX2 kernel sums with vectors alone (`sum_avx2_short`),
@@ -377,15 +387,8 @@ pub(super) unsafe fn sum_avx2_short(p: *const u8, even: usize) -> u64 {
     }
     let rest = even - at;
     if rest > 0 {
-        // SAFETY: as in `sum_avx2_body`: the last 32 bytes of the even part, masked to
-        // the `rest < 32` bytes not summed yet.
-        let (w, mask) = unsafe {
-            (
-                _mm256_loadu_si256(p.add(even - 32).cast()),
-                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
-            )
-        };
-        acc[3] = _mm256_add_epi32(acc[3], pairs_avx2(_mm256_and_si256(w, mask)));
+        // SAFETY: `32 <= even`, readable, and `rest < 32` (the branches above).
+        acc[3] = _mm256_add_epi32(acc[3], unsafe { tail_pairs_avx2(p, even, rest) });
     }
     unbias(widen_avx2(lanes_of(acc)), even.div_ceil(32), 16, 0)
 }
