@@ -263,52 +263,58 @@ fn sum_avx2_body(data: &[u8]) -> u64 {
     let iterations = (even - at) / 256;
     // SAFETY: `at + 256 * iterations <= even`; `iterations <= RUN / 256`.
     let blocks = unsafe { blocks_avx2(p.add(at), iterations) };
-    let mut acc = blocks.lanes;
     signed -= scalar_bias(iterations);
     scalar += blocks.scalar;
     at += 256 * iterations;
+    let zero = _mm256_setzero_si256();
+    // SAFETY: `32 <= even`, readable; fewer than 256 bytes are left after `at`.
+    let acc = unsafe { rest_avx2(p, at, even, [blocks.lanes, zero, zero, zero]) };
+    signed += widen_avx2(lanes_of(acc));
+    unbias(signed, even.div_ceil(32), 16, last_byte) + scalar
+}
+
+/// `acc` plus the pairs of the bytes from `at` to `even` (fewer than 256): 128, 64 and
+/// 32 bytes as they fit, into different accumulators, then the last 32 bytes loaded
+/// (overlapping what was summed before them) and masked to those not summed yet. No
+/// loop, no scalar tail.
+///
+/// # Safety
+/// `p..p + even` must be readable; `32 <= even`, `even - at < 256`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn rest_avx2(p: *const u8, mut at: usize, even: usize, mut acc: [__m256i; 4]) -> [__m256i; 4] {
+    // SAFETY (every `v`): each call below reads 32 bytes ending at or before `even`.
+    let v = |at: usize| pairs_avx2(unsafe { _mm256_loadu_si256(p.add(at).cast()) });
     if even - at >= 128 {
-        // SAFETY: `at + 128 <= even`.
-        let v = |k: usize| unsafe { _mm256_loadu_si256(p.add(at + 32 * k).cast()) };
-        let half = _mm256_add_epi32(
-            _mm256_add_epi32(pairs_avx2(v(0)), pairs_avx2(v(1))),
-            _mm256_add_epi32(pairs_avx2(v(2)), pairs_avx2(v(3))),
-        );
-        acc = _mm256_add_epi32(acc, half);
+        acc[0] = _mm256_add_epi32(acc[0], v(at));
+        acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
+        acc[2] = _mm256_add_epi32(acc[2], v(at + 64));
+        acc[3] = _mm256_add_epi32(acc[3], v(at + 96));
         at += 128;
     }
-    while even - at >= 32 {
-        // SAFETY: `at + 32 <= even`.
-        let v = unsafe { _mm256_loadu_si256(p.add(at).cast()) };
-        acc = _mm256_add_epi32(acc, pairs_avx2(v));
+    if even - at >= 64 {
+        acc[0] = _mm256_add_epi32(acc[0], v(at));
+        acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
+        at += 64;
+    }
+    if even - at >= 32 {
+        acc[2] = _mm256_add_epi32(acc[2], v(at));
         at += 32;
     }
     let rest = even - at;
     if rest > 0 {
-        // SAFETY: `32 <= even`, readable, and `rest < 32` (the loop above).
-        acc = _mm256_add_epi32(acc, unsafe { tail_pairs_avx2(p, even, rest) });
+        // SAFETY: `even >= 32`, so the last 32 bytes are readable; `rest < 32`, so the
+        // mask's 32 bytes at `rest` are inside `TAIL_MASK`. `even - 32` is even, so the
+        // lanes hold whole words.
+        let (w, mask) = unsafe {
+            (
+                _mm256_loadu_si256(p.add(even - 32).cast()),
+                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
+            )
+        };
+        acc[3] = _mm256_add_epi32(acc[3], pairs_avx2(_mm256_and_si256(w, mask)));
     }
-    signed += widen_avx2(acc);
-    unbias(signed, even.div_ceil(32), 16, last_byte) + scalar
-}
-
-/// `pairs_avx2` of the last `rest` bytes of the `even` bytes at `p`: the last 32 bytes
-/// loaded (overlapping what was summed before them) and masked to those not summed yet.
-///
-/// # Safety
-/// `p..p + even` must be readable; `32 <= even`, `0 < rest < 32`.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn tail_pairs_avx2(p: *const u8, even: usize, rest: usize) -> __m256i {
-    // SAFETY: the caller's bounds; `rest < 32`, so the mask's 32 bytes at `rest` are
-    // inside `TAIL_MASK`. `even - 32` is even, so the lanes hold whole words.
-    let (v, mask) = unsafe {
-        (
-            _mm256_loadu_si256(p.add(even - 32).cast()),
-            _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
-        )
-    };
-    pairs_avx2(_mm256_and_si256(v, mask))
+    acc
 }
 
 /// Below this many bytes the AVX2 kernel sums with vectors alone (`sum_avx2_short`),
@@ -363,33 +369,10 @@ fn cpu_halves_256_bit_ops() -> bool {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn sum_avx2_short(p: *const u8, even: usize) -> u64 {
-    // SAFETY (every `v`): each call below reads 32 bytes ending at or before `even`.
-    let v = |at: usize| pairs_avx2(unsafe { _mm256_loadu_si256(p.add(at).cast()) });
     let iterations = even / 256;
-    // SAFETY: `256 * iterations <= even`, readable; `even < SHORT_AVX2_LEN <= RUN`.
-    let mut acc = unsafe { vector_blocks_avx2(p, iterations) };
-    let mut at = 256 * iterations;
-    if even - at >= 128 {
-        acc[0] = _mm256_add_epi32(acc[0], v(at));
-        acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
-        acc[2] = _mm256_add_epi32(acc[2], v(at + 64));
-        acc[3] = _mm256_add_epi32(acc[3], v(at + 96));
-        at += 128;
-    }
-    if even - at >= 64 {
-        acc[0] = _mm256_add_epi32(acc[0], v(at));
-        acc[1] = _mm256_add_epi32(acc[1], v(at + 32));
-        at += 64;
-    }
-    if even - at >= 32 {
-        acc[2] = _mm256_add_epi32(acc[2], v(at));
-        at += 32;
-    }
-    let rest = even - at;
-    if rest > 0 {
-        // SAFETY: `32 <= even`, readable, and `rest < 32` (the branches above).
-        acc[3] = _mm256_add_epi32(acc[3], unsafe { tail_pairs_avx2(p, even, rest) });
-    }
+    // SAFETY: `256 * iterations <= even`, readable; `even < SHORT_AVX2_LEN <= RUN`; fewer
+    // than 256 bytes are left after the blocks.
+    let acc = unsafe { rest_avx2(p, 256 * iterations, even, vector_blocks_avx2(p, iterations)) };
     unbias(widen_avx2(lanes_of(acc)), even.div_ceil(32), 16, 0)
 }
 
