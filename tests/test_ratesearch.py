@@ -75,3 +75,23 @@ def test_the_second_probe_offers_what_the_receiver_took_first():
 
     found = search(collapsing, SearchRule(resolution=0.05, max_probes=12))
     assert asked[1] == 0.1e9 and found.bracket[0] <= 2e9 <= found.bracket[1] * 1.001
+
+
+def test_the_capacity_is_the_most_a_passing_probe_delivered():
+    # The unlimited probe collapses (2 Gbit/s taken), the second offers that and passes;
+    # above 4 Gbit/s the sender falls short of its offer (a busy core) and passes with
+    # 1.9 received. The bracket still climbs by offered rate; the capacity does not fall.
+    trial, asked = receiver(knee_bps=5e9)
+
+    def short_sender(rate):
+        if rate == UNLIMITED:
+            return Probe(rate, 10e9, 2e9, 80.0)
+        if 4e9 < rate <= 5e9:
+            return Probe(rate, 1.9e9, 1.9e9, 0.0)
+        return trial(rate)
+
+    found = search(short_sender, SearchRule(resolution=0.05, max_probes=12))
+    passing = [p for p in found.probes if passed(p, 0.1)]
+    assert any(p.received_bps == 1.9e9 for p in passing), "a short sender passed"
+    assert found.rate_bps == max(p.received_bps for p in passing) == 2e9
+    assert found.offered_bps == 2e9

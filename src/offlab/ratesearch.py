@@ -93,7 +93,12 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
         probe = trial(rate)
         probes.append(probe)
         if passed(probe, rule.loss_percent):
-            low, best = rate, probe
+            low = rate
+            # The bracket climbs by offered rate, but a sender short of its offer (a busy
+            # core) can pass a higher probe with less received: the capacity is the most
+            # any passing probe delivered.
+            if best is None or probe.received_bps > best.received_bps:
+                best = probe
         else:
             high = rate
     resolved = high / low <= 1 + rule.resolution
