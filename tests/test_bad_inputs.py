@@ -168,6 +168,26 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def test_a_ctrl_c_that_stopped_an_extension_import_is_one_line(tmp_path: Path):
+    # What scipy's pybind11 modules raise when a Ctrl-C lands in their initialisation
+    # (seen in the test below under load): an ImportError from the KeyboardInterrupt.
+    script = ("import sys, offlab.cli, offlab.entry\n"
+              "def stopped():\n"
+              "    try:\n"
+              "        raise KeyboardInterrupt\n"
+              "    except KeyboardInterrupt as ctrl_c:\n"
+              "        raise ImportError('initialization failed') from ctrl_c\n"
+              "offlab.cli.main = stopped\n"
+              "offlab.entry.main()\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "offlab: interrupted\n")
+    other = script.replace("from ctrl_c", "from None")
+    done = subprocess.run([sys.executable, "-c", other], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "ImportError: initialization failed" in done.stderr
+
+
 def test_ctrl_c_at_any_moment_of_a_dry_run_is_one_line(tmp_path: Path):
     # From inside the lab's imports to after the last line: interrupted, it says one line
     # and exits 130; a signal after all is said changes nothing. (Not earlier than
