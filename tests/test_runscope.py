@@ -79,7 +79,9 @@ def test_reclaim_kills_exactly_the_dead_runs_processes(tmp_path: Path):
     child = subprocess.Popen(["sh", "-c", f"echo $$ > {scope.cgroup}/cgroup.procs; exec sleep 60"])
     bystander = subprocess.Popen(["sleep", "60"])
     try:
-        _wait_for(lambda: str(child.pid) in (scope.cgroup / "cgroup.procs").read_text())
+        # Joined, and exec'd: until then the child is still `sh` (a race under load).
+        _wait_for(lambda: str(child.pid) in (scope.cgroup / "cgroup.procs").read_text()
+                  and Path(f"/proc/{child.pid}/comm").read_text().strip() == "sleep")
         reclaimed = reclaim_stale(tmp_path, ROOT)
         assert any(f"sleep ({child.pid})" in line for line in reclaimed)
         assert child.wait(timeout=5) == -9
