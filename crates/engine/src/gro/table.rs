@@ -111,6 +111,7 @@ impl Table {
     /// Takes a free slot for a new run of the frame `facts` describe, whose head header
     /// is `header` (at most `HEADER_CAP` bytes) and whose first packet is `id`. `None`
     /// when full.
+    #[inline(always)]
     pub fn open(&mut self, facts: &Facts, header: &[u8], run: &Run, id: u64) -> Option<u32> {
         let slot = self.free.pop()?;
         let hash = facts.hash;
