@@ -338,7 +338,7 @@ proptest::proptest! {
 /// checked through the kernel by the tests above on every CPU.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn avx2_short_path_matches_reference_on_every_length_it_takes() {
+fn avx2_short_and_block_paths_match_reference_below_2_kib() {
     if !std::is_x86_feature_detected!("avx2") {
         return;
     }
@@ -356,8 +356,12 @@ fn avx2_short_path_matches_reference_on_every_length_it_takes() {
                     continue;
                 }
                 // SAFETY: AVX2 is present; `data` has `even` readable bytes, 32 <= even < 2048.
-                let got = unsafe { x86::sum_avx2_short(data.as_ptr(), even) };
-                assert_eq!(fold64(got), fold64(running), "len {even} align {align}");
+                let (short, blocks) = unsafe {
+                    (x86::sum_avx2_short(data.as_ptr(), even), x86::sum_avx2_long(data.as_ptr(), even))
+                };
+                assert_eq!(fold64(short), fold64(running), "short path, len {even} align {align}");
+                // The block path, which AMD Zen and Zen+ take at these lengths too.
+                assert_eq!(fold64(blocks), fold64(running), "block path, len {even} align {align}");
             }
         }
     }

@@ -283,8 +283,8 @@ fn sum_avx2_general(data: &[u8]) -> u64 {
     let (head, data) = split_aligned(data, 32);
     let even = data.len() & !1;
     let last_byte = if even < data.len() { u64::from(data[even]) } else { 0 };
-    // SAFETY: `data` is at least 32 bytes: 2048 or more before the split took fewer
-    // than 32, or fewer than 256 and not split.
+    // SAFETY: `data` still has at least 32 bytes: it had 32, and the split takes fewer
+    // than 32, and only from a buffer of 256.
     join_split(head, unsafe { sum_avx2_long(data.as_ptr(), even) } + last_byte)
 }
 
@@ -295,7 +295,7 @@ fn sum_avx2_general(data: &[u8]) -> u64 {
 /// `p..p + even` must be readable; `even` is even and at least 32.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn sum_avx2_long(p: *const u8, even: usize) -> u64 {
+pub(super) unsafe fn sum_avx2_long(p: *const u8, even: usize) -> u64 {
     let mut signed = 0i64;
     let mut scalar = 0u64;
     let mut at = 0;
