@@ -86,7 +86,10 @@ impl Table {
         })
     }
 
-    /// The slot with `hash` whose flow `same` accepts, if any.
+    /// The slot whose index entry carries `hash`'s tag (its high 32 bits) and whose flow
+    /// `same` accepts, if any. `same` must compare the flow itself: the full hash is
+    /// not compared first, as every caller's test (or the header compare after it)
+    /// does that work anyway and a tag collision costs only one more compare.
     #[inline(always)]
     pub fn find_by(&self, hash: u64, same: impl Fn(&Slot) -> bool) -> Option<u32> {
         let tag = hash >> 32;
@@ -99,7 +102,7 @@ impl Table {
             if entry >> 32 == tag {
                 let slot = (entry & 0xffff_ffff) as u32 - 1;
                 let s = &self.slots[slot as usize];
-                if s.hash == hash && same(s) {
+                if same(s) {
                     return Some(slot);
                 }
             }
