@@ -206,7 +206,7 @@ enum Looked {
     /// Not tried: not validated, or of no fixed-offset kind by its first bytes.
     Nothing,
     /// Possibly a frame of the fixed-offset `kind` (`plain::kind_at`), with this flow
-    /// hash; `candidate` is the first slot of that kind with the hash.
+    /// hash; `candidate` is the first slot of that kind whose index tag is the hash's.
     Plain { kind: usize, hash: u64, candidate: Option<u32> },
 }
 
@@ -354,8 +354,9 @@ impl Gro {
     }
 
     /// `push` for a frame of fixed-offset `kind` that is not the next full-size segment
-    /// of the run `candidate` (the first slot of that kind with the frame's `hash`, if
-    /// any), once its classifier took it (`plain`): finds its flow, then decides.
+    /// of the run `candidate` (the first slot of that kind whose index tag is the frame's
+    /// `hash`'s, if any), once its classifier took it (`plain`): finds its flow, then
+    /// decides.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn push_looked<F: FastFrame>(
@@ -368,7 +369,7 @@ impl Gro {
         now: u64,
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
-        // No run of this kind has the frame's hash: none is its flow.
+        // No run of this kind has the frame's hash tag: none is its flow.
         let found = candidate.and_then(|_| {
             self.table.find_by(hash, |s| s.plain == kind && plain.same_flow(&s.header))
         });
