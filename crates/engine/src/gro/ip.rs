@@ -99,6 +99,33 @@ pub(crate) fn header_checksum_ok(words: &[u8; IPV4_PLAIN_HEADER_LEN]) -> bool {
     checksum::fold64(word(0) + word(4) + word(8) + word(12) + word(16)) == 0xffff
 }
 
+/// `header_checksum_ok(ip)` for a header that differs from `head`, whose checksum
+/// verified, at most in the ID (bytes 4..6) and the header checksum (10..12), as a
+/// segment continuing a run differs from the run's head (`plain::continues` has
+/// compared the rest). The eight other words are common, so `ip` verifies exactly when
+/// its ID plus checksum is congruent to the head's modulo 0xffff: a header's sum is
+/// never zero (version 4), and a non-zero sum folds to 0xffff exactly when 0xffff
+/// divides it. Two words a side instead of ten: 10 fewer instructions per packet at
+/// W1's 1 flow, +5–7 % at 1 and 8 flows side by side. (A first try with `%` instead of
+/// the fold below measured 2–4 % slower.)
+///
+/// Words are read in native order: swapping a word's bytes multiplies it by 256 modulo
+/// 0xffff, which keeps congruent sums congruent.
+#[inline(always)]
+pub(crate) fn header_checksum_ok_beside(
+    ip: &[u8; IPV4_PLAIN_HEADER_LEN],
+    head: &[u8; IPV4_PLAIN_HEADER_LEN],
+) -> bool {
+    let id_plus_checksum = |h: &[u8; IPV4_PLAIN_HEADER_LEN]| {
+        u32::from(u16::from_ne_bytes([h[4], h[5]])) + u32::from(u16::from_ne_bytes([h[10], h[11]]))
+    };
+    // At most 0x1fffe folds to 0..=0xffff, congruent to it; 0 and 0xffff are the one
+    // residue with two forms.
+    let fold = |x: u32| (x & 0xffff) + (x >> 16);
+    let (a, b) = (fold(id_plus_checksum(ip)), fold(id_plus_checksum(head)));
+    a == b || (a ^ b == 0xffff && (a == 0 || b == 0))
+}
+
 /// The checksum for an IPv4 header whose checksum field is zero (any IHL).
 #[inline]
 pub(crate) fn header_checksum(header: &[u8]) -> u16 {
@@ -216,6 +243,37 @@ mod tests {
         );
     }
 
+    /// Where the eight other words sum to 0 modulo 0xffff, an ID and a checksum that
+    /// verify add up to 0 or to 0xffff, one residue in two forms: each form verifies
+    /// beside the other.
+    #[test]
+    fn header_checksum_ok_beside_takes_both_forms_of_zero() {
+        let set = |mut h: [u8; 20], at: usize, value: u16| {
+            h[at..at + 2].copy_from_slice(&value.to_be_bytes());
+            h
+        };
+        let base = [0x45, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 0];
+        // With ID and checksum 0, the header verifies exactly when the rest sums to 0.
+        let head = (0..=u16::MAX).map(|w| set(base, 18, w)).find(header_checksum_ok).unwrap();
+        let with = |id: u16, checksum: u16| set(set(head, 4, id), 10, checksum);
+        let pairs = [(0, 0), (0, 0xffff), (1, 0xfffe), (0x1234, 0xedcb), (0xffff, 0), (0xffff, 0xffff)];
+        for (head_id, head_checksum) in pairs {
+            let head_form = with(head_id, head_checksum);
+            assert!(header_checksum_ok(&head_form));
+            for (id, checksum) in pairs {
+                let ip = with(id, checksum);
+                assert!(header_checksum_ok_beside(&ip, &head_form), "{id:#x} {checksum:#x} beside {head_id:#x} {head_checksum:#x}");
+            }
+            assert!(!header_checksum_ok_beside(&with(0, 1), &head_form));
+        }
+        // Elsewhere a pair whose residue is the complement of the head's is wrong.
+        let right = crate::checksum::of(&base);
+        assert!(right != 0 && right != 0xffff);
+        let (plain, complement) = (set(base, 10, right), set(base, 10, !right));
+        assert!(header_checksum_ok(&plain) && !header_checksum_ok(&complement));
+        assert!(!header_checksum_ok_beside(&complement, &plain));
+    }
+
     proptest::proptest! {
         /// The inline sum agrees with the general checksum, on random headers and on
         /// headers made to verify.
@@ -232,6 +290,40 @@ mod tests {
             }
             let folded = crate::checksum::fold(crate::checksum::sum(&header, 0));
             proptest::prop_assert_eq!(header_checksum_ok(&header), folded == 0xffff);
+        }
+
+        /// Beside a head that verifies, the two-word test agrees with summing the whole
+        /// header, for any ID and checksum: random ones, the right checksum for the ID,
+        /// and its other form (0 and 0xffff are the same residue).
+        #[test]
+        fn header_checksum_ok_beside_agrees_with_the_full_sum(
+            mut head in proptest::array::uniform20(proptest::num::u8::ANY),
+            id in proptest::num::u16::ANY,
+            checksum in proptest::num::u16::ANY,
+            form in 0u8..3,
+        ) {
+            head[0] = 0x45;
+            head[10..12].copy_from_slice(&[0, 0]);
+            let head_checksum = crate::checksum::of(&head);
+            head[10..12].copy_from_slice(&head_checksum.to_be_bytes());
+            proptest::prop_assume!(header_checksum_ok(&head));
+            let mut ip = head;
+            ip[4..6].copy_from_slice(&id.to_be_bytes());
+            let checksum = match form {
+                0 => checksum,
+                _ => {
+                    ip[10..12].copy_from_slice(&[0, 0]);
+                    let right = crate::checksum::of(&ip);
+                    // The other form of the same residue, where there is one.
+                    match (form, right) {
+                        (2, 0) => 0xffff,
+                        (2, 0xffff) => 0,
+                        _ => right,
+                    }
+                }
+            };
+            ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+            proptest::prop_assert_eq!(header_checksum_ok_beside(&ip, &head), header_checksum_ok(&ip));
         }
     }
 }

@@ -442,7 +442,9 @@ pub(crate) fn continues<const OUTER: usize>(
     if !equal || !same_options::<OUTER>(frame, held, headers_len) {
         return None;
     }
-    if !ip::header_checksum_ok(ip_at(fixed, 0)?) {
+    // The masked compare left each IPv4 header's ID and checksum to check; the held
+    // head's headers verified when it was classified.
+    if !ip::header_checksum_ok_beside(ip_at(fixed, 0)?, ip_at(held, OUTER)?) {
         return None;
     }
     let outer_ids = match &run.outer {
@@ -450,7 +452,8 @@ pub(crate) fn continues<const OUTER: usize>(
             // The outer UDP checksum is masked out: only its presence is identity
             // (`flow::same_outer_checksum_presence`), compared with the head's facts.
             let present = outer[OUTER_UDP_CHECKSUM] | outer[OUTER_UDP_CHECKSUM + 1] != 0;
-            if !ip::header_checksum_ok(ip_at(outer, 0)?) || present != (head.udp_checksum != 0) {
+            let outer_ok = ip::header_checksum_ok_beside(ip_at(outer, 0)?, ip_at(held, 0)?);
+            if !outer_ok || present != (head.udp_checksum != 0) {
                 return None;
             }
             id_mode(ip_id(outer), &head.ip, run.outer_ids, run.segments)?

@@ -331,3 +331,32 @@ fn every_shape_joins_by_template() {
         assert_eq!(out[0].segments, 5, "shape {kind}");
     }
 }
+
+/// The next full-size segment of a held TCP/IPv4 run, bare or in VXLAN, and of a
+/// TCP/IPv6 run joins in `push` itself (`continue_run`: the masked header compare, the
+/// IPv4 header checksums beside the head's, the ID and sequence rules), as its IDs and
+/// checksums change from segment to segment.
+#[test]
+fn next_segments_continue_their_run_in_push() {
+    let bare = Pkt::tcp4(1000, 1448);
+    let vxlan = Pkt { tunnel: Some(Tunnel::vxlan(42)), ..Pkt::tcp4(1000, 1448) };
+    let v6 = Pkt::tcp6(1000, 1448);
+    for (name, head) in [("bare", bare), ("vxlan", vxlan), ("v6", v6)] {
+        let mut gro = Gro::new(GroConfig::default());
+        let meta = RxMeta { csum_validated: true, now: 0 };
+        let mut deliver = |_: Merged<'_>| {};
+        let mut p = head.clone();
+        assert!(gro.push(0, &p.build(), meta, &mut deliver).is_ok(), "{name}: opens");
+        for id in 1..20 {
+            p = p.next(1448);
+            let frame = p.build();
+            let continued = match name {
+                "bare" => gro.continue_run::<0>(&frame).is_ok(),
+                "vxlan" => gro.continue_run::<VXLAN_OUTER>(&frame).is_ok(),
+                _ => gro.continue_run6(&frame).is_ok(),
+            };
+            assert!(continued, "{name}: segment {id} continues in push");
+            assert!(gro.push(id, &frame, meta, &mut deliver).is_ok(), "{name}: segment {id} joins");
+        }
+    }
+}
