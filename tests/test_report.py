@@ -225,3 +225,42 @@ def test_each_goal_starts_with_the_seed_style_digest(written):
     digest = next(l for l in tcp.splitlines() if l.startswith("**"))
     assert digest.startswith("**Keep GSO on at the transmitter; keep TSO on at the transmitter")
     assert "keep GRO on at the receiver" in digest
+
+
+def test_adaptive_runs_report_only_cases_stopped_before_their_rule(results):
+    """With adaptive repetitions cases stop at different counts by design: one stored
+    outcome per case means it finished; a case without one (the run was cut) is short,
+    and so is a capacity search (the rule's minimum, no outcome) below that minimum."""
+    from dataclasses import replace
+
+    from offlab.adaptive import AdaptiveOutcome
+    from offlab.records import RunSettings
+
+    settings = RunSettings(repetitions=3, ci_target=0.1, min_runs=3, max_runs=6)
+    cases = list(results.cases)
+    keys = [c.key for c in cases]
+    samples = dict(results.samples)
+    samples[keys[0]] = samples[keys[0]][:3]  # narrow enough after 3; the others took 5
+    capacity = replace(cases[3], traffic=replace(cases[3].traffic, mode="capacity"))
+    cases[3] = capacity
+    samples[capacity.key] = samples.pop(keys[3])[:3]
+    outcomes = {k: AdaptiveOutcome(k, 0.1, 3, 6, len(samples[k]), 0.05, True)
+                for k in keys if k != keys[3]}
+    finished = replace(results, cases=tuple(cases), samples=samples, adaptive=outcomes,
+                       info=replace(results.info, settings=settings))
+
+    def missing(run):
+        return {w.case_key: w for w in build_report_model(run).warnings if type(w).__name__ == "IncompleteCase"}
+
+    assert missing(finished) == {}
+    samples = dict(samples)
+    samples[keys[1]] = samples[keys[1]][:2]
+    samples[capacity.key] = samples[capacity.key][:2]
+    cut = replace(finished, samples=samples, status="interrupted",
+                  adaptive={k: o for k, o in outcomes.items() if k not in keys[1:3]})
+    short = missing(cut)
+    assert set(short) == {keys[1], keys[2], capacity.key}
+    assert (short[keys[1]].got, short[keys[1]].wanted, short[keys[1]].up_to) == (2, 3, False)
+    assert (short[keys[2]].got, short[keys[2]].wanted, short[keys[2]].up_to) == (5, 6, True)
+    assert "5 repetitions stored, of up to 6" in short[keys[2]].message
+    assert (short[capacity.key].got, short[capacity.key].wanted) == (2, 3)

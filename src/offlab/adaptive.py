@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .stats import summary
+
+if TYPE_CHECKING:
+    from .records import RunSettings
 
 
 class TargetError(ValueError):
@@ -68,6 +71,14 @@ class Adaptive:
     def notes(self) -> str:
         """For RunInfo.notes, so `--resume` continues with the same rule."""
         return f"ci_target={self.target:g} min_runs={self.min_runs} max_runs={self.max_runs}"
+
+
+def rule_of(settings: "RunSettings") -> Adaptive | None:
+    """The adaptive rule a run's settings ask for (`ci_target` set), else None; the
+    minimum and maximum runs default to 3 and 20."""
+    if settings.ci_target is None:
+        return None
+    return Adaptive(settings.ci_target, settings.min_runs or 3, settings.max_runs or 20)
 
 
 def relative_half_width(values: Sequence[float]) -> float:

@@ -27,7 +27,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, Text
                            TimeElapsedColumn, TimeRemainingColumn)
 
 from . import counters
-from .adaptive import Adaptive, AdaptiveOutcome
+from .adaptive import AdaptiveOutcome, rule_of
 from .measure import Context
 from .measure import measure as measure_case
 from .offloads import OffloadControl
@@ -73,12 +73,6 @@ def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[TopologyKey,
     yield from groups.items()
 
 
-def adaptive_rule(settings: RunSettings) -> Adaptive | None:
-    if settings.ci_target is None:
-        return None
-    return Adaptive(settings.ci_target, settings.min_runs or 3, settings.max_runs or 20)
-
-
 Build = Callable[..., Topology]
 Measure = Callable[..., Sample]
 
@@ -95,7 +89,7 @@ class Runner:
         self.sink = sink
         self.run_id = run_id
         self.settings = settings
-        self.adaptive = adaptive_rule(settings)
+        self.adaptive = rule_of(settings)
         self.runs = self.adaptive.max_runs if self.adaptive else settings.repetitions
         self.console = console or Console(stderr=True)
         self.show_progress = show_progress

@@ -193,9 +193,14 @@ class IncompleteCase:
     case_key: str
     got: int
     wanted: int
+    up_to: bool = False
+    """`wanted` is the adaptive rule's ceiling: the case stopped before its rule decided."""
 
     @property
     def message(self) -> str:
+        if self.up_to:
+            return (f"{self.case_key}: {self.got} repetitions stored, of up to {self.wanted}; "
+                    "stopped before its CI target was reached or ruled out")
         return f"{self.case_key}: {self.got} of {self.wanted} repetitions stored"
 
     @property

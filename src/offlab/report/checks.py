@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+from ..adaptive import Adaptive, rule_of
 from ..records import FeatureState
 from ..stats import Summary, runs_needed
 from ..store import RunResults
@@ -48,13 +49,34 @@ def find_warnings(
 
 def _incomplete(results: RunResults) -> Iterator[IncompleteCase]:
     counts = {case.key: len(results.samples.get(case.key, ())) for case in results.cases}
-    wanted = max(counts.values(), default=0)
     settings = results.info.settings
+    rule = rule_of(settings) if settings is not None else None
+    if rule is not None:
+        yield from _incomplete_adaptive(results, counts, rule)
+        return
+    wanted = max(counts.values(), default=0)
     if settings is not None:
         wanted = max(wanted, settings.repetitions)
     for key, got in counts.items():
         if got < wanted:
             yield IncompleteCase(key, got, wanted)
+
+
+def _incomplete_adaptive(results: RunResults, counts: Mapping[str, int], rule: Adaptive) -> Iterator[IncompleteCase]:
+    """With adaptive repetitions each case stops when its CI is narrow enough, so cases
+    differ in runs by design: a case is short only when it stopped before its rule
+    decided (no outcome stored), or, for a capacity search (which runs the rule's
+    minimum), below that minimum."""
+    capacity = {case.key for case in results.cases if case.traffic.mode == "capacity"}
+    for key, got in counts.items():
+        if key in capacity:
+            if got < rule.min_runs:
+                yield IncompleteCase(key, got, rule.min_runs)
+        elif key not in results.adaptive:
+            if got < rule.min_runs:
+                yield IncompleteCase(key, got, rule.min_runs)
+            else:
+                yield IncompleteCase(key, got, rule.max_runs, up_to=True)
 
 
 def _noise(key: str, row: ProfileRow, thresholds: Thresholds) -> Iterator[LabWarning]:
