@@ -619,8 +619,8 @@ int32_t ofl_csum_pseudo_v6(const uint8_t *src,
                            uint32_t l4_len,
                            uint32_t *sum);
 
-// Name of the summing kernel in use ("avx512vnni", "avx512", "avx2", "sse2" or
-// "portable"); static string.
+// Name of the summing kernel in use ("avx512vnni", "avx512", "avxvnni", "avx2", "sse2"
+// or "portable"); static string.
 const char *ofl_csum_kernel(void);
 
 // Fills `*cfg` with the defaults (1024 flows, 64 segments, 65535 bytes, default

@@ -148,13 +148,14 @@ unsafe fn addr<const N: usize>(p: *const u8) -> Result<[u8; N], crate::ofl_statu
     Ok(a)
 }
 
-/// Name of the summing kernel in use ("avx512vnni", "avx512", "avx2", "sse2" or
-/// "portable"); static string.
+/// Name of the summing kernel in use ("avx512vnni", "avx512", "avxvnni", "avx2", "sse2"
+/// or "portable"); static string.
 #[no_mangle]
 pub extern "C" fn ofl_csum_kernel() -> *const c_char {
     let name = catch_unwind(|| match checksum::kernel() {
         Kernel::Avx512Vnni => c"avx512vnni",
         Kernel::Avx512 => c"avx512",
+        Kernel::AvxVnni => c"avxvnni",
         Kernel::Avx2 => c"avx2",
         Kernel::Sse2 => c"sse2",
         Kernel::Portable => c"portable",

@@ -185,7 +185,9 @@ pub fn read_reduce(kernel: offlab_engine::checksum::Kernel, data: &[u8]) -> u64 
             Kernel::Avx512 | Kernel::Avx512Vnni if kernel.is_supported() => {
                 return unsafe { x86::read_avx512(data) }
             }
-            Kernel::Avx2 if kernel.is_supported() => return unsafe { x86::read_avx2(data) },
+            Kernel::Avx2 | Kernel::AvxVnni if kernel.is_supported() => {
+                return unsafe { x86::read_avx2(data) }
+            }
             Kernel::Sse2 if kernel.is_supported() => return unsafe { x86::read_sse2(data) },
             _ => {}
         }

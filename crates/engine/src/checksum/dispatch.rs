@@ -12,6 +12,8 @@ pub enum Kernel {
     /// 128-bit vectors (every x86-64 CPU).
     Sse2,
     Avx2,
+    /// AVX2 with AVX-VNNI (`vpdpwssd` on 256-bit vectors), for CPUs without AVX-512.
+    AvxVnni,
     /// AVX-512F/BW (`vpmaddwd`).
     Avx512,
     /// AVX-512F/BW with VNNI (`vpdpwssd`).
@@ -25,6 +27,7 @@ impl Kernel {
             Kernel::Portable,
             Kernel::Sse2,
             Kernel::Avx2,
+            Kernel::AvxVnni,
             Kernel::Avx512,
             Kernel::Avx512Vnni,
         ]
@@ -39,6 +42,8 @@ impl Kernel {
             Kernel::Sse2 => std::is_x86_feature_detected!("sse2"),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => std::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::AvxVnni => Kernel::Avx2.is_supported() && std::is_x86_feature_detected!("avxvnni"),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx512 => {
                 std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
@@ -57,6 +62,7 @@ impl Kernel {
             Kernel::Portable => "portable",
             Kernel::Sse2 => "sse2",
             Kernel::Avx2 => "avx2",
+            Kernel::AvxVnni => "avxvnni",
             Kernel::Avx512 => "avx512",
             Kernel::Avx512Vnni => "avx512vnni",
         }
@@ -75,13 +81,14 @@ pub fn kernel() -> Kernel {
         3 => Kernel::Avx2,
         4 => Kernel::Avx512,
         5 => Kernel::Avx512Vnni,
+        6 => Kernel::AvxVnni,
         _ => detect(),
     }
 }
 
-/// Names a kernel to use instead of the fastest (`portable`, `sse2`, `avx2`, `avx512`,
-/// `avx512vnni`),
-/// for benchmarks and tests of the slower kernels; ignored when this CPU lacks it.
+/// Names a kernel to use instead of the fastest (`portable`, `sse2`, `avx2`, `avxvnni`,
+/// `avx512`, `avx512vnni`), for benchmarks and tests of the slower kernels; ignored when
+/// this CPU lacks it.
 pub const KERNEL_ENV: &str = "OFFLAB_CSUM_KERNEL";
 
 #[cold]
@@ -96,6 +103,7 @@ fn detect() -> Kernel {
         Kernel::Avx2 => 3,
         Kernel::Avx512 => 4,
         Kernel::Avx512Vnni => 5,
+        Kernel::AvxVnni => 6,
     };
     CHOSEN.store(code, Ordering::Relaxed);
     best
@@ -196,6 +204,9 @@ fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {
         Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
+        Kernel::AvxVnni => unsafe { super::avx_vnni::sum_avx_vnni(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
         Kernel::Sse2 => unsafe { super::x86::sum_sse2(data) },
         _ => portable::sum_le(data),
     }
@@ -214,6 +225,9 @@ pub(super) fn sum_le_exact(kernel: Kernel, data: &[u8]) -> u64 {
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => unsafe { super::x86::sum_avx2(data) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::AvxVnni => unsafe { super::avx_vnni::sum_avx_vnni(data) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Kernel::Sse2 => unsafe { super::x86::sum_sse2(data) },

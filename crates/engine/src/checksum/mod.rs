@@ -7,10 +7,12 @@
 //! into a header. [`update16`]/[`update32`] patch a stored checksum when one field
 //! changes (RFC 1624, eqn. 3).
 //!
-//! [`sum`] picks the fastest kernel the CPU has at first use (AVX-512BW, AVX2, SSE2,
-//! or the portable one) and remembers the choice; the environment variable
+//! [`sum`] picks the fastest kernel the CPU has at first use (AVX-512BW, AVX-VNNI,
+//! AVX2, SSE2, or the portable one) and remembers the choice; the environment variable
 //! `OFFLAB_CSUM_KERNEL` ([`KERNEL_ENV`]) may name a slower one instead.
 
+#[cfg(target_arch = "x86_64")]
+mod avx_vnni;
 mod dispatch;
 mod portable;
 #[cfg(target_arch = "x86_64")]

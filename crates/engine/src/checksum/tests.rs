@@ -216,16 +216,18 @@ fn kernels_agree_across_their_widening_runs() {
 #[test]
 fn kernels_are_exact_where_their_lanes_hold_the_most() {
     // All zeros and all ones give the SIMD kernels' lanes their most negative and most
-    // positive values (the words are biased to signed). Around the longest buffer the
-    // AVX-512 kernels add up in 32 bits (128 KiB) and well past it, every kernel's sum
-    // must fold to the exact one (a 32-bit wrap would be off by 2^32 = 1 mod 65535).
+    // positive values (the words are biased to signed). Around the longest buffers the
+    // AVX-512 kernels (128 KiB) and the AVX-VNNI kernel (64 KiB) add up in 32 bits, and
+    // well past them, every kernel's sum must fold to the exact one (a 32-bit wrap would
+    // be off by 2^32 = 1 mod 65535).
     const SHORT: usize = 128 * 1024;
+    const HALF: usize = SHORT / 2;
     let longest = 4 * SHORT + 64;
     for byte in [0x00u8, 0xff] {
         let source = vec![byte; longest + 64];
         // Offsets from a 64-byte boundary, so the kernels' vector count is exactly known.
         let aligned = source.as_ptr().align_offset(64);
-        for len in [SHORT - 64, SHORT - 1, SHORT, SHORT + 1, SHORT + 64, 2 * SHORT, 4 * SHORT] {
+        for len in [HALF, HALF + 2, SHORT - 64, SHORT - 1, SHORT, SHORT + 1, SHORT + 64, 2 * SHORT, 4 * SHORT] {
             for offset in [aligned, aligned + 2, aligned + 62] {
                 let data = &source[offset..offset + len];
                 let words = (len / 2) as u64 * u64::from(u16::from_le_bytes([byte, byte]));
@@ -344,8 +346,11 @@ fn avx2_short_and_block_paths_match_reference_below_2_kib() {
     }
     const MAX_LEN: usize = 2048;
     let random = pattern(MAX_LEN + 32, 11);
+    // All ones and all zeros: the lanes' most positive and most negative totals, which
+    // the short path adds up in 32 bits.
     let all_ones = vec![0xffu8; MAX_LEN + 32];
-    for source in [&random, &all_ones] {
+    let zeros = vec![0u8; MAX_LEN + 32];
+    for source in [&random, &all_ones, &zeros] {
         for align in 0..32 {
             let data = &source[align..align + MAX_LEN];
             // The little-endian word sum of each even prefix, grown a word at a time.
