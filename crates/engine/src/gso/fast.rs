@@ -309,12 +309,11 @@ impl<'a> FastTcp<'a> {
             if let Some(header) = chunks.next() {
                 self.write::<INNER_V4, OUTER, FULL>(header, 0, self.mss, sum(0));
             }
-            let mut fields = Middle::first(self, hlen + self.mss);
-            let (mss, id_step) = (self.mss as u32, self.id_step);
-            for (index, header) in chunks.by_ref().take(last - 1).enumerate() {
-                copy_header(header, middle);
-                self.patch_middle::<INNER_V4, OUTER, FULL>(header, &fields, sum(index + 1));
-                fields.advance(mss, id_step);
+            let middles = chunks.by_ref().take(last - 1);
+            match hlen {
+                64..=128 => self.middle_segments::<INNER_V4, OUTER, FULL, 64>(middles, middle, sums),
+                32..=63 => self.middle_segments::<INNER_V4, OUTER, FULL, 32>(middles, middle, sums),
+                _ => self.middle_segments::<INNER_V4, OUTER, FULL, 0>(middles, middle, sums),
             }
         } else {
             for (index, header) in chunks.by_ref().take(last).enumerate() {
@@ -327,6 +326,43 @@ impl<'a> FastTcp<'a> {
         }
         // SAFETY: every one of the `count` chunks of `hlen` bytes was written above.
         unsafe { out.commit_headers(count, hlen, payload_start, payload_end, self.mss) };
+    }
+
+    /// Writes the middle segments (1..last) into `headers`, each a copy of the `middle`
+    /// template patched. With `PIECE` > 0 (`middle` is `PIECE..=2 * PIECE` bytes long)
+    /// the template is held as its first and last `PIECE` bytes, loaded once: each copy
+    /// is then a few vector stores, with no loads and no branching on the length.
+    #[inline(always)]
+    fn middle_segments<'h, const INNER_V4: bool, const OUTER: u8, const FULL: bool, const PIECE: usize>(
+        &self,
+        headers: impl Iterator<Item = &'h mut [MaybeUninit<u8>]>,
+        middle: &[u8],
+        sums: &[u32],
+    ) {
+        let hlen = middle.len();
+        let sum = |index: usize| if FULL { sums.get(index).copied().unwrap_or(0) } else { 0 };
+        let piece = |at: usize| -> [u8; PIECE] {
+            middle.get(at..at + PIECE).and_then(|p| p.try_into().ok()).unwrap_or([0; PIECE])
+        };
+        let (first, last) = (piece(0), piece(hlen.saturating_sub(PIECE)));
+        let in_pieces = PIECE > 0 && (PIECE..=2 * PIECE).contains(&hlen);
+        let mut fields = Middle::first(self, hlen + self.mss);
+        let (mss, id_step) = (self.mss as u32, self.id_step);
+        for (index, header) in headers.enumerate() {
+            if in_pieces && header.len() == hlen {
+                let h = header.as_mut_ptr().cast::<u8>();
+                // SAFETY: `header` is `hlen` writable bytes and `PIECE <= hlen`, so both
+                // pieces lie inside it; `[u8; PIECE]` has alignment 1.
+                unsafe {
+                    h.cast::<[u8; PIECE]>().write(first);
+                    h.add(hlen - PIECE).cast::<[u8; PIECE]>().write(last);
+                }
+            } else {
+                copy_header(header, middle);
+            }
+            self.patch_middle::<INNER_V4, OUTER, FULL>(header, &fields, sum(index + 1));
+            fields.advance(mss, id_step);
+        }
     }
 
     /// Patches a copy of the middle template into the middle segment whose values `m`

@@ -57,18 +57,14 @@ pub(super) struct TunnelFields {
 }
 
 impl TunnelFields {
-    /// `outer_pseudo` is the outer pseudo-header sum for UDP without length; the caller
-    /// has checked every offset of `tunnel` against the frame.
-    pub fn new(
-        frame: &[u8],
-        tunnel: &TunnelLayer,
-        outer_udp_checksum: bool,
-        outer_pseudo: u32,
-    ) -> Self {
+    /// `udp_checksum_seed` is the outer pseudo-header sum for UDP without length, when
+    /// the outer UDP checksum is computed; the caller has checked every offset of
+    /// `tunnel` against the frame.
+    pub fn new(frame: &[u8], tunnel: &TunnelLayer, udp_checksum_seed: Option<u32>) -> Self {
         let encap = match tunnel.kind {
             TunnelKind::Vxlan | TunnelKind::Geneve => Encap::Udp {
                 offset: tunnel.outer.l4_offset,
-                checksum_seed: outer_udp_checksum.then_some(outer_pseudo),
+                checksum_seed: udp_checksum_seed,
             },
             TunnelKind::Gre => Encap::Gre {
                 offset: tunnel.offset,
