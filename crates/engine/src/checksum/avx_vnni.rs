@@ -14,8 +14,8 @@ use core::arch::x86_64::*;
 
 use super::portable;
 use super::x86::{
-    join_split, narrow_avx2, split_aligned, sum_avx2_short_slice, unbias, widen_avx2, RUN, SHORT_AVX2_LEN,
-    TAIL_MASK,
+    join_split, masked_tail_avx2, narrow_avx2, split_aligned, sum_avx2_short_slice, unbias, widen_avx2, RUN,
+    SHORT_AVX2_LEN,
 };
 
 /// Below this many bytes the AVX2 kernel's four accumulators sum faster: the eight
@@ -78,7 +78,7 @@ fn sum_impl(data: &[u8]) -> u64 {
 
 /// The little-endian word sum of the `even` bytes at `p`: 256-byte blocks, each vector
 /// into its own accumulator, widened once per `RUN` bytes; then 128, 64 and 32 bytes as
-/// they fit and the last partial vector loaded overlapping and masked.
+/// they fit and the last partial vector (`masked_tail_avx2`).
 ///
 /// # Safety
 /// `p..p + even` must be readable; `even` is even and at least 32.
@@ -117,13 +117,9 @@ unsafe fn sum_even(p: *const u8, even: usize) -> u64 {
         acc[6] = step(acc[6], load(at));
         at += 32;
     }
-    let rest = even - at;
-    if rest > 0 {
-        // SAFETY: `even >= 32`, so the last 32 bytes are readable; `rest < 32`, so the
-        // mask's 32 bytes at `rest` are inside `TAIL_MASK`. `even - 32` is even, so the
-        // lanes hold whole words.
-        let mask = unsafe { _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()) };
-        acc[7] = step(acc[7], _mm256_and_si256(load(even - 32), mask));
+    if at < even {
+        // SAFETY: `32 <= even`, and fewer than 32 bytes are left after `at`.
+        acc[7] = step(acc[7], unsafe { masked_tail_avx2(p, at, even) });
     }
     let lanes = lanes(&acc);
     signed += if even <= NARROW_MAX_LEN { narrow_avx2(lanes) } else { widen_avx2(lanes) };

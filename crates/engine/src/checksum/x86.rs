@@ -51,7 +51,7 @@ const fn mask_table(from: usize, to: usize) -> [u8; 64] {
 
 /// 32 zero bytes then 32 0xff bytes: the 32 (or 16) bytes at offset `n` keep the last
 /// `n` bytes of a vector.
-pub(super) static TAIL_MASK: [u8; 64] = mask_table(32, 64);
+static TAIL_MASK: [u8; 64] = mask_table(32, 64);
 
 /// Adds back the bias of `vectors` vectors of `words` words each to the signed sum,
 /// plus the odd last byte: the exact little-endian word sum.
@@ -347,20 +347,30 @@ unsafe fn rest_avx2(p: *const u8, mut at: usize, even: usize, mut acc: [__m256i;
         acc[2] = _mm256_add_epi32(acc[2], v(at));
         at += 32;
     }
-    let rest = even - at;
-    if rest > 0 {
-        // SAFETY: `even >= 32`, so the last 32 bytes are readable; `rest < 32`, so the
-        // mask's 32 bytes at `rest` are inside `TAIL_MASK`. `even - 32` is even, so the
-        // lanes hold whole words.
-        let (w, mask) = unsafe {
-            (
-                _mm256_loadu_si256(p.add(even - 32).cast()),
-                _mm256_loadu_si256(TAIL_MASK.as_ptr().add(rest).cast()),
-            )
-        };
-        acc[3] = _mm256_add_epi32(acc[3], pairs_avx2(_mm256_and_si256(w, mask)));
+    if at < even {
+        // SAFETY: the caller's (`32 <= even`, `even - at < 32` here).
+        let tail = unsafe { masked_tail_avx2(p, at, even) };
+        acc[3] = _mm256_add_epi32(acc[3], pairs_avx2(tail));
     }
     acc
+}
+
+/// The bytes from `at` to `even` (fewer than 32) as a vector: the last 32 bytes,
+/// loaded overlapping what was summed before them, with the bytes before `at` masked
+/// to zero. `even - 32` is even, so the lanes hold whole words.
+///
+/// # Safety
+/// `p..p + even` must be readable; `32 <= even` and `even - at < 32`.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn masked_tail_avx2(p: *const u8, at: usize, even: usize) -> __m256i {
+    // SAFETY: `even >= 32`, so the last 32 bytes are readable; `even - at < 32`, so the
+    // mask's 32 bytes from there are inside `TAIL_MASK`.
+    unsafe {
+        let last = _mm256_loadu_si256(p.add(even - 32).cast());
+        let mask = _mm256_loadu_si256(TAIL_MASK.as_ptr().add(even - at).cast());
+        _mm256_and_si256(last, mask)
+    }
 }
 
 /// Below this many bytes the AVX2 kernel sums with vectors alone (`sum_avx2_short`),
