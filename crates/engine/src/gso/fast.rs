@@ -293,7 +293,7 @@ impl<'a> FastTcp<'a> {
         let count = self.count;
         let headers = out.spare_headers(count * hlen);
         let last = count - 1;
-        let sum = |index: usize| if FULL { sums.get(index).copied().unwrap_or(0) } else { 0 };
+        let sum = |index: usize| payload_sum::<FULL>(sums, index);
         let mut chunks = headers.chunks_exact_mut(hlen);
         let outer_checksum = self.outer.is_some_and(|o| o.checksum_seed.is_some());
         if last >= 2 && hlen <= MIDDLE_MAX_LEN && !outer_checksum {
@@ -340,7 +340,7 @@ impl<'a> FastTcp<'a> {
         sums: &[u32],
     ) {
         let hlen = middle.len();
-        let sum = |index: usize| if FULL { sums.get(index).copied().unwrap_or(0) } else { 0 };
+        let sum = |index: usize| payload_sum::<FULL>(sums, index);
         let piece = |at: usize| -> [u8; PIECE] {
             middle.get(at..at + PIECE).and_then(|p| p.try_into().ok()).unwrap_or([0; PIECE])
         };
@@ -462,6 +462,16 @@ impl<'a> FastTcp<'a> {
                 outer.ip.patch::<false>(h, wire_len, index as u16);
             }
         }
+    }
+}
+
+/// Segment `index`'s payload sum with software checksums (`FULL`), else unused (0).
+#[inline(always)]
+fn payload_sum<const FULL: bool>(sums: &[u32], index: usize) -> u32 {
+    if FULL {
+        sums.get(index).copied().unwrap_or(0)
+    } else {
+        0
     }
 }
 

@@ -67,10 +67,8 @@ impl Plan {
                 if t.kind == TunnelKind::Gre && frame[t.offset] & gre::FLAG_SEQUENCE != 0 {
                     return Err(GsoError::GreSequenceNumber);
                 }
-                // Summed only for a UDP checksum to compute (off by default for VXLAN).
-                let udp_checksum_seed = (params.outer_udp_checksum && t.kind != TunnelKind::Gre)
-                    .then(|| pseudo_seed(frame, &t.outer, IPPROTO_UDP));
-                Some(TunnelFields::new(frame, t, udp_checksum_seed))
+                let outer_pseudo = || pseudo_seed(frame, &t.outer, IPPROTO_UDP);
+                Some(TunnelFields::new(frame, t, params.outer_udp_checksum, outer_pseudo))
             }
         };
         let proto = if ip.l4 == L4Proto::Tcp {

@@ -57,14 +57,19 @@ pub(super) struct TunnelFields {
 }
 
 impl TunnelFields {
-    /// `udp_checksum_seed` is the outer pseudo-header sum for UDP without length, when
-    /// the outer UDP checksum is computed; the caller has checked every offset of
-    /// `tunnel` against the frame.
-    pub fn new(frame: &[u8], tunnel: &TunnelLayer, udp_checksum_seed: Option<u32>) -> Self {
+    /// `outer_pseudo` gives the outer pseudo-header sum for UDP without length, asked
+    /// only for a UDP tunnel whose checksum is computed (off by default for VXLAN); the
+    /// caller has checked every offset of `tunnel` against the frame.
+    pub fn new(
+        frame: &[u8],
+        tunnel: &TunnelLayer,
+        outer_udp_checksum: bool,
+        outer_pseudo: impl FnOnce() -> u32,
+    ) -> Self {
         let encap = match tunnel.kind {
             TunnelKind::Vxlan | TunnelKind::Geneve => Encap::Udp {
                 offset: tunnel.outer.l4_offset,
-                checksum_seed: udp_checksum_seed,
+                checksum_seed: outer_udp_checksum.then(outer_pseudo),
             },
             TunnelKind::Gre => Encap::Gre {
                 offset: tunnel.offset,
