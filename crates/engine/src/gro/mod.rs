@@ -277,16 +277,26 @@ impl Gro {
 
     /// Whether `frame`, which can only be TCP/IPv4 of kind `OUTER` (bare or in VXLAN),
     /// is the next full-size segment of a held run (`plain::continues`): its slot and
-    /// how it joins, or what the lookup found.
+    /// how it joins, or what the lookup found. The run the previous such frame found
+    /// through the index is tried first, if the frame's hash is that frame's.
     #[inline(always)]
-    fn continue_run<const OUTER: usize>(&self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
+    fn continue_run<const OUTER: usize>(&mut self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
         let Some(hash) = plain::hash_at::<OUTER>(frame) else {
             return Err(Looked::Nothing);
         };
+        if let Some(slot) = self.table.recent(hash) {
+            let held = self.table.slot(slot);
+            if held.plain == OUTER {
+                if let Some(joined) = plain::continues::<OUTER>(frame, &held.run, &held.header, &self.limits) {
+                    return Ok((slot, joined));
+                }
+            }
+        }
         let candidate = self.table.find_by(hash, |s| s.plain == OUTER);
         if let Some(slot) = candidate {
             let held = self.table.slot(slot);
             if let Some(joined) = plain::continues::<OUTER>(frame, &held.run, &held.header, &self.limits) {
+                self.table.remember(hash, slot);
                 return Ok((slot, joined));
             }
         }
@@ -298,14 +308,23 @@ impl Gro {
     /// `continues` functions as arguments cost the IPv4 join 18 instructions and 5 %
     /// (measured side by side).
     #[inline(always)]
-    fn continue_run6(&self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
+    fn continue_run6(&mut self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
         let Some(hash) = plain6::hash_at(frame) else {
             return Err(Looked::Nothing);
         };
+        if let Some(slot) = self.table.recent(hash) {
+            let held = self.table.slot(slot);
+            if held.plain == plain::PLAIN6 {
+                if let Some(joined) = plain6::continues(frame, &held.run, &held.header, &self.limits) {
+                    return Ok((slot, joined));
+                }
+            }
+        }
         let candidate = self.table.find_by(hash, |s| s.plain == plain::PLAIN6);
         if let Some(slot) = candidate {
             let held = self.table.slot(slot);
             if let Some(joined) = plain6::continues(frame, &held.run, &held.header, &self.limits) {
+                self.table.remember(hash, slot);
                 return Ok((slot, joined));
             }
         }

@@ -41,6 +41,9 @@ pub(crate) struct Table {
     mask: usize,
     oldest: u32,
     newest: u32,
+    /// The slot a frame last joined after finding it through the index, and that
+    /// frame's flow hash: the first guess for the next frame (`Table::recent`).
+    recent: (u64, u32),
 }
 
 impl Table {
@@ -66,6 +69,7 @@ impl Table {
             mask: index_len - 1,
             oldest: NIL,
             newest: NIL,
+            recent: (0, NIL),
         }
     }
 
@@ -109,6 +113,25 @@ impl Table {
             pos = (pos + 1) & self.mask;
         }
         None
+    }
+
+    /// The slot `remember` last noted under `hash`, if it is still held. A train of one
+    /// flow's segments (a TSO burst, an elephant flow on its receive queue) then skips
+    /// the index; interleaved flows pay a compare. Whoever takes the guess must still
+    /// compare the flow: another flow may have the same hash.
+    #[inline(always)]
+    pub fn recent(&self, hash: u64) -> Option<u32> {
+        let (recent_hash, slot) = self.recent;
+        if recent_hash != hash {
+            return None;
+        }
+        (slot != NIL).then_some(slot)
+    }
+
+    /// Notes that a frame with `hash` joined the run in `slot`.
+    #[inline(always)]
+    pub fn remember(&mut self, hash: u64, slot: u32) {
+        self.recent = (hash, slot);
     }
 
     /// Takes a free slot for a new run of the frame `facts` describe, whose head header
@@ -158,6 +181,9 @@ impl Table {
 
     /// Frees `slot` (after its run was delivered).
     pub fn close(&mut self, slot: u32) {
+        if self.recent.1 == slot {
+            self.recent.1 = NIL;
+        }
         let hash = self.slots[slot as usize].hash;
         self.index_remove(hash, slot);
         self.unlink(slot);
@@ -179,6 +205,7 @@ impl Table {
         self.free.extend((0..self.slots.len() as u32).rev());
         self.oldest = NIL;
         self.newest = NIL;
+        self.recent.1 = NIL;
     }
 
     /// The slot whose run opened first.

@@ -1,5 +1,6 @@
 //! The table's hash index against a model: after any sequence of opens, closes and
-//! bulk closes every held flow is found in its own slot and no other flow is found.
+//! bulk closes every held flow is found in its own slot and no other flow is found, and
+//! the slot `Table::recent` remembers is always its flow's held one.
 
 use super::builder::Pkt;
 use super::Harness;
@@ -24,7 +25,8 @@ proptest! {
         for (flow, op) in ops {
             let i = usize::from(flow);
             let f = &facts[i];
-            // 0..=3 open, 4..=6 close, 7 close every slot (a flush in bulk).
+            // 0..=3 open (0 and 1 also remember the flow, as a join through the index
+            // does), 4..=6 close, 7 close every slot (a flush in bulk).
             if op == 7 {
                 table.close_all();
                 held.iter_mut().for_each(|slot| *slot = None);
@@ -34,6 +36,9 @@ proptest! {
                     let run = Run::open(f, 0);
                     held[i] = table.open(f, &frames[i][..f.headers_len], &run, 0);
                     prop_assert!(held[i].is_some());
+                    if op < 2 {
+                        table.remember(f.hash, held[i].unwrap());
+                    }
                 }
                 (false, Some(slot)) => {
                     table.close(slot);
@@ -44,6 +49,9 @@ proptest! {
             for (j, slot) in held.iter().enumerate() {
                 let fj = &facts[j];
                 prop_assert_eq!(table.find(&fj.shape, fj.hash, &frames[j]), *slot, "flow {}", j);
+                if let Some(recent) = table.recent(fj.hash) {
+                    prop_assert_eq!(Some(recent), *slot, "recent slot of flow {}", j);
+                }
             }
             prop_assert_eq!(table.len(), held.iter().filter(|s| s.is_some()).count());
         }
