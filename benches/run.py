@@ -54,10 +54,14 @@ COMPARED: list[tuple[str, str, Goal | None]] = [
     ("gro_tcp4_f64_burst", "W1 GRO 64 flows, flush per burst (DPDK lightweight+ptype)", None),
     ("gro_tcp4_f64_flush4", "W1 GRO 64 flows, flush every 4 bursts (DPDK heavyweight)", Goal("W1", 3.0)),
     ("gro_tcp4_f64_flush32", "W1 GRO 64 flows, flush every 32 bursts (DPDK heavyweight)", Goal("W1", 4.0)),
-    ("gro_vxlan_tcp4_f8_burst", "W4 GRO VXLAN-TCP/IPv4, 8 flows, flush per burst (DPDK lightweight+ptype)", None),
+    # W4's tunnel rows are held to DPDK's own VXLAN GRO and GSO on the same frames, like
+    # W1 and W2a (docs/design-notes.md: a ratio to the engine's own TCP/IPv4 row, the
+    # issue's first statement, falls whenever the shared path gets faster).
+    ("gro_vxlan_tcp4_f8_burst", "W4 GRO VXLAN-TCP/IPv4, 8 flows, flush per burst (DPDK lightweight+ptype)",
+     Goal("W4", 2.0)),
     ("gso_tcp4_partial", "W2a GSO 65214 B -> 45 segs, L4 csum partial", Goal("W2a", 3.0)),
     ("gso_tcp4_full", "W2b GSO 65214 B -> 45 segs, software IPv4+TCP csums", Goal("W2b", 3.0)),
-    ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4 65264 B -> 45 segs, L4 csum partial", None),
+    ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4 65264 B -> 45 segs, L4 csum partial", Goal("W4", 3.0)),
     # W3's 2x is set on AVX2 (the rows below); with wider vectors the engine is to stay
     # ahead ("keep AVX-512 ahead too"). On an AVX2-only host these rows and the AVX2
     # rows measure the same pair.
@@ -74,15 +78,16 @@ COMPARED_AVX2: list[tuple[str, str, str, Goal]] = [
 ]
 
 # Engine-only rows (W4): the engine IPv4 row each is compared with, and the goal for
-# that ratio (None: reported only).
+# that ratio (None: reported only). The VXLAN rows' ratios are reported: their goals are
+# against DPDK's VXLAN rows above.
 ENGINE_ONLY: list[tuple[str, str, str, float | None]] = [
     ("gro_tcp6_f8_burst", "W4 GRO TCP/IPv6, 8 flows, flush per burst", "gro_tcp4_f8_burst", 0.8),
-    ("gro_vxlan_tcp4_f8_burst", "W4 GRO VXLAN-TCP/IPv4, 8 flows, flush per burst", "gro_tcp4_f8_burst", 0.8),
+    ("gro_vxlan_tcp4_f8_burst", "W4 GRO VXLAN-TCP/IPv4, 8 flows, flush per burst", "gro_tcp4_f8_burst", None),
     ("gro_geneve6_tcp6_f8_burst", "W4 GRO Geneve/IPv6-TCP/IPv6, 8 flows, flush per burst", "gro_tcp4_f8_burst", None),
     ("gro_udp4_f8_burst", "W4 GRO UDP/IPv4, 8 flows, flush per burst", "gro_tcp4_f8_burst", None),
     ("gso_tcp6_partial", "W4 GSO TCP/IPv6, csum partial", "gso_tcp4_partial", None),
     ("gso_tcp6_full", "W4 GSO TCP/IPv6, full csums", "gso_tcp4_full", None),
-    ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4, csum partial", "gso_tcp4_partial", 0.9),
+    ("gso_vxlan_tcp4_partial", "W4 GSO VXLAN-TCP/IPv4, csum partial", "gso_tcp4_partial", None),
     ("gso_vxlan_tcp4_full", "W4 GSO VXLAN-TCP/IPv4, full csums", "gso_tcp4_full", None),
     ("gso_udp4_partial", "W4 GSO UDP/IPv4 (USO), csum partial", "gso_tcp4_partial", None),
     ("gso_udp4_full", "W4 GSO UDP/IPv4 (USO), full csums", "gso_tcp4_full", None),
