@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -69,13 +70,19 @@ COMPARED: list[tuple[str, str, Goal | None]] = [
     ("csum_65536", "W3 checksum 64 KiB, this CPU's best (dispatched kernel; DPDK -march=native)", Goal("W3", 1.0)),
 ]
 
-# W3 on AVX2, on any host that has it: the engine's AVX2 kernel (workload forced to it)
-# against DPDK built without AVX-512 (side `dpdk_avx2`, `DPDK_AVX2_BIN`):
-# (engine workload, DPDK workload, label, goal).
-COMPARED_AVX2: list[tuple[str, str, str, Goal]] = [
-    ("csum_1500_avx2", "csum_1500", "W3 checksum 1500 B, AVX2 on both sides (DPDK -mno-avx512f)", Goal("W3", 2.0)),
-    ("csum_65536_avx2", "csum_65536", "W3 checksum 64 KiB, AVX2 on both sides (DPDK -mno-avx512f)", Goal("W3", 2.0)),
+# W3 on AVX2, on any host that has it: the engine as an AVX2-only CPU runs it, its
+# dispatch set to the AVX2 kernel (side `engine_avx2`, `AVX2_DISPATCH`), against DPDK
+# built without AVX-512 (side `dpdk_avx2`, `DPDK_AVX2_BIN`), on the same workload.
+COMPARED_AVX2: list[tuple[str, str, Goal]] = [
+    ("csum_1500", "W3 checksum 1500 B, AVX2 on both sides (DPDK -mno-avx512f)", Goal("W3", 2.0)),
+    ("csum_65536", "W3 checksum 64 KiB, AVX2 on both sides (DPDK -mno-avx512f)", Goal("W3", 2.0)),
 ]
+
+# The engine's environment for side `engine_avx2`: its dispatched checksum kernel is the
+# AVX2 one, as on a CPU without AVX-512 (the `csum_<len>_avx2` rows call the kernel
+# through `sum_with`, which checks CPU support on every call; an AVX2 host's dispatched
+# path does not).
+AVX2_DISPATCH = {"OFFLAB_CSUM_KERNEL": "avx2"}
 
 # Engine-only rows (W4): the engine IPv4 row each is compared with, and the goal for
 # that ratio (None: reported only). The VXLAN rows' ratios are reported: their goals are
@@ -109,8 +116,11 @@ class Samples:
         return statistics.median(vals) if vals else None
 
 
-def run_checked(cmd: list[str], cwd: Path = ROOT, timeout: float = 1800) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def run_checked(cmd: list[str], cwd: Path = ROOT, timeout: float = 1800,
+                env: dict[str, str] | None = None) -> str:
+    """`cmd`'s standard output; `env` is added to this process's environment."""
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}")
@@ -149,8 +159,8 @@ def build_capi() -> Path:
     raise SystemExit("cargo did not report the C API's static library")
 
 
-def run_side(cmd: list[str]) -> list[dict]:
-    out = run_checked(["taskset", "-c", "0", *cmd], timeout=600)
+def run_side(cmd: list[str], env: dict[str, str] | None = None) -> list[dict]:
+    out = run_checked(["taskset", "-c", "0", *cmd], timeout=600, env=env)
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
@@ -166,24 +176,34 @@ def collect(engine_bin: Path, pairs: int, seconds: float, only: str,
             capi_bin: Path | None = None) -> list[dict]:
     timing = ["--seconds", str(seconds)]
     selected = ["--only", only] if only else []
-    # (side, binary, its arguments): every line a binary prints names its side, except
-    # the AVX2 build of DPDK's, which says "dpdk" and is renamed.
-    sides = [("dpdk", DPDK_BIN, timing + selected), ("engine", engine_bin, timing + selected)]
+    # (side, binary, its arguments, environment): every line a binary prints names its
+    # side, except the AVX2 sides', which say "dpdk" and "engine" and are renamed.
+    sides = [("dpdk", DPDK_BIN, timing + selected, None),
+             ("engine", engine_bin, timing + selected, None)]
     avx2_only = avx2_only_arg(only)
     if avx2_only is not None:
-        sides.append(("dpdk_avx2", DPDK_AVX2_BIN, timing + ["--only", avx2_only]))
+        sides.append(("dpdk_avx2", DPDK_AVX2_BIN, timing + ["--only", avx2_only], None))
+        sides.append(("engine_avx2", engine_bin, timing + ["--only", avx2_only], AVX2_DISPATCH))
     if capi_bin is not None:
-        sides.append(("engine_c", capi_bin, timing + selected))
+        sides.append(("engine_c", capi_bin, timing + selected, None))
     lines: list[dict] = []
     for pair in range(pairs):
-        for side, binary, args in sides:
+        for side, binary, args, env in sides:
             print(f"pair {pair + 1}/{pairs}: {side}", file=sys.stderr, flush=True)
-            for line in run_side([str(binary), *args]):
-                if side == "dpdk_avx2":
+            for line in run_side([str(binary), *args], env):
+                if side in ("dpdk_avx2", "engine_avx2"):
                     line["side"] = side
+                if side == "engine_avx2" and not is_avx2_dispatch(line):
+                    continue
                 line["pair"] = pair
                 lines.append(line)
     return lines
+
+
+def is_avx2_dispatch(line: dict) -> bool:
+    """Whether an `engine_avx2` line is a dispatched checksum row that ran the AVX2
+    kernel (not a row forcing another kernel, nor a CPU without AVX2 falling back)."""
+    return line["workload"] in {w for w, _, _ in COMPARED_AVX2} and line.get("kernel") == "avx2"
 
 
 def group(lines: list[dict]) -> dict[tuple[str, str], Samples]:
@@ -207,8 +227,8 @@ def comparisons():
     """Every compared row as (DPDK key, engine key, label, goal), keys (side, workload)."""
     for workload, label, goal in COMPARED:
         yield ("dpdk", workload), ("engine", workload), label, goal
-    for engine_workload, dpdk_workload, label, goal in COMPARED_AVX2:
-        yield ("dpdk_avx2", dpdk_workload), ("engine", engine_workload), label, goal
+    for workload, label, goal in COMPARED_AVX2:
+        yield ("dpdk_avx2", workload), ("engine_avx2", workload), label, goal
 
 
 def compared_rows(groups: dict) -> tuple[list[list[str]], list[str]]:
@@ -413,6 +433,7 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
         parts.append(f"- Re-priming alone (in every GRO figure): DPDK {reprime[0]:.1f} ns/packet, "
                      f"engine {reprime[1]:.1f} ns/packet.")
     parts += [f"- Problem: {p}" for p in problems]
+    engine_path = engine_bin.relative_to(ROOT) if engine_bin.is_relative_to(ROOT) else engine_bin
     parts += ["", "Commands:", "", "```",
               " ".join(["python3", "benches/run.py", "--pairs", str(args.pairs),
                         "--seconds", str(args.seconds)] + (["--only", args.only] if args.only else [])),
@@ -420,8 +441,9 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
               " ".join(CARGO_BUILD[:-1]),
               f"taskset -c 0 {DPDK_BIN.relative_to(ROOT)} --seconds {args.seconds}",
               f"taskset -c 0 {DPDK_AVX2_BIN.relative_to(ROOT)} --seconds {args.seconds} --only csum_",
-              f"taskset -c 0 {engine_bin.relative_to(ROOT) if engine_bin.is_relative_to(ROOT) else engine_bin}"
-              f" --seconds {args.seconds}",
+              f"taskset -c 0 {engine_path} --seconds {args.seconds}",
+              " ".join(f"{k}={v}" for k, v in AVX2_DISPATCH.items())
+              + f" taskset -c 0 {engine_path} --seconds {args.seconds} --only csum_",
               " ".join(CAPI_CARGO_BUILD[:-1]),
               f"make -C benches/peer capi   # {CAPI_BIN.relative_to(ROOT)}",
               f"taskset -c 0 {CAPI_BIN.relative_to(ROOT)} --seconds {args.seconds}",

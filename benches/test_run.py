@@ -46,7 +46,8 @@ class KernelRowsTest(unittest.TestCase):
         lines = [line("dpdk", "csum_1500", 100.0, 0, digest="c"),
                  line("dpdk_avx2", "csum_1500", 50.0, 0, digest="c"),
                  line("engine", "csum_1500", 300.0, 0, digest="c"),
-                 line("engine", "csum_1500_avx2", 90.0, 0, digest="c")]
+                 line("engine", "csum_1500_avx2", 120.0, 0, digest="c"),
+                 line("engine_avx2", "csum_1500", 90.0, 0, digest="c")]
         rows, problems = run.compared_rows(run.group(lines))
         by_label = {row[0]: row for row in rows}
         native = next(r for label, r in by_label.items() if "1500 B, this CPU" in label)
@@ -54,6 +55,15 @@ class KernelRowsTest(unittest.TestCase):
         self.assertEqual((native[3], native[-1]), ("3.00×", "yes"))
         self.assertEqual((avx2[3], avx2[-1]), ("1.80×", "**no**"))
         self.assertEqual(problems, [])
+
+    def test_the_avx2_engine_side_keeps_only_dispatched_avx2_rows(self):
+        def csum(workload, kernel):
+            return {**line("engine_avx2", workload, 1.0, 0), "kernel": kernel}
+        self.assertTrue(run.is_avx2_dispatch(csum("csum_1500", "avx2")))
+        self.assertFalse(run.is_avx2_dispatch(csum("csum_1500_sse2", "sse2")))
+        self.assertFalse(run.is_avx2_dispatch(csum("csum_1500_avx2", "avx2")))
+        # A CPU without AVX2 ignores the setting and dispatches another kernel.
+        self.assertFalse(run.is_avx2_dispatch(csum("csum_1500", "sse2")))
 
     def test_the_avx2_build_runs_only_the_checksum_rows(self):
         self.assertEqual(run.avx2_only_arg(""), "csum_")
