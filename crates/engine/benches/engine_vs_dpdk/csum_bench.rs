@@ -24,8 +24,10 @@ pub fn run(seconds: f64, only: &str) {
         let expected = ref_fold(data, 0);
         let dispatched = checksum::kernel();
         // Under `--rounds` (callgrind counts) only the dispatched row runs, without the
-        // read-bandwidth side measurement, so the count is the checksum's alone.
-        let per_kernel = !fixed_rounds_active();
+        // read-bandwidth side measurement, so the count is the checksum's alone. With
+        // the dispatch forced (`KERNEL_ENV`, e.g. `benches/run.py`'s AVX2 side) only the
+        // dispatched row runs too: the per-kernel rows do not depend on it.
+        let per_kernel = !fixed_rounds_active() && std::env::var_os(checksum::KERNEL_ENV).is_none();
         let rows = std::iter::once((format!("csum_{len}"), None)).chain(
             Kernel::available()
                 .filter(move |_| per_kernel)
