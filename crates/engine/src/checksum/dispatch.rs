@@ -2,7 +2,8 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::{fold64, portable};
+use super::fold64;
+use super::portable::{self, pieces, SIMD_MIN_LEN};
 
 /// The summing implementations. All give bit-identical partial sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,22 +172,6 @@ pub(super) fn sum_pieces_supported(kernel: Kernel, data: &[u8], piece: usize, su
         _ => pieces(data, piece, sums, |chunk| sum_le(kernel, chunk)),
     }
 }
-
-/// The loop of `sum_pieces_supported` around one summing function (`le` as the kernels
-/// return it); inlined into each kernel's own loop.
-#[inline(always)]
-pub(super) fn pieces(data: &[u8], piece: usize, sums: &mut [u32], le: impl Fn(&[u8]) -> u64) {
-    for (chunk, slot) in data.chunks(piece).zip(sums.iter_mut()) {
-        *slot = u32::from(fold64(le(chunk)).swap_bytes());
-    }
-}
-
-/// Below this length the SIMD kernels' fixed cost (setup and the horizontal sum)
-/// outweighs their speed, so the portable loop runs instead. From it up the AVX-512
-/// kernels run where the CPU has them: with masked first and last vectors they beat
-/// the AVX2 kernel at every length measured (128–511 B: 17–35 % on an Intel Xeon,
-/// family 6 model 207; `docs/benchmarks.md`).
-pub(super) const SIMD_MIN_LEN: usize = 128;
 
 #[inline]
 fn sum_le(kernel: Kernel, data: &[u8]) -> u64 {

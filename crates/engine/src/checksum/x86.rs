@@ -567,7 +567,7 @@ pub unsafe fn sum_avx512_vnni(data: &[u8]) -> u64 {
     unsafe { sum_avx512_dpwssd(data) }
 }
 
-use super::dispatch::{pieces, SIMD_MIN_LEN};
+use super::portable::{pieces, SIMD_MIN_LEN};
 
 /// `dispatch::sum_pieces_supported` for the AVX2 kernel (same size thresholds as
 /// `dispatch::sum_le`). A chunk whose surrounding 32-byte blocks lie inside `data` (all

@@ -4,7 +4,7 @@
 
 use super::coalesce::{Run, RunL4};
 use super::flow::{Shape, Transport};
-use super::table::HEADER_CAP;
+use super::kind::HEADER_CAP;
 use crate::checksum;
 use crate::virtio::TunnelGso;
 use crate::wire::{Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket};
@@ -124,7 +124,7 @@ pub(crate) fn finalize_plain<const OUTER: usize>(run: &Run, header: &mut [u8; HE
 }
 
 /// `finalize_plain` for a run of TCP/IPv6 frames without extension headers
-/// (`plain6::SHAPE`).
+/// (`kind::PLAIN6_SHAPE`).
 #[inline]
 pub(crate) fn finalize_plain6(run: &Run, header: &mut [u8; HEADER_CAP]) -> Offload {
     const IP: usize = 14;
@@ -238,7 +238,7 @@ mod tests {
     use super::*;
     use crate::gro::coalesce::Run;
     use crate::gro::facts;
-    use crate::gro::plain::VXLAN_OUTER;
+    use crate::gro::kind::VXLAN_OUTER;
     use crate::gro::tests::builder::{Pkt, Tunnel};
     use crate::wire::parse::ParseOptions;
     use crate::wire::TcpFlags;

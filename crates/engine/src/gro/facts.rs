@@ -3,15 +3,14 @@
 //! applied here, each an early return with its reason.
 
 use super::flow::{self, Shape, Transport};
-use super::ip::{self, IpFacts};
+use super::ip::{self, l4_checksum_ok, IpFacts};
+use super::kind;
 use super::reason::Reason;
 use super::tcp::{self, TcpFacts};
 use super::tunnel::{self, OuterFacts};
 use super::udp::{self, UdpFacts};
-use crate::checksum;
-use crate::wire::layout::{IpLayer, IpVersion, Layout};
+use crate::wire::layout::Layout;
 use crate::wire::parse::{parse_frame_with, ParseOptions};
-use crate::wire::{Ipv4Packet, Ipv6Packet};
 
 /// Everything the merge rules need to know about one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +116,7 @@ fn read_facts(
     }
     let outer_ip = layout.tunnel.as_ref().map_or(l4, |t| &t.outer);
     Ok(Facts {
-        plain: super::plain::kind_of(&shape),
+        plain: kind::kind_of(&shape),
         shape,
         hash,
         headers_len: layout.headers_len(),
@@ -132,31 +131,3 @@ fn read_facts(
 const TCP_PROTOCOL: u8 = 6;
 const UDP_PROTOCOL: u8 = 17;
 
-/// Whether the transport checksum of `layer` (header + payload + pseudo-header) verifies.
-pub(crate) fn l4_checksum_ok(frame: &[u8], layer: &IpLayer, protocol: u8) -> bool {
-    let (Some(segment), Some(header)) = (
-        frame.get(layer.l4_offset..layer.end),
-        frame.get(layer.offset..layer.l4_offset),
-    ) else {
-        return false;
-    };
-    let pseudo = match layer.version {
-        IpVersion::V4 => {
-            let Ok(len) = u16::try_from(segment.len()) else {
-                return false;
-            };
-            let ip = Ipv4Packet::new_unchecked(header);
-            checksum::pseudo_header_v4(ip.src_addr(), ip.dst_addr(), protocol, len)
-        }
-        IpVersion::V6 => {
-            let ip = Ipv6Packet::new_unchecked(header);
-            checksum::pseudo_header_v6(
-                &ip.src_addr(),
-                &ip.dst_addr(),
-                protocol,
-                segment.len() as u32,
-            )
-        }
-    };
-    checksum::fold(checksum::sum(segment, pseudo)) == 0xffff
-}

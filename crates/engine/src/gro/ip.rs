@@ -185,6 +185,35 @@ pub(crate) fn can_join(
     Ok(mode)
 }
 
+/// Whether the transport checksum of `layer` (header + payload + pseudo-header) verifies.
+pub(crate) fn l4_checksum_ok(frame: &[u8], layer: &IpLayer, protocol: u8) -> bool {
+    let (Some(segment), Some(header)) = (
+        frame.get(layer.l4_offset..layer.end),
+        frame.get(layer.offset..layer.l4_offset),
+    ) else {
+        return false;
+    };
+    let pseudo = match layer.version {
+        IpVersion::V4 => {
+            let Ok(len) = u16::try_from(segment.len()) else {
+                return false;
+            };
+            let ip = Ipv4Packet::new_unchecked(header);
+            checksum::pseudo_header_v4(ip.src_addr(), ip.dst_addr(), protocol, len)
+        }
+        IpVersion::V6 => {
+            let ip = Ipv6Packet::new_unchecked(header);
+            checksum::pseudo_header_v6(
+                &ip.src_addr(),
+                &ip.dst_addr(),
+                protocol,
+                segment.len() as u32,
+            )
+        }
+    };
+    checksum::fold(checksum::sum(segment, pseudo)) == 0xffff
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,12 +75,29 @@
 //! `can_coalesce`), which decides exactly as it would have alone;
 //! `gro/tests/fast_path.rs` checks on random frames of every shape that no fast path
 //! changes a decision.
+//!
+//! # Layers
+//!
+//! The modules import downward only (`tests/layers.rs` fails on a loop):
+//!
+//! | Layer | Modules | Job |
+//! |---|---|---|
+//! | 0 | `reason`, `flow` | refusal reasons; flow identity and shape |
+//! | 1 | `ip`, `tcp`, `udp`, `stats`, `kind` | per-protocol facts and rules; the fixed-offset kinds and `HEADER_CAP` |
+//! | 2 | `tunnel` | outer headers of VXLAN/Geneve |
+//! | 3 | `facts` | the general classifier |
+//! | 4 | `coalesce` | `can_coalesce` and the run state |
+//! | 5 | `table`, `emit`, `fast` | the flow table; finalizing a run; what the fast paths share |
+//! | 6 | `plain`, `plain6`, `template`, `vnet` | the fast paths; the virtio header of a run |
+//! | 7 | this module | `Gro`: push, flush, delivery |
 
 mod coalesce;
 mod emit;
 mod facts;
+mod fast;
 mod flow;
 mod ip;
+mod kind;
 mod plain;
 mod plain6;
 mod reason;
@@ -96,13 +113,15 @@ use core::ops::Range;
 
 pub use reason::Reason;
 pub use stats::{FlushCause, GroStats};
-pub use table::HEADER_CAP;
+pub use kind::HEADER_CAP;
 
 use crate::virtio;
 use crate::wire::parse::ParseOptions;
 use coalesce::{can_coalesce, Limits, Run, RunL4, Verdict};
 use facts::{Facts, L4Facts};
-use plain::{FastFrame, Plain, VXLAN_OUTER};
+use fast::{FastFrame, Joined};
+use kind::{NOT_PLAIN, PLAIN6, VXLAN_OUTER};
+use plain::Plain;
 use plain6::Plain6;
 use table::{AgeCursor, Table};
 use template::Template;
@@ -256,7 +275,7 @@ impl Gro {
             let next = match plain::kind_at(frame) {
                 Some(0) => self.continue_run::<0>(frame),
                 Some(VXLAN_OUTER) => self.continue_run::<VXLAN_OUTER>(frame),
-                Some(plain::PLAIN6) => self.continue_run6(frame),
+                Some(PLAIN6) => self.continue_run6(frame),
                 _ => Err(Looked::Nothing),
             };
             match next {
@@ -269,7 +288,7 @@ impl Gro {
 
     /// Appends the next segment of the run in `slot`, as `continues` decided.
     #[inline(always)]
-    fn join_next(&mut self, slot: u32, id: u64, joined: plain::Joined, out: &mut impl FnMut(Merged<'_>)) -> Held {
+    fn join_next(&mut self, slot: u32, id: u64, joined: Joined, out: &mut impl FnMut(Merged<'_>)) -> Held {
         let run = &mut self.table.slot_mut(slot).run;
         run.append_segment(joined.payload_len, Some(joined.flags), (joined.ip_ids, joined.outer_ids));
         self.joined(slot, id, joined.ends, out)
@@ -280,7 +299,7 @@ impl Gro {
     /// how it joins, or what the lookup found. The run the previous such frame found
     /// through the index is tried first, if the frame's hash is that frame's.
     #[inline(always)]
-    fn continue_run<const OUTER: usize>(&mut self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
+    fn continue_run<const OUTER: usize>(&mut self, frame: &[u8]) -> Result<(u32, Joined), Looked> {
         let Some(hash) = plain::hash_at::<OUTER>(frame) else {
             return Err(Looked::Nothing);
         };
@@ -308,19 +327,19 @@ impl Gro {
     /// `continues` functions as arguments cost the IPv4 join 18 instructions and 5 %
     /// (measured side by side).
     #[inline(always)]
-    fn continue_run6(&mut self, frame: &[u8]) -> Result<(u32, plain::Joined), Looked> {
+    fn continue_run6(&mut self, frame: &[u8]) -> Result<(u32, Joined), Looked> {
         let Some(hash) = plain6::hash_at(frame) else {
             return Err(Looked::Nothing);
         };
         if let Some(slot) = self.table.recent(hash) {
             let held = self.table.slot(slot);
-            if held.plain == plain::PLAIN6 {
+            if held.plain == PLAIN6 {
                 if let Some(joined) = plain6::continues(frame, &held.run, &held.header, &self.limits) {
                     return Ok((slot, joined));
                 }
             }
         }
-        let candidate = self.table.find_by(hash, |s| s.plain == plain::PLAIN6);
+        let candidate = self.table.find_by(hash, |s| s.plain == PLAIN6);
         if let Some(slot) = candidate {
             let held = self.table.slot(slot);
             if let Some(joined) = plain6::continues(frame, &held.run, &held.header, &self.limits) {
@@ -328,7 +347,7 @@ impl Gro {
                 return Ok((slot, joined));
             }
         }
-        Err(Looked::Plain { kind: plain::PLAIN6, hash, candidate })
+        Err(Looked::Plain { kind: PLAIN6, hash, candidate })
     }
 
     /// `push` for every frame that did not join as the next segment of a run.
@@ -365,7 +384,7 @@ impl Gro {
             Ok(facts) => facts,
             Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
         };
-        if self.fast_path && facts.plain == plain::NOT_PLAIN {
+        if self.fast_path && facts.plain == NOT_PLAIN {
             self.remember_shape(&facts, frame);
         }
         let found = self.table.find(&facts.shape, facts.hash, frame);
@@ -643,7 +662,7 @@ impl Gro {
             let offload = match held.plain {
                 0 => emit::finalize_plain::<0>(&run, &mut held.header),
                 VXLAN_OUTER => emit::finalize_plain::<VXLAN_OUTER>(&run, &mut held.header),
-                plain::PLAIN6 => emit::finalize_plain6(&run, &mut held.header),
+                PLAIN6 => emit::finalize_plain6(&run, &mut held.header),
                 _ => emit::finalize(&held.shape, &run, &mut held.header[..usize::from(run.headers_len)]),
             };
             vnet::merged(&offload)

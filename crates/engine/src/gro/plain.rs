@@ -16,19 +16,19 @@
 
 use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
-use super::flow::{self, Shape, TunnelShape, Transport};
-use super::ip::{self, IdMode, IpFacts};
-use super::reason::Reason;
-use super::table::HEADER_CAP;
+use super::flow;
+use super::ip::{self, IpFacts};
+use super::fast::{
+    id_mode, masked_equal, FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, TCP_MIN_LEN,
+    TCP_RUN_VARIANT_FLAGS, TCP_WORD_MASK,
+};
+use super::kind::{plain4_shape, HEADER_CAP, PLAIN6, VXLAN_OUTER};
 use super::tcp::{self, TcpFacts};
 use super::tunnel::OuterFacts;
-use crate::wire::layout::TunnelKind;
 use crate::wire::parse::ParseOptions;
-use crate::wire::TcpFlags;
 
 const ETHERNET_LEN: usize = 14;
 const IPV4_LEN: usize = 20;
-pub(crate) const TCP_MIN_LEN: usize = 20;
 const L4_OFFSET: usize = ETHERNET_LEN + IPV4_LEN;
 /// Ethernet + IPv4 + the fixed TCP header: what is read at fixed offsets.
 pub(crate) const FIXED_LEN: usize = L4_OFFSET + TCP_MIN_LEN;
@@ -48,8 +48,6 @@ const ADDRS: usize = ETHERNET_LEN + 12;
 const TCP_SEQ: usize = L4_OFFSET + 4;
 const IP_CHECKSUM: usize = ETHERNET_LEN + 10;
 const TCP_CHECKSUM_AND_URGENT: usize = L4_OFFSET + 16;
-/// PSH and FIN may differ within a run (they end it).
-pub(crate) const TCP_RUN_VARIANT_FLAGS: u8 = 0x08 | 0x01;
 
 /// The word from the TOS byte to the TTL byte (15..23): TOS, flags/fragment and TTL
 /// must equal the head's; total length and ID (16..20) change per segment.
@@ -58,60 +56,17 @@ const IP_WORD_MASK: [u8; 8] = [0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff];
 /// The word from the ACK number to the window (42..50): ACK, data offset byte, flags
 /// and window must equal the head's, except PSH and FIN, which end a run.
 const TCP_WORD: usize = L4_OFFSET + 8;
-pub(crate) const TCP_WORD_MASK: [u8; 8] =
-    [0xff, 0xff, 0xff, 0xff, 0xff, !TCP_RUN_VARIANT_FLAGS, 0xff, 0xff];
 
 /// IPv4 flags/fragment word: DF may be set; the reserved bit, MF and the offset not.
 const IPV4_DF: u16 = 0x4000;
-/// TCP flags byte: ACK must be set; SYN, RST, URG, CWR must not (PSH, FIN, ECE may).
-pub(crate) const FLAGS_REFUSED: u8 = 0x02 | 0x04 | 0x20 | 0x80;
-pub(crate) const FLAG_ACK: u8 = 0x10;
 
-/// The VXLAN encapsulation before the inner Ethernet header: Ethernet, IPv4 without
-/// options, UDP, VXLAN.
-pub(crate) const VXLAN_OUTER: usize = ETHERNET_LEN + IPV4_LEN + UDP_LEN + VXLAN_LEN;
 const UDP_LEN: usize = 8;
-const VXLAN_LEN: usize = 8;
 const OUTER_UDP: usize = ETHERNET_LEN + IPV4_LEN;
 const OUTER_UDP_CHECKSUM: usize = OUTER_UDP + 6;
 const VXLAN_FLAGS: usize = OUTER_UDP + UDP_LEN;
 /// VXLAN's I flag: the VNI is valid (`parse_frame` refuses a header without it).
 const VXLAN_FLAG_VNI: u8 = 0x08;
 const UDP_PROTOCOL: u8 = 17;
-
-/// `Slot::plain` of a shape no fixed-offset classifier takes.
-pub(crate) const NOT_PLAIN: usize = usize::MAX;
-/// `Slot::plain` of `plain6::SHAPE`.
-pub(crate) const PLAIN6: usize = usize::MAX - 1;
-
-/// Which fixed-offset classifier takes `shape`: the `OUTER` of a `Plain` kind,
-/// [`PLAIN6`], or [`NOT_PLAIN`]. Every opened run asks, so the IP version and whether
-/// there is a tunnel pick the one candidate to compare the whole shape with (three
-/// comparisons of the shape cost 50 instructions per open).
-#[inline]
-pub(crate) fn kind_of(shape: &Shape) -> usize {
-    let (candidate, kind) = match (shape.ip_v6, shape.tunnel.is_some()) {
-        (true, false) => (super::plain6::SHAPE, PLAIN6),
-        (false, false) => (self::shape(0), 0),
-        (false, true) => (self::shape(VXLAN_OUTER), VXLAN_OUTER),
-        (true, true) => return NOT_PLAIN,
-    };
-    if *shape == candidate {
-        kind
-    } else {
-        NOT_PLAIN
-    }
-}
-
-/// A frame a fixed-offset classifier took: what `Gro::push_looked` needs of it.
-pub(crate) trait FastFrame {
-    /// Whether the held header `held` (of a run of this kind) is the frame's flow.
-    fn same_flow(&self, held: &[u8; HEADER_CAP]) -> bool;
-    /// Whether the frame continues `run` (head header `held`), and how.
-    fn try_join(&self, run: &Run, held: &[u8; HEADER_CAP], limits: &Limits) -> Option<Joined>;
-    /// Exactly the facts `facts::classify` reads from the frame.
-    fn facts(&self, hash: u64) -> Facts;
-}
 
 impl<const OUTER: usize> FastFrame for Plain<'_, OUTER> {
     #[inline(always)]
@@ -128,29 +83,6 @@ impl<const OUTER: usize> FastFrame for Plain<'_, OUTER> {
     }
 }
 
-/// The shape of every frame `Plain<OUTER>` accepts.
-pub(crate) const fn shape(outer: usize) -> Shape {
-    let tunnel = if outer == 0 {
-        None
-    } else {
-        Some(TunnelShape {
-            kind: TunnelKind::Vxlan,
-            outer_header_len: IPV4_LEN as u16,
-            outer_v6: false,
-            offset: VXLAN_FLAGS as u16,
-            header_len: VXLAN_LEN as u16,
-        })
-    };
-    Shape {
-        l2_len: ETHERNET_LEN as u16,
-        tunnel,
-        ip_offset: (outer + ETHERNET_LEN) as u16,
-        ip_header_len: IPV4_LEN as u16,
-        ip_v6: false,
-        transport: Transport::Tcp,
-    }
-}
-
 /// A TCP/IPv4 frame, bare (`OUTER` 0) or in VXLAN (`OUTER` = [`VXLAN_OUTER`]), that no
 /// rule refuses on its own (checked by [`Plain::check`]).
 pub(crate) struct Plain<'a, const OUTER: usize> {
@@ -160,15 +92,6 @@ pub(crate) struct Plain<'a, const OUTER: usize> {
     pub fixed: &'a [u8; FIXED_LEN],
     frame: &'a [u8],
     headers_len: usize,
-}
-
-/// What joining a held run changes, as `can_coalesce` would decide it.
-pub(crate) struct Joined {
-    pub ip_ids: IdMode,
-    pub outer_ids: IdMode,
-    pub ends: Option<Reason>,
-    pub payload_len: usize,
-    pub flags: TcpFlags,
 }
 
 /// Whether the Ethernet + IPv4 header at the start of `h` (whose IP packet should be
@@ -257,7 +180,7 @@ impl<'a, const OUTER: usize> Plain<'a, OUTER> {
             }
         });
         Facts {
-            shape: shape(OUTER),
+            shape: plain4_shape(OUTER),
             plain: OUTER,
             hash,
             headers_len: self.headers_len,
@@ -471,126 +394,10 @@ fn ip_at(h: &[u8], at: usize) -> Option<&[u8; IPV4_LEN]> {
     h.get(at + ETHERNET_LEN..at + L4_OFFSET)?.try_into().ok()
 }
 
-/// Whether the first `LEN` bytes (at least 16) of `frame` and `held` are equal where
-/// `mask` is set, 16 bytes at a time (the last block overlapping): SSE2, which every
-/// x86_64 has, compares a VXLAN frame's 104 bytes in 7 blocks instead of 13 words.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn masked_equal<const LEN: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask: &[u8]) -> bool {
-    use core::arch::x86_64::{
-        _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_setzero_si128, _mm_xor_si128,
-    };
-    const BLOCK: usize = 16;
-    let len = LEN;
-    if !(BLOCK..=HEADER_CAP).contains(&len) || frame.len() < len || mask.len() < len {
-        return false;
-    }
-    // SAFETY: SSE2 is part of the x86_64 baseline; every block read is at
-    // `at..at + BLOCK` with `at + BLOCK <= len`, and `len` is within `frame`, `held` and
-    // `mask` (checked above).
-    unsafe {
-        let mut differ = _mm_setzero_si128();
-        let mut block = 0;
-        while block < len {
-            let at = block.min(len - BLOCK);
-            let a = _mm_loadu_si128(frame.as_ptr().add(at).cast());
-            let b = _mm_loadu_si128(held.as_ptr().add(at).cast());
-            let m = _mm_loadu_si128(mask.as_ptr().add(at).cast());
-            differ = _mm_or_si128(differ, _mm_and_si128(_mm_xor_si128(a, b), m));
-            block += BLOCK;
-        }
-        _mm_movemask_epi8(_mm_cmpeq_epi8(differ, _mm_setzero_si128())) == 0xffff
-    }
-}
-
-/// `masked_equal` as 8-byte words (the last one overlapping), where there is no SSE2.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-pub(crate) fn masked_equal<const LEN: usize>(frame: &[u8], held: &[u8; HEADER_CAP], mask: &[u8]) -> bool {
-    let len = LEN;
-    if len < 8 || frame.len() < len || mask.len() < len {
-        return false;
-    }
-    let word = |b: &[u8], at: usize| match b.get(at..at + 8) {
-        Some(w) => u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])),
-        None => u64::MAX,
-    };
-    let mut differ = 0;
-    let mut at = 0;
-    while at < len {
-        let at_ = at.min(len - 8);
-        differ |= (word(frame, at_) ^ word(held, at_)) & word(mask, at_);
-        at += 8;
-    }
-    differ == 0
-}
-
-/// What a fixed-offset classifier read of a TCP segment whose headers matched its run's.
-pub(crate) struct TcpSegment {
-    pub seq: u32,
-    pub flags: TcpFlags,
-    pub payload_len: usize,
-}
-
-impl TcpSegment {
-    /// The sequence number and flags of the TCP header at `l4` in `headers` (the frame's
-    /// fixed headers, which the caller has checked are long enough), for a segment of
-    /// `payload_len` bytes.
-    #[inline(always)]
-    pub fn read(headers: &[u8], l4: usize, payload_len: usize) -> Self {
-        const SEQ: usize = 4;
-        const FLAGS: usize = 13;
-        let h = headers;
-        TcpSegment {
-            seq: u32::from_be_bytes([h[l4 + SEQ], h[l4 + SEQ + 1], h[l4 + SEQ + 2], h[l4 + SEQ + 3]]),
-            flags: TcpFlags(h[l4 + FLAGS]),
-            payload_len,
-        }
-    }
-
-    /// The rest of `can_coalesce` for this segment: size, sequence and caps; how the
-    /// run ends after it; `ids` are the ID modes the IP layers decided.
-    #[inline(always)]
-    pub fn joins(&self, run: &Run, next_seq: u32, limits: &Limits, ids: (IdMode, IdMode)) -> Option<Joined> {
-        let seg_size = usize::from(run.seg_size);
-        if self.payload_len > seg_size
-            || self.seq != next_seq
-            || run.outer_ip_len as usize + self.payload_len > limits.max_bytes
-        {
-            return None;
-        }
-        let full = run.segments + 1 >= limits.max_segments_tcp;
-        let ends = tcp::ends_run_by_flags(self.flags, self.payload_len, seg_size)
-            .or(full.then_some(Reason::SegmentCap));
-        Some(Joined {
-            ip_ids: ids.0,
-            outer_ids: ids.1,
-            ends,
-            payload_len: self.payload_len,
-            flags: self.flags,
-        })
-    }
-}
-
 /// The IPv4 ID of the Ethernet + IPv4 header at the start of `h`.
 #[inline(always)]
 fn ip_id(h: &[u8]) -> u16 {
     u16::from_be_bytes([h[IP_ID], h[IP_ID + 1]])
-}
-
-/// `ip::can_join`'s IPv4 ID rule (TTL, TOS and DF already compared equal): the ID is
-/// the head's + segments, or the head's when DF (decided by the 2nd packet).
-#[inline(always)]
-pub(crate) fn id_mode(id: u16, head: &IpFacts, mode: IdMode, segments: u16) -> Option<IdMode> {
-    let offset = id.wrapping_sub(head.id);
-    let mode = match mode {
-        IdMode::Undecided if head.df && offset == 0 => IdMode::Fixed,
-        IdMode::Undecided => IdMode::Incrementing,
-        decided => decided,
-    };
-    let expected = if mode == IdMode::Fixed { 0 } else { segments };
-    (offset == expected).then_some(mode)
 }
 
 /// The IP facts of the Ethernet + IPv4 header at the start of `h`.

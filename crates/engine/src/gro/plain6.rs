@@ -6,13 +6,13 @@
 
 use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
-use super::flow::{self, Shape, Transport};
+use super::flow;
 use super::ip::IpFacts;
-use super::plain::{
-    self, FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, PLAIN6, TCP_MIN_LEN,
+use super::fast::{
+    masked_equal, FastFrame, Joined, TcpSegment, FLAGS_REFUSED, FLAG_ACK, TCP_MIN_LEN,
     TCP_RUN_VARIANT_FLAGS, TCP_WORD_MASK,
 };
-use super::table::HEADER_CAP;
+use super::kind::{HEADER_CAP, PLAIN6, PLAIN6_SHAPE};
 use super::tcp;
 
 const ETHERNET_LEN: usize = 14;
@@ -46,15 +46,6 @@ const FLOW_LABEL_MASK: u32 = 0x000f_ffff;
 
 const TCP_PROTOCOL: u8 = 6;
 
-/// The shape of every frame this classifier accepts.
-pub(crate) const SHAPE: Shape = Shape {
-    l2_len: ETHERNET_LEN as u16,
-    tunnel: None,
-    ip_offset: ETHERNET_LEN as u16,
-    ip_header_len: IPV6_LEN as u16,
-    ip_v6: true,
-    transport: Transport::Tcp,
-};
 
 /// A TCP/IPv6 frame that no rule refuses on its own (checked by [`Plain6::check`]).
 pub(crate) struct Plain6<'a> {
@@ -97,7 +88,7 @@ impl<'a> Plain6<'a> {
         let mut tcp = tcp::read(&f[L4_OFFSET..]);
         tcp.header_len = (self.headers_len - L4_OFFSET) as u16;
         Facts {
-            shape: SHAPE,
+            shape: PLAIN6_SHAPE,
             plain: PLAIN6,
             hash,
             headers_len: self.headers_len,
@@ -144,7 +135,7 @@ impl<'a> Plain6<'a> {
 /// not); `None` when it is too short to be.
 #[inline(always)]
 pub(crate) fn hash_at(frame: &[u8]) -> Option<u64> {
-    (frame.len() >= FIXED_LEN).then(|| flow::flow_hash(&SHAPE, frame))
+    (frame.len() >= FIXED_LEN).then(|| flow::flow_hash(&PLAIN6_SHAPE, frame))
 }
 
 /// Which bytes of the fixed headers a segment continuing a run must repeat from the
@@ -176,7 +167,7 @@ pub(crate) fn continues(frame: &[u8], run: &Run, held: &[u8; HEADER_CAP], limits
         return None;
     }
     let options = (frame.get(FIXED_LEN..headers_len), held.get(FIXED_LEN..headers_len));
-    if !plain::masked_equal::<FIXED_LEN>(frame, held, &REPEAT_MASK)
+    if !masked_equal::<FIXED_LEN>(frame, held, &REPEAT_MASK)
         || !matches!(options, (Some(a), Some(b)) if flow::same_bytes(a, b))
     {
         return None;
@@ -192,7 +183,7 @@ fn masked_differ(frame: &[u8; FIXED_LEN], held: &[u8; HEADER_CAP], at: usize, ma
     (word(frame) ^ word(held)) & u64::from_ne_bytes(mask)
 }
 
-/// Whether frame `p` and the held header `held` (of a run of [`SHAPE`]) are the same
+/// Whether frame `p` and the held header `held` (of a run of [`PLAIN6_SHAPE`]) are the same
 /// flow: what `flow::same_flow` compares for this shape — the Ethernet header, the flow
 /// label, the next header, and the addresses through the ports.
 #[inline(always)]

@@ -8,11 +8,7 @@
 use super::coalesce::Run;
 use super::facts::Facts;
 use super::flow::{self, Shape};
-use super::plain;
-
-/// Bytes of header a slot holds (Ethernet + VLANs + outer IPv6 + UDP + Geneve with
-/// options + inner Ethernet + IPv6 + TCP with options fits; longer headers are refused).
-pub const HEADER_CAP: usize = 256;
+use super::kind::{HEADER_CAP, NOT_PLAIN};
 
 const NIL: u32 = u32::MAX;
 const EMPTY: u64 = 0;
@@ -20,7 +16,7 @@ const EMPTY: u64 = 0;
 /// One held flow.
 pub(crate) struct Slot {
     pub shape: Shape,
-    /// Which `plain::Plain` kind (its `OUTER`) the shape is, or `plain::NOT_PLAIN`;
+    /// Which `plain::Plain` kind (its `OUTER`) the shape is, or `kind::NOT_PLAIN`;
     /// kept so the fast path's lookup tests one word instead of the shape.
     pub plain: usize,
     pub hash: u64,
@@ -53,7 +49,7 @@ impl Table {
         let index_len = (max_flows * 2).next_power_of_two();
         let blank_slot = || Slot {
             shape: blank_shape(),
-            plain: plain::NOT_PLAIN,
+            plain: NOT_PLAIN,
             hash: 0,
             header: [0; HEADER_CAP],
             run: blank,

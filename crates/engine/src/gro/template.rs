@@ -30,9 +30,9 @@ use super::coalesce::{Limits, Run, RunL4};
 use super::facts::{Facts, L4Facts};
 use super::flow::{self, Shape, Transport};
 use super::ip::{self, IdMode, IpFacts};
-use super::plain::{self, Joined, TCP_RUN_VARIANT_FLAGS};
+use super::fast::{self, Joined, TCP_RUN_VARIANT_FLAGS};
+use super::kind::{HEADER_CAP, NOT_PLAIN};
 use super::reason::Reason;
-use super::table::HEADER_CAP;
 use super::tcp;
 use super::tunnel::OuterFacts;
 use super::udp;
@@ -224,7 +224,7 @@ impl Template {
         Some(Facts {
             shape: self.shape,
             // Templates are kept only for shapes no fixed-offset classifier takes.
-            plain: super::plain::NOT_PLAIN,
+            plain: NOT_PLAIN,
             hash,
             headers_len,
             payload_len,
@@ -461,7 +461,7 @@ fn id_mode(frame: &[u8], ip: IpAt, head: &IpFacts, mode: IdMode, segments: u16) 
     if ip.v6 {
         return Some(mode);
     }
-    plain::id_mode(be16(frame, ip.offset + 4)?, head, mode, segments)
+    fast::id_mode(be16(frame, ip.offset + 4)?, head, mode, segments)
 }
 
 #[inline(always)]

@@ -6,8 +6,7 @@
 //! `flow.rs`); here are the rules that refuse a frame on its own, and the outer IP
 //! facts the run rules compare (TTL, TOS, DF, ID as for the inner header).
 
-use super::facts::l4_checksum_ok;
-use super::ip::{self, IpFacts};
+use super::ip::{self, l4_checksum_ok, IpFacts};
 use super::reason::Reason;
 use crate::wire::layout::{L4Proto, TunnelKind, TunnelLayer};
 use crate::wire::{GeneveHeader, UdpPacket};

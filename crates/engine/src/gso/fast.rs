@@ -19,7 +19,7 @@ use crate::checksum;
 use super::ip::{v4, v6, IpFields};
 use super::output::{copy_header, GsoOutput};
 use super::plan::Plan;
-use super::tcp::{field, TcpFields};
+use super::tcp_fields::{field, TcpFields};
 use super::tunnel::{udp, Encap};
 
 /// One IP header's per-segment fields (`base_id` and `constant_sum` unused for IPv6).

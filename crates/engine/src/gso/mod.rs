@@ -35,6 +35,7 @@ mod output;
 mod params;
 mod plan;
 mod tcp;
+mod tcp_fields;
 mod tunnel;
 mod udp;
 

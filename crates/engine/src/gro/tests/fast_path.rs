@@ -8,7 +8,8 @@
 
 use super::builder::{finish, sum, Pkt, Tunnel, L4, ACK, CWR, ECE, FIN, PSH, RST, SYN, URG};
 use super::{copy, Gro, GroConfig, Merged, RxMeta};
-use crate::gro::plain::{self, Plain, VXLAN_OUTER};
+use crate::gro::kind::VXLAN_OUTER;
+use crate::gro::plain::{self, Plain};
 use crate::gro::plain6::{self, Plain6};
 use crate::gro::{facts, HEADER_CAP};
 use crate::wire::layout::IpVersion;

@@ -7,7 +7,8 @@ use super::Harness;
 use crate::gro::{GroConfig, Held};
 use crate::gro::coalesce::Run;
 use crate::gro::facts::classify;
-use crate::gro::table::{Table, HEADER_CAP};
+use crate::gro::kind::HEADER_CAP;
+use crate::gro::table::Table;
 use crate::wire::parse::ParseOptions;
 use proptest::prelude::*;
 
