@@ -81,6 +81,10 @@ pub enum ofl_status {
     OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE = -215,
     /// GSO: virtio checksum start/offset mismatch.
     OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH = -216,
+    /// GSO: ipv6 authentication header (each segment would need a fresh ICV).
+    OFL_ERR_GSO_AUTHENTICATION_HEADER = -217,
+    /// GSO: ipv6 routing header with segments left of a type whose final destination is unknown.
+    OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED = -218,
     /// virtio-net header: truncated header.
     OFL_ERR_VNET_TRUNCATED = -300,
     /// virtio-net header: buffer too small.
@@ -141,7 +145,7 @@ pub enum ofl_status {
 
 impl ofl_status {
     /// Every code, for tests and tools.
-    pub const ALL: [ofl_status; 62] = [
+    pub const ALL: [ofl_status; 64] = [
         ofl_status::OFL_OK,
         ofl_status::OFL_ERR_NULL,
         ofl_status::OFL_ERR_BUFFER_TOO_SMALL,
@@ -176,6 +180,8 @@ impl ofl_status {
         ofl_status::OFL_ERR_GSO_VIRTIO_NO_GSO,
         ofl_status::OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE,
         ofl_status::OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH,
+        ofl_status::OFL_ERR_GSO_AUTHENTICATION_HEADER,
+        ofl_status::OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED,
         ofl_status::OFL_ERR_VNET_TRUNCATED,
         ofl_status::OFL_ERR_VNET_BUFFER_TOO_SMALL,
         ofl_status::OFL_ERR_VNET_UNKNOWN_FLAGS,
@@ -252,6 +258,10 @@ impl ofl_status {
             ofl_status::OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE => c"gso: unsupported virtio gso type",
             ofl_status::OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH => {
                 c"gso: virtio checksum start/offset mismatch"
+            }
+            ofl_status::OFL_ERR_GSO_AUTHENTICATION_HEADER => c"gso: ipv6 authentication header",
+            ofl_status::OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED => {
+                c"gso: ipv6 routing header type unsupported"
             }
             ofl_status::OFL_ERR_VNET_TRUNCATED => c"vnet: truncated header",
             ofl_status::OFL_ERR_VNET_BUFFER_TOO_SMALL => c"vnet: buffer too small",
@@ -356,6 +366,8 @@ pub fn gso_status(err: &GsoError) -> ofl_status {
         GsoError::VirtioNoGso => ofl_status::OFL_ERR_GSO_VIRTIO_NO_GSO,
         GsoError::VirtioUnsupportedType(_) => ofl_status::OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE,
         GsoError::VirtioChecksumMismatch => ofl_status::OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH,
+        GsoError::AuthenticationHeader => ofl_status::OFL_ERR_GSO_AUTHENTICATION_HEADER,
+        GsoError::RoutingHeaderUnsupported(_) => ofl_status::OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED,
     }
 }
 
@@ -450,6 +462,8 @@ mod tests {
             GsoError::VirtioNoGso,
             GsoError::VirtioUnsupportedType(0),
             GsoError::VirtioChecksumMismatch,
+            GsoError::AuthenticationHeader,
+            GsoError::RoutingHeaderUnsupported(3),
         ];
         for err in gso {
             let msg = gso_status(&err).message().to_str().unwrap();

@@ -392,6 +392,37 @@ fn gso_vxlan_matches_kernel() {
     );
 }
 
+/// IPv6 extension headers the engine refuses with a typed reason: AH, which the kernel
+/// drops too (`ipv6_gso_segment` has no AH handler: nothing leaves it), and a Routing
+/// type whose final destination the engine cannot read, which the kernel segments with
+/// the sender's pseudo-header seed (it never recomputes it) and the engine refuses rather
+/// than guess.
+#[test]
+fn gso_ipv6_refusals_match_kernel() {
+    let test = "gso_ipv6_refusals_match_kernel";
+    if kernel::skip_unless_root(test) {
+        return;
+    }
+    let lab = GsoLab::new("gr", Checksums::Software);
+    for (case, reason, kernel_drops) in corpus::refused_v6_cases() {
+        let kernel = lab.kernel_segments(&case);
+        assert_eq!(
+            kernel.is_empty(),
+            kernel_drops,
+            "[{}] the kernel {} (expected it to {})",
+            case.name,
+            if kernel.is_empty() { "emitted nothing" } else { "segmented it" },
+            if kernel_drops { "drop it" } else { "segment it" }
+        );
+        let layout = parse_frame(&case.frame).expect("parses");
+        let params = engine_params(&case, &layout, Checksums::Software).expect("params");
+        let mut out = GsoOutput::new();
+        let got = gso::segment(&case.frame, &layout, &params, &mut out);
+        assert_eq!(got, Err(reason), "[{}] engine", case.name);
+    }
+    eprintln!("{test}: 2 cases, the engine refused both with their reasons");
+}
+
 /// The same corpora with tx checksum offload on the egress veth: segments keep a
 /// partial transport checksum, compared with the engine's `L4Checksum::Partial`.
 #[test]

@@ -42,6 +42,13 @@ pub enum GsoError {
     VirtioUnsupportedType(u8),
     /// NEEDS_CSUM with a checksum start/offset other than the transport checksum field.
     VirtioChecksumMismatch,
+    /// An IPv6 Authentication Header: every segment would need a fresh ICV (Linux has
+    /// no GSO handler for AH and drops the packet).
+    AuthenticationHeader,
+    /// An IPv6 Routing header with segments left whose type (the value) the engine
+    /// cannot read the final destination from (or a second such header); segmenting
+    /// with the IPv6 header's destination would give every segment a wrong checksum.
+    RoutingHeaderUnsupported(u8),
 }
 
 impl GsoError {
@@ -65,6 +72,8 @@ impl GsoError {
             GsoError::VirtioNoGso => "virtio header asks for no gso",
             GsoError::VirtioUnsupportedType(_) => "unsupported virtio gso type",
             GsoError::VirtioChecksumMismatch => "virtio checksum start/offset mismatch",
+            GsoError::AuthenticationHeader => "ipv6 authentication header",
+            GsoError::RoutingHeaderUnsupported(_) => "ipv6 routing header type unsupported",
         }
     }
 }
@@ -73,6 +82,9 @@ impl fmt::Display for GsoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             GsoError::TooManySegments(n) => write!(f, "too many segments ({n})"),
+            GsoError::RoutingHeaderUnsupported(t) => {
+                write!(f, "ipv6 routing header of type {t} with segments left")
+            }
             GsoError::VirtioUnsupportedType(t) => {
                 write!(f, "unsupported virtio gso type {t:#04x}")
             }

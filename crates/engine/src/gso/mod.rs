@@ -38,6 +38,7 @@ mod tcp;
 mod tcp_fields;
 mod tunnel;
 mod udp;
+mod v6ext;
 
 #[cfg(test)]
 mod tests;

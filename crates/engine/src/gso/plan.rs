@@ -9,6 +9,7 @@ use crate::wire::layout::{IpLayer, IpVersion, L4Proto, Layout, TunnelKind};
 
 use super::ip::{v4, v6, IpFields};
 use super::tunnel::{gre, udp, Tail, TunnelFields};
+use super::v6ext;
 use super::{GsoError, GsoKind, GsoParams, MAX_HEADERS_LEN};
 
 /// TCP header length limits (data offset 5..=15 words).
@@ -67,7 +68,8 @@ impl Plan {
                 if t.kind == TunnelKind::Gre && frame[t.offset] & gre::FLAG_SEQUENCE != 0 {
                     return Err(GsoError::GreSequenceNumber);
                 }
-                let outer_pseudo = || pseudo_seed(frame, &t.outer, IPPROTO_UDP);
+                let outer_seed = pseudo_seed(frame, &t.outer, IPPROTO_UDP)?;
+                let outer_pseudo = || outer_seed;
                 Some(TunnelFields::new(frame, t, params.outer_udp_checksum, outer_pseudo))
             }
         };
@@ -82,7 +84,7 @@ impl Plan {
             payload_end: payload.end,
             l4_offset: ip.l4_offset,
             inner_ip,
-            pseudo_seed: pseudo_seed(frame, ip, proto),
+            pseudo_seed: pseudo_seed(frame, ip, proto)?,
             tunnel,
         })
     }
@@ -132,23 +134,28 @@ fn check_kind(kind: GsoKind, ip: &IpLayer) -> Result<(), GsoError> {
     }
 }
 
-/// Pseudo-header sum (addresses and protocol, length 0) of an IP layer in `frame`.
-fn pseudo_seed(frame: &[u8], ip: &IpLayer, protocol: u8) -> u32 {
+/// Pseudo-header sum (addresses and protocol, length 0) of an IP layer in `frame`;
+/// for IPv6 with the final destination (`v6ext`), or why the layer cannot be segmented.
+fn pseudo_seed(frame: &[u8], ip: &IpLayer, protocol: u8) -> Result<u32, GsoError> {
     let h = &frame[ip.offset..ip.l4_offset];
-    match ip.version {
+    Ok(match ip.version {
         IpVersion::V4 => {
             let addr = |at: usize| Ipv4Addr::new(h[at], h[at + 1], h[at + 2], h[at + 3]);
             checksum::pseudo_header_v4(addr(12), addr(16), protocol, 0)
         }
         IpVersion::V6 => {
-            let addr = |at: usize| {
-                let mut octets = [0u8; 16];
-                octets.copy_from_slice(&h[at..at + 16]);
-                Ipv6Addr::from(octets)
+            let mut source = [0u8; 16];
+            source.copy_from_slice(&h[8..24]);
+            let destination = if h.len() == v6::HEADER_LEN {
+                let mut d = [0u8; 16];
+                d.copy_from_slice(&h[24..40]);
+                d
+            } else {
+                v6ext::pseudo_destination(h)?
             };
-            checksum::pseudo_header_v6(&addr(8), &addr(24), protocol, 0)
+            checksum::pseudo_header_v6(&Ipv6Addr::from(source), &Ipv6Addr::from(destination), protocol, 0)
         }
-    }
+    })
 }
 
 /// Refuses a `Layout` that does not describe `frame`: after this, every header offset

@@ -47,7 +47,8 @@ pub enum Ip {
         tos: u8,
         df: bool,
     },
-    /// `dest_opts`: insert one 8-byte Destination Options extension header (PadN only).
+    /// `dest_opts`: insert one 8-byte Destination Options extension header (PadN only);
+    /// `ext`: then one more extension header.
     V6 {
         src: [u8; 16],
         dst: [u8; 16],
@@ -55,11 +56,88 @@ pub enum Ip {
         tclass: u8,
         flow_label: u32,
         dest_opts: bool,
+        ext: V6Ext,
     },
 }
 
-/// IPv6 next-header value of Destination Options.
+/// An IPv6 extension header after the optional Destination Options header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum V6Ext {
+    None,
+    /// A Routing header of `routing_type` listing `addresses`; while `segments_left` is
+    /// non-zero the final destination is one of them (`final_destination`).
+    Routing {
+        routing_type: u8,
+        segments_left: u8,
+        addresses: Vec<[u8; 16]>,
+    },
+    /// An Authentication Header with a 12-byte ICV (24 bytes in all).
+    Ah,
+}
+
+impl V6Ext {
+    fn len(&self) -> usize {
+        match self {
+            V6Ext::None => 0,
+            V6Ext::Routing { addresses, .. } => 8 + 16 * addresses.len(),
+            V6Ext::Ah => 24,
+        }
+    }
+    fn protocol(&self) -> Option<u8> {
+        match self {
+            V6Ext::None => None,
+            V6Ext::Routing { .. } => Some(IPV6_ROUTING),
+            V6Ext::Ah => Some(IPV6_AH),
+        }
+    }
+    fn bytes(&self, next: u8) -> Vec<u8> {
+        match self {
+            V6Ext::None => vec![],
+            V6Ext::Routing {
+                routing_type,
+                segments_left,
+                addresses,
+            } => {
+                let units = (addresses.len() * 2) as u8;
+                let mut h = vec![next, units, *routing_type, *segments_left, 0, 0, 0, 0];
+                addresses.iter().for_each(|a| h.extend_from_slice(a));
+                h
+            }
+            // Payload length 4 (= (24 / 4) - 2), SPI 0x100, sequence 1, an ICV of 0xa5.
+            V6Ext::Ah => {
+                let mut h = vec![next, 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
+                h.extend_from_slice(&[0xa5; 12]);
+                h
+            }
+        }
+    }
+}
+
+/// The destination the transport pseudo-header uses (RFC 8200 §8.1): with segments
+/// left in a Routing header, the final one — the last address of type 0, the home
+/// address of type 2, Segment List[0] of type 4 (SRH).
+pub fn final_destination(ip: &Ip) -> Vec<u8> {
+    match ip {
+        Ip::V4 { dst, .. } => dst.to_vec(),
+        Ip::V6 { dst, ext, .. } => match ext {
+            V6Ext::Routing {
+                routing_type,
+                segments_left,
+                addresses,
+            } if *segments_left != 0 => match routing_type {
+                0 => addresses.last().expect("type 0 lists addresses").to_vec(),
+                _ => addresses[0].to_vec(),
+            },
+            _ => dst.to_vec(),
+        },
+    }
+}
+
+/// IPv6 next-header values of Destination Options, Routing, AH and Hop-by-Hop.
 const IPV6_DEST_OPTS: u8 = 60;
+const IPV6_ROUTING: u8 = 43;
+const IPV6_AH: u8 = 51;
+const IPV6_HOP_BY_HOP: u8 = 0;
 
 #[derive(Debug, Clone)]
 pub struct Tcp {
@@ -95,7 +173,7 @@ impl Packet {
     pub fn ip_header_len(&self) -> usize {
         match self.ip {
             Ip::V4 { .. } => 20,
-            Ip::V6 { dest_opts, .. } => 40 + if dest_opts { 8 } else { 0 },
+            Ip::V6 { dest_opts, ref ext, .. } => 40 + if dest_opts { 8 } else { 0 } + ext.len(),
         }
     }
     pub fn l4_offset(&self) -> usize {
@@ -229,10 +307,12 @@ fn ip_header(ip: &Ip, proto: u8, l4_len: usize) -> Vec<u8> {
             tclass,
             flow_label,
             dest_opts,
+            ref ext,
         } => {
             let word = (6u32 << 28) | (u32::from(tclass) << 20) | (flow_label & 0xf_ffff);
-            let ext_len = if dest_opts { 8 } else { 0 };
-            let first = if dest_opts { IPV6_DEST_OPTS } else { proto };
+            let ext_len = if dest_opts { 8 } else { 0 } + ext.len();
+            let after_dest_opts = ext.protocol().unwrap_or(proto);
+            let first = if dest_opts { IPV6_DEST_OPTS } else { after_dest_opts };
             let mut h = word.to_be_bytes().to_vec();
             h.extend_from_slice(&((ext_len + l4_len) as u16).to_be_bytes());
             h.extend_from_slice(&[first, hop_limit]);
@@ -240,8 +320,9 @@ fn ip_header(ip: &Ip, proto: u8, l4_len: usize) -> Vec<u8> {
             h.extend_from_slice(&dst);
             if dest_opts {
                 // Next header, length 0 (8 bytes), PadN option covering the other 6.
-                h.extend_from_slice(&[proto, 0, 1, 4, 0, 0, 0, 0]);
+                h.extend_from_slice(&[after_dest_opts, 0, 1, 4, 0, 0, 0, 0]);
             }
+            h.extend_from_slice(&ext.bytes(proto));
             h
         }
     }
@@ -303,9 +384,9 @@ pub fn fold(mut s: u32) -> u16 {
 pub fn pseudo_sum(ip: &Ip, proto: u8, l4_len: usize) -> u32 {
     match ip {
         Ip::V4 { src, dst, .. } => sum(src) + sum(dst) + u32::from(proto) + l4_len as u32,
-        Ip::V6 { src, dst, .. } => {
+        Ip::V6 { src, .. } => {
             sum(src)
-                + sum(dst)
+                + sum(&final_destination(ip))
                 + u32::from(proto)
                 + (l4_len as u32 >> 16)
                 + (l4_len as u32 & 0xffff)
@@ -313,28 +394,47 @@ pub fn pseudo_sum(ip: &Ip, proto: u8, l4_len: usize) -> u32 {
     }
 }
 
+/// Walks the extension headers (Hop-by-Hop, Destination Options, Routing, AH) of the
+/// IPv6 header at the start of `ip`: the transport protocol, the extension bytes and the
+/// final destination (a Routing header with segments left of type 0, 2 or 4 names it).
+fn walk_v6_extensions(ip: &[u8]) -> (u8, usize, Vec<u8>) {
+    let (mut next, mut at, mut destination) = (ip[6], 40, ip[24..40].to_vec());
+    loop {
+        let len = match next {
+            IPV6_HOP_BY_HOP | IPV6_DEST_OPTS | IPV6_ROUTING => (usize::from(ip[at + 1]) + 1) * 8,
+            IPV6_AH => (usize::from(ip[at + 1]) + 2) * 4,
+            _ => return (next, at - 40, destination),
+        };
+        if next == IPV6_ROUTING && ip[at + 3] != 0 {
+            let addresses = usize::from(ip[at + 1]) / 2;
+            let index = if ip[at + 2] == 0 { addresses - 1 } else { 0 };
+            destination = ip[at + 8 + 16 * index..at + 24 + 16 * index].to_vec();
+        }
+        next = ip[at];
+        at += len;
+    }
+}
+
 /// Whether the transport checksum of a frame verifies (IPv4 without options, IPv6 with
-/// at most one Destination Options header; `l2_len` is the IP header's offset): used to check the kernel's and the engine's outputs independently.
+/// Hop-by-Hop, Destination Options, Routing or AH headers; `l2_len` is the IP header's offset): used to check the kernel's and the engine's outputs independently.
 pub fn l4_checksum_ok(frame: &[u8], l2_len: usize) -> bool {
     let ip = &frame[l2_len..];
     let (proto, src_dst, l4) = match ip[0] >> 4 {
         4 => {
             let ihl = usize::from(ip[0] & 0xf) * 4;
             let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-            (ip[9], &ip[12..20], &ip[ihl..total])
+            (ip[9], ip[12..20].to_vec(), &ip[ihl..total])
         }
         _ => {
             let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-            let (proto, ext) = if ip[6] == IPV6_DEST_OPTS {
-                (ip[40], (usize::from(ip[41]) + 1) * 8)
-            } else {
-                (ip[6], 0)
-            };
-            (proto, &ip[8..40], &ip[40 + ext..40 + plen])
+            let (proto, ext, destination) = walk_v6_extensions(ip);
+            let mut addresses = ip[8..24].to_vec();
+            addresses.extend_from_slice(&destination);
+            (proto, addresses, &ip[40 + ext..40 + plen])
         }
     };
     let len = l4.len() as u32;
-    let s = sum(src_dst) + u32::from(proto) + (len >> 16) + (len & 0xffff) + sum(l4);
+    let s = sum(&src_dst) + u32::from(proto) + (len >> 16) + (len & 0xffff) + sum(l4);
     fold(s) == 0xffff
 }
 

@@ -1,7 +1,7 @@
 //! The super-packets the GSO differential test hands to both the kernel (through a TAP
 //! with a virtio-net header) and the engine. Each case names what it exercises.
 
-use crate::kernel::frames::{self, tcp_flags as f, Csum, Eth, Ip, Packet, Tcp, L4};
+use crate::kernel::frames::{self, tcp_flags as f, Csum, Eth, Ip, Packet, Tcp, V6Ext, L4};
 use crate::kernel::vnet::{self, VnetHdr};
 
 pub const SRC_MAC: [u8; 6] = [0x02, 0x0f, 0x1a, 0xb0, 0x00, 0x01];
@@ -63,6 +63,7 @@ pub fn v6(tclass: u8, flow_label: u32) -> Ip {
         tclass,
         flow_label,
         dest_opts: false,
+        ext: V6Ext::None,
     }
 }
 
@@ -71,6 +72,36 @@ fn with_dest_opts(mut ip: Ip) -> Ip {
         *dest_opts = true;
     }
     ip
+}
+
+fn with_ext(mut ip: Ip, with: V6Ext) -> Ip {
+    if let Ip::V6 { ext, .. } = &mut ip {
+        *ext = with;
+    }
+    ip
+}
+
+/// A Routing header of `routing_type` whose final destination is `fd00::3`, with the
+/// IPv6 header's destination (`fd00::2`) as the segment being visited.
+fn routing(routing_type: u8, segments_left: u8) -> V6Ext {
+    let mut last = [0u8; 16];
+    last[0] = 0xfd;
+    last[15] = 3;
+    let mut current = last;
+    current[15] = 2;
+    let addresses = match routing_type {
+        // Type 0 lists the addresses still to visit in order, the final one last.
+        0 => vec![current, last],
+        // Type 2 carries the home address only.
+        2 => vec![last],
+        // SRH (type 4) and RPL (type 3, uncompressed): Segment List[0] is the last one.
+        _ => vec![last, current],
+    };
+    V6Ext::Routing {
+        routing_type,
+        segments_left,
+        addresses,
+    }
 }
 
 fn gso_type(kind: Kind, ip: &Ip) -> u8 {
@@ -336,8 +367,48 @@ pub fn tcp_cases() -> Vec<GsoCase> {
             with_dest_opts(v6(0, 2)),
         )
         .size(6_000, 1400),
+        Spec::tcp(
+            "tcp6 Segment Routing header, 1 segment left: pseudo-header to Segment List[0]",
+            with_ext(v6(0, 4), routing(4, 1)),
+        )
+        .size(5_000, 1400),
+        Spec::tcp(
+            "tcp6 Segment Routing header, no segment left: the IPv6 destination is final",
+            with_ext(v6(0, 4), routing(4, 0)),
+        )
+        .size(5_000, 1400),
+        Spec::tcp(
+            "tcp6 type 2 Routing header (Mobile IPv6): pseudo-header to the home address",
+            with_ext(with_dest_opts(v6(0, 5)), routing(2, 1)),
+        )
+        .size(4_000, 1000),
     ];
     specs.into_iter().map(Spec::plain).collect()
+}
+
+/// Super-packets the engine refuses with a typed reason, and whether the kernel drops
+/// them too (`true`) or segments them (`false`).
+pub fn refused_v6_cases() -> Vec<(GsoCase, offlab_engine::gso::GsoError, bool)> {
+    use offlab_engine::gso::GsoError;
+    vec![
+        (
+            Spec::tcp("tcp6 with an Authentication Header", with_ext(v6(0, 6), V6Ext::Ah))
+                .size(5_000, 1400)
+                .plain(),
+            GsoError::AuthenticationHeader,
+            true,
+        ),
+        (
+            Spec::tcp(
+                "tcp6 RPL Routing header (type 3) with a segment left",
+                with_ext(v6(0, 7), routing(3, 1)),
+            )
+            .size(5_000, 1400)
+            .plain(),
+            GsoError::RoutingHeaderUnsupported(3),
+            false,
+        ),
+    ]
 }
 
 pub fn udp_cases() -> Vec<GsoCase> {

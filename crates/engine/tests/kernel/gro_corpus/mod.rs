@@ -8,7 +8,7 @@ mod tunnel;
 pub use tcp::tcp_cases;
 pub use tunnel::{udp_cases, vxlan_cases};
 
-use crate::kernel::frames::{self, Csum, Eth, Ip, Packet, Tcp, L4};
+use crate::kernel::frames::{self, Csum, Eth, Ip, Packet, Tcp, V6Ext, L4};
 
 pub const SRC_MAC: [u8; 6] = [0x02, 0x0f, 0x1a, 0xb0, 0x00, 0x01];
 /// The receiving veth's address, so frames are PACKET_HOST there.
@@ -66,6 +66,7 @@ pub fn v6_net(net: u8) -> Ip {
         tclass: 0,
         flow_label: 0x1234,
         dest_opts: false,
+        ext: V6Ext::None,
     }
 }
 
