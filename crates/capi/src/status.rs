@@ -141,11 +141,13 @@ pub enum ofl_status {
     OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH = -326,
     /// virtio-net header: tunnel fields need the tunnel header form.
     OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM = -327,
+    /// virtio-net header: checksum start inside the l2/ip headers.
+    OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS = -328,
 }
 
 impl ofl_status {
     /// Every code, for tests and tools.
-    pub const ALL: [ofl_status; 64] = [
+    pub const ALL: [ofl_status; 65] = [
         ofl_status::OFL_OK,
         ofl_status::OFL_ERR_NULL,
         ofl_status::OFL_ERR_BUFFER_TOO_SMALL,
@@ -210,6 +212,7 @@ impl ofl_status {
         ofl_status::OFL_ERR_VNET_TUNNEL_OUTER_OFFSET_MISMATCH,
         ofl_status::OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH,
         ofl_status::OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM,
+        ofl_status::OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS,
     ];
 
     /// The static, NUL-terminated name of this code.
@@ -306,6 +309,9 @@ impl ofl_status {
             }
             ofl_status::OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM => {
                 c"vnet: tunnel fields need the tunnel header form"
+            }
+            ofl_status::OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS => {
+                c"vnet: checksum start inside the l2/ip headers"
             }
         }
     }
@@ -413,6 +419,7 @@ pub fn virtio_status(err: &VirtioError) -> ofl_status {
             ofl_status::OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH
         }
         VirtioError::TunnelNeedsTunnelForm => ofl_status::OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM,
+        VirtioError::ChecksumStartInHeaders => ofl_status::OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS,
     }
 }
 
@@ -485,6 +492,7 @@ mod tests {
             VirtioError::GsoTransportMismatch,
             VirtioError::GsoOnFragment,
             VirtioError::ChecksumOutsideFrame,
+            VirtioError::ChecksumStartInHeaders,
             VirtioError::ChecksumStartMismatch,
             VirtioError::ChecksumOffsetMismatch,
             VirtioError::NotTcpOrUdp,

@@ -71,6 +71,20 @@ impl Flags {
     pub const fn union(self, other: Flags) -> Flags {
         Flags(self.0 | other.0)
     }
+    pub const fn without(self, other: Flags) -> Flags {
+        Flags(self.0 & !other.0)
+    }
+}
+
+/// Clears DATA_VALID in the raw `flags` byte of a header a *driver* wrote (a guest's
+/// transmit queue, read by a device such as a vhost-user backend). DATA_VALID says the
+/// device verified the checksums; a driver must not set it (virtio 1.2, 5.1.6.2) and
+/// Linux ignores it from a TAP writer, so a device that honoured it would let one guest
+/// make another skip checksum verification. Returns whether the bit was set.
+pub fn ignore_driver_data_valid(flags: &mut u8) -> bool {
+    let was = *flags & Flags::DATA_VALID.0 != 0;
+    *flags &= !Flags::DATA_VALID.0;
+    was
 }
 
 /// The `gso_type` byte without its ECN bit.
@@ -257,6 +271,13 @@ impl Header {
             num_buffers: 0,
             tunnel: None,
         }
+    }
+
+    /// This header as a device takes it from a driver: DATA_VALID, the device's to set,
+    /// is dropped (see [`ignore_driver_data_valid`]).
+    pub fn from_driver(mut self) -> Header {
+        self.flags = self.flags.without(Flags::DATA_VALID);
+        self
     }
 
     /// A header saying the frame's checksums are known good.

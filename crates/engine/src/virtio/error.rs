@@ -39,6 +39,11 @@ pub enum VirtioError {
     Unparseable(ParseError),
     /// `csum_start + csum_offset + 2` runs past the end of the frame.
     ChecksumOutsideFrame,
+    /// `csum_start` lies before the first transport header, so completing the checksum
+    /// would rewrite Ethernet or IP header bytes the frame was classified by (Linux
+    /// refuses a start below 20 bytes, `virtio_net_hdr_to_skb`; the engine, knowing the
+    /// layout, refuses any start inside the headers).
+    ChecksumStartInHeaders,
     /// GSO with `csum_start` somewhere other than the transport header.
     ChecksumStartMismatch,
     /// The checksum field is not the transport header's checksum field.
@@ -87,6 +92,7 @@ impl VirtioError {
             VirtioError::GsoOnFragment => "gso on fragment",
             VirtioError::Unparseable(_) => "unparseable frame",
             VirtioError::ChecksumOutsideFrame => "checksum outside frame",
+            VirtioError::ChecksumStartInHeaders => "checksum start inside the l2/ip headers",
             VirtioError::ChecksumStartMismatch => "checksum start mismatch",
             VirtioError::ChecksumOffsetMismatch => "checksum offset mismatch",
             VirtioError::NotTcpOrUdp => "not tcp or udp",

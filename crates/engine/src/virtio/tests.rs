@@ -245,14 +245,50 @@ fn checksum_field_must_be_inside_the_packet() {
         far.validate(&frame, None),
         Err(VirtioError::ChecksumOutsideFrame)
     );
-    // A non-IP frame can still carry a generic partial checksum.
+    // A non-IP frame can still carry a generic partial checksum, from Linux's lowest
+    // start (20) on; below it the kernel refuses the header, and so does the engine.
     let arp_like = concat(&[&eth(0x0806), &[0u8; 28]]);
     let generic = Header {
-        csum_start: 14,
+        csum_start: 20,
         csum_offset: 2,
         ..partial
     };
     assert!(generic.validate(&arp_like, None).unwrap().layout.is_none());
+    let in_ethernet = Header {
+        csum_start: 14,
+        ..generic
+    };
+    assert_eq!(
+        in_ethernet.validate(&arp_like, None),
+        Err(VirtioError::ChecksumStartInHeaders)
+    );
+}
+
+/// A partial checksum that starts inside the IP header would, once completed, rewrite
+/// IP header bytes (here the IPv4 header checksum) after the frame was classified.
+#[test]
+fn checksum_start_inside_the_ip_header_is_refused() {
+    let frame = tcp4_frame(100);
+    for start in [20u16, 24, 33] {
+        let header = Header {
+            flags: Flags::NEEDS_CSUM,
+            csum_start: start,
+            csum_offset: 0,
+            ..Header::none()
+        };
+        assert_eq!(
+            header.validate(&frame, None),
+            Err(VirtioError::ChecksumStartInHeaders),
+            "start {start}"
+        );
+    }
+    let at_tcp = Header {
+        flags: Flags::NEEDS_CSUM,
+        csum_start: 34,
+        csum_offset: 16,
+        ..Header::none()
+    };
+    assert!(at_tcp.validate(&frame, None).is_ok());
 }
 
 #[test]

@@ -4,15 +4,22 @@
 //! or NEEDS_CSUM with DATA_VALID; a known GSO type matching the parsed IP version and
 //! transport, ECN only with TCP; GSO needs NEEDS_CSUM, a non-zero `gso_size` that fits
 //! under 65535 with the headers, and `csum_start`/`csum_offset` naming the transport
-//! checksum; a partial checksum field must lie inside the packet. `hdr_len` is never
+//! checksum; a partial checksum field must lie inside the packet and start at or after
+//! the first transport header (Linux refuses a start below 20 bytes; the engine refuses
+//! any start inside the L2/IP headers, which completing the checksum would rewrite
+//! after the frame was classified). `hdr_len` is never
 //! used: the header length is recomputed from the parsed frame. Tunnel GSO fields are
 //! checked as `tunnel.rs` says.
 
 use super::{Flags, GsoKind, GsoType, Header, VirtioError, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET};
-use crate::wire::{parse::parse_frame, IpVersion, L4Proto, Layout, ParseError};
+use crate::wire::parse::{parse_frame, parse_frame_with, ParseOptions};
+use crate::wire::{IpVersion, L4Proto, Layout, ParseError};
 
 /// The largest IP packet (and so the largest super-packet) a 16-bit length allows.
 const MAX_IP_PACKET: usize = 65535;
+/// The lowest checksum start Linux accepts on any frame (`virtio_net_hdr_to_skb`:
+/// `nh_min_len`, the size of an IPv4 header, counted from the frame's first byte).
+const LINUX_MIN_CSUM_START: usize = 20;
 
 /// What the frame's checksums are, according to a validated header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +176,9 @@ fn check_checksum(
     if start + offset + 2 > end {
         return Err(VirtioError::ChecksumOutsideFrame);
     }
+    if start < lowest_checksum_start(frame, layout) {
+        return Err(VirtioError::ChecksumStartInHeaders);
+    }
     if let Some(layout) = layout {
         if start == layout.ip.l4_offset && !layout.ip.is_fragment {
             if let Some(expected) = transport_csum_offset(layout) {
@@ -179,6 +189,21 @@ fn check_checksum(
         }
     }
     Ok(ChecksumState::Partial { start, offset })
+}
+
+/// Where a partial checksum may start at the earliest: the outermost transport header
+/// (for a tunnel the outer UDP checksum is a legitimate partial one, and everything
+/// after it is payload to the headers the frame is classified by). A frame whose inner
+/// part does not parse is looked at without tunnel decoding; a non-IP frame gets
+/// Linux's floor.
+fn lowest_checksum_start(frame: &[u8], layout: Option<&Layout>) -> usize {
+    let outermost = |l: &Layout| l.tunnel.as_ref().map_or(l.ip.l4_offset, |t| t.outer.l4_offset);
+    match layout {
+        Some(layout) => outermost(layout),
+        None => parse_frame_with(frame, &ParseOptions::DEFAULT.without_tunnels())
+            .map_or(LINUX_MIN_CSUM_START, |l| outermost(&l)),
+    }
+    .max(LINUX_MIN_CSUM_START)
 }
 
 /// Whether a GSO kind can apply to the innermost IP layer and transport of `layout`.

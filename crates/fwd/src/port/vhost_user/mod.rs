@@ -316,7 +316,12 @@ impl Port for VhostUserPort {
                 Ok(len) if len < VNET_LEN => counters.drop(CATEGORY, "frame shorter than its virtio header"),
                 Ok(len) => match Self::offload_refusal(device, &slot[..VNET_LEN]) {
                     Some(reason) => counters.drop("virtio", reason),
-                    None => batch.commit(len),
+                    None => {
+                        // The guest is the driver here: its DATA_VALID is not the
+                        // device's verdict and must not reach the other port as one.
+                        offlab_engine::virtio::ignore_driver_data_valid(&mut slot[0]);
+                        batch.commit(len)
+                    }
                 },
             }
         }
