@@ -15,12 +15,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Number of `ofl_gro_reason` values (size of the per-reason stats arrays).
+// Version of the header a caller compiled against (`ofl_version_number()` gives the
+// library's at run time).
+#define OFL_VERSION_MAJOR 0
+
+#define OFL_VERSION_MINOR 1
+
+#define OFL_VERSION_PATCH 0
+
+// ABI of the header a caller compiled against. The major number is the shared
+// library's SONAME (`libofflab_engine_c.so.1`) and changes only when something a
+// caller relies on changes. The minor number grows with additions: new functions, new
+// flags (an older library refuses unknown flags with `OFL_ERR_INVALID_ARGUMENT`), new
+// enum values, fields appended to structs only the library writes. A caller checks
+// `ofl_abi_version() >> 16 == OFL_ABI_MAJOR` and `(ofl_abi_version() & 0xffff) >=`
+// the minor it needs. ABI 1.1 added `ofl_abi_version`, `ofl_version_number`,
+// `ofl_gro_get_reason_counts`, `OFL_GRO_REPORT_RESTART` / `OFL_GRO_RESTARTED`,
+// `ofl_gro_merged.end` / `end_reason`, and the IPv6 GSO and virtio status codes.
+#define OFL_ABI_MAJOR 1
+
+#define OFL_ABI_MINOR 1
+
+// Number of `ofl_gro_reason` values this header knows. A newer library may know more:
+// `ofl_gro_get_reason_counts` tells how many and fills a caller-sized array.
 #define OFL_GRO_REASON_COUNT 36
+
+// Size of the per-reason arrays of `ofl_gro_stats`: fixed for ABI 1 whatever the
+// number of reasons grows to, so no library writes past an older caller's struct.
+#define OFL_GRO_STATS_REASONS 36
 
 // `ofl_gro_push` flag: the frame's transport checksums were validated (virtio
 // DATA_VALID, or the NIC said so); otherwise GRO verifies them.
 #define OFL_RX_CSUM_VALIDATED 1
+
+// `ofl_gro_push` flag: report a frame that started a run because its flow's run ended
+// on a mismatch as `OFL_GRO_RESTARTED` (with the reason) instead of
+// `OFL_GRO_NEW_FLOW`. A library older than ABI 1.1 refuses the flag
+// (`OFL_ERR_INVALID_ARGUMENT`).
+#define OFL_GRO_REPORT_RESTART 2
 
 // Compute each segment's full L4 checksum even when the header says NEEDS_CSUM
 // (otherwise NEEDS_CSUM leaves it partial, for a NIC or virtio peer to finish).
@@ -335,6 +367,11 @@ enum ofl_gro_verdict
   OFL_GRO_MERGED = 1,
   // Not kept: forward the frame as it is; `*reason` says why.
   OFL_GRO_REFUSED = 2,
+  // Kept: it started a run after its flow's held run was delivered because the frame
+  // could not join it; `*reason` is the mismatch (ACK, sequence, options, ...). Only
+  // with the `OFL_GRO_REPORT_RESTART` flag; without it such a frame is reported as
+  // `OFL_GRO_NEW_FLOW`, as before.
+  OFL_GRO_RESTARTED = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -343,6 +380,18 @@ typedef enum ofl_gro_verdict ofl_gro_verdict;
 typedef int32_t ofl_gro_verdict;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+// Why a delivered run ended (`ofl_gro_merged.end`).
+typedef enum ofl_gro_end {
+  // A packet ended it or could not join it; `end_reason` is the `ofl_gro_reason`.
+  OFL_GRO_END_RULE = 0,
+  // `ofl_gro_flush`.
+  OFL_GRO_END_FLUSH = 1,
+  // `ofl_gro_flush_older_than`.
+  OFL_GRO_END_AGED = 2,
+  // The table was full and this was its oldest run.
+  OFL_GRO_END_EVICTED = 3,
+} ofl_gro_end;
 
 // Transport protocol of an IP layer (`ofl_ip_layer::l4`).
 enum ofl_l4_kind
@@ -456,6 +505,12 @@ typedef struct ofl_gro_merged {
   struct ofl_vnet_hdr vnet;
   // Segments merged (1: the frame came out alone).
   uint16_t segments;
+  // Why the run was delivered (an `ofl_gro_end`), and with `OFL_GRO_END_RULE` the
+  // `ofl_gro_reason` (PSH, a cap, or the mismatch of the packet that could not join).
+  // Added in ABI 1.1 at the end of the struct, which the library writes and the
+  // caller only reads.
+  uint8_t end;
+  uint32_t end_reason;
 } ofl_gro_merged;
 
 // Receives each delivered run. It must not call into the same `ofl_gro` (such calls
@@ -482,9 +537,9 @@ typedef struct ofl_gro_stats {
   uint64_t flushed_evicted;
   uint64_t refused_total;
   // Runs ended by each `ofl_gro_reason`.
-  uint64_t ended[OFL_GRO_REASON_COUNT];
+  uint64_t ended[OFL_GRO_STATS_REASONS];
   // Frames refused for each `ofl_gro_reason`.
-  uint64_t refused[OFL_GRO_REASON_COUNT];
+  uint64_t refused[OFL_GRO_STATS_REASONS];
 } ofl_gro_stats;
 
 // One produced segment, zero-copy: `header_len` bytes at `header` (owned by the
@@ -570,6 +625,12 @@ extern "C" {
 
 // The library version, as a static NUL-terminated string ("0.1.0").
 const char *ofl_version(void);
+
+// The library's ABI: `OFL_ABI_MAJOR << 16 | OFL_ABI_MINOR` as it was built.
+uint32_t ofl_abi_version(void);
+
+// The library's version: `major << 16 | minor << 8 | patch`.
+uint32_t ofl_version_number(void);
 
 // Partial sum of `len` bytes at `data` (an odd last byte padded with zero) added to
 // the partial sum `initial`, into `*sum`. Uses the fastest kernel the CPU has.
@@ -714,6 +775,19 @@ int32_t ofl_gro_flush_older_than(struct ofl_gro *gro,
 // # Safety
 // `gro` NULL or a live handle.
 int32_t ofl_gro_held_flows(struct ofl_gro *gro);
+
+// Per-reason counters sized by the caller (as DPDK's xstats): writes the first
+// `min(n, reasons)` counts of runs ended and of frames refused into `ended` and
+// `refused` (either may be NULL) and returns how many reasons the library has, so a
+// caller can size its arrays by calling with `n == 0` first. Indexes are
+// `ofl_gro_reason` values.
+//
+// # Safety
+// `gro` a live handle; `ended` and `refused` NULL or writable for `n` values.
+int32_t ofl_gro_get_reason_counts(struct ofl_gro *gro,
+                                  uint64_t *ended,
+                                  uint64_t *refused,
+                                  size_t n);
 
 // Copies the table's counters into `*stats`.
 //

@@ -16,13 +16,18 @@ use core::cell::{Cell, UnsafeCell};
 use core::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use engine::gro::{Gro, GroConfig, GroStats, Held, Merged, Reason, RxMeta};
+use engine::gro::{FlushCause, Gro, GroConfig, GroStats, Held, Merged, Reason, RxMeta};
 
 use crate::{bytes, guard, input, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out};
 
-/// Number of `ofl_gro_reason` values (size of the per-reason stats arrays).
+/// Number of `ofl_gro_reason` values this header knows. A newer library may know more:
+/// `ofl_gro_get_reason_counts` tells how many and fills a caller-sized array.
 pub const OFL_GRO_REASON_COUNT: usize = 36;
 const _: () = assert!(OFL_GRO_REASON_COUNT == Reason::COUNT);
+/// Size of the per-reason arrays of `ofl_gro_stats`: fixed for ABI 1 whatever the
+/// number of reasons grows to, so no library writes past an older caller's struct.
+pub const OFL_GRO_STATS_REASONS: usize = 36;
+const _: () = assert!(OFL_GRO_STATS_REASONS <= Reason::COUNT);
 
 /// Why a frame was refused, or why a run ended (stats indexes; names from
 /// `ofl_gro_reason_name`).
@@ -152,11 +157,49 @@ pub enum ofl_gro_verdict {
     OFL_GRO_MERGED = 1,
     /// Not kept: forward the frame as it is; `*reason` says why.
     OFL_GRO_REFUSED = 2,
+    /// Kept: it started a run after its flow's held run was delivered because the frame
+    /// could not join it; `*reason` is the mismatch (ACK, sequence, options, ...). Only
+    /// with the `OFL_GRO_REPORT_RESTART` flag; without it such a frame is reported as
+    /// `OFL_GRO_NEW_FLOW`, as before.
+    OFL_GRO_RESTARTED = 3,
+}
+
+/// Why a delivered run ended (`ofl_gro_merged.end`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ofl_gro_end {
+    /// A packet ended it or could not join it; `end_reason` is the `ofl_gro_reason`.
+    OFL_GRO_END_RULE = 0,
+    /// `ofl_gro_flush`.
+    OFL_GRO_END_FLUSH = 1,
+    /// `ofl_gro_flush_older_than`.
+    OFL_GRO_END_AGED = 2,
+    /// The table was full and this was its oldest run.
+    OFL_GRO_END_EVICTED = 3,
 }
 
 /// `ofl_gro_push` flag: the frame's transport checksums were validated (virtio
 /// DATA_VALID, or the NIC said so); otherwise GRO verifies them.
 pub const OFL_RX_CSUM_VALIDATED: u32 = 1;
+/// `ofl_gro_push` flag: report a frame that started a run because its flow's run ended
+/// on a mismatch as `OFL_GRO_RESTARTED` (with the reason) instead of
+/// `OFL_GRO_NEW_FLOW`. A library older than ABI 1.1 refuses the flag
+/// (`OFL_ERR_INVALID_ARGUMENT`).
+pub const OFL_GRO_REPORT_RESTART: u32 = 2;
+const PUSH_FLAGS: u32 = OFL_RX_CSUM_VALIDATED | OFL_GRO_REPORT_RESTART;
+
+/// The C verdict of a push, and the reason to report with it.
+fn verdict_of(held: Result<Held, engine::gro::Refusal>, flags: u32) -> (ofl_gro_verdict, Option<u32>) {
+    match held {
+        Ok(Held::NewFlow) => (ofl_gro_verdict::OFL_GRO_NEW_FLOW, None),
+        Ok(Held::Restarted { ended_by }) if flags & OFL_GRO_REPORT_RESTART != 0 => {
+            (ofl_gro_verdict::OFL_GRO_RESTARTED, Some(ended_by.index() as u32))
+        }
+        Ok(Held::Restarted { .. }) => (ofl_gro_verdict::OFL_GRO_NEW_FLOW, None),
+        Ok(Held::Merged) => (ofl_gro_verdict::OFL_GRO_MERGED, None),
+        Err(refusal) => (ofl_gro_verdict::OFL_GRO_REFUSED, Some(refusal.reason().index() as u32)),
+    }
+}
 
 /// Capacities of a table (`ofl_gro_config_default` fills the defaults).
 #[repr(C)]
@@ -200,6 +243,21 @@ pub struct ofl_gro_merged {
     pub vnet: ofl_vnet_hdr,
     /// Segments merged (1: the frame came out alone).
     pub segments: u16,
+    /// Why the run was delivered (an `ofl_gro_end`), and with `OFL_GRO_END_RULE` the
+    /// `ofl_gro_reason` (PSH, a cap, or the mismatch of the packet that could not join).
+    /// Added in ABI 1.1 at the end of the struct, which the library writes and the
+    /// caller only reads.
+    pub end: u8,
+    pub end_reason: u32,
+}
+
+fn end_of(cause: FlushCause) -> ofl_gro_end {
+    match cause {
+        FlushCause::Rule(_) => ofl_gro_end::OFL_GRO_END_RULE,
+        FlushCause::Explicit => ofl_gro_end::OFL_GRO_END_FLUSH,
+        FlushCause::Aged => ofl_gro_end::OFL_GRO_END_AGED,
+        FlushCause::Evicted => ofl_gro_end::OFL_GRO_END_EVICTED,
+    }
 }
 
 /// Receives each delivered run. It must not call into the same `ofl_gro` (such calls
@@ -221,9 +279,9 @@ pub struct ofl_gro_stats {
     pub flushed_evicted: u64,
     pub refused_total: u64,
     /// Runs ended by each `ofl_gro_reason`.
-    pub ended: [u64; OFL_GRO_REASON_COUNT],
+    pub ended: [u64; OFL_GRO_STATS_REASONS],
     /// Frames refused for each `ofl_gro_reason`.
-    pub refused: [u64; OFL_GRO_REASON_COUNT],
+    pub refused: [u64; OFL_GRO_STATS_REASONS],
 }
 
 const IDLE: u8 = 0;
@@ -387,6 +445,11 @@ fn deliverer<'a>(
             n_parts: parts.len(),
             vnet: ofl_vnet_hdr::from_engine(&m.vnet),
             segments: m.segments,
+            end: end_of(m.end) as u8,
+            end_reason: match m.end {
+                FlushCause::Rule(reason) => reason.index() as u32,
+                _ => 0,
+            },
         };
         // SAFETY: the caller's callback, given a pointer valid for this call.
         unsafe { cb(user, &merged) };
@@ -421,7 +484,7 @@ pub unsafe extern "C" fn ofl_gro_push(
         with_gro(gro, |inner| {
             let frame = bytes(frame, len)?;
             let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
-            if flags & !OFL_RX_CSUM_VALIDATED != 0 {
+            if flags & !PUSH_FLAGS != 0 {
                 return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
             }
             let meta = RxMeta {
@@ -431,16 +494,10 @@ pub unsafe extern "C" fn ofl_gro_push(
             let mut delivered = 0;
             let Inner { gro, parts } = inner;
             let mut deliver = deliverer(parts, cb, user, &mut delivered);
-            let verdict = match gro.push(id, frame, meta, &mut deliver) {
-                Ok(Held::NewFlow) => ofl_gro_verdict::OFL_GRO_NEW_FLOW,
-                Ok(Held::Merged) => ofl_gro_verdict::OFL_GRO_MERGED,
-                Err(refusal) => {
-                    if let Some(r) = reason.as_mut() {
-                        *r = refusal.reason().index() as u32;
-                    }
-                    ofl_gro_verdict::OFL_GRO_REFUSED
-                }
-            };
+            let (verdict, why) = verdict_of(gro.push(id, frame, meta, &mut deliver), flags);
+            if let (Some(why), Some(r)) = (why, reason.as_mut()) {
+                *r = why;
+            }
             Ok(verdict as i32)
         })
     }
@@ -483,7 +540,7 @@ pub unsafe extern "C" fn ofl_gro_push_burst(
     unsafe {
         with_gro(gro, |inner| {
             let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
-            if flags & !OFL_RX_CSUM_VALIDATED != 0 || n > i32::MAX as usize {
+            if flags & !PUSH_FLAGS != 0 || n > i32::MAX as usize {
                 return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
             }
             if n == 0 {
@@ -503,20 +560,14 @@ pub unsafe extern "C" fn ofl_gro_push_burst(
             let mut delivered = 0;
             let Inner { gro, parts } = inner;
             let mut deliver = deliverer(parts, cb, user, &mut delivered);
-            let mut refused = 0;
+            let mut refused: i32 = 0;
             for (i, f) in frames.iter().enumerate() {
                 let frame = bytes(f.data, f.len)?;
-                let verdict = match gro.push(f.id, frame, meta, &mut deliver) {
-                    Ok(Held::NewFlow) => ofl_gro_verdict::OFL_GRO_NEW_FLOW,
-                    Ok(Held::Merged) => ofl_gro_verdict::OFL_GRO_MERGED,
-                    Err(refusal) => {
-                        refused += 1;
-                        if !reasons.is_null() {
-                            *reasons.add(i) = refusal.reason().index() as u32;
-                        }
-                        ofl_gro_verdict::OFL_GRO_REFUSED
-                    }
-                };
+                let (verdict, why) = verdict_of(gro.push(f.id, frame, meta, &mut deliver), flags);
+                refused += i32::from(verdict == ofl_gro_verdict::OFL_GRO_REFUSED);
+                if let (Some(why), false) = (why, reasons.is_null()) {
+                    *reasons.add(i) = why;
+                }
                 if !verdicts.is_null() {
                     *verdicts.add(i) = verdict as u8;
                 }
@@ -598,8 +649,43 @@ fn stats_to_c(s: &GroStats) -> ofl_gro_stats {
         flushed_aged: s.flushed_aged,
         flushed_evicted: s.flushed_evicted,
         refused_total: s.refused_total(),
-        ended: s.ended,
-        refused: s.refused,
+        ended: first_reasons(&s.ended),
+        refused: first_reasons(&s.refused),
+    }
+}
+
+/// The counts of the first `OFL_GRO_STATS_REASONS` reasons.
+fn first_reasons(counts: &[u64; Reason::COUNT]) -> [u64; OFL_GRO_STATS_REASONS] {
+    core::array::from_fn(|i| counts[i])
+}
+
+/// Per-reason counters sized by the caller (as DPDK's xstats): writes the first
+/// `min(n, reasons)` counts of runs ended and of frames refused into `ended` and
+/// `refused` (either may be NULL) and returns how many reasons the library has, so a
+/// caller can size its arrays by calling with `n == 0` first. Indexes are
+/// `ofl_gro_reason` values.
+///
+/// # Safety
+/// `gro` a live handle; `ended` and `refused` NULL or writable for `n` values.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gro_get_reason_counts(
+    gro: *mut ofl_gro,
+    ended: *mut u64,
+    refused: *mut u64,
+    n: usize,
+) -> i32 {
+    // SAFETY: caller contract, NULLs checked inside.
+    unsafe {
+        with_gro(gro, |inner| {
+            let stats = inner.gro.stats();
+            let count = n.min(Reason::COUNT);
+            for (dst, src) in [(ended, &stats.ended), (refused, &stats.refused)] {
+                if !dst.is_null() {
+                    core::slice::from_raw_parts_mut(dst, count).copy_from_slice(&src[..count]);
+                }
+            }
+            Ok(Reason::COUNT as i32)
+        })
     }
 }
 

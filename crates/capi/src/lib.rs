@@ -40,6 +40,51 @@ pub extern "C" fn ofl_version() -> *const c_char {
     c"0.1.0".as_ptr()
 }
 
+/// Version of the header a caller compiled against (`ofl_version_number()` gives the
+/// library's at run time).
+pub const OFL_VERSION_MAJOR: u32 = 0;
+pub const OFL_VERSION_MINOR: u32 = 1;
+pub const OFL_VERSION_PATCH: u32 = 0;
+
+/// ABI of the header a caller compiled against. The major number is the shared
+/// library's SONAME (`libofflab_engine_c.so.1`) and changes only when something a
+/// caller relies on changes. The minor number grows with additions: new functions, new
+/// flags (an older library refuses unknown flags with `OFL_ERR_INVALID_ARGUMENT`), new
+/// enum values, fields appended to structs only the library writes. A caller checks
+/// `ofl_abi_version() >> 16 == OFL_ABI_MAJOR` and `(ofl_abi_version() & 0xffff) >=`
+/// the minor it needs. ABI 1.1 added `ofl_abi_version`, `ofl_version_number`,
+/// `ofl_gro_get_reason_counts`, `OFL_GRO_REPORT_RESTART` / `OFL_GRO_RESTARTED`,
+/// `ofl_gro_merged.end` / `end_reason`, and the IPv6 GSO and virtio status codes.
+pub const OFL_ABI_MAJOR: u32 = 1;
+pub const OFL_ABI_MINOR: u32 = 1;
+
+/// The library's ABI: `OFL_ABI_MAJOR << 16 | OFL_ABI_MINOR` as it was built.
+#[no_mangle]
+pub extern "C" fn ofl_abi_version() -> u32 {
+    (OFL_ABI_MAJOR << 16) | OFL_ABI_MINOR
+}
+
+/// The library's version: `major << 16 | minor << 8 | patch`.
+#[no_mangle]
+pub extern "C" fn ofl_version_number() -> u32 {
+    (OFL_VERSION_MAJOR << 16) | (OFL_VERSION_MINOR << 8) | OFL_VERSION_PATCH
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::*;
+
+    #[test]
+    fn version_constants_are_the_crate_version() {
+        let parts = [OFL_VERSION_MAJOR, OFL_VERSION_MINOR, OFL_VERSION_PATCH].map(|p| p.to_string());
+        assert_eq!(parts.join("."), env!("CARGO_PKG_VERSION"));
+        assert_eq!(ofl_version_number(), 0x0100);
+        // SAFETY: a static NUL-terminated string.
+        let text = unsafe { core::ffi::CStr::from_ptr(ofl_version()) };
+        assert_eq!(text.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}
+
 /// Runs one entry point's body: an `Err` becomes its (negative) code, a panic becomes
 /// `OFL_ERR_PANIC`.
 pub(crate) fn guard(body: impl FnOnce() -> Result<i32, ofl_status>) -> i32 {

@@ -178,13 +178,19 @@ pub struct Merged<'a> {
     pub parts: &'a [Part],
     pub vnet: virtio::Header,
     pub segments: u16,
+    /// Why the run was delivered: a rule (with the reason: PSH, a cap, or the mismatch
+    /// of the packet that could not join), an explicit or aged flush, or eviction.
+    pub end: FlushCause,
 }
 
 /// A frame that was kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Held {
-    /// It started a run.
+    /// It started a run; its flow held none.
     NewFlow,
+    /// It started a run after its flow's held run was delivered because the frame could
+    /// not join it: `ended_by` is the mismatch (ACK, sequence, options, TTL, ...).
+    Restarted { ended_by: Reason },
     /// It joined a run (which may already have been delivered, if the frame ended it).
     Merged,
 }
@@ -529,7 +535,13 @@ impl Gro {
                     self.table.slot_mut(slot).run.append(facts, ids);
                     return Ok(self.joined(slot, id, ends, out));
                 }
-                Verdict::Restart(reason) => self.deliver(slot, FlushCause::Rule(reason), out),
+                Verdict::Restart(reason) => {
+                    self.deliver(slot, FlushCause::Rule(reason), out);
+                    return self.open(id, frame, facts, now, out).map(|held| match held {
+                        Held::NewFlow => Held::Restarted { ended_by: reason },
+                        other => other,
+                    });
+                }
             }
         }
         self.open(id, frame, facts, now, out)
@@ -675,6 +687,7 @@ impl Gro {
             parts: &self.parts,
             vnet,
             segments: run.segments,
+            end: cause,
         });
         self.stats.count_flush(cause, run.segments);
     }

@@ -24,6 +24,8 @@ pub(super) struct Out {
     pub tunnel: Option<crate::virtio::TunnelGso>,
     /// The whole virtio-net header, to validate against the merged packet.
     pub vnet: crate::virtio::Header,
+    /// Why the run was delivered.
+    pub end: super::FlushCause,
 }
 
 /// A GRO table plus the frames pushed into it (by id) and what it delivered.
@@ -103,6 +105,7 @@ fn copy(m: &Merged<'_>) -> Out {
         csum_offset: m.vnet.csum_offset,
         tunnel: m.vnet.tunnel,
         vnet: m.vnet,
+        end: m.end,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::builder::{self, Pkt, ACK, CWR, FIN, PSH, RST, SYN, URG};
 use super::{reason, Harness};
-use crate::gro::{Held, Reason};
+use crate::gro::{FlushCause, Held, Reason};
 
 /// Three 100-byte segments, each the next of the previous.
 fn run_of(first: Pkt, n: usize) -> Vec<Pkt> {
@@ -79,11 +79,55 @@ fn unequal_ttl() {
         ttl: 63,
         ..a.next(100)
     };
-    h.push(&a).unwrap();
-    assert_eq!(h.push(&b), Ok(Held::NewFlow));
+    assert_eq!(h.push(&a), Ok(Held::NewFlow), "the first packet of a flow");
+    assert_eq!(
+        h.push(&b),
+        Ok(Held::Restarted {
+            ended_by: Reason::TtlDiffers
+        }),
+        "a mismatch ends the run: not a new flow"
+    );
     h.flush();
     assert_eq!(h.segments(), vec![1, 1]);
     assert_eq!(h.gro.stats().ended(Reason::TtlDiffers), 1);
+    // Each delivered run says why it ended.
+    assert_eq!(h.out[0].end, FlushCause::Rule(Reason::TtlDiffers));
+    assert_eq!(h.out[1].end, FlushCause::Explicit);
+}
+
+#[test]
+fn delivered_runs_carry_their_end_reason() {
+    let mut h = Harness::new();
+    let a = Pkt::tcp4(0, 100);
+    h.push(&a).unwrap();
+    h.push(&a.next(100)).unwrap();
+    let psh = Pkt {
+        flags: ACK | PSH,
+        ..a.next(100).next(100)
+    };
+    assert_eq!(h.push(&psh), Ok(Held::Merged));
+    let b = a.next(100).next(100).next(100);
+    assert_eq!(h.push(&b), Ok(Held::NewFlow), "its run was delivered by PSH: a new flow");
+    let ack = Pkt {
+        ack: b.ack.wrapping_add(1),
+        ..b.next(100)
+    };
+    assert_eq!(
+        h.push(&ack),
+        Ok(Held::Restarted {
+            ended_by: Reason::AckDiffers
+        })
+    );
+    h.flush();
+    let ends: Vec<FlushCause> = h.out.iter().map(|o| o.end).collect();
+    assert_eq!(
+        ends,
+        vec![
+            FlushCause::Rule(Reason::PshEnd),
+            FlushCause::Rule(Reason::AckDiffers),
+            FlushCause::Explicit
+        ]
+    );
 }
 
 #[test]
@@ -449,7 +493,12 @@ fn longer_segment_starts_a_new_run() {
     let mut h = Harness::new();
     let a = Pkt::tcp4(0, 100);
     h.push(&a).unwrap();
-    assert_eq!(h.push(&a.next(101)), Ok(Held::NewFlow));
+    assert_eq!(
+        h.push(&a.next(101)),
+        Ok(Held::Restarted {
+            ended_by: Reason::SizeDiffers
+        })
+    );
     assert_eq!(h.gro.stats().ended(Reason::SizeDiffers), 1);
 }
 

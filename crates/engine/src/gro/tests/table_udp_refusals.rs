@@ -32,7 +32,12 @@ fn udp_shorter_last_datagram_ends_the_run_and_longer_restarts() {
     let mut h = Harness::new();
     h.push(&Pkt::udp6(200)).unwrap();
     h.push(&Pkt::udp6(200)).unwrap();
-    assert_eq!(h.push(&Pkt::udp6(300)), Ok(Held::NewFlow));
+    assert_eq!(
+        h.push(&Pkt::udp6(300)),
+        Ok(Held::Restarted {
+            ended_by: Reason::SizeDiffers
+        })
+    );
     assert_eq!(h.push(&Pkt::udp6(100)), Ok(Held::Merged));
     assert_eq!(h.segments(), vec![2, 2]);
     assert_eq!(h.gro.stats().ended(Reason::SizeDiffers), 1);
