@@ -68,7 +68,14 @@ impl Plan {
                 if t.kind == TunnelKind::Gre && frame[t.offset] & gre::FLAG_SEQUENCE != 0 {
                     return Err(GsoError::GreSequenceNumber);
                 }
-                let outer_seed = pseudo_seed(frame, &t.outer, IPPROTO_UDP)?;
+                // The outer seed is needed only for an outer UDP checksum; an outer IPv6
+                // header's extension headers are checked either way (AH refused).
+                let outer_seed = if params.outer_udp_checksum {
+                    pseudo_seed(frame, &t.outer, IPPROTO_UDP)?
+                } else {
+                    check_v6_extensions(frame, &t.outer)?;
+                    0
+                };
                 let outer_pseudo = || outer_seed;
                 Some(TunnelFields::new(frame, t, params.outer_udp_checksum, outer_pseudo))
             }
@@ -156,6 +163,16 @@ fn pseudo_seed(frame: &[u8], ip: &IpLayer, protocol: u8) -> Result<u32, GsoError
             checksum::pseudo_header_v6(&Ipv6Addr::from(source), &Ipv6Addr::from(destination), protocol, 0)
         }
     })
+}
+
+/// `pseudo_seed`'s refusals alone: an IPv6 layer's extension headers are walked (AH,
+/// an unknown Routing type with segments left), an IPv4 layer has none.
+fn check_v6_extensions(frame: &[u8], ip: &IpLayer) -> Result<(), GsoError> {
+    let h = &frame[ip.offset..ip.l4_offset];
+    if ip.version == IpVersion::V6 && h.len() > v6::HEADER_LEN {
+        v6ext::pseudo_destination(h)?;
+    }
+    Ok(())
 }
 
 /// Refuses a `Layout` that does not describe `frame`: after this, every header offset
