@@ -6,7 +6,8 @@
 //!
 //! Input: a control byte, a 12-byte virtio-net header, then frames as (u16
 //! little-endian length, bytes). The first frame is parsed, summed, validated against
-//! the header and segmented; all frames are pushed into a small GRO table.
+//! the header and segmented, also with the header in its 24-byte tunnel form; all
+//! frames are pushed into a small GRO table.
 #![no_main]
 
 use core::ffi::{c_void, CStr};
@@ -318,6 +319,36 @@ fn repair_ipv4(frame: &mut [u8]) {
     frame[24..26].copy_from_slice(&check.to_be_bytes());
 }
 
+/// The same header in the 24-byte UDP-tunnel form, its tunnel offsets taken from the
+/// four input bytes after the header (the first frame's length prefix and first bytes):
+/// decoded, encoded back, validated against the frame and segmented.
+fn tunnel_form(frame: &[u8], vnet12: &[u8; 12], offsets: &[u8]) {
+    let mut bytes = [0u8; 24];
+    bytes[..12].copy_from_slice(vnet12);
+    let n = offsets.len().min(4);
+    bytes[20..20 + n].copy_from_slice(&offsets[..n]);
+    let mut vnet = ofl_vnet_hdr::default();
+    let rc = check_code(unsafe { ofl_vnet_decode(bytes.as_ptr(), 24, OFL_VNET_FORM_TUNNEL, &mut vnet) });
+    if rc < 0 {
+        return;
+    }
+    assert_eq!(rc, 24);
+    let mut wire = [0u8; 24];
+    assert_eq!(unsafe { ofl_vnet_encode(&vnet, OFL_VNET_FORM_TUNNEL, wire.as_mut_ptr(), 24) }, 24);
+    // The hash fields (12..20) are not carried; the offsets only with tunnel GSO.
+    assert_eq!(&wire[..12], &bytes[..12]);
+    if (vnet.outer_th_offset, vnet.inner_nh_offset) != (0, 0) {
+        assert_eq!(&wire[20..24], &bytes[20..24]);
+    }
+    if check_code(unsafe { ofl_vnet_validate(&vnet, frame.as_ptr(), frame.len()) }) < 0 {
+        return;
+    }
+    let mut handle = null_mut();
+    assert_eq!(unsafe { ofl_gso_new(null(), &mut handle) }, 0);
+    check_code(unsafe { ofl_gso_segment(handle, frame.as_ptr(), frame.len(), &vnet, 0) });
+    unsafe { ofl_gso_free(handle) };
+}
+
 fuzz_target!(|input: &[u8]| {
     if input.len() < 13 {
         return;
@@ -342,5 +373,6 @@ fuzz_target!(|input: &[u8]| {
     parse(first, control);
     checksum(rest);
     gso(first, &vnet, control);
+    tunnel_form(first, &vnet, rest);
     gro(&frames, control);
 });
