@@ -7,6 +7,8 @@
 #   scripts/fuzz.sh --runs N       every target for N executions (libFuzzer -runs=N)
 #   scripts/fuzz.sh --summary      accumulated executions per target, from the run logs
 #   scripts/fuzz.sh --cmin         merge new inputs into the committed corpus, minimised
+#   scripts/fuzz.sh --smoke SECS   every target for SECS from the committed corpus, nothing
+#                                  logged or kept (what `make test` runs where cargo-fuzz is)
 # Environment: FUZZ_TARGETS="gro gso" runs only those targets (names as `cargo fuzz
 # list` gives them); FUZZ_SANITIZER (default: cargo-fuzz's, address) is passed to
 # `cargo fuzz --sanitizer`.
@@ -62,6 +64,31 @@ targets_of() { # the targets of the fuzz dir in $PWD, filtered by FUZZ_TARGETS
     return 0
 }
 
+# A short run of every target on a scratch corpus seeded from the committed one: a
+# regression check, not a campaign (nothing goes to runs.log or corpus-local).
+smoke() {
+    local seconds="$1" failed=() scratch
+    for dir in "${fuzz_dirs[@]}"; do
+        cd "$dir"
+        for target in $(targets_of); do
+            scratch="$(mktemp -d)"
+            mkdir -p "corpus/$target"
+            if cargo +nightly fuzz run "$target" "$scratch" "corpus/$target" -- \
+                -max_total_time="$seconds" -max_len=$max_len >"$scratch.log" 2>&1; then
+                echo "fuzz smoke ${dir#"$root"/}:$target ${seconds}s: ok"
+            else
+                tail -20 "$scratch.log" >&2
+                failed+=("${dir#"$root"/}:$target")
+            fi
+            rm -rf "$scratch" "$scratch.log"
+        done
+    done
+    if ((${#failed[@]})); then
+        echo "fuzz smoke found a failure in: ${failed[*]} (artifacts in <fuzz dir>/artifacts)" >&2
+        exit 1
+    fi
+}
+
 ensure_cargo_fuzz() {
     if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
         echo "installing cargo-fuzz"
@@ -82,6 +109,10 @@ main() {
         exit 0
         ;;
     --cmin) mode=cmin ;;
+    --smoke)
+        smoke "${2:?--smoke needs seconds}"
+        exit 0
+        ;;
     --runs)
         mode=runs
         runs="${2:?--runs needs a count}"
