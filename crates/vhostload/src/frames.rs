@@ -148,8 +148,7 @@ fn segment(w: &Workload, flow: u16, offset: usize, len: usize, ip_id: u16) -> Ve
     f.extend((offset..offset + len).map(|o| pattern(flow, o)));
     let pseudo = wire::pseudo_header(&f[ip_start..], w.ip, l4_len);
     let field = tcp_start + 16;
-    let header: [u8; 12];
-    if w.checksum == SourceChecksum::Partial {
+    let header = if w.checksum == SourceChecksum::Partial {
         f[field..field + 2].copy_from_slice(&fold(pseudo).to_be_bytes());
         let (gso, size) = match (w.shape, w.ip) {
             (Shape::Mtu, _) => (0, 0),
@@ -157,12 +156,12 @@ fn segment(w: &Workload, flow: u16, offset: usize, len: usize, ip_id: u16) -> Ve
             (Shape::Tso, Ip::V6) => (GSO_TCPV6, w.mss() as u16),
         };
         let hdr_len = if gso != 0 { (tcp_start - 12 + TCP_HEADER_LEN) as u16 } else { 0 };
-        header = vnet_header(NEEDS_CSUM, gso, hdr_len, size, (tcp_start - 12) as u16, 16);
+        vnet_header(NEEDS_CSUM, gso, hdr_len, size, (tcp_start - 12) as u16, 16)
     } else {
         let value = !fold(sum(&f[tcp_start..], pseudo));
         f[field..field + 2].copy_from_slice(&value.to_be_bytes());
-        header = [0; 12];
-    }
+        [0; 12]
+    };
     f[..12].copy_from_slice(&header);
     f
 }

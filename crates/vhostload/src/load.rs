@@ -103,6 +103,10 @@ impl Sink {
         Ok(Sink { guest, buffers, buffer_len, merged, offloads, pending: Vec::new(), scratch: Vec::new() })
     }
 
+    pub fn buffer_len(&self) -> usize {
+        self.buffer_len
+    }
+
     /// Takes every complete frame the backend returned, gives its buffers back.
     fn drain(&mut self, w: &Workload, counts: &mut Counts, verify_every: u64) {
         let mut returned = false;
@@ -150,7 +154,7 @@ impl Sink {
         let payload = (total - hdr_len).saturating_sub(w.headers_len()) as u64;
         counts.payload += payload;
         counts.segments += payload.div_ceil(w.mss() as u64).max(1);
-        if counts.frames % verify_every != 0 {
+        if !counts.frames.is_multiple_of(verify_every) {
             return;
         }
         self.scratch.clear();

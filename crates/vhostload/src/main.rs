@@ -7,10 +7,10 @@ use clap::{Parser, ValueEnum};
 use serde_json::json;
 
 use offlab_vhostload::frames::{Shape, SourceChecksum, Workload};
-use offlab_vhostload::guest::{feature_names, parse_features, Guest};
-use offlab_vhostload::load::{self, Sink, Source, Timing};
+use offlab_vhostload::guest::{feature_names, parse_features};
+use offlab_vhostload::load::{self, Timing};
+use offlab_vhostload::session::{self, Setup};
 use offlab_vhostload::wire::Ip;
-use offlab_vhostload::{receive_buffer_len, BIG_BUFFER};
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ShapeArg { Mtu, Tso }
@@ -80,25 +80,17 @@ fn run(args: &Args) -> Result<(), String> {
         checksum: match args.checksum { ChecksumArg::Partial => SourceChecksum::Partial, ChecksumArg::Full => SourceChecksum::Full },
         mtu: args.mtu,
     };
-    workload.validate()?;
-    if !args.queue_size.is_power_of_two() || !(64..=1024).contains(&args.queue_size) {
-        return Err(format!("--queue-size {}: a power of two from 64 to 1024", args.queue_size));
-    }
-    let source_wanted = parse_features(&args.source_features)?;
-    let sink_wanted = parse_features(&args.sink_features)?;
-    let wait = Duration::from_secs_f64(args.connect_wait);
-    let queue = args.queue_size;
-    let frames_size = workload.flows as usize * (workload.run_len() + 64 * 45 * 2 + 4096);
-    let source_guest = Guest::connect(&args.source, source_wanted, frames_size + (4 << 20), queue, wait)
-        .map_err(|e| e.to_string())?;
-    check_source_features(&source_guest, &workload)?;
-    let sink_guest = Guest::connect(&args.sink, sink_wanted, usize::from(queue) * BIG_BUFFER + (4 << 20), queue, wait)
-        .map_err(|e| e.to_string())?;
-    let tso = sink_guest.has("guest_csum") && (sink_guest.has("guest_tso4") || sink_guest.has("guest_tso6"));
-    let buffer = receive_buffer_len(sink_guest.has("mrg_rxbuf"), tso, workload.mtu);
-    let (source_acked, sink_acked) = (source_guest.acked, sink_guest.acked);
-    let mut source = Source::new(source_guest, &workload).map_err(|e| e.to_string())?;
-    let mut sink = Sink::new(sink_guest, buffer).map_err(|e| e.to_string())?;
+    let setup = Setup {
+        source: &args.source,
+        sink: &args.sink,
+        workload,
+        source_features: parse_features(&args.source_features)?,
+        sink_features: parse_features(&args.sink_features)?,
+        queue_size: args.queue_size,
+        connect_wait: Duration::from_secs_f64(args.connect_wait),
+    };
+    let (mut source, mut sink) = session::connect(&setup)?;
+    let (source_acked, sink_acked, buffer) = (source.guest.acked, sink.guest.acked, sink.buffer_len());
     let timing = Timing {
         warmup: Duration::from_secs_f64(args.warmup),
         measure: Duration::from_secs_f64(args.seconds),
@@ -130,21 +122,4 @@ fn run(args: &Args) -> Result<(), String> {
         "receive_buffer": buffer,
     }));
     Ok(())
-}
-
-/// The source's frames need the offloads they use: partial checksums need `csum`,
-/// super-packets `host_tso4`/`host_tso6`.
-fn check_source_features(guest: &Guest, w: &Workload) -> Result<(), String> {
-    let needed: &[&str] = match (w.shape, w.checksum, w.ip) {
-        (Shape::Tso, _, Ip::V4) => &["csum", "host_tso4"],
-        (Shape::Tso, _, Ip::V6) => &["csum", "host_tso6"],
-        (Shape::Mtu, SourceChecksum::Partial, _) => &["csum"],
-        (Shape::Mtu, SourceChecksum::Full, _) => &[],
-    };
-    match needed.iter().find(|f| !guest.has(f)) {
-        Some(missing) => Err(format!(
-            "the sending guest did not negotiate {missing}, which its frames need (offered: {}; wanted via --source-features)",
-            feature_names(guest.offered).join(","))),
-        None => Ok(()),
-    }
 }

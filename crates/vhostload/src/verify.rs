@@ -54,10 +54,8 @@ pub struct Facts {
 /// Reads flow, offset and payload length from the headers (no checksum, no payload).
 pub fn facts(w: &Workload, frame: &[u8]) -> Result<Facts, &'static str> {
     let inner = w.inner_offset();
-    if w.vxlan {
-        if frame.len() < inner || be16(frame, 12) != 0x0800 || frame[23] != 17 || be16(frame, 36) != VXLAN_PORT {
-            return Err("not the workload's VXLAN frame");
-        }
+    if w.vxlan && (frame.len() < inner || be16(frame, 12) != 0x0800 || frame[23] != 17 || be16(frame, 36) != VXLAN_PORT) {
+        return Err("not the workload's VXLAN frame");
     }
     let tcp = w.tcp_offset();
     if frame.len() < w.headers_len() {
@@ -171,4 +169,74 @@ fn check_ipv4_header(ip: &[u8]) -> Result<(), &'static str> {
         return Err("IPv4 header checksum wrong");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frames::{build, Shape, SourceChecksum};
+
+    fn workload(shape: Shape, ip: Ip, vxlan: bool, checksum: SourceChecksum) -> Workload {
+        Workload { ip, vxlan, flows: 3, shape, checksum, mtu: 1500 }
+    }
+
+    fn sink(csum: bool, tso: bool) -> SinkOffloads {
+        SinkOffloads { csum, tso }
+    }
+
+    #[test]
+    fn every_prepared_frame_verifies_as_sent() {
+        for (shape, ip, vxlan, checksum) in [
+            (Shape::Mtu, Ip::V4, false, SourceChecksum::Partial),
+            (Shape::Mtu, Ip::V6, false, SourceChecksum::Full),
+            (Shape::Mtu, Ip::V4, true, SourceChecksum::Full),
+            (Shape::Tso, Ip::V4, false, SourceChecksum::Partial),
+            (Shape::Tso, Ip::V6, false, SourceChecksum::Partial),
+        ] {
+            let w = workload(shape, ip, vxlan, checksum);
+            for frame in build(&w) {
+                let header = Header::parse(&frame[..12]);
+                let facts = verify(&w, sink(true, true), &header, &frame[12..]).unwrap();
+                assert!(facts.payload_len == w.mss() || facts.payload_len == w.run_len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_changed_byte_or_a_wrong_checksum_is_named() {
+        let w = workload(Shape::Mtu, Ip::V4, false, SourceChecksum::Full);
+        let frame = build(&w).swap_remove(4);
+        let header = Header::parse(&frame[..12]);
+        let mut payload = frame.clone();
+        *payload.last_mut().unwrap() ^= 1;
+        // The payload change breaks the TCP checksum first: both are caught.
+        assert_eq!(verify(&w, sink(true, true), &header, &payload[12..]).unwrap_err(), "TCP checksum wrong");
+        let mut ip = frame.clone();
+        ip[12 + 14 + 8] = 1; // TTL without a checksum update
+        assert_eq!(verify(&w, sink(true, true), &header, &ip[12..]).unwrap_err(), "IPv4 header checksum wrong");
+    }
+
+    #[test]
+    fn offloads_the_sink_did_not_negotiate_are_refused() {
+        let w = workload(Shape::Tso, Ip::V4, false, SourceChecksum::Partial);
+        let frame = build(&w).swap_remove(0);
+        let header = Header::parse(&frame[..12]);
+        assert_eq!(verify(&w, sink(true, false), &header, &frame[12..]).unwrap_err(),
+                   "GSO frame to a driver without guest_tso");
+        assert_eq!(verify(&w, sink(false, false), &header, &frame[12..]).unwrap_err(),
+                   "partial checksum to a driver without guest_csum");
+    }
+
+    #[test]
+    fn payload_at_the_wrong_offset_is_found_even_with_a_right_checksum() {
+        let w = workload(Shape::Mtu, Ip::V4, false, SourceChecksum::Partial);
+        let frames = build(&w);
+        // Frame 3 is flow 0's second segment: give it flow 0's first segment's payload.
+        let mut moved = frames[3].clone();
+        let start = 12 + w.headers_len();
+        moved[start..].copy_from_slice(&frames[0][start..]);
+        let header = Header::parse(&moved[..12]);
+        assert_eq!(verify(&w, sink(true, true), &header, &moved[12..]).unwrap_err(),
+                   "payload differs from the flow's bytes");
+    }
 }

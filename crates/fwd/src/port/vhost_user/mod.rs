@@ -54,7 +54,6 @@ pub struct VhostUserPort {
     kicks: [u64; 2],
     connections: u64,
     descriptors: Vec<Descriptor>,
-    frame: Vec<u8>,
     chains: Vec<RxChain>,
 }
 
@@ -82,7 +81,6 @@ impl VhostUserPort {
             kicks: [0; 2],
             connections: 0,
             descriptors: Vec::with_capacity(64),
-            frame: Vec::with_capacity(super::buffers::MAX_FRAME + VNET_LEN),
             chains: Vec::with_capacity(64),
         })
     }
@@ -213,21 +211,27 @@ fn set_nonblocking(fd: RawFd) {
     }
 }
 
-/// Writes one frame into as many receive chains as it needs (one without merged
-/// buffers); the chains go back to the ring when the frame does not fit.
-fn deliver(
+/// Writes one frame of `len` bytes — `header` (its virtio-net header) then `body`'s
+/// pieces — straight
+/// from the forwarder's buffers into as many receive chains as it needs (one without
+/// merged buffers), so each byte is copied once on the way to the guest; the chains go
+/// back to the ring when the frame does not fit.
+#[allow(clippy::too_many_arguments)]
+fn deliver<'a>(
     ring: &mut Ring,
     memory: &GuestMemoryMmap,
     merged: bool,
-    frame: &mut [u8],
+    mut header: [u8; VNET_LEN],
+    len: usize,
+    mut body: impl Iterator<Item = &'a [u8]>,
     chains: &mut Vec<RxChain>,
     descriptors: &mut Vec<Descriptor>,
     counters: &mut Counters,
-) -> Result<(), &'static str> {
+) -> Result<usize, &'static str> {
     let queue = ring.active().ok_or("guest receive queue not ready")?;
     chains.clear();
     let mut capacity = 0;
-    while capacity < frame.len() && (merged || chains.is_empty()) {
+    while capacity < len && (merged || chains.is_empty()) {
         match pop_rx_chain(queue, memory, descriptors) {
             Ok(Some(chain)) => {
                 capacity += chain.capacity;
@@ -241,7 +245,7 @@ fn deliver(
             }
         }
     }
-    if capacity < frame.len() {
+    if capacity < len {
         let none_left = chains.is_empty() || merged;
         for _ in 0..chains.len() {
             queue.go_to_previous_position();
@@ -252,18 +256,42 @@ fn deliver(
             "guest receive buffer too small"
         });
     }
-    frame[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
-    let mut offset = 0;
+    header[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
+    let mut writer = ChainWriter { chains, index: 0, offset: 0 };
+    let written = writer.write(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));
+    let mut left = len;
     for chain in chains.iter() {
-        let take = chain.capacity.min(frame.len() - offset);
-        let written = write_at(memory, chain, 0, &frame[offset..offset + take]);
-        let _ = queue.add_used(memory, chain.head, *written.as_ref().unwrap_or(&0) as u32);
-        if let Err(error) = written {
-            return Err(error.reason());
-        }
-        offset += take;
+        let used = if written.is_ok() { chain.capacity.min(left) } else { 0 };
+        let _ = queue.add_used(memory, chain.head, used as u32);
+        left -= used.min(left);
     }
-    Ok(())
+    written.map(|()| len).map_err(|error| error.reason())
+}
+
+/// A cursor over the receive chains of one frame.
+struct ChainWriter<'a> {
+    chains: &'a [RxChain],
+    index: usize,
+    offset: usize,
+}
+
+impl ChainWriter<'_> {
+    fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ring::ChainError> {
+        while !bytes.is_empty() {
+            let chain = self.chains.get(self.index).ok_or(ring::ChainError::TooLong)?;
+            let room = chain.capacity - self.offset;
+            if room == 0 {
+                self.index += 1;
+                self.offset = 0;
+                continue;
+            }
+            let take = room.min(bytes.len());
+            write_at(memory, chain, self.offset, &bytes[..take])?;
+            self.offset += take;
+            bytes = &bytes[take..];
+        }
+        Ok(())
+    }
 }
 
 impl Port for VhostUserPort {
@@ -314,10 +342,13 @@ impl Port for VhostUserPort {
             match read {
                 Err(error) => counters.drop(CATEGORY, error.reason()),
                 Ok(len) if len < VNET_LEN => counters.drop(CATEGORY, "frame shorter than its virtio header"),
-                Ok(len) => match Self::offload_refusal(device, &slot[..VNET_LEN]) {
-                    Some(reason) => counters.drop("virtio", reason),
-                    None => batch.commit(len),
-                },
+                Ok(len) => {
+                    counters.copied_bytes += len as u64;
+                    match Self::offload_refusal(device, &slot[..VNET_LEN]) {
+                        Some(reason) => counters.drop("virtio", reason),
+                        None => batch.commit(len),
+                    }
+                }
             }
         }
         if used {
@@ -336,14 +367,31 @@ impl Port for VhostUserPort {
         let ring = &mut device.rings[RX_QUEUE];
         let mut delivered = false;
         for index in 0..tx.len() {
-            self.frame.clear();
-            tx.pieces(index, rx).for_each(|piece| self.frame.extend_from_slice(piece));
-            let result = deliver(ring, &memory, merged, &mut self.frame, &mut self.chains,
+            // The virtio-net header is the frame's first VNET_LEN bytes (its own piece
+            // or the head of a longer one); it is copied out so num_buffers can be set.
+            let mut header = [0u8; VNET_LEN];
+            let mut filled = 0;
+            let len: usize = tx.pieces(index, rx).map(<[u8]>::len).sum();
+            for piece in tx.pieces(index, rx) {
+                let take = (VNET_LEN - filled).min(piece.len());
+                header[filled..filled + take].copy_from_slice(&piece[..take]);
+                filled += take;
+                if filled == VNET_LEN {
+                    break;
+                }
+            }
+            let body = tx.pieces(index, rx).scan(VNET_LEN, |skip, piece| {
+                let cut = (*skip).min(piece.len());
+                *skip -= cut;
+                Some(&piece[cut..])
+            });
+            let result = deliver(ring, &memory, merged, header, len, body, &mut self.chains,
                                  &mut self.descriptors, counters);
             match result {
-                Ok(()) => {
+                Ok(len) => {
                     delivered = true;
-                    counters.sent(self.frame.len() - VNET_LEN)
+                    counters.copied_bytes += len as u64;
+                    counters.sent(len - VNET_LEN)
                 }
                 Err(reason) => counters.drop("egress", reason),
             }
