@@ -352,7 +352,7 @@ impl Port for VhostUserPort {
             }
         }
         if used {
-            device.rings[TX_QUEUE].notify();
+            device.rings[TX_QUEUE].notify(&memory);
         }
         Ok(())
     }
@@ -397,7 +397,7 @@ impl Port for VhostUserPort {
             }
         }
         if delivered {
-            ring.notify();
+            ring.notify(&memory);
         }
         Ok(())
     }
