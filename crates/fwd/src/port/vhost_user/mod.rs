@@ -229,15 +229,18 @@ fn deliver<'a>(
     counters: &mut Counters,
 ) -> Result<usize, &'static str> {
     let queue = ring.active().ok_or("guest receive queue not ready")?;
-    chains.clear();
+    let mut count = 0;
     let mut capacity = 0;
-    while capacity < len && (merged || chains.is_empty()) {
-        match pop_rx_chain(queue, memory, descriptors) {
-            Ok(Some(chain)) => {
-                capacity += chain.capacity;
-                chains.push(chain);
+    while capacity < len && (merged || count == 0) {
+        if chains.len() == count {
+            chains.push(RxChain::default());
+        }
+        match pop_rx_chain(queue, memory, descriptors, &mut chains[count]) {
+            Ok(true) => {
+                capacity += chains[count].capacity;
+                count += 1;
             }
-            Ok(None) => break,
+            Ok(false) => break,
             Err((head, error)) => {
                 // A malformed buffer is consumed (returned empty), not retried.
                 let _ = queue.add_used(memory, head, 0);
@@ -246,8 +249,8 @@ fn deliver<'a>(
         }
     }
     if capacity < len {
-        let none_left = chains.is_empty() || merged;
-        for _ in 0..chains.len() {
+        let none_left = count == 0 || merged;
+        for _ in 0..count {
             queue.go_to_previous_position();
         }
         return Err(if none_left {
@@ -256,6 +259,7 @@ fn deliver<'a>(
             "guest receive buffer too small"
         });
     }
+    let chains = &chains[..count];
     header[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
     let mut writer = ChainWriter { chains, index: 0, offset: 0 };
     let written = writer.write(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));

@@ -92,31 +92,32 @@ pub fn read_chain(
     Ok(len)
 }
 
-/// A receive chain popped for one frame: its head and writable buffers.
+/// A receive chain popped for one frame: its head and writable buffers (reused from
+/// frame to frame, so popping allocates nothing once warm).
+#[derive(Default)]
 pub struct RxChain {
     pub head: u16,
     pub buffers: Vec<(GuestAddress, usize)>,
     pub capacity: usize,
 }
 
-/// Pops the next receive chain; `Ok(None)` when the guest has posted none.
+/// Pops the next receive chain into `into`; `Ok(false)` when the guest has posted none.
 pub fn pop_rx_chain(
     queue: &mut Queue,
     memory: &GuestMemoryMmap,
     scratch: &mut Vec<Descriptor>,
-) -> Result<Option<RxChain>, (u16, ChainError)> {
+    into: &mut RxChain,
+) -> Result<bool, (u16, ChainError)> {
     let Some(chain) = queue.pop_descriptor_chain(memory) else {
-        return Ok(None);
+        return Ok(false);
     };
     let head = chain.head_index();
     descriptors(chain, true, scratch).map_err(|e| (head, e))?;
-    let buffers: Vec<_> = scratch.iter().map(|d| (d.addr(), d.len() as usize)).collect();
-    let capacity = buffers.iter().map(|(_, len)| len).sum();
-    Ok(Some(RxChain {
-        head,
-        buffers,
-        capacity,
-    }))
+    into.head = head;
+    into.buffers.clear();
+    into.buffers.extend(scratch.iter().map(|d| (d.addr(), d.len() as usize)));
+    into.capacity = into.buffers.iter().map(|(_, len)| len).sum();
+    Ok(true)
 }
 
 /// Writes `bytes` at `offset` of a chain's buffers; returns the bytes written.
