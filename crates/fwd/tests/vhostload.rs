@@ -19,6 +19,8 @@ use offlab_vhostload::wire::Ip;
 use serde_json::Value;
 
 const QUEUE: u16 = 256;
+/// A descriptor as the driver writes it: guest address, length, flags, next.
+type RawDescriptor = (u64, u32, u16, u16);
 const SINK_TSO: &str = "guest_csum,guest_tso4,guest_tso6,mrg_rxbuf";
 
 struct Lab {
@@ -155,7 +157,7 @@ fn malformed_descriptors_from_the_source_are_refused_by_reason() {
     let b = Guest::connect(&lab.sockets[1], parse_features(SINK_TSO).unwrap(), 32 << 20, QUEUE, wait).unwrap();
     let frame = a.memory.alloc(2048, 64).unwrap();
     let outside = a.memory.size() as u64 + 4096;
-    let cases: [(&str, &[(u64, u32, u16, u16)]); 4] = [
+    let cases: [(&str, &[RawDescriptor]); 4] = [
         ("descriptor outside guest memory", &[(outside, 100, 0, 0)]),
         ("zero-length descriptor", &[(frame, 0, 0, 0)]),
         ("descriptor chain loops or outruns the queue", &[(frame, 64, F_NEXT, 1), (frame, 64, F_NEXT, 0)]),
