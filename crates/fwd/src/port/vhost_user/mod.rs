@@ -18,6 +18,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use vhost::vhost_user::{BackendReqHandler, Error as ProtocolError};
@@ -30,7 +31,7 @@ use vmm_sys_util::epoll::{ControlOperation, Epoll, EpollEvent, EventSet};
 use super::{Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::{emit, Counters};
 use device::{feature_names, NetDevice, Ring, RX_QUEUE, TX_QUEUE};
-use ring::{pop_rx_chain, read_chain, write_at, RxChain};
+use ring::{pop_rx_chain, publish_used, read_chain, write_at, write_used, RxChain};
 
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
@@ -39,6 +40,10 @@ const NUM_BUFFERS: std::ops::Range<usize> = 10..12;
 const LISTENER: u64 = 0;
 const CONNECTION: u64 = 1;
 const KICK_BASE: u64 = 2;
+/// The connection and the kicks are served at most this often (a forwarder that sleeps
+/// in poll always wakes later than this): an `epoll_wait` per batch per port was a
+/// system call per round, mostly for nothing.
+const SERVE_EVERY: Duration = Duration::from_micros(100);
 
 type Handler = BackendReqHandler<Mutex<NetDevice>>;
 
@@ -55,6 +60,10 @@ pub struct VhostUserPort {
     connections: u64,
     descriptors: Vec<Descriptor>,
     chains: Vec<RxChain>,
+    last_served: Instant,
+    /// Whether the guest was asked not to kick the transmit queue (VRING_USED_F_NO_NOTIFY),
+    /// as it is while frames keep coming: this side polls then.
+    kicks_off: bool,
 }
 
 impl VhostUserPort {
@@ -82,6 +91,8 @@ impl VhostUserPort {
             connections: 0,
             descriptors: Vec::with_capacity(64),
             chains: Vec::with_capacity(64),
+            last_served: Instant::now(),
+            kicks_off: false,
         })
     }
 
@@ -176,6 +187,7 @@ impl VhostUserPort {
         // the epoll set.
         *self.device() = NetDevice::default();
         self.kicks = [0; 2];
+        self.kicks_off = false;
         emit(&json!({"event": "disconnected", "port": self.label, "error": why}));
     }
 
@@ -266,7 +278,7 @@ fn deliver<'a>(
     let mut left = len;
     for chain in chains.iter() {
         let used = if written.is_ok() { chain.capacity.min(left) } else { 0 };
-        let _ = queue.add_used(memory, chain.head, used as u32);
+        write_used(queue, memory, chain.head, used as u32);
         left -= used.min(left);
     }
     written.map(|()| len).map_err(|error| error.reason())
@@ -332,16 +344,33 @@ impl Port for VhostUserPort {
     fn recv_batch(&mut self, batch: &mut RxBatch, counters: &mut Counters) -> io::Result<()> {
         batch.clear();
         batch.set_vnet_len(VNET_LEN);
-        self.serve();
+        if self.connection.is_none() || self.last_served.elapsed() >= SERVE_EVERY {
+            self.serve();
+            self.last_served = Instant::now();
+        }
         let device = &mut *self.device.lock().unwrap_or_else(|p| p.into_inner());
         let Some(memory) = device.memory.clone() else { return Ok(()) };
         let mut used = false;
         while let Some(slot) = batch.next_slot() {
             let Some(queue) = device.rings[TX_QUEUE].active() else { break };
-            let Some(chain) = queue.pop_descriptor_chain(&memory) else { break };
+            let Some(chain) = queue.pop_descriptor_chain(&memory) else {
+                // Nothing waiting: ask for kicks again before the forwarder may sleep;
+                // a frame that came meanwhile is read now (the kick may not follow it).
+                if self.kicks_off && !used {
+                    self.kicks_off = false;
+                    if queue.enable_notification(&memory).unwrap_or(false) {
+                        continue;
+                    }
+                }
+                break;
+            };
+            if !self.kicks_off {
+                let _ = queue.disable_notification(&memory);
+                self.kicks_off = true;
+            }
             let head = chain.head_index();
             let read = read_chain(&memory, chain, slot, &mut self.descriptors);
-            let _ = queue.add_used(&memory, head, 0);
+            write_used(queue, &memory, head, 0);
             used = true;
             match read {
                 Err(error) => counters.drop(CATEGORY, error.reason()),
@@ -356,6 +385,9 @@ impl Port for VhostUserPort {
             }
         }
         if used {
+            if let Some(queue) = device.rings[TX_QUEUE].active() {
+                publish_used(queue, &memory);
+            }
             device.rings[TX_QUEUE].notify(&memory);
         }
         Ok(())
@@ -399,6 +431,10 @@ impl Port for VhostUserPort {
                 }
                 Err(reason) => counters.drop("egress", reason),
             }
+        }
+        // Every entry written, also those of frames that failed half-way, is published.
+        if let Some(queue) = ring.active() {
+            publish_used(queue, &memory);
         }
         if delivered {
             ring.notify(&memory);

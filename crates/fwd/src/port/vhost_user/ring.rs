@@ -4,6 +4,8 @@
 
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::{DescriptorChain, Queue, QueueT};
+use std::sync::atomic::Ordering;
+
 use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 /// Why a descriptor chain was not used as a frame (the guest's fault, or a full ring).
@@ -177,4 +179,29 @@ fn copy_to_guest(memory: &GuestMemoryMmap, addr: GuestAddress, bytes: &[u8]) -> 
         }
         Err(_) => memory.write_slice(bytes, addr).map_err(|_| ChainError::OutsideMemory),
     }
+}
+
+/// Puts a used entry in the next slot of the used ring without publishing it: the used
+/// index, which the guest's driver polls from its own core, is stored once per batch
+/// by `publish_used` (a store per frame pulled its cache line away from the driver
+/// every time; DPDK's vhost library batches it the same way with its shadow ring).
+pub fn write_used(queue: &mut Queue, memory: &GuestMemoryMmap, head: u16, len: u32) {
+    let size = queue.size();
+    if head >= size || size == 0 {
+        return;
+    }
+    let slot = u64::from(queue.next_used() % size);
+    let mut entry = [0u8; 8];
+    entry[..4].copy_from_slice(&u32::from(head).to_le_bytes());
+    entry[4..].copy_from_slice(&len.to_le_bytes());
+    let at = GuestAddress(queue.used_ring() + 4 + 8 * slot);
+    if copy_to_guest(memory, at, &entry).is_ok() {
+        queue.set_next_used(queue.next_used().wrapping_add(1));
+    }
+}
+
+/// Makes the entries `write_used` put in the used ring visible to the driver.
+pub fn publish_used(queue: &Queue, memory: &GuestMemoryMmap) {
+    let index = GuestAddress(queue.used_ring() + 2);
+    let _ = memory.store(queue.next_used().to_le(), index, Ordering::Release);
 }
