@@ -114,7 +114,7 @@ fn run(args: &Args) -> Result<(), String> {
         "gbps": counts.payload as f64 * 8.0 / secs / 1e9,
         "frames_per_s": counts.frames as f64 / secs,
         "merge_depth": per_frame(counts.segments, counts.frames),
-        "segments_per_input_frame": per_frame(counts.frames * counts.sent_payload, counts.sent_frames * counts.payload.max(1)),
+        "sink_frames_per_source_frame": per_frame(counts.frames * counts.sent_payload, counts.sent_frames * counts.payload.max(1)),
         "gso_types": counts.gso.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "over_mtu_without_gso": counts.over_mtu_without_gso,
         "verified": counts.verified,
