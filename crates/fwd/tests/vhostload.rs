@@ -189,3 +189,19 @@ fn malformed_descriptors_from_the_source_are_refused_by_reason() {
     assert_all_verified(&counts);
     assert!(lab.fwd.alive());
 }
+
+/// A driver without mrg_rxbuf posts one 64 KiB buffer per frame when it takes TSO:
+/// every super-packet fits one buffer, and the forwarder reports the narrower
+/// negotiation.
+#[test]
+fn a_sink_without_mergeable_buffers_gets_each_super_packet_in_one_buffer() {
+    let mut lab = lab("gro");
+    let w = workload(Shape::Mtu, Ip::V4, 2, SourceChecksum::Partial);
+    let (counts, _, sink, _guests) = run(&lab, w, "csum", "guest_csum,guest_tso4");
+    assert_eq!(sink, ["guest_csum", "guest_tso4", "version_1"]);
+    assert_all_verified(&counts);
+    assert!(counts.gso.get(&1).copied().unwrap_or(0) > 0, "{counts:?}");
+    let stats = lab.fwd.stats();
+    let negotiated = stats["port_states"][format!("vhost-user:{}", lab.sockets[1])]["negotiated"].to_string();
+    assert!(!negotiated.contains("mrg_rxbuf") && negotiated.contains("guest_tso4"), "{negotiated}");
+}
