@@ -101,6 +101,13 @@ def testpmd_available() -> bool:
     return shutil.which(TESTPMD) is not None
 
 
+def testpmd_version() -> str:
+    """The installed dpdk-dev package's version (testpmd prints none of its own)."""
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "dpdk-dev"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
+
+
 class Lines:
     """A child's stdout read on a thread, so waiting for a line can time out."""
 

@@ -524,7 +524,9 @@ def run_w5(args: argparse.Namespace) -> None:
     W5_RAW.parent.mkdir(parents=True, exist_ok=True)
     W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
     section = "\n".join([
-        f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}.", "", *machine(), "",
+        f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}.", "", machine()[0],
+        f"- Kernel: {platform.release()}; DPDK {fwd_w5.testpmd_version()} "
+        f"(`{fwd_w5.TESTPMD}` from Debian's dpdk-dev)", "",
         fwd_w5.section(lines, args.w5_pairs, args.w5_seconds, markdown_table),
         "", f"Raw lines: `{W5_RAW.relative_to(ROOT)}`."])
     print(section)
