@@ -8,7 +8,8 @@ OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
 APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server \
             qemu-system-x86 binutils cpio xz-utils zstd
-BENCH_APT_PKGS := libdpdk-dev pkg-config valgrind
+# dpdk-dev ships dpdk-testpmd (W5: testpmd as the vhost-user backend); make test never needs it
+BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 
 .PHONY: setup deps venv build guest demo test test-rust test-engine-checks test-python bench fuzz install clean
 

@@ -2,7 +2,7 @@
 //! leave as super-packets (a fresh header plus payload slices of the received frames),
 //! flushed at the end of every batch like a NAPI poll.
 
-use crate::forward::{checksum_header, ChecksumSpan, Egress, Mode};
+use crate::egress::{checksum_header, ChecksumSpan, Egress, Mode};
 use crate::port::TxQueue;
 use crate::stats::Counters;
 use offlab_engine::gro::{Gro, GroConfig, Merged, RxMeta};

@@ -4,65 +4,15 @@
 //! receive buffers.
 
 use crate::coalesce::Coalescer;
-use crate::port::{Offloads, RxBatch, TxQueue};
+use crate::egress::{checksum_header, ChecksumSpan, Egress, Mode};
+use crate::port::{RxBatch, TxQueue};
 use crate::stats::Counters;
 use offlab_engine::checksum;
 use offlab_engine::gso::{self, GsoKind, GsoOutput, GsoParams, L4Checksum};
 use offlab_engine::virtio::{
-    self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, TunnelGso, ValidatedOffload,
+    self, ChecksumState, Flags, GsoRequest, Header, HeaderForm, ValidatedOffload,
 };
 use offlab_engine::wire::{parse_frame, parse_frame_with, Layout, ParseError, ParseOptions};
-
-/// What the forwarder does with offloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// Hand super-packets and partial checksums on when the egress accepts them;
-    /// segment or complete otherwise (the least work).
-    Pass,
-    /// Send only MTU-size frames with complete checksums (no offload towards egress).
-    Csum,
-    /// Segment every super-packet in software (checksums left partial when the egress
-    /// accepts that).
-    Gso,
-    /// Coalesce each batch's MTU-size frames into super-packets for the egress.
-    Gro,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Pass => "pass",
-            Mode::Csum => "csum",
-            Mode::Gso => "gso",
-            Mode::Gro => "gro",
-        }
-    }
-}
-
-/// What the egress port accepts now.
-#[derive(Debug, Clone, Copy)]
-pub struct Egress {
-    pub offloads: Offloads,
-    /// Largest IP packet the egress device carries.
-    pub mtu: usize,
-}
-
-impl Egress {
-    /// Whether a super-packet of this kind (inside this UDP tunnel, if any) may be
-    /// written to the egress as it is.
-    fn accepts(&self, request: &GsoRequest, tunnel: Option<&TunnelGso>) -> bool {
-        let o = &self.offloads;
-        let tunnel_ok =
-            tunnel.is_none_or(|t| o.udp_tunnel && (!t.outer_checksum || o.udp_tunnel_csum));
-        let kind = match request.kind {
-            virtio::GsoKind::TcpV4 => o.tso4,
-            virtio::GsoKind::TcpV6 => o.tso6,
-            virtio::GsoKind::Uso => o.uso,
-            virtio::GsoKind::Ufo => false,
-        };
-        kind && tunnel_ok && o.csum && (!request.ecn || o.ecn)
-    }
-}
 
 /// Length of an Ethernet header: anything shorter is not a frame.
 const ETHERNET_HEADER_LEN: usize = 14;
@@ -86,14 +36,6 @@ struct SuperPacket<'a> {
     header: &'a Header,
     layout: &'a Layout,
     request: &'a GsoRequest,
-}
-
-/// Where a partial checksum is, in frame offsets.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ChecksumSpan {
-    pub start: usize,
-    pub offset: usize,
-    pub end: usize,
 }
 
 impl Direction {
@@ -401,35 +343,6 @@ const MIN_FRAME_LEN: usize = 60;
 /// Where a received frame of `frame_len` bytes sits in its slot.
 fn rx_range(vnet_len: usize, frame_len: usize) -> std::ops::Range<usize> {
     vnet_len..vnet_len + frame_len
-}
-
-/// The vnet header a non-GSO frame leaves with: a partial checksum is handed on when
-/// the egress accepts it (and the mode allows), otherwise queued for completion over
-/// the frame up to `end` (the end of its IP packet: Ethernet padding is not summed).
-pub(crate) fn checksum_header(
-    mode: Mode,
-    slot: usize,
-    state: ChecksumState,
-    end: usize,
-    egress: &Egress,
-    counters: &mut Counters,
-    to_complete: &mut Vec<(usize, ChecksumSpan)>,
-) -> Header {
-    match state {
-        ChecksumState::Partial { start, offset } if mode == Mode::Csum || !egress.offloads.csum => {
-            to_complete.push((slot, ChecksumSpan { start, offset, end }));
-            counters.checksums_completed += 1;
-            Header::none()
-        }
-        ChecksumState::Partial { start, offset } => Header {
-            flags: Flags::NEEDS_CSUM,
-            csum_start: start as u16,
-            csum_offset: offset as u16,
-            ..Header::none()
-        },
-        ChecksumState::Valid if egress.offloads.csum => Header::data_valid(),
-        ChecksumState::Valid | ChecksumState::Complete => Header::none(),
-    }
 }
 
 /// Finishes a partial checksum in place, as the kernel's `skb_checksum_help` does: the

@@ -6,6 +6,7 @@
 //! `--stats-file` receives the same stats objects, replaced atomically each time.
 
 mod coalesce;
+mod egress;
 mod forward;
 mod netns;
 mod pipeline;
@@ -13,7 +14,7 @@ mod port;
 mod stats;
 
 use clap::Parser;
-use forward::Mode;
+use egress::Mode;
 use pipeline::{Flags, Forwarder};
 use port::PortSpec;
 use serde_json::json;

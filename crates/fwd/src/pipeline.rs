@@ -2,7 +2,8 @@
 //! turned into frames to send by its direction's [`Direction`], and written to the
 //! other port.
 
-use crate::forward::{Direction, Egress, Mode};
+use crate::egress::{Egress, Mode};
+use crate::forward::Direction;
 use crate::port::{Port, RxBatch};
 use crate::stats::Report;
 use std::io;

@@ -28,6 +28,9 @@ pub struct Counters {
     /// Frames longer than their IP packet (beyond Ethernet padding), sent without the
     /// bytes past its end, as the kernel trims them on receive.
     pub trimmed_frames: u64,
+    /// Bytes the forwarder copied in userspace (vhost-user ports: out of the guest's
+    /// transmit buffers, into its receive buffers), virtio-net headers included.
+    pub copied_bytes: u64,
     /// Drops by category ("virtio", "parse", "egress", …) and reason.
     pub drops: BTreeMap<(&'static str, &'static str), u64>,
     /// Frames the GRO engine refused to hold, by reason (they were still forwarded).
@@ -79,6 +82,7 @@ impl Counters {
             "checksums_completed": self.checksums_completed,
             "non_ip_frames": self.non_ip_frames,
             "trimmed_frames": self.trimmed_frames,
+            "copied_bytes": self.copied_bytes,
             "dropped": self.dropped(),
             "drops": drops,
             "gro_refusals": self.gro_refusals,

@@ -83,8 +83,14 @@ pub struct Ring {
 }
 
 impl Ring {
-    /// Tells the guest that used buffers are waiting (its call eventfd).
-    pub fn notify(&self) {
+    /// Tells the guest that used buffers are waiting (its call eventfd), unless its
+    /// driver polls and said so (`VRING_AVAIL_F_NO_INTERRUPT`): a write system call per
+    /// batch saved, as DPDK's vhost library saves it.
+    pub fn notify(&mut self, memory: &GuestMemoryMmap) {
+        let wanted = self.queue.as_mut().map(|q| q.needs_notification(memory).unwrap_or(true));
+        if wanted == Some(false) {
+            return;
+        }
         if let Some(call) = &self.call {
             // A full eventfd counter already signals; nothing else can fail here.
             let _ = (&*call).write_all(&1u64.to_ne_bytes());

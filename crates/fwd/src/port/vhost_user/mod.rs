@@ -18,6 +18,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use vhost::vhost_user::{BackendReqHandler, Error as ProtocolError};
@@ -30,7 +31,7 @@ use vmm_sys_util::epoll::{ControlOperation, Epoll, EpollEvent, EventSet};
 use super::{Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::{emit, Counters};
 use device::{feature_names, NetDevice, Ring, RX_QUEUE, TX_QUEUE};
-use ring::{pop_rx_chain, read_chain, write_at, RxChain};
+use ring::{pop_rx_chain, publish_used, read_chain, write_at, write_used, RxChain};
 
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
@@ -39,6 +40,10 @@ const NUM_BUFFERS: std::ops::Range<usize> = 10..12;
 const LISTENER: u64 = 0;
 const CONNECTION: u64 = 1;
 const KICK_BASE: u64 = 2;
+/// The connection and the kicks are served at most this often (a forwarder that sleeps
+/// in poll always wakes later than this): an `epoll_wait` per batch per port was a
+/// system call per round, mostly for nothing.
+const SERVE_EVERY: Duration = Duration::from_micros(100);
 
 type Handler = BackendReqHandler<Mutex<NetDevice>>;
 
@@ -54,8 +59,11 @@ pub struct VhostUserPort {
     kicks: [u64; 2],
     connections: u64,
     descriptors: Vec<Descriptor>,
-    frame: Vec<u8>,
     chains: Vec<RxChain>,
+    last_served: Instant,
+    /// Whether the guest was asked not to kick the transmit queue (VRING_USED_F_NO_NOTIFY),
+    /// as it is while frames keep coming: this side polls then.
+    kicks_off: bool,
 }
 
 impl VhostUserPort {
@@ -82,8 +90,9 @@ impl VhostUserPort {
             kicks: [0; 2],
             connections: 0,
             descriptors: Vec::with_capacity(64),
-            frame: Vec::with_capacity(super::buffers::MAX_FRAME + VNET_LEN),
             chains: Vec::with_capacity(64),
+            last_served: Instant::now(),
+            kicks_off: false,
         })
     }
 
@@ -178,6 +187,7 @@ impl VhostUserPort {
         // the epoll set.
         *self.device() = NetDevice::default();
         self.kicks = [0; 2];
+        self.kicks_off = false;
         emit(&json!({"event": "disconnected", "port": self.label, "error": why}));
     }
 
@@ -213,27 +223,36 @@ fn set_nonblocking(fd: RawFd) {
     }
 }
 
-/// Writes one frame into as many receive chains as it needs (one without merged
-/// buffers); the chains go back to the ring when the frame does not fit.
-fn deliver(
+/// Writes one frame of `len` bytes — `header` (its virtio-net header) then `body`'s
+/// pieces — straight
+/// from the forwarder's buffers into as many receive chains as it needs (one without
+/// merged buffers), so each byte is copied once on the way to the guest; the chains go
+/// back to the ring when the frame does not fit.
+#[allow(clippy::too_many_arguments)]
+fn deliver<'a>(
     ring: &mut Ring,
     memory: &GuestMemoryMmap,
     merged: bool,
-    frame: &mut [u8],
+    mut header: [u8; VNET_LEN],
+    len: usize,
+    mut body: impl Iterator<Item = &'a [u8]>,
     chains: &mut Vec<RxChain>,
     descriptors: &mut Vec<Descriptor>,
     counters: &mut Counters,
-) -> Result<(), &'static str> {
+) -> Result<usize, &'static str> {
     let queue = ring.active().ok_or("guest receive queue not ready")?;
-    chains.clear();
+    let mut count = 0;
     let mut capacity = 0;
-    while capacity < frame.len() && (merged || chains.is_empty()) {
-        match pop_rx_chain(queue, memory, descriptors) {
-            Ok(Some(chain)) => {
-                capacity += chain.capacity;
-                chains.push(chain);
+    while capacity < len && (merged || count == 0) {
+        if chains.len() == count {
+            chains.push(RxChain::default());
+        }
+        match pop_rx_chain(queue, memory, descriptors, &mut chains[count]) {
+            Ok(true) => {
+                capacity += chains[count].capacity;
+                count += 1;
             }
-            Ok(None) => break,
+            Ok(false) => break,
             Err((head, error)) => {
                 // A malformed buffer is consumed (returned empty), not retried.
                 let _ = queue.add_used(memory, head, 0);
@@ -241,9 +260,9 @@ fn deliver(
             }
         }
     }
-    if capacity < frame.len() {
-        let none_left = chains.is_empty() || merged;
-        for _ in 0..chains.len() {
+    if capacity < len {
+        let none_left = count == 0 || merged;
+        for _ in 0..count {
             queue.go_to_previous_position();
         }
         return Err(if none_left {
@@ -252,18 +271,43 @@ fn deliver(
             "guest receive buffer too small"
         });
     }
-    frame[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
-    let mut offset = 0;
+    let chains = &chains[..count];
+    header[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
+    let mut writer = ChainWriter { chains, index: 0, offset: 0 };
+    let written = writer.write(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));
+    let mut left = len;
     for chain in chains.iter() {
-        let take = chain.capacity.min(frame.len() - offset);
-        let written = write_at(memory, chain, 0, &frame[offset..offset + take]);
-        let _ = queue.add_used(memory, chain.head, *written.as_ref().unwrap_or(&0) as u32);
-        if let Err(error) = written {
-            return Err(error.reason());
-        }
-        offset += take;
+        let used = if written.is_ok() { chain.capacity.min(left) } else { 0 };
+        write_used(queue, memory, chain.head, used as u32);
+        left -= used.min(left);
     }
-    Ok(())
+    written.map(|()| len).map_err(|error| error.reason())
+}
+
+/// A cursor over the receive chains of one frame.
+struct ChainWriter<'a> {
+    chains: &'a [RxChain],
+    index: usize,
+    offset: usize,
+}
+
+impl ChainWriter<'_> {
+    fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ring::ChainError> {
+        while !bytes.is_empty() {
+            let chain = self.chains.get(self.index).ok_or(ring::ChainError::TooLong)?;
+            let room = chain.capacity - self.offset;
+            if room == 0 {
+                self.index += 1;
+                self.offset = 0;
+                continue;
+            }
+            let take = room.min(bytes.len());
+            write_at(memory, chain, self.offset, &bytes[..take])?;
+            self.offset += take;
+            bytes = &bytes[take..];
+        }
+        Ok(())
+    }
 }
 
 impl Port for VhostUserPort {
@@ -300,33 +344,56 @@ impl Port for VhostUserPort {
     fn recv_batch(&mut self, batch: &mut RxBatch, counters: &mut Counters) -> io::Result<()> {
         batch.clear();
         batch.set_vnet_len(VNET_LEN);
-        self.serve();
+        if self.connection.is_none() || self.last_served.elapsed() >= SERVE_EVERY {
+            self.serve();
+            self.last_served = Instant::now();
+        }
         let device = &mut *self.device.lock().unwrap_or_else(|p| p.into_inner());
         let Some(memory) = device.memory.clone() else { return Ok(()) };
         let mut used = false;
         while let Some(slot) = batch.next_slot() {
             let Some(queue) = device.rings[TX_QUEUE].active() else { break };
-            let Some(chain) = queue.pop_descriptor_chain(&memory) else { break };
+            let Some(chain) = queue.pop_descriptor_chain(&memory) else {
+                // Nothing waiting: ask for kicks again before the forwarder may sleep;
+                // a frame that came meanwhile is read now (the kick may not follow it).
+                if self.kicks_off && !used {
+                    self.kicks_off = false;
+                    if queue.enable_notification(&memory).unwrap_or(false) {
+                        continue;
+                    }
+                }
+                break;
+            };
+            if !self.kicks_off {
+                let _ = queue.disable_notification(&memory);
+                self.kicks_off = true;
+            }
             let head = chain.head_index();
             let read = read_chain(&memory, chain, slot, &mut self.descriptors);
-            let _ = queue.add_used(&memory, head, 0);
+            write_used(queue, &memory, head, 0);
             used = true;
             match read {
                 Err(error) => counters.drop(CATEGORY, error.reason()),
                 Ok(len) if len < VNET_LEN => counters.drop(CATEGORY, "frame shorter than its virtio header"),
-                Ok(len) => match Self::offload_refusal(device, &slot[..VNET_LEN]) {
-                    Some(reason) => counters.drop("virtio", reason),
-                    None => {
-                        // The guest is the driver here: its DATA_VALID is not the
-                        // device's verdict and must not reach the other port as one.
-                        offlab_engine::virtio::ignore_driver_data_valid(&mut slot[0]);
-                        batch.commit(len)
+                Ok(len) => {
+                    counters.copied_bytes += len as u64;
+                    match Self::offload_refusal(device, &slot[..VNET_LEN]) {
+                        Some(reason) => counters.drop("virtio", reason),
+                        None => {
+                            // The guest is the driver here: its DATA_VALID is not the
+                            // device's verdict and must not reach the other port as one.
+                            offlab_engine::virtio::ignore_driver_data_valid(&mut slot[0]);
+                            batch.commit(len)
+                        }
                     }
-                },
+                }
             }
         }
         if used {
-            device.rings[TX_QUEUE].notify();
+            if let Some(queue) = device.rings[TX_QUEUE].active() {
+                publish_used(queue, &memory);
+            }
+            device.rings[TX_QUEUE].notify(&memory);
         }
         Ok(())
     }
@@ -341,20 +408,41 @@ impl Port for VhostUserPort {
         let ring = &mut device.rings[RX_QUEUE];
         let mut delivered = false;
         for index in 0..tx.len() {
-            self.frame.clear();
-            tx.pieces(index, rx).for_each(|piece| self.frame.extend_from_slice(piece));
-            let result = deliver(ring, &memory, merged, &mut self.frame, &mut self.chains,
+            // The virtio-net header is the frame's first VNET_LEN bytes (its own piece
+            // or the head of a longer one); it is copied out so num_buffers can be set.
+            let mut header = [0u8; VNET_LEN];
+            let mut filled = 0;
+            let len: usize = tx.pieces(index, rx).map(<[u8]>::len).sum();
+            for piece in tx.pieces(index, rx) {
+                let take = (VNET_LEN - filled).min(piece.len());
+                header[filled..filled + take].copy_from_slice(&piece[..take]);
+                filled += take;
+                if filled == VNET_LEN {
+                    break;
+                }
+            }
+            let body = tx.pieces(index, rx).scan(VNET_LEN, |skip, piece| {
+                let cut = (*skip).min(piece.len());
+                *skip -= cut;
+                Some(&piece[cut..])
+            });
+            let result = deliver(ring, &memory, merged, header, len, body, &mut self.chains,
                                  &mut self.descriptors, counters);
             match result {
-                Ok(()) => {
+                Ok(len) => {
                     delivered = true;
-                    counters.sent(self.frame.len() - VNET_LEN)
+                    counters.copied_bytes += len as u64;
+                    counters.sent(len - VNET_LEN)
                 }
                 Err(reason) => counters.drop("egress", reason),
             }
         }
+        // Every entry written, also those of frames that failed half-way, is published.
+        if let Some(queue) = ring.active() {
+            publish_used(queue, &memory);
+        }
         if delivered {
-            ring.notify();
+            ring.notify(&memory);
         }
         Ok(())
     }
