@@ -7,7 +7,7 @@ PY      := $(VENV)/bin/python
 OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
 APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server \
-            qemu-system-x86 binutils cpio xz-utils zstd
+            qemu-system-x86 binutils cpio xz-utils zstd postgresql
 BENCH_APT_PKGS := libdpdk-dev pkg-config valgrind
 
 .PHONY: setup deps venv build guest demo test test-rust test-python bench fuzz clean

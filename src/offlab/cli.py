@@ -1,7 +1,8 @@
 """The `offlab` command: run, report, compare, list, export, doctor.
 
-Options mean the same in every command: `--store FILE` is the results database
-(default results/offlab.sqlite), `--out DIR` is where a command writes what it makes.
+Options mean the same in every command: `--store FILE|URL` is the results database, a
+SQLite file (default results/offlab.sqlite) or a PostgreSQL URL (docs/team-store.md),
+`--out DIR` is where a command writes what it makes.
 Every mistake the user can fix is one line on stderr and a non-zero exit, and a
 refused command creates nothing.
 """
@@ -29,6 +30,7 @@ from .plan import PlanError, load
 from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
 from .runscope import BusyError, MachineLock, reclaim_stale
+from .storage import location as locations
 from .store import Store, StoreError
 from .textout import plain_table
 from .topology import TopologyError, sweep_leftovers
@@ -41,6 +43,7 @@ EXIT_REGRESSION = 3
 DEFAULT_OUT = Path("results")
 STORE_NAME = "offlab.sqlite"
 DEFAULT_STORE = DEFAULT_OUT / STORE_NAME
+STORE_HELP = "results database: a SQLite file or postgresql://USER@HOST/DB"
 
 
 class RunInterrupted(Exception):
@@ -103,7 +106,7 @@ def run_cmd(
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),
     out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="directory of the store and the reports"),
-    store_path: Optional[Path] = typer.Option(None, "--store", help="results database [default: OUT/offlab.sqlite]"),
+    store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + " [default: OUT/offlab.sqlite]"),
     resume_id: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run of the store"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     ci_target: Optional[str] = typer.Option(
@@ -118,7 +121,7 @@ def run_cmd(
     hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH (docs/real-hosts.md)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    store_file = store_path or out_dir / STORE_NAME
+    store_file = locations.parse(store_path if store_path is not None else out_dir / STORE_NAME)
     hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
     if resume_id is not None:
         given = [name for name, value in (("--plan", plan), ("--duration", duration), ("--warmup", warmup),
@@ -127,7 +130,7 @@ def run_cmd(
         if given:
             raise LabError(f"--resume continues run {resume_id} with its own plan and settings; "
                            f"drop {', '.join(given)}")
-        if not store_file.is_file():
+        if store_file.path is not None and not store_file.path.is_file():
             raise LabError(f"{store_file}: no such store to resume from; pass the run's --out or --store")
         with Store(store_file, readonly=True) as existing:
             stored = existing.load_run(resume_id)
@@ -153,6 +156,7 @@ def run_cmd(
     if not max_eta > 0:
         raise LabError(f"--max-eta {max_eta:g} must be a positive number of hours")
     preflight.check_privileges()
+    locations.check_reachable(store_file)
     preflight.check_eta(eta, max_eta * 3600, yes)
     if hosts is None:
         preflight.check_tools(cases)
@@ -180,7 +184,7 @@ def run_cmd(
     outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
-        where = f" --store {store_file}" if store_file != DEFAULT_STORE else ""
+        where = f" --store {store_file}" if store_file.path != DEFAULT_STORE else ""
         print(f"resume with: offlab run --resume {outcome.run_id}{where}", flush=True)
         raise RunInterrupted(outcome.signal or 2)
     for refused in outcome.stats.refused_offload_changes:
@@ -189,29 +193,31 @@ def run_cmd(
         if not result.reached:
             err.print(f"[yellow]{result.case_key}[/]: {result.sentence()}")
     with Store(store_file, readonly=True) as store:
-        _write_report(store, outcome.run_id, store_file.parent / outcome.run_id)
+        reports = store_file.path.parent if store_file.path is not None else out_dir
+        _write_report(store, outcome.run_id, reports / outcome.run_id)
 
 
 @app.command("report")
 def report_cmd(
     run_id: Optional[str] = typer.Argument(None, help="run to report (default: the latest)"),
-    store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="report directory [default: next to the store, named after the run]"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="report directory [default: next to the store "
+                                           "(results/ for a database server), named after the run]"),
 ) -> None:
     """Write the Markdown and HTML report of a stored run."""
     with Store(store_path, readonly=True) as store:
         chosen = run_id or store.latest_run_id()
         if chosen is None:
             raise LabError(f"no runs in {store.path}; start one with: offlab run")
-        _write_report(store, chosen, out_dir or store_path.parent / chosen)
+        _write_report(store, chosen, out_dir or store.location.reports_dir() / chosen)
 
 
 @app.command("compare")
 def compare_cmd(
     run_a: str = typer.Argument(..., help="run id of set A (the reference)"),
     run_b: str = typer.Argument(..., help="run id of set B (compared against A)"),
-    store_a: Path = typer.Option(DEFAULT_STORE, "--store", help="results database of A"),
-    store_b: Optional[Path] = typer.Option(None, "--store-b", help="results database of B [default: A's]"),
+    store_a: str = typer.Option(str(DEFAULT_STORE), "--store", help="results database of A (a file or a URL)"),
+    store_b: Optional[str] = typer.Option(None, "--store-b", help="results database of B, a file or a URL [default: A's]"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="directory for compare.md/html "
                                            "[default: next to A's store, compare-A-vs-B]"),
     fail_on_regression: Optional[float] = typer.Option(
@@ -223,14 +229,15 @@ def compare_cmd(
     from .comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
     if fail_on_regression is not None and not 0 <= fail_on_regression < 100:
         raise LabError(f"--fail-on-regression {fail_on_regression:g}: give a percentage from 0 to below 100")
-    path_b = store_b or store_a
-    with Store(store_a, readonly=True) as first, Store(path_b, readonly=True) as second:
+    where_a = locations.parse(store_a)
+    where_b = locations.parse(store_b) if store_b is not None else where_a
+    with Store(where_a, readonly=True) as first, Store(where_b, readonly=True) as second:
         comparison = compare(first.load_run(run_a), second.load_run(run_b))
-    if run_a == run_b and store_a.resolve() == path_b.resolve():
+    if run_a == run_b and where_a.same_as(where_b):
         err.print(f"[yellow]warning[/]: run {run_a} is compared with itself; every change is 0")
     for difference in comparison.environment:
         err.print(f"[yellow]environment differs[/]: {difference}")
-    target = out_dir or store_a.parent / f"compare-{run_a}-vs-{run_b}"
+    target = out_dir or where_a.reports_dir() / f"compare-{run_a}-vs-{run_b}"
     md, html = write_comparison(comparison, target)
     out.print(f"{len(comparison.matched)} matching cases, {len(comparison.significant)} significant, "
               f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B")
@@ -244,7 +251,7 @@ def compare_cmd(
 
 
 @app.command("list")
-def list_cmd(store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database")) -> None:
+def list_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP)) -> None:
     """Runs in the store."""
     with Store(store_path, readonly=True) as store:
         runs = store.runs()
@@ -265,7 +272,7 @@ def export_cmd(
     run_id: str = typer.Argument(..., help="run to export"),
     fmt: str = typer.Option(..., "--format", help="json or csv"),
     dest: Optional[Path] = typer.Option(None, "-o", "--output", help="file [default: stdout]"),
-    store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
 ) -> None:
     """Export a run's samples as JSON or CSV."""
     from .export import export
@@ -295,8 +302,17 @@ def restore_cmd() -> None:
 @app.command("doctor")
 def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
                                           "their processes, namespaces and temporary files"),
-               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead")) -> None:
+               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead"),
+               store_path: Optional[str] = typer.Option(None, "--store", help="check a store instead: " + STORE_HELP),
+               upgrade_store: bool = typer.Option(False, "--upgrade-store", help="with --store: bring the store's "
+                                                  "schema to this offlab's revision")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
+    if upgrade_store and store_path is None:
+        raise LabError("--upgrade-store needs --store FILE|URL: the store to upgrade")
+    if store_path is not None:
+        from .storage.health import check_store
+        _print_checks(check_store(locations.parse(store_path), upgrade_store))
+        return
     if hosts_path is not None:
         checks = remote_checks(hostsfile.load(hosts_path))
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
@@ -314,7 +330,10 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
             lock.release()
         for line in removed or ["nothing: no run was killed"]:
             print(f"removed {line}")
-    checks = doctor_checks.run_checks()
+    _print_checks(doctor_checks.run_checks())
+
+
+def _print_checks(checks: list[doctor_checks.Check]) -> None:
     for line in plain_table(("check", "ok", "detail", "fix"),
                             [(c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
         print(line)
