@@ -286,6 +286,20 @@ def export_cmd(
         raise LabError(f"{dest}: cannot write the export ({failure.strerror}); choose another -o path") from None
 
 
+@app.command("copy")
+def copy_cmd(
+    run_ids: list[str] = typer.Argument(..., help="runs to copy"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help="the store to copy from: " + STORE_HELP),
+    dest: str = typer.Option(..., "--to", help="the store to copy into (a file is created if missing, a "
+                             "database must exist)"),
+) -> None:
+    """Copy runs between stores (SQLite and PostgreSQL, either way); runs already there are kept."""
+    from .runcopy import copy_runs
+    where = locations.parse(dest)
+    for copied in copy_runs(run_ids, store_path, where):
+        print(copied.sentence(where))
+
+
 @app.command("restore")
 def restore_cmd() -> None:
     """Put back every real host a killed run left changed (offloads, MTU, devices)."""

@@ -128,21 +128,43 @@ class Store:
         (campaign id, pair name) it belongs to."""
         try:
             with self._engine.begin() as conn:
-                conn.execute(run.insert().values(
-                    id=info.run_id, plan=info.plan, started_at=info.started_at, finished_at=None,
-                    status="running", command_line=info.command_line, kernel=info.kernel,
-                    cpu_model=info.cpu_model, cores=info.cores, host=info.host, notes=info.notes,
-                    tool_versions=json.dumps(dict(info.tool_versions)),
-                    settings=codec.settings_to_json(info.settings),
-                    host_facts=json.dumps({k: dict(v) for k, v in info.host_facts.items()}),
-                    writer=writer.to_json(writer.current()),
-                ))
-                if campaign is not None:
-                    conn.execute(run_campaign.insert().values(run_id=info.run_id, campaign=campaign[0],
-                                                              pair=campaign[1]))
+                self._insert_run(conn, info, "running", None, campaign, writer.to_json(writer.current()))
         except IntegrityError as err:
             raise StoreError(f"run {info.run_id!r} already exists in {self.path}") from err
         return info.run_id
+
+    def _insert_run(self, conn: Connection, info: RunInfo, status: str, finished_at: float | None,
+                    campaign: tuple[str, str] | None, writer_json: str | None) -> None:
+        conn.execute(run.insert().values(
+            id=info.run_id, plan=info.plan, started_at=info.started_at, finished_at=finished_at,
+            status=status, command_line=info.command_line, kernel=info.kernel,
+            cpu_model=info.cpu_model, cores=info.cores, host=info.host, notes=info.notes,
+            tool_versions=json.dumps(dict(info.tool_versions)),
+            settings=codec.settings_to_json(info.settings),
+            host_facts=json.dumps({k: dict(v) for k, v in info.host_facts.items()}),
+            writer=writer_json,
+        ))
+        if campaign is not None:
+            conn.execute(run_campaign.insert().values(run_id=info.run_id, campaign=campaign[0],
+                                                      pair=campaign[1]))
+
+    def import_run(self, results: RunResults) -> None:
+        """Write a whole run read from another store, in one transaction: all of it or,
+        on any failure, nothing (runcopy.py checks for clashes first)."""
+        if results.status == "running":
+            raise StoreError(f"run {results.info.run_id} is still running; copy it when it has ended")
+        try:
+            with self._engine.begin() as conn:
+                self._insert_run(conn, results.info, results.status, results.finished_at,
+                                 results.campaign, None)
+                for case in results.cases:
+                    self._insert_case(conn, results.info.run_id, case)
+                    for one in results.samples.get(case.key, ()):
+                        self._insert_sample(conn, results.info.run_id, one)
+                for outcome in results.adaptive.values():
+                    self._insert_adaptive(conn, results.info.run_id, outcome)
+        except IntegrityError as err:
+            raise StoreError(f"run {results.info.run_id!r} already exists in {self.path}") from err
 
     def add_case(self, run_id: str, case: CaseSpec) -> None:
         """Record a plan cell; adding the same case twice is a no-op."""
@@ -208,10 +230,14 @@ class Store:
         key = (case_adaptive.c.run_id == run_id) & (case_adaptive.c.case_key == outcome.case_key)
         with self._engine.begin() as conn:
             conn.execute(case_adaptive.delete().where(key))
-            conn.execute(case_adaptive.insert().values(
-                run_id=run_id, case_key=outcome.case_key, target=outcome.target,
-                min_runs=outcome.min_runs, max_runs=outcome.max_runs, runs=outcome.runs,
-                half_width=outcome.half_width, reached=outcome.reached))
+            self._insert_adaptive(conn, run_id, outcome)
+
+    @staticmethod
+    def _insert_adaptive(conn: Connection, run_id: str, outcome: AdaptiveOutcome) -> None:
+        conn.execute(case_adaptive.insert().values(
+            run_id=run_id, case_key=outcome.case_key, target=outcome.target,
+            min_runs=outcome.min_runs, max_runs=outcome.max_runs, runs=outcome.runs,
+            half_width=outcome.half_width, reached=outcome.reached))
 
     def finish_run(self, run_id: str, status: str, finished_at: float | None = None) -> None:
         """Mark a run "complete", "interrupted" or "failed"."""
