@@ -300,6 +300,33 @@ def copy_cmd(
         print(copied.sentence(where))
 
 
+@app.command("history")
+def history_cmd(
+    pattern: str = typer.Argument(..., help="cases to follow: a glob over case keys (bare/mtu1500/tx:*/tcp) "
+                                  "or a part of one (tso-off)"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory for history.md/html "
+                                           "[default: next to the store (results/ for a server), history]"),
+) -> None:
+    """A case across every stored run: its figures against what changed (kernel, NIC, offlab, hosts)."""
+    from .history import build_history, matches
+    from .history_report import history_table, write_history
+    with Store(store_path, readonly=True) as store:
+        wanted = sorted({run_id for run_id, key in store.case_keys() if matches(pattern, key)})
+        cases = build_history([store.load_run(run_id) for run_id in wanted], pattern)
+        where = store.location
+    if not cases:
+        raise LabError(f"no stored case matches {pattern!r} in {where.display}; `offlab list` shows the runs, "
+                       "a report names their cases")
+    for case in cases:
+        print(f"{case.key}:")
+        table = history_table(case)
+        for line in plain_table(table.header, table.rows):
+            print(f"  {line}")
+    md, html = write_history(cases, pattern, where.display, out_dir or where.reports_dir() / "history")
+    out.print(f"history: {md}\n         {html}")
+
+
 @app.command("restore")
 def restore_cmd() -> None:
     """Put back every real host a killed run left changed (offloads, MTU, devices)."""

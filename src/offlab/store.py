@@ -286,6 +286,12 @@ class Store:
         with self._engine.connect() as conn:
             return list(conn.execute(select(run.c.id).order_by(run.c.started_at, run.c.id)).scalars())
 
+    def case_keys(self) -> list[tuple[str, str]]:
+        """(run id, case key) of every stored case."""
+        with self._engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(
+                select(case_table.c.run_id, case_table.c.key).order_by(case_table.c.run_id, case_table.c.position))]
+
     def latest_run_id(self) -> str | None:
         with self._engine.connect() as conn:
             return conn.execute(select(run.c.id).order_by(run.c.started_at.desc(), run.c.id.desc())
