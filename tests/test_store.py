@@ -149,3 +149,36 @@ def test_intervals_probes_and_datapath_state_round_trip(store_at):
         store.add_sample("x", case, sample)
         loaded = store.load_run("x")
     assert loaded.cases == (case,) and loaded.samples[case.key] == (sample,)
+
+
+WRITER = """
+import random, sys
+from dataclasses import replace
+from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
+from offlab.store import Store
+where, run_id = sys.argv[1], sys.argv[2]
+with Store(where) as store:
+    store.close_killed_runs()
+    store.begin_run(replace(fixture_run_info(), run_id=run_id))
+    for case in fixture_cases()[:4]:
+        for sample in make_samples(case, random.Random(run_id), runs=5):
+            store.add_sample(run_id, case, sample)
+    store.finish_run(run_id, "complete")
+"""
+
+
+def test_three_writers_at_once_lose_and_mix_no_sample(store_at):
+    import subprocess
+    import sys
+    Store(store_at).close()
+    tests = str(Path(__file__).parent)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(store_at), f"w{n}"], cwd=tests,
+                                stderr=subprocess.PIPE, text=True) for n in range(3)]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0, writer.stderr.read()
+    with Store(store_at, readonly=True) as store:
+        assert [(r.id, r.status, r.samples) for r in store.runs()] == [(f"w{n}", "complete", 20) for n in range(3)]
+        for n in range(3):
+            loaded = store.load_run(f"w{n}")
+            for case in fixture_cases()[:4]:
+                assert loaded.samples[case.key] == tuple(make_samples(case, random.Random(f"w{n}"), runs=5))

@@ -23,13 +23,14 @@ from . import doctor as doctor_checks
 from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .hosts import HostError, hostsfile
+from .campaign import Fleet, load_hosts, new_campaign_id, run_waves
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
 from .plan import PlanError, load
 from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
-from .runscope import BusyError, MachineLock, reclaim_stale
+from .runscope import RUNTIME_ROOT, BusyError, MachineLock, reclaim_stale
 from .storage import location as locations
 from .store import Store, StoreError
 from .textout import plain_table
@@ -118,11 +119,23 @@ def run_cmd(
     yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta"),
     max_eta: float = typer.Option(preflight.DEFAULT_MAX_ETA_S / 3600, "--max-eta", help="hours a run may take without --yes"),
     wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
-    hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH (docs/real-hosts.md)"),
+    hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH "
+                                              "(docs/real-hosts.md); with [[pair]] tables, a campaign over every pair"),
+    pair: Optional[str] = typer.Option(None, "--pair", help="with a fleet file (--hosts with [[pair]] tables): run only this pair"),
+    campaign_id: Optional[str] = typer.Option(None, "--campaign", hidden=True,
+                                              help="the campaign this pair's run belongs to (set by the campaign)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
     store_file = locations.parse(store_path if store_path is not None else out_dir / STORE_NAME)
-    hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
+    hosts = _select_hosts(hosts_path, pair)
+    if isinstance(hosts, Fleet):
+        if resume_id is not None:
+            raise LabError(f"--resume continues one pair's run; add --pair NAME (pairs of {hosts_path}: "
+                           f"{', '.join(p.name for p in hosts.pairs)})")
+        _adaptive(ci_target, min_runs, max_runs, runs)
+        load(plan or "quick").with_overrides(runs, duration, warmup)  # a bad plan: one line, before anything
+        _campaign(hosts, store_file, dry_run, wait)
+        return
     if resume_id is not None:
         given = [name for name, value in (("--plan", plan), ("--duration", duration), ("--warmup", warmup),
                                           ("--ci-target", ci_target), ("--min-runs", min_runs),
@@ -177,10 +190,13 @@ def run_cmd(
     def prepare(store: Store):
         if resume_id is not None:
             return resume(store, resume_id, runs)
-        return begin(store, plan_name, cases, settings, notes, facts)
+        return begin(store, plan_name, cases, settings, notes, facts,
+                     (campaign_id, pair) if campaign_id is not None and pair is not None else None)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
-    remote = {} if hosts is None else {"build": remote_builder(hosts), "before_start": restore_pending}
+    remote = {} if hosts is None else {"build": remote_builder(hosts)}
+    if hosts is not None and campaign_id is None:  # a campaign restores once for all its pairs
+        remote["before_start"] = restore_pending
     outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
@@ -197,14 +213,72 @@ def run_cmd(
         _write_report(store, outcome.run_id, reports / outcome.run_id)
 
 
+def _select_hosts(hosts_path: Path | None, pair: str | None):
+    """The hosts of this run: None (local namespaces), one pair's hosts file, or a whole
+    fleet (a campaign) when a fleet file is given without --pair."""
+    if hosts_path is None:
+        if pair is not None:
+            raise LabError("--pair needs --hosts with a fleet file ([[pair]] tables, docs/team-store.md)")
+        return None
+    loaded = load_hosts(hosts_path)
+    if isinstance(loaded, Fleet):
+        return loaded if pair is None else loaded.pair(pair).hosts
+    if pair is not None:
+        raise LabError(f"--pair names a pair of a fleet file; {hosts_path} has no [[pair]] tables")
+    return loaded
+
+
+def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, wait: bool) -> None:
+    """Every pair of a fleet, pairs sharing no host at once (campaign.py), then the
+    campaign report."""
+    if not dry_run:
+        preflight.check_privileges()
+        locations.check_reachable(store_file)
+    campaign_id = new_campaign_id()
+    err.print(f"campaign {campaign_id}: {len(fleet.pairs)} pairs in {len(fleet.waves())} waves; store {store_file}")
+    lock = MachineLock()
+    lock.acquire(f"campaign {campaign_id}, {store_file}", wait=wait)
+    try:
+        for line in ([] if dry_run else restore_pending()):
+            err.print(f"restored {line}")
+        outcomes = run_waves(fleet, campaign_id, sys.argv[1:], RUNTIME_ROOT, print)
+    finally:
+        lock.release()
+    failed = [o for o in outcomes if o.exit_code != 0]
+    for outcome in failed:
+        err.print(f"pair {outcome.pair} ended with exit {outcome.exit_code}: {outcome.stderr_tail}")
+    if not dry_run and len(failed) < len(outcomes):
+        _report_campaign(Store(store_file, readonly=True), campaign_id, None)
+    if failed:
+        raise LabError(f"{len(failed)} of {len(outcomes)} pairs of campaign {campaign_id} did not complete "
+                       "(above); resume each with --pair NAME --resume RUN_ID")
+
+
+def _report_campaign(store: Store, campaign_id: str, out_dir: Optional[Path]) -> None:
+    from .campaign_report import write_campaign_report
+    with store:
+        runs = [(pair, store.load_run(run_id)) for run_id, pair in store.campaign_runs(campaign_id)]
+        where = store.location
+    if not runs:
+        raise LabError(f"no run of campaign {campaign_id!r} in {where.display}")
+    md, html = write_campaign_report(campaign_id, runs, out_dir or where.reports_dir() / campaign_id)
+    out.print(f"campaign report: {md}\n                 {html}")
+
+
 @app.command("report")
 def report_cmd(
     run_id: Optional[str] = typer.Argument(None, help="run to report (default: the latest)"),
     store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="report directory [default: next to the store "
                                            "(results/ for a database server), named after the run]"),
+    campaign_id: Optional[str] = typer.Option(None, "--campaign", help="report a campaign's pairs side by side instead"),
 ) -> None:
     """Write the Markdown and HTML report of a stored run."""
+    if campaign_id is not None:
+        if run_id is not None:
+            raise LabError("give a run id or --campaign, not both")
+        _report_campaign(Store(store_path, readonly=True), campaign_id, out_dir)
+        return
     with Store(store_path, readonly=True) as store:
         chosen = run_id or store.latest_run_id()
         if chosen is None:

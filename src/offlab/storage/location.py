@@ -114,9 +114,10 @@ def make_engine(location: StoreLocation, readonly: bool) -> Engine:
 
 def _sqlite_transactions(engine: Engine, wal: bool) -> None:
     """Let SQLAlchemy, not Python's sqlite3 module, begin transactions, so DDL is
-    transactional (a failed migration leaves the store as it was) and a migration can
-    take the write lock up front (BEGIN IMMEDIATE) instead of failing half-way when
-    another writer got there first."""
+    transactional (a failed migration leaves the store as it was), and let a writer's
+    transactions take the write lock up front (BEGIN IMMEDIATE): two writers of one file
+    (a campaign's pairs, two lab instances) then queue for up to SQLITE_TIMEOUT_S
+    instead of one failing half-way when its read lock cannot become a write lock."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
@@ -129,8 +130,7 @@ def _sqlite_transactions(engine: Engine, wal: bool) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):
-        immediate = connection.get_execution_options().get("write_lock", False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if wal else "BEGIN")
 
 
 def connect_error(location: StoreLocation, failure: Exception) -> StoreError:

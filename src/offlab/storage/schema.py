@@ -92,7 +92,6 @@ def refuse_newer(location: StoreLocation, state: SchemaState) -> None:
 def upgrade(engine: Engine, location: StoreLocation) -> None:
     """Bring a store that may be written to the newest revision (see the module doc)."""
     with engine.connect() as connection:
-        connection.execution_options(write_lock=True)
         with connection.begin():
             if location.dialect == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK})
