@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from fixtures.make_store import build_store, fixture_cases
+from fixtures.make_store import build_store, fixture_cases, fixture_run_info
 from offlab.storage.location import parse
 from offlab.storage.schema import FORMAT_VERSION, head_revision
 from offlab.store import Store, StoreError
@@ -77,7 +77,7 @@ def test_a_reading_command_does_not_upgrade(v2_path: Path):
 @pytest.mark.parametrize("readonly", [False, True])
 def test_a_schema_from_a_newer_offlab_is_refused_and_nothing_written(store_at, statement, said, readonly):
     with Store(store_at) as store:
-        store.begin_run(__import__("fixtures.make_store").make_store.fixture_run_info())
+        store.begin_run(fixture_run_info())
     _sql(store_at, statement)
     tables = _sql(store_at, "SELECT version_num FROM alembic_version")
     with pytest.raises(StoreError) as refused:
