@@ -83,4 +83,7 @@ def test_the_campaign_report_sets_the_pairs_side_by_side(store_at):
     assert table.header == ("profile", "ice Gbit/s", "ice vs all on", "mlx5 Gbit/s", "mlx5 vs all on")
     assert [row[0] for row in table.rows] == [c.profile.name for c in cases]
     assert table.rows[0][2] == "baseline" and table.rows[1][2].endswith("*")
-    assert render_markdown("campaign-x", runs).startswith("# offlab campaign campaign-x")
+    text = render_markdown("campaign-x", runs)
+    assert text.startswith("# offlab campaign campaign-x") and "software devices" not in text
+    veth = [(pair, replace(r, info=replace(r.info, host_facts={"sender": {"nic driver": "veth"}}))) for pair, r in runs]
+    assert "Pairs ice, mlx5 test over software devices" in render_markdown("campaign-x", veth)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from .hosts.facts import virtual_roles
 from .report.html import page, render_table as html_table
 from .report.markdown import render_table as md_table
 from .report.model import CaseGroup, build_groups, build_rows
@@ -63,8 +64,19 @@ _LEGEND = ("Cells are mean±std over a pair's repetitions; `vs all on` is the pr
            "Each pair ran the same plan with the same settings; pairs sharing no host ran at the same time.")
 
 
+def virtual_note(runs: list[tuple[str, RunResults]]) -> str | None:
+    """Pairs whose test interfaces are software devices: their effects are not a NIC's."""
+    virtual = [pair for pair, results in runs if virtual_roles(dict(results.info.host_facts))]
+    if not virtual:
+        return None
+    return (f"Pairs {', '.join(virtual)} test over software devices (veth, tun, …), not NICs: their "
+            "offload effects are those devices' (each pair's own report says which).")
+
+
 def render_markdown(campaign: str, runs: list[tuple[str, RunResults]]) -> str:
-    parts = [f"# offlab campaign {campaign}", "", md_table(pairs_table(runs)), "", _LEGEND]
+    note = virtual_note(runs)
+    parts = [f"# offlab campaign {campaign}", "", md_table(pairs_table(runs)), "", _LEGEND,
+             *(["", f"**{note}**"] if note else [])]
     for title, table in group_tables(runs):
         parts += ["", f"## {title}", "", md_table(table)]
     return "\n".join(parts) + "\n"
@@ -72,7 +84,9 @@ def render_markdown(campaign: str, runs: list[tuple[str, RunResults]]) -> str:
 
 def render_html(campaign: str, runs: list[tuple[str, RunResults]]) -> str:
     title = f"offlab campaign {campaign}"
-    body = [f"<h1>{escape(title)}</h1>", html_table(pairs_table(runs), "facts"), f"<p class=sub>{escape(_LEGEND)}</p>"]
+    note = virtual_note(runs)
+    body = [f"<h1>{escape(title)}</h1>", html_table(pairs_table(runs), "facts"), f"<p class=sub>{escape(_LEGEND)}</p>",
+            *([f"<p><b>{escape(note)}</b></p>"] if note else [])]
     for group_title, table in group_tables(runs):
         body += [f"<h2>{escape(group_title)}</h2>", html_table(table)]
     return page(title, "\n".join(body))

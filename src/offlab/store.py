@@ -316,10 +316,12 @@ class Store:
         return results
 
     def campaign_runs(self, campaign: str) -> list[tuple[str, str]]:
-        """(run id, pair) of every run of a campaign, in the pairs' order of start."""
+        """(run id, pair) of every run of a campaign, by pair name (then start, for a pair
+        run again under the same campaign)."""
         query = (select(run_campaign.c.run_id, run_campaign.c.pair)
                  .join(run, run.c.id == run_campaign.c.run_id)
-                 .where(run_campaign.c.campaign == campaign).order_by(run.c.started_at, run.c.id))
+                 .where(run_campaign.c.campaign == campaign)
+                 .order_by(run_campaign.c.pair, run.c.started_at, run.c.id))
         with self._engine.connect() as conn:
             return [tuple(row) for row in conn.execute(query).all()]
 
