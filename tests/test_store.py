@@ -182,3 +182,31 @@ def test_three_writers_at_once_lose_and_mix_no_sample(store_at):
             loaded = store.load_run(f"w{n}")
             for case in fixture_cases()[:4]:
                 assert loaded.samples[case.key] == tuple(make_samples(case, random.Random(f"w{n}"), runs=5))
+
+
+def test_only_this_machines_dead_runs_are_closed(store_at):
+    import json
+    import subprocess
+    import sys
+
+    from sqlalchemy import update
+
+    from offlab.storage import writer
+    from offlab.storage.tables import run
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    me = writer.current()
+    writers = {"live-here": me, "dead-here": dict(me, pid=int(gone)),
+               "other-machine": dict(me, machine="another-machine-id", pid=int(gone)),
+               "before-reboot": dict(me, boot="an-earlier-boot")}
+    with Store(store_at) as store:
+        for n, (run_id, who) in enumerate(writers.items()):
+            store.begin_run(replace(fixture_run_info(), run_id=run_id, started_at=n))
+            with store._engine.begin() as conn:  # as another process would have recorded it
+                conn.execute(update(run).where(run.c.id == run_id).values(writer=json.dumps(who)))
+        assert store.dead_runs() == ["before-reboot", "dead-here"]
+        assert store.close_killed_runs() == ["before-reboot", "dead-here"]
+        assert {r.id: r.status for r in store.runs()} == {
+            "live-here": "running", "dead-here": "interrupted", "other-machine": "running",
+            "before-reboot": "interrupted"}

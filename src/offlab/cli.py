@@ -328,12 +328,11 @@ def compare_cmd(
 def list_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP)) -> None:
     """Runs in the store."""
     with Store(store_path, readonly=True) as store:
-        runs = store.runs()
-    live = MachineLock().holder()
+        runs, dead = store.runs(), set(store.dead_runs())
     rows = []
     for r in runs:
         status = r.status
-        if status == "running" and (live is None or live.run_id != r.id):
+        if r.id in dead:  # its writer's process on this machine is gone (runs of others are live)
             status = "running? (no live offlab: killed)"
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
         rows.append((r.id, started, r.plan, status, str(r.cases), str(r.samples)))

@@ -252,11 +252,8 @@ class Store:
         """Mark as "interrupted" the runs still "running" whose offlab was killed on this
         machine (writer.py); runs other machines or live instances write are left alone.
         Their ids."""
-        me = writer.current()
         with self._engine.begin() as conn:
-            rows = conn.execute(select(run.c.id, run.c.writer, run.c.host)
-                                .where(run.c.status == "running").order_by(run.c.id)).all()
-            killed = [r.id for r in rows if writer.killed_here(r.writer, r.host, me, writer.pid_alive)]
+            killed = self._dead_runs(conn)
             if killed:
                 conn.execute(run.update().where(run.c.id.in_(killed), run.c.status == "running")
                              .values(status="interrupted"))
@@ -265,6 +262,18 @@ class Store:
     def has_run(self, run_id: str) -> bool:
         with self._engine.connect() as conn:
             return conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is not None
+
+    def dead_runs(self) -> list[str]:
+        """Runs still "running" whose offlab on this machine is gone (read only: `list`)."""
+        with self._engine.connect() as conn:
+            return self._dead_runs(conn)
+
+    @staticmethod
+    def _dead_runs(conn: Connection) -> list[str]:
+        me = writer.current()
+        rows = conn.execute(select(run.c.id, run.c.writer, run.c.host)
+                            .where(run.c.status == "running").order_by(run.c.id)).all()
+        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me, writer.pid_alive)]
 
     def _require_run(self, conn: Connection, run_id: str) -> None:
         if conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is None:
