@@ -7,7 +7,7 @@ PY      := $(VENV)/bin/python
 OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
 APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server \
-            qemu-system-x86 binutils cpio xz-utils zstd
+            qemu-system-x86 binutils cpio xz-utils zstd postgresql
 # dpdk-dev ships dpdk-testpmd (W5: testpmd as the vhost-user backend); make test never needs it
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 

@@ -15,9 +15,10 @@ import pytest
 
 from offlab.comparison import compare
 from offlab.plan import load, parse
-from offlab.records import RESULTS_FORMAT_VERSION, RunSettings
+from offlab.records import RunSettings
 from offlab.report import build_report_model
 from offlab.report.markdown import render_markdown
+from offlab.storage.schema import FORMAT_VERSION
 from offlab.store import Store, StoreError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "v1_store.sql.gz"
@@ -65,7 +66,7 @@ def test_v1_store_opens_as_the_current_format(v1_path: Path):
         assert len(store.runs()) == len(RUNS)
     version = sqlite3.connect(v1_path).execute(
         "SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0]
-    assert int(version) == RESULTS_FORMAT_VERSION == 2
+    assert int(version) == FORMAT_VERSION == 3
 
 
 @pytest.mark.parametrize("name", RUNS)
@@ -120,5 +121,5 @@ def test_compare_a_migrated_run_with_a_new_one(v1_path: Path):
 
 def test_a_newer_format_is_refused(v1_path: Path):
     sqlite3.connect(v1_path).execute("UPDATE meta SET value = '99' WHERE key = 'format_version'").connection.commit()
-    with pytest.raises(StoreError, match="newer than this offlab reads"):
+    with pytest.raises(StoreError, match="from a newer offlab"):
         Store(v1_path)

@@ -1,18 +1,20 @@
-"""The SQLite results store: round trip, commit per sample, versions, counts."""
+"""The results store on both engines (SQLite file, PostgreSQL server): round trip, commit
+per sample, counts, errors. Schema versions: test_store_schema.py."""
 
 import random
 import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
-from offlab.records import RESULTS_FORMAT_VERSION, CpuShare, Sample
+from offlab.records import CpuShare, Sample
 from offlab.store import Store, StoreError
 
 
-def test_round_trip_rebuilds_identical_records(tmp_path):
-    path = tmp_path / "deep" / "dir" / "results.sqlite"
+def test_round_trip_rebuilds_identical_records(store_at):
+    path = store_at
     rng = random.Random(1)
     written = {}
     with Store(path) as store:
@@ -30,13 +32,13 @@ def test_round_trip_rebuilds_identical_records(tmp_path):
     assert dict(results.samples) == written
 
 
-def test_optional_fields_and_core_order_survive(tmp_path):
+def test_optional_fields_and_core_order_survive(store_at):
     case = fixture_cases()[0]
     sample = Sample(case_key=case.key, repetition=0, started_at=1.5, duration_s=2.0,
                     throughput_bps=1e9, sender_bps=1e9,
                     cpu=(CpuShare(3, {"idle": 100.0}), CpuShare(1, {"usr": 50.0, "idle": 50.0})),
                     counters={"n": 7, "x": 0.25})
-    with Store(tmp_path / "r.sqlite") as store:
+    with Store(store_at) as store:
         run_id = store.begin_run(fixture_run_info())
         store.add_sample(run_id, case, sample)
         (loaded,) = store.load_run(run_id).samples[case.key]
@@ -45,26 +47,27 @@ def test_optional_fields_and_core_order_survive(tmp_path):
     assert loaded.retransmits is None and loaded.loss_percent is None
 
 
-def test_each_sample_is_visible_to_another_reader_before_the_run_ends(tmp_path):
-    path = tmp_path / "r.sqlite"
+def test_each_sample_is_visible_to_another_reader_before_the_run_ends(store_at):
     case = fixture_cases()[0]
     samples = make_samples(case, random.Random(2), runs=2)
-    writer = Store(path)
+    writer = Store(store_at)
     run_id = writer.begin_run(fixture_run_info())
     writer.add_sample(run_id, case, samples[0])
-    reader = sqlite3.connect(path)
-    assert reader.execute("SELECT COUNT(*) FROM sample").fetchone() == (1,)
-    writer.add_sample(run_id, case, samples[1])
-    assert reader.execute("SELECT COUNT(*) FROM sample").fetchone() == (2,)
-    assert reader.execute("SELECT status FROM run").fetchone() == ("running",)
-    assert reader.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    reader.close()
+    with Store(store_at, readonly=True) as reader:  # its own connection, as `offlab report` has
+        assert reader.completed_counts(run_id) == {case.key: 1}
+        writer.add_sample(run_id, case, samples[1])
+        assert reader.completed_counts(run_id) == {case.key: 2}
+        assert reader.load_run(run_id).status == "running"
+    if isinstance(store_at, Path):
+        reader = sqlite3.connect(store_at)
+        assert reader.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        reader.close()
     writer.close()
 
 
-def test_add_case_is_idempotent_and_keeps_plan_order(tmp_path):
+def test_add_case_is_idempotent_and_keeps_plan_order(store_at):
     cases = fixture_cases()[:3]
-    with Store(tmp_path / "r.sqlite") as store:
+    with Store(store_at) as store:
         run_id = store.begin_run(fixture_run_info())
         for case in cases + cases[::-1]:
             store.add_case(run_id, case)
@@ -73,10 +76,10 @@ def test_add_case_is_idempotent_and_keeps_plan_order(tmp_path):
         assert all(results.samples[c.key] == () for c in cases)
 
 
-def test_completed_counts(tmp_path):
+def test_completed_counts(store_at):
     cases = fixture_cases()[:3]
     rng = random.Random(3)
-    with Store(tmp_path / "r.sqlite") as store:
+    with Store(store_at) as store:
         run_id = store.begin_run(fixture_run_info())
         for case in cases:
             store.add_case(run_id, case)
@@ -86,8 +89,8 @@ def test_completed_counts(tmp_path):
                                                   cases[2].key: 0}
 
 
-def test_runs_and_latest(tmp_path):
-    with Store(tmp_path / "r.sqlite") as store:
+def test_runs_and_latest(store_at):
+    with Store(store_at) as store:
         assert store.runs() == [] and store.latest_run_id() is None
         first = store.begin_run(fixture_run_info())
         second = store.begin_run(replace(fixture_run_info(), run_id="b", started_at=2e9))
@@ -99,8 +102,8 @@ def test_runs_and_latest(tmp_path):
         assert store.latest_run_id() == "b"
 
 
-def test_errors_are_typed(tmp_path):
-    with Store(tmp_path / "r.sqlite") as store:
+def test_errors_are_typed(store_at):
+    with Store(store_at) as store:
         run_id = store.begin_run(fixture_run_info())
         with pytest.raises(StoreError, match="already exists"):
             store.begin_run(fixture_run_info())
@@ -116,58 +119,10 @@ def test_errors_are_typed(tmp_path):
             store.add_sample(run_id, case_b, sample)
 
 
-def test_newer_format_is_refused_with_one_line(tmp_path):
-    path = tmp_path / "r.sqlite"
-    Store(path).close()
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
-                     (str(RESULTS_FORMAT_VERSION + 1),))
-    conn.close()
-    with pytest.raises(StoreError) as err:
-        Store(path)
-    assert "newer" in str(err.value) and "\n" not in str(err.value)
-
-
-def test_format_version_is_recorded(tmp_path):
-    path = tmp_path / "r.sqlite"
-    Store(path).close()
-    conn = sqlite3.connect(path)
-    row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-    conn.close()
-    assert row == (str(RESULTS_FORMAT_VERSION),)
-
-
-def test_older_format_is_upgraded_in_place(tmp_path, monkeypatch):
-    # Pretend the current format is one newer than what is on disk, with one step.
-    import offlab.store as store_module
-
-    path = tmp_path / "r.sqlite"
-    with Store(path) as store:
-        store.begin_run(fixture_run_info())
-    steps = []
-
-    def step(conn):
-        steps.append(1)
-        conn.execute("ALTER TABLE run ADD COLUMN upgraded INTEGER DEFAULT 1")
-
-    monkeypatch.setattr(store_module, "RESULTS_FORMAT_VERSION", RESULTS_FORMAT_VERSION + 1)
-    monkeypatch.setitem(store_module.MIGRATIONS, RESULTS_FORMAT_VERSION, step)
-    with Store(path) as store:
-        assert store.load_run(fixture_run_info().run_id).info == fixture_run_info()
-    Store(path).close()  # already upgraded: the step does not run again
-    assert steps == [1]
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone() == (
-        str(RESULTS_FORMAT_VERSION + 1),)
-    assert conn.execute("SELECT upgraded FROM run").fetchone() == (1,)
-    conn.close()
-
-
-def test_a_repetition_cannot_be_stored_twice(tmp_path):
+def test_a_repetition_cannot_be_stored_twice(store_at):
     case = fixture_cases()[0]
     sample = make_samples(case, random.Random(5), runs=1)[0]
-    with Store(tmp_path / "r.sqlite") as store:
+    with Store(store_at) as store:
         run_id = store.begin_run(fixture_run_info())
         store.add_sample(run_id, case, sample)
         with pytest.raises(StoreError, match="already stored"):
@@ -175,9 +130,7 @@ def test_a_repetition_cannot_be_stored_twice(tmp_path):
         assert store.completed_counts(run_id) == {case.key: 1}
 
 
-def test_intervals_probes_and_datapath_state_round_trip(tmp_path):
-    from dataclasses import replace
-
+def test_intervals_probes_and_datapath_state_round_trip(store_at):
     from offlab.records import (CaseSpec, DatapathSetting, FeatureState, Interval, OffloadProfile,
                                 Params, PortSetting,
                                 RateProbe, TrafficSpec)
@@ -191,8 +144,69 @@ def test_intervals_probes_and_datapath_state_round_trip(tmp_path):
                     datapath={"fwd": {"mode.gso": FeatureState(True, requested=True)}},
                     intervals=(Interval(0.0, 0.5, 9e8, True), Interval(0.5, 1.0, 1e9)),
                     probes=(RateProbe(0.0, 5e9, 1e9, 80.0), RateProbe(2.2e9, 2.2e9, 1e9, 54.5)))
-    with Store(tmp_path / "r.sqlite") as store:
+    with Store(store_at) as store:
         store.begin_run(replace(fixture_run_info(), run_id="x"))
         store.add_sample("x", case, sample)
         loaded = store.load_run("x")
     assert loaded.cases == (case,) and loaded.samples[case.key] == (sample,)
+
+
+WRITER = """
+import random, sys
+from dataclasses import replace
+from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
+from offlab.store import Store
+where, run_id = sys.argv[1], sys.argv[2]
+with Store(where) as store:
+    store.close_killed_runs()
+    store.begin_run(replace(fixture_run_info(), run_id=run_id))
+    for case in fixture_cases()[:4]:
+        for sample in make_samples(case, random.Random(run_id), runs=5):
+            store.add_sample(run_id, case, sample)
+    store.finish_run(run_id, "complete")
+"""
+
+
+def test_three_writers_at_once_lose_and_mix_no_sample(store_at):
+    import subprocess
+    import sys
+    Store(store_at).close()
+    tests = str(Path(__file__).parent)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(store_at), f"w{n}"], cwd=tests,
+                                stderr=subprocess.PIPE, text=True) for n in range(3)]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0, writer.stderr.read()
+    with Store(store_at, readonly=True) as store:
+        assert [(r.id, r.status, r.samples) for r in store.runs()] == [(f"w{n}", "complete", 20) for n in range(3)]
+        for n in range(3):
+            loaded = store.load_run(f"w{n}")
+            for case in fixture_cases()[:4]:
+                assert loaded.samples[case.key] == tuple(make_samples(case, random.Random(f"w{n}"), runs=5))
+
+
+def test_only_this_machines_dead_runs_are_closed(store_at):
+    import json
+    import subprocess
+    import sys
+
+    from sqlalchemy import update
+
+    from offlab.storage import writer
+    from offlab.storage.tables import run
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    me = writer.current()
+    writers = {"live-here": me, "dead-here": dict(me, pid=int(gone)),
+               "other-machine": dict(me, machine="another-machine-id", pid=int(gone)),
+               "before-reboot": dict(me, boot="an-earlier-boot")}
+    with Store(store_at) as store:
+        for n, (run_id, who) in enumerate(writers.items()):
+            store.begin_run(replace(fixture_run_info(), run_id=run_id, started_at=n))
+            with store._engine.begin() as conn:  # as another process would have recorded it
+                conn.execute(update(run).where(run.c.id == run_id).values(writer=json.dumps(who)))
+        assert store.dead_runs() == ["before-reboot", "dead-here"]
+        assert store.close_killed_runs() == ["before-reboot", "dead-here"]
+        assert {r.id: r.status for r in store.runs()} == {
+            "live-here": "running", "dead-here": "interrupted", "other-machine": "running",
+            "before-reboot": "interrupted"}

@@ -1,7 +1,8 @@
 """The `offlab` command: run, report, compare, list, export, doctor.
 
-Options mean the same in every command: `--store FILE` is the results database
-(default results/offlab.sqlite), `--out DIR` is where a command writes what it makes.
+Options mean the same in every command: `--store FILE|URL` is the results database, a
+SQLite file (default results/offlab.sqlite) or a PostgreSQL URL (docs/team-store.md),
+`--out DIR` is where a command writes what it makes.
 Every mistake the user can fix is one line on stderr and a non-zero exit, and a
 refused command creates nothing.
 """
@@ -22,13 +23,15 @@ from . import doctor as doctor_checks
 from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .hosts import HostError, hostsfile
+from .campaign import Fleet, load_hosts, new_campaign_id, run_waves
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
 from .plan import PlanError, load
 from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
-from .runscope import BusyError, MachineLock, reclaim_stale
+from .runscope import RUNTIME_ROOT, BusyError, MachineLock, reclaim_stale
+from .storage import location as locations
 from .store import Store, StoreError
 from .textout import plain_table
 from .topology import TopologyError, sweep_leftovers
@@ -41,6 +44,7 @@ EXIT_REGRESSION = 3
 DEFAULT_OUT = Path("results")
 STORE_NAME = "offlab.sqlite"
 DEFAULT_STORE = DEFAULT_OUT / STORE_NAME
+STORE_HELP = "results database: a SQLite file or postgresql://USER@HOST/DB"
 
 
 class RunInterrupted(Exception):
@@ -103,7 +107,7 @@ def run_cmd(
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),
     out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="directory of the store and the reports"),
-    store_path: Optional[Path] = typer.Option(None, "--store", help="results database [default: OUT/offlab.sqlite]"),
+    store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + " [default: OUT/offlab.sqlite]"),
     resume_id: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run of the store"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     ci_target: Optional[str] = typer.Option(
@@ -115,11 +119,23 @@ def run_cmd(
     yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta"),
     max_eta: float = typer.Option(preflight.DEFAULT_MAX_ETA_S / 3600, "--max-eta", help="hours a run may take without --yes"),
     wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
-    hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH (docs/real-hosts.md)"),
+    hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH "
+                                              "(docs/real-hosts.md); with [[pair]] tables, a campaign over every pair"),
+    pair: Optional[str] = typer.Option(None, "--pair", help="with a fleet file (--hosts with [[pair]] tables): run only this pair"),
+    campaign_id: Optional[str] = typer.Option(None, "--campaign", hidden=True,
+                                              help="the campaign this pair's run belongs to (set by the campaign)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    store_file = store_path or out_dir / STORE_NAME
-    hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
+    store_file = locations.parse(store_path if store_path is not None else out_dir / STORE_NAME)
+    hosts = _select_hosts(hosts_path, pair)
+    if isinstance(hosts, Fleet):
+        if resume_id is not None:
+            raise LabError(f"--resume continues one pair's run; add --pair NAME (pairs of {hosts_path}: "
+                           f"{', '.join(p.name for p in hosts.pairs)})")
+        _adaptive(ci_target, min_runs, max_runs, runs)
+        load(plan or "quick").with_overrides(runs, duration, warmup)  # a bad plan: one line, before anything
+        _campaign(hosts, store_file, dry_run, wait)
+        return
     if resume_id is not None:
         given = [name for name, value in (("--plan", plan), ("--duration", duration), ("--warmup", warmup),
                                           ("--ci-target", ci_target), ("--min-runs", min_runs),
@@ -127,7 +143,7 @@ def run_cmd(
         if given:
             raise LabError(f"--resume continues run {resume_id} with its own plan and settings; "
                            f"drop {', '.join(given)}")
-        if not store_file.is_file():
+        if store_file.path is not None and not store_file.path.is_file():
             raise LabError(f"{store_file}: no such store to resume from; pass the run's --out or --store")
         with Store(store_file, readonly=True) as existing:
             stored = existing.load_run(resume_id)
@@ -153,6 +169,7 @@ def run_cmd(
     if not max_eta > 0:
         raise LabError(f"--max-eta {max_eta:g} must be a positive number of hours")
     preflight.check_privileges()
+    locations.check_reachable(store_file)
     preflight.check_eta(eta, max_eta * 3600, yes)
     if hosts is None:
         preflight.check_tools(cases)
@@ -173,14 +190,17 @@ def run_cmd(
     def prepare(store: Store):
         if resume_id is not None:
             return resume(store, resume_id, runs)
-        return begin(store, plan_name, cases, settings, notes, facts)
+        return begin(store, plan_name, cases, settings, notes, facts,
+                     (campaign_id, pair) if campaign_id is not None and pair is not None else None)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
-    remote = {} if hosts is None else {"build": remote_builder(hosts), "before_start": restore_pending}
+    remote = {} if hosts is None else {"build": remote_builder(hosts)}
+    if hosts is not None and campaign_id is None:  # a campaign restores once for all its pairs
+        remote["before_start"] = restore_pending
     outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
-        where = f" --store {store_file}" if store_file != DEFAULT_STORE else ""
+        where = f" --store {store_file}" if store_file.path != DEFAULT_STORE else ""
         print(f"resume with: offlab run --resume {outcome.run_id}{where}", flush=True)
         raise RunInterrupted(outcome.signal or 2)
     for refused in outcome.stats.refused_offload_changes:
@@ -189,29 +209,89 @@ def run_cmd(
         if not result.reached:
             err.print(f"[yellow]{result.case_key}[/]: {result.sentence()}")
     with Store(store_file, readonly=True) as store:
-        _write_report(store, outcome.run_id, store_file.parent / outcome.run_id)
+        reports = store_file.path.parent if store_file.path is not None else out_dir
+        _write_report(store, outcome.run_id, reports / outcome.run_id)
+
+
+def _select_hosts(hosts_path: Path | None, pair: str | None):
+    """The hosts of this run: None (local namespaces), one pair's hosts file, or a whole
+    fleet (a campaign) when a fleet file is given without --pair."""
+    if hosts_path is None:
+        if pair is not None:
+            raise LabError("--pair needs --hosts with a fleet file ([[pair]] tables, docs/team-store.md)")
+        return None
+    loaded = load_hosts(hosts_path)
+    if isinstance(loaded, Fleet):
+        return loaded if pair is None else loaded.pair(pair).hosts
+    if pair is not None:
+        raise LabError(f"--pair names a pair of a fleet file; {hosts_path} has no [[pair]] tables")
+    return loaded
+
+
+def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, wait: bool) -> None:
+    """Every pair of a fleet, pairs sharing no host at once (campaign.py), then the
+    campaign report."""
+    if not dry_run:
+        preflight.check_privileges()
+        locations.check_reachable(store_file)
+    campaign_id = new_campaign_id()
+    err.print(f"campaign {campaign_id}: {len(fleet.pairs)} pairs in {len(fleet.waves())} waves; store {store_file}")
+    lock = MachineLock()
+    lock.acquire(f"campaign {campaign_id}, {store_file}", wait=wait)
+    try:
+        for line in ([] if dry_run else restore_pending()):
+            err.print(f"restored {line}")
+        outcomes = run_waves(fleet, campaign_id, sys.argv[1:], RUNTIME_ROOT, print)
+    finally:
+        lock.release()
+    failed = [o for o in outcomes if o.exit_code != 0]
+    for outcome in failed:
+        err.print(f"pair {outcome.pair} ended with exit {outcome.exit_code}: {outcome.stderr_tail}")
+    if not dry_run and len(failed) < len(outcomes):
+        _report_campaign(Store(store_file, readonly=True), campaign_id, None)
+    if failed:
+        raise LabError(f"{len(failed)} of {len(outcomes)} pairs of campaign {campaign_id} did not complete "
+                       "(above); resume each with --pair NAME --resume RUN_ID")
+
+
+def _report_campaign(store: Store, campaign_id: str, out_dir: Optional[Path]) -> None:
+    from .campaign_report import write_campaign_report
+    with store:
+        runs = [(pair, store.load_run(run_id)) for run_id, pair in store.campaign_runs(campaign_id)]
+        where = store.location
+    if not runs:
+        raise LabError(f"no run of campaign {campaign_id!r} in {where.display}")
+    md, html = write_campaign_report(campaign_id, runs, out_dir or where.reports_dir() / campaign_id)
+    out.print(f"campaign report: {md}\n                 {html}")
 
 
 @app.command("report")
 def report_cmd(
     run_id: Optional[str] = typer.Argument(None, help="run to report (default: the latest)"),
-    store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="report directory [default: next to the store, named after the run]"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="report directory [default: next to the store "
+                                           "(results/ for a database server), named after the run]"),
+    campaign_id: Optional[str] = typer.Option(None, "--campaign", help="report a campaign's pairs side by side instead"),
 ) -> None:
     """Write the Markdown and HTML report of a stored run."""
+    if campaign_id is not None:
+        if run_id is not None:
+            raise LabError("give a run id or --campaign, not both")
+        _report_campaign(Store(store_path, readonly=True), campaign_id, out_dir)
+        return
     with Store(store_path, readonly=True) as store:
         chosen = run_id or store.latest_run_id()
         if chosen is None:
             raise LabError(f"no runs in {store.path}; start one with: offlab run")
-        _write_report(store, chosen, out_dir or store_path.parent / chosen)
+        _write_report(store, chosen, out_dir or store.location.reports_dir() / chosen)
 
 
 @app.command("compare")
 def compare_cmd(
     run_a: str = typer.Argument(..., help="run id of set A (the reference)"),
     run_b: str = typer.Argument(..., help="run id of set B (compared against A)"),
-    store_a: Path = typer.Option(DEFAULT_STORE, "--store", help="results database of A"),
-    store_b: Optional[Path] = typer.Option(None, "--store-b", help="results database of B [default: A's]"),
+    store_a: str = typer.Option(str(DEFAULT_STORE), "--store", help="results database of A (a file or a URL)"),
+    store_b: Optional[str] = typer.Option(None, "--store-b", help="results database of B, a file or a URL [default: A's]"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="directory for compare.md/html "
                                            "[default: next to A's store, compare-A-vs-B]"),
     fail_on_regression: Optional[float] = typer.Option(
@@ -223,14 +303,15 @@ def compare_cmd(
     from .comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
     if fail_on_regression is not None and not 0 <= fail_on_regression < 100:
         raise LabError(f"--fail-on-regression {fail_on_regression:g}: give a percentage from 0 to below 100")
-    path_b = store_b or store_a
-    with Store(store_a, readonly=True) as first, Store(path_b, readonly=True) as second:
+    where_a = locations.parse(store_a)
+    where_b = locations.parse(store_b) if store_b is not None else where_a
+    with Store(where_a, readonly=True) as first, Store(where_b, readonly=True) as second:
         comparison = compare(first.load_run(run_a), second.load_run(run_b))
-    if run_a == run_b and store_a.resolve() == path_b.resolve():
+    if run_a == run_b and where_a.same_as(where_b):
         err.print(f"[yellow]warning[/]: run {run_a} is compared with itself; every change is 0")
     for difference in comparison.environment:
         err.print(f"[yellow]environment differs[/]: {difference}")
-    target = out_dir or store_a.parent / f"compare-{run_a}-vs-{run_b}"
+    target = out_dir or where_a.reports_dir() / f"compare-{run_a}-vs-{run_b}"
     md, html = write_comparison(comparison, target)
     out.print(f"{len(comparison.matched)} matching cases, {len(comparison.significant)} significant, "
               f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B")
@@ -244,15 +325,14 @@ def compare_cmd(
 
 
 @app.command("list")
-def list_cmd(store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database")) -> None:
+def list_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP)) -> None:
     """Runs in the store."""
     with Store(store_path, readonly=True) as store:
-        runs = store.runs()
-    live = MachineLock().holder()
+        runs, dead = store.runs(), set(store.dead_runs())
     rows = []
     for r in runs:
         status = r.status
-        if status == "running" and (live is None or live.run_id != r.id):
+        if r.id in dead:  # its writer's process on this machine is gone (runs of others are live)
             status = "running? (no live offlab: killed)"
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
         rows.append((r.id, started, r.plan, status, str(r.cases), str(r.samples)))
@@ -265,7 +345,7 @@ def export_cmd(
     run_id: str = typer.Argument(..., help="run to export"),
     fmt: str = typer.Option(..., "--format", help="json or csv"),
     dest: Optional[Path] = typer.Option(None, "-o", "--output", help="file [default: stdout]"),
-    store_path: Path = typer.Option(DEFAULT_STORE, "--store", help="results database"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
 ) -> None:
     """Export a run's samples as JSON or CSV."""
     from .export import export
@@ -277,6 +357,47 @@ def export_cmd(
         export(results, fmt, dest if dest is not None else sys.stdout)
     except OSError as failure:
         raise LabError(f"{dest}: cannot write the export ({failure.strerror}); choose another -o path") from None
+
+
+@app.command("copy")
+def copy_cmd(
+    run_ids: list[str] = typer.Argument(..., help="runs to copy"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help="the store to copy from: " + STORE_HELP),
+    dest: str = typer.Option(..., "--to", help="the store to copy into (a file is created if missing, a "
+                             "database must exist)"),
+) -> None:
+    """Copy runs between stores (SQLite and PostgreSQL, either way); runs already there are kept."""
+    from .runcopy import copy_runs
+    where = locations.parse(dest)
+    for copied in copy_runs(run_ids, store_path, where):
+        print(copied.sentence(where))
+
+
+@app.command("history")
+def history_cmd(
+    pattern: str = typer.Argument(..., help="cases to follow: a glob over case keys (bare/mtu1500/tx:*/tcp) "
+                                  "or a part of one (tso-off)"),
+    store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory for history.md/html "
+                                           "[default: next to the store (results/ for a server), history]"),
+) -> None:
+    """A case across every stored run: its figures against what changed (kernel, NIC, offlab, hosts)."""
+    from .history import build_history, matches
+    from .history_report import history_table, write_history
+    with Store(store_path, readonly=True) as store:
+        wanted = sorted({run_id for run_id, key in store.case_keys() if matches(pattern, key)})
+        cases = build_history([store.load_run(run_id) for run_id in wanted], pattern)
+        where = store.location
+    if not cases:
+        raise LabError(f"no stored case matches {pattern!r} in {where.display}; `offlab list` shows the runs, "
+                       "a report names their cases")
+    for case in cases:
+        print(f"{case.key}:")
+        table = history_table(case)
+        for line in plain_table(table.header, table.rows):
+            print(f"  {line}")
+    md, html = write_history(cases, pattern, where.display, out_dir or where.reports_dir() / "history")
+    out.print(f"history: {md}\n         {html}")
 
 
 @app.command("restore")
@@ -295,8 +416,17 @@ def restore_cmd() -> None:
 @app.command("doctor")
 def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
                                           "their processes, namespaces and temporary files"),
-               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead")) -> None:
+               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead"),
+               store_path: Optional[str] = typer.Option(None, "--store", help="check a store instead: " + STORE_HELP),
+               upgrade_store: bool = typer.Option(False, "--upgrade-store", help="with --store: bring the store's "
+                                                  "schema to this offlab's revision")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
+    if upgrade_store and store_path is None:
+        raise LabError("--upgrade-store needs --store FILE|URL: the store to upgrade")
+    if store_path is not None:
+        from .storage.health import check_store
+        _print_checks(check_store(locations.parse(store_path), upgrade_store))
+        return
     if hosts_path is not None:
         checks = remote_checks(hostsfile.load(hosts_path))
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
@@ -314,7 +444,10 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
             lock.release()
         for line in removed or ["nothing: no run was killed"]:
             print(f"removed {line}")
-    checks = doctor_checks.run_checks()
+    _print_checks(doctor_checks.run_checks())
+
+
+def _print_checks(checks: list[doctor_checks.Check]) -> None:
     for line in plain_table(("check", "ok", "detail", "fix"),
                             [(c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
         print(line)

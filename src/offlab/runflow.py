@@ -9,6 +9,7 @@ CLI, so that a refused run writes nothing.
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import sys
 import time
@@ -22,7 +23,7 @@ from . import environment
 from .records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner, RunnerStats
 from .runscope import MachineLock, RunScope, reclaim_stale
-from .store import Store
+from .store import Store, StoreError, StoreLocation
 from .topology import Interrupted, TerminationSignals, Topology, sweep_leftovers
 
 
@@ -50,12 +51,20 @@ class Outcome:
     signal: int | None = None
 
 
+RUN_ID_TRIES = 5
+
+
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    """Time, pid and 16 random bits: readable, in time order, and unique across the
+    machines writing one shared store (a clash that happens anyway is refused by the
+    store's primary key and `begin` draws again)."""
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}-{secrets.token_hex(2)}"
 
 
 def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: RunSettings,
-          notes: str = "", host_facts: Mapping[str, Mapping[str, str]] | None = None) -> Session:
+          notes: str = "", host_facts: Mapping[str, Mapping[str, str]] | None = None,
+          campaign: tuple[str, str] | None = None) -> Session:
+    """A new run in the store; `campaign`: (campaign id, pair name) it belongs to."""
     info = RunInfo(
         run_id=new_run_id(), plan=plan_name, started_at=time.time(),
         command_line=shlex.join(sys.argv), kernel=environment.kernel(),
@@ -63,7 +72,14 @@ def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: R
         tool_versions=environment.tool_versions(), host=environment.host(), notes=notes,
         settings=settings, host_facts=host_facts or {},
     )
-    run_id = store.begin_run(info)
+    for attempt in range(RUN_ID_TRIES):
+        try:
+            run_id = store.begin_run(info, campaign)
+            break
+        except StoreError:
+            if attempt + 1 == RUN_ID_TRIES or store.has_run(info.run_id) is False:
+                raise
+            info = replace(info, run_id=new_run_id())
     for case in cases:
         store.add_case(run_id, case)
     return Session(run_id, cases, settings, {})
@@ -86,7 +102,7 @@ def resume(store: Store, run_id: str, runs: int | None) -> Session:
     return Session(run_id, tuple(results.cases), settings, store.completed_counts(run_id), history)
 
 
-def execute(store_path: Path, prepare: Callable[[Store], Session], *, console: Console,
+def execute(store_path: StoreLocation | Path, prepare: Callable[[Store], Session], *, console: Console,
             show_progress: bool, wait: bool, build: Callable[..., Topology] | None = None,
             before_start: Callable[[], list[str]] | None = None) -> Outcome:
     """`build`: how topologies are made (default: local namespaces); `before_start`:

@@ -1,7 +1,7 @@
 """What one `offlab run` owns on this machine, and reclaiming it after a kill.
 
 * **One run per machine.** Two runs sharing two cores measure each other. A run
-  holds an exclusive `flock` on /run/offlab/lock (the kernel drops it when the process
+  holds an exclusive `flock` on /run/offlab/lock (per lab instance: OFFLAB_RUNTIME_DIR) (the kernel drops it when the process
   dies, however it dies) and writes who it is into the file, so a second run can name
   the one in its way.
 * **A cgroup per run.** offlab moves itself into `<cgroup2>/offlab/run-<pid>` before it
@@ -27,7 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-RUNTIME_ROOT = Path("/run/offlab")
+RUNTIME_ROOT = Path(os.environ.get("OFFLAB_RUNTIME_DIR", "/run/offlab"))
+"""The lab instance's runtime root: its machine lock and its runs' files. One per machine
+by default; a second lab instance on the same machine (another CPU set, or a test of
+several writers into one store, docs/team-store.md) sets OFFLAB_RUNTIME_DIR to its own
+directory. Instances never share a run's files: those are per pid either way."""
 LOCK_NAME = "lock"
 CGROUP_GROUP = "offlab"
 KILL_WAIT_S = 5.0

@@ -1,0 +1,133 @@
+"""Bringing a store's schema to the revision this offlab writes, or refusing it.
+
+One migration history for both engines (Alembic, alembic/versions). A store is in one
+of these states when it is opened:
+
+* empty (a new file, an empty database): created at the newest revision;
+* a SQLite store of the hand-written releases (a ``meta`` table, no ``alembic_version``):
+  format 1 is first upgraded by offlab.migrations, then the history adopts it at 0001;
+* at an older revision: upgraded; at the newest: used as it is;
+* written by a newer offlab (a revision this one does not know, or a newer format in
+  ``meta``): refused in one line before anything is written.
+
+Upgrades run in one transaction (PostgreSQL and SQLite both have transactional DDL)
+under a lock — an advisory lock on PostgreSQL, the write lock on SQLite — so two
+writers opening an old or empty store at once upgrade it once; the second waits for
+the first's transaction and then finds the store current. Reading commands never
+upgrade: they ask for it in one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
+
+from ..migrations import MIGRATIONS
+from .errors import StoreError
+from .location import StoreLocation
+
+SCRIPTS = Path(__file__).parent / "alembic"
+FORMAT_VERSION = 3
+"""meta.format_version of the newest revision: what offlab releases before Alembic read
+to refuse a store they cannot write (see alembic/versions/0002_team_store.py)."""
+UPGRADE_LOCK = 0x6F66_6C61_62  # "oflab": the advisory lock key of schema upgrades
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    tables: frozenset[str]
+    format_version: int | None
+    revision: str | None
+
+
+def _config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPTS))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(_config())
+
+
+def head_revision() -> str:
+    return _scripts().get_current_head()
+
+
+def known_revisions() -> set[str]:
+    return {script.revision for script in _scripts().walk_revisions()}
+
+
+def read_state(connection: Connection) -> SchemaState:
+    tables = frozenset(inspect(connection).get_table_names())
+    version = revision = None
+    if "meta" in tables:
+        row = connection.execute(text("SELECT value FROM meta WHERE key = 'format_version'")).first()
+        version = int(row[0]) if row else None
+    if "alembic_version" in tables:
+        row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+        revision = row[0] if row else None
+    return SchemaState(tables, version, revision)
+
+
+def refuse_newer(location: StoreLocation, state: SchemaState) -> None:
+    if state.revision is not None and state.revision not in known_revisions():
+        what = f"schema revision {state.revision}"
+    elif state.format_version is not None and state.format_version > FORMAT_VERSION:
+        what = f"results format {state.format_version}"
+    else:
+        return
+    raise StoreError(f"{location.display}: {what} is from a newer offlab than this one "
+                     f"(format {FORMAT_VERSION}, revision {head_revision()}); upgrade offlab")
+
+
+def upgrade(engine: Engine, location: StoreLocation) -> None:
+    """Bring a store that may be written to the newest revision (see the module doc)."""
+    with engine.connect() as connection:
+        with connection.begin():
+            if location.dialect == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK})
+            state = read_state(connection)
+            refuse_newer(location, state)
+            if state.revision == head_revision():
+                return
+            if state.revision is None and state.tables - {"meta"}:
+                _adopt_legacy(connection, location, state)
+            command.upgrade(_config(connection), "head")
+
+
+def _adopt_legacy(connection: Connection, location: StoreLocation, state: SchemaState) -> None:
+    """A store of the hand-written releases: format 1 upgraded to 2 here, format 2 as it is
+    (revision 0001 then creates only the tables it lacks)."""
+    if "run" not in state.tables or state.format_version is None:
+        raise StoreError(f"{location.display}: holds tables but is not an offlab store; pass --store "
+                         "with a results store, or an empty database")
+    version = state.format_version
+    while version < 2:
+        step = MIGRATIONS.get(version)
+        if step is None or location.dialect != "sqlite":
+            raise StoreError(f"{location.display}: no upgrade from results format {version}")
+        step(connection.connection.driver_connection)
+        version += 1
+        connection.execute(text("UPDATE meta SET value = :v WHERE key = 'format_version'"), {"v": str(version)})
+
+
+def check_readable(connection: Connection, location: StoreLocation) -> None:
+    """A reading command's checks: an offlab store at the newest revision."""
+    state = read_state(connection)
+    if state.format_version is None:
+        raise StoreError(f"{location.display}: not an offlab store (no format version); pass --store "
+                         "with a results store")
+    refuse_newer(location, state)
+    if state.revision != head_revision():
+        raise StoreError(f"{location.display}: results format {state.format_version} needs an upgrade "
+                         "that a reading command does not write; upgrade it once with: offlab doctor "
+                         f"--store {location.display} --upgrade-store (as a user who may write it)")

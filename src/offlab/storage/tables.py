@@ -1,0 +1,185 @@
+"""The store's tables as they are at the newest schema revision (SQLAlchemy Core).
+
+One description for both engines: SQLAlchemy renders it for SQLite and PostgreSQL.
+Queries in store.py are built from these objects; the migrations in alembic/versions
+create and change the tables step by step and never import this module (a migration
+describes the schema as it was at its revision, not as it is now).
+
+Types chosen to mean the same on both engines: DOUBLE PRECISION for every measured
+figure (PostgreSQL's REAL is 4 bytes and would round them), BOOLEAN for flags (SQLite
+keeps 0/1, which older stores already hold), TEXT for the JSON of typed records
+(codec.py), so that a run copied from one engine to the other reads back equal.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (Boolean, Column, Double, ForeignKeyConstraint, Integer, MetaData,
+                        PrimaryKeyConstraint, Table, Text, UniqueConstraint)
+from sqlalchemy.types import TypeDecorator
+
+metadata = MetaData()
+
+
+class CounterValue(TypeDecorator):
+    """A counter delta: a packet count or a rate. Stored as a double on both engines
+    (exact for counts below 2**53); a whole number reads back as an int, which is what
+    format-2 SQLite stores (an untyped column) gave back for counts."""
+
+    impl = Double
+    cache_ok = True
+
+    def process_result_value(self, value, dialect):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+
+meta = Table(
+    "meta", metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+run = Table(
+    "run", metadata,
+    Column("id", Text, primary_key=True),
+    Column("plan", Text, nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("finished_at", Double),
+    Column("status", Text, nullable=False),
+    Column("command_line", Text, nullable=False),
+    Column("kernel", Text, nullable=False),
+    Column("cpu_model", Text, nullable=False),
+    Column("cores", Integer, nullable=False),
+    Column("host", Text, nullable=False),
+    Column("notes", Text, nullable=False),
+    Column("tool_versions", Text, nullable=False),
+    Column("settings", Text, nullable=False, server_default="{}"),
+    Column("host_facts", Text, nullable=False, server_default="{}"),
+    Column("writer", Text),
+    # Which offlab process writes the run (writer.py): how a later run on the same
+    # machine tells a killed run from a live one without touching other machines' runs.
+)
+
+case = Table(
+    "case", metadata,
+    Column("run_id", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("scenario", Text, nullable=False),
+    Column("mtu", Integer, nullable=False),
+    Column("profile_name", Text, nullable=False),
+    Column("profile_side", Text, nullable=False),
+    Column("profile_features", Text, nullable=False),
+    Column("traffic", Text, nullable=False),
+    Column("topology", Text, nullable=False, server_default="{}"),
+    Column("params", Text, nullable=False, server_default="{}"),
+    Column("datapath", Text),
+    Column("label", Text, nullable=False, server_default=""),
+    PrimaryKeyConstraint("run_id", "key"),
+    ForeignKeyConstraint(["run_id"], ["run.id"]),
+)
+
+sample = Table(
+    "sample", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Text, nullable=False),
+    Column("case_key", Text, nullable=False),
+    Column("repetition", Integer, nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("duration_s", Double, nullable=False),
+    Column("throughput_bps", Double, nullable=False),
+    Column("sender_bps", Double, nullable=False),
+    Column("retransmits", Integer),
+    Column("lost_packets", Integer),
+    Column("total_packets", Integer),
+    Column("roles", Text, nullable=False),
+    Column("role_hosts", Text, nullable=False, server_default="{}"),
+    UniqueConstraint("run_id", "case_key", "repetition"),
+    ForeignKeyConstraint(["run_id", "case_key"], ["case.run_id", "case.key"]),
+)
+
+sample_cpu = Table(
+    "sample_cpu", metadata,
+    Column("sample_id", Integer, nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("core", Integer, nullable=False),
+    Column("class", Text, nullable=False),
+    Column("percent", Double, nullable=False),
+    Column("host", Text, nullable=False, server_default=""),
+    Column("seq", Integer),
+    PrimaryKeyConstraint("sample_id", "ordinal", "class"),
+    ForeignKeyConstraint(["sample_id"], ["sample.id"]),
+)
+
+sample_offload = Table(
+    "sample_offload", metadata,
+    Column("sample_id", Integer, nullable=False),
+    Column("iface", Text, nullable=False),
+    Column("feature", Text, nullable=False),
+    Column("is_on", Boolean, nullable=False),
+    Column("is_fixed", Boolean, nullable=False),
+    Column("requested", Boolean),
+    Column("layer", Text, nullable=False, server_default="ethtool"),
+    Column("seq", Integer),
+    PrimaryKeyConstraint("sample_id", "layer", "iface", "feature"),
+    ForeignKeyConstraint(["sample_id"], ["sample.id"]),
+)
+
+sample_counter = Table(
+    "sample_counter", metadata,
+    Column("sample_id", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value", CounterValue, nullable=False),
+    Column("seq", Integer),
+    PrimaryKeyConstraint("sample_id", "name"),
+    ForeignKeyConstraint(["sample_id"], ["sample.id"]),
+)
+
+sample_interval = Table(
+    "sample_interval", metadata,
+    Column("sample_id", Integer, nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("start_s", Double, nullable=False),
+    Column("end_s", Double, nullable=False),
+    Column("bps", Double, nullable=False),
+    Column("warmup", Boolean, nullable=False),
+    PrimaryKeyConstraint("sample_id", "ordinal"),
+    ForeignKeyConstraint(["sample_id"], ["sample.id"]),
+)
+
+sample_probe = Table(
+    "sample_probe", metadata,
+    Column("sample_id", Integer, nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("offered_bps", Double, nullable=False),
+    Column("sent_bps", Double, nullable=False),
+    Column("received_bps", Double, nullable=False),
+    Column("loss_percent", Double, nullable=False),
+    PrimaryKeyConstraint("sample_id", "ordinal"),
+    ForeignKeyConstraint(["sample_id"], ["sample.id"]),
+)
+
+case_adaptive = Table(
+    "case_adaptive", metadata,
+    Column("run_id", Text, nullable=False),
+    Column("case_key", Text, nullable=False),
+    Column("target", Double, nullable=False),
+    Column("min_runs", Integer, nullable=False),
+    Column("max_runs", Integer, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("half_width", Double),
+    Column("reached", Boolean, nullable=False),
+    PrimaryKeyConstraint("run_id", "case_key"),
+    ForeignKeyConstraint(["run_id", "case_key"], ["case.run_id", "case.key"]),
+)
+
+run_campaign = Table(
+    "run_campaign", metadata,
+    Column("run_id", Text, primary_key=True),
+    Column("campaign", Text, nullable=False),
+    Column("pair", Text, nullable=False),
+    ForeignKeyConstraint(["run_id"], ["run.id"]),
+)
+"""A run made as one pair's part of a campaign (campaign.py): the campaign's id and the
+pair's name in the hosts file."""

@@ -1,0 +1,86 @@
+"""A real PostgreSQL server for the tests, from Debian's `postgresql` package (make setup
+installs it): a new cluster in a temporary directory (initdb), started with pg_ctl as
+the `postgres` user on a unix socket in that directory and a free loopback port, stopped
+and removed at the end. Nothing of the machine's own clusters is touched.
+
+Two roles: `postgres` (trust, over the socket: the tests' administrator, creating a
+database per test) and `offlab` with a password (scram-sha-256 over TCP, as a team's
+server would ask), which is what the store URLs under test use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+USER, PASSWORD = "offlab", "lab-secret"
+_counter = itertools.count()
+
+
+def server_bindir() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    return found[-1].parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _as_postgres(*argv: str) -> None:
+    subprocess.run(["runuser", "-u", "postgres", "--", *argv], check=True, capture_output=True,
+                   text=True, timeout=60)
+
+
+class PgServer:
+    def __init__(self, bindir: Path):
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="offlab-pg-"))
+        shutil.chown(self.root, "postgres", "postgres")
+        os.chmod(self.root, 0o755)
+        self.data = self.root / "data"
+        self.port = _free_port()
+
+    def start(self) -> "PgServer":
+        _as_postgres(str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                     "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync")
+        options = (f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   "-c synchronous_commit=off -c full_page_writes=off")
+        _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options,
+                     "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+        with self.admin() as conn:
+            conn.execute(f"CREATE ROLE {USER} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
+        return self
+
+    def stop(self) -> None:
+        try:
+            _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def admin(self, dbname: str = "postgres") -> psycopg.Connection:
+        return psycopg.connect(host=str(self.root), port=self.port, user="postgres", dbname=dbname,
+                               autocommit=True)
+
+    def create_database(self) -> str:
+        name = f"store_{os.getpid()}_{next(_counter)}"
+        with self.admin() as conn:
+            conn.execute(f"CREATE DATABASE {name} OWNER {USER}")
+        return name
+
+    def url(self, dbname: str, password: str = PASSWORD, port: int | None = None) -> str:
+        return f"postgresql://{USER}:{password}@127.0.0.1:{port or self.port}/{dbname}"
+
+    def tables(self, dbname: str) -> set[str]:
+        with self.admin(dbname) as conn:
+            rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+        return {row[0] for row in rows}

@@ -1,0 +1,85 @@
+"""`offlab history`: a case across runs on a new kernel, a new NIC firmware and a new
+offlab, each change named beside the figures it came with, and only changes that
+`compare`'s statistics call significant marked."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from dataclasses import replace
+
+from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
+from offlab.history import build_history, matches, what_changed
+from offlab.history_report import history_table
+from offlab.store import Store
+
+OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
+NIC = {"nic driver": "ice", "nic version": "6.12", "nic firmware-version": "4.20"}
+
+
+def _fleet_run(store: Store, run_id: str, day: int, scale: float, seed: int, **changes) -> None:
+    """One run of the fixture plan, `scale` times as fast, its environment changed."""
+    facts = {"sender": dict(NIC, **changes.pop("sender", {})), "receiver": dict(NIC)}
+    info = replace(fixture_run_info(), run_id=run_id, started_at=1.79e9 + day * 86400, host_facts=facts,
+                   **changes)
+    store.begin_run(info)
+    rng = random.Random(seed)
+    for case in fixture_cases():
+        for sample in make_samples(case, rng, runs=5):
+            store.add_sample(run_id, case, replace(sample, throughput_bps=sample.throughput_bps * scale))
+    store.finish_run(run_id, "complete", finished_at=info.started_at + 600)
+
+
+def _store(where) -> None:
+    new_kernel, new_firmware = {"kernel": "6.19.0-fixture"}, {"sender": {"nic firmware-version": "4.40"}}
+    new_offlab = {"tool_versions": {"iperf3": "3.12", "ethtool": "6.1", "offlab": "0.2.0"}}
+    with Store(where) as store:
+        _fleet_run(store, "day1", 1, 1.0, 1)
+        _fleet_run(store, "day2", 2, 1.0, 2, **new_kernel)  # same speed
+        _fleet_run(store, "day3", 3, 1.4, 3, **new_kernel, **new_firmware)  # faster
+        _fleet_run(store, "day4", 4, 1.4, 4, **new_kernel, **new_firmware, **new_offlab)
+
+
+def test_a_case_across_kernels_firmware_and_offlab_versions(store_at):
+    _store(store_at)
+    key = fixture_cases()[1].key
+    with Store(store_at, readonly=True) as store:
+        runs = [store.load_run(r) for r in store.run_ids()]
+    (case,) = build_history(runs, key)
+    assert [p.run.run_id for p in case.points] == ["day1", "day2", "day3", "day4"]
+    first, kernel, firmware, offlab = case.points
+    assert first.change is None and first.changed == ()
+    assert kernel.changed == ("kernel: 6.18.0-fixture → 6.19.0-fixture",)
+    assert firmware.changed == ("sender nic firmware-version: 4.20 → 4.40",)
+    assert offlab.changed == ("offlab: – → 0.2.0",)
+    assert [p.significant for p in case.points] == [False, False, True, False]
+    assert 0.3 < firmware.change.ratio < 0.5
+    assert case.points[0].effect is not None or case.points[0].row.profile.name == "all-on"
+    rows = history_table(case).rows
+    assert rows[2][4].endswith("*") and rows[1][4].endswith("(n.s.)")
+    assert rows[2][-1] == "sender nic firmware-version: 4.20 → 4.40"
+
+
+def test_patterns():
+    assert matches("bare/*/tcp", "bare/mtu1500/tx:tso-off/tcp")
+    assert not matches("vxlan/*", "bare/mtu1500/tx:tso-off/tcp")
+    assert matches("tso-off", "bare/mtu1500/tx:tso-off/tcp")
+
+
+def test_nothing_changed_is_no_change():
+    assert what_changed(fixture_run_info(), fixture_run_info()) == ()
+
+
+def test_the_history_command(tmp_path, pg_url):
+    _store(pg_url)
+    done = subprocess.run([*OFFLAB, "history", "tcp", "--store", pg_url, "--out", str(tmp_path / "h")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "sender nic firmware-version: 4.20 → 4.40" in done.stdout
+    md = (tmp_path / "h" / "history.md").read_text()
+    assert md.startswith("# offlab history: tcp") and "## " in md
+    assert "<img" in (tmp_path / "h" / "history.html").read_text()
+    none = subprocess.run([*OFFLAB, "history", "nosuchcase", "--store", pg_url], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert none.returncode == 1 and none.stderr.count("\n") == 1 and "no stored case matches" in none.stderr
