@@ -51,7 +51,7 @@ class TrafficSpec:
     @property
     def label(self) -> str:
         if self.mode == "rr":
-            return "tcp-rr"
+            return f"{self.protocol}-rr"
         if self.protocol == "udp":
             name = f"udp{self.udp_payload}"
             if self.mode == "capacity":
