@@ -123,3 +123,28 @@ def test_a_sender_bound_search_is_verified_unlimited_and_its_limit_is_none():
     found = search(bounded, SearchRule(resolution=0.05, max_probes=12))
     limit = limiting_probe(found, SearchRule(resolution=0.05))
     assert limit is not None and limit.loss_percent > 0.1 and limit.offered_bps >= found.offered_bps
+
+
+def test_a_search_where_nothing_passed_is_verified_by_halving_on():
+    plain, asked = receiver(0.2e9)
+
+    def trial(rate):  # a flood takes 4 Gbit/s off the wire but keeps only 0.2
+        probe = plain(rate)
+        return probe if rate else Probe(0.0, probe.sent_bps, 4e9, 60.0)
+
+    found = search(trial, SearchRule(resolution=0.05, max_probes=4))  # unlimited, guess, two halvings
+    assert found.rate_bps == 0.0 and found.bracket[1] == pytest.approx(1e9)
+    checked = verify(trial, found, SearchRule(resolution=0.05), max_trials=3)
+    assert asked[len(found.probes)] == pytest.approx(found.bracket[1] / 2)
+    assert checked.passed and checked.trial.received_bps <= 0.2e9
+
+
+def test_below_a_failing_guess_the_search_halves_before_it_bisects():
+    trial, asked = receiver(1e9)
+
+    def collapsing(rate):
+        probe = trial(rate)
+        return probe if rate else Probe(0.0, probe.sent_bps, 4e9, 60.0)  # took 4, keeps 1
+
+    search(collapsing, SearchRule(resolution=0.05, max_probes=6))
+    assert asked[1] == 4e9 and asked[2] == pytest.approx(2e9) and asked[3] == pytest.approx(1e9)

@@ -31,10 +31,16 @@ PROBE_SECONDS = 1.0
 """Each search probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
 PROBE_WARMUP_S = 0.3
 RESOLUTION = 0.15
-MAX_PROBES = 6
-"""The search's stop: the knee within 15 %, or six probes."""
+MAX_PROBES = 5
+"""The search's stop: the knee within 15 %, or five probes (the verification trial,
+not the search, gives the figure; more probes would buy resolution it does not use)."""
 VERIFICATION_TRIALS = 2
 """At most one step down when the full-length trial at the found rate loses too much."""
+
+def expected_seconds(spec: TrafficSpec) -> float:
+    """Traffic time of one capacity sample at most: every probe, one verification trial."""
+    return MAX_PROBES * PROBE_SECONDS + spec.warmup_s + spec.duration_s
+
 
 RunIperf = Callable[[TrafficSpec, str], "tuple[TrafficResult, Window]"]
 MakeSample = Callable[[CaseSpec, int, "TrafficResult", "Window", "Topology"], Sample]

@@ -8,8 +8,11 @@ refused it, an interface or qdisc further on dropped it (`dev.*.rx_drop`/`tx_dro
 `nic.*` drop counters, `qdisc.*.drops`; per host the largest, as a tunnel device
 counts its underlay's drop again), the IP layer discarded it
 (`Ip.InDiscards`/`OutDiscards`/`InHdrErrors`), or a CPU's input backlog overflowed
-(`softnet.dropped`, machine-wide). What no counter explains is "unexplained" (e.g. a
-datagram still in flight when the trial ended).
+(`softnet.dropped`, machine-wide). What no counter explains is "in no counter" (e.g.
+a datagram still in flight when the trial ended). The kernel counts packets, not
+datagrams: with UDP GSO/GRO one dropped packet may carry up to 64 datagrams, so for such
+traffic much of the loss lands "in no counter" while the counters still say where
+packets were dropped.
 
 One drop can show in several counters, so they are read in layers, each counting only
 what the layer below did not: a datagram the sender's device drops (a veth whose
@@ -36,7 +39,7 @@ SOCKET_OTHER = "receiver socket, other"
 INTERFACE = "interface or qdisc drop on the path"
 IP_LAYER = "IP discard"
 BACKLOG = "CPU input backlog"
-UNEXPLAINED = "unexplained"
+UNEXPLAINED = "in no counter"
 CAUSES = (RCVBUF, SENDER_QUEUE, SNDBUF, CHECKSUM, SOCKET_OTHER, INTERFACE, IP_LAYER, BACKLOG,
           UNEXPLAINED)
 """Every cause, in the order a report lists them."""

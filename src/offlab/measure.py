@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
-from . import capacity, cpu, foreign, latency
+from . import capacity, cpu, foreign, latency, udpload
 from .records import CaseSpec, CpuShare, FeatureState, RateProbe, Sample, TrafficSpec
 from .hosts import Host
 from .topology import Topology
@@ -129,6 +129,9 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
 def _stream(topology: Topology, case: CaseSpec, repetition: int, spec: TrafficSpec,
             context: Context) -> Sample:
     label = f"{case.key} run {repetition}"
+    if spec.generator == "udpload":
+        result, window = udpload.trial(topology, spec, label)
+        return _sample(case, repetition, result, window, topology)
     probe = _latency_probe(topology, spec) if spec.latency_probe else None
     result, window = _iperf(topology, spec, context, label, probe)
     return _sample(case, repetition, result, window, topology)
@@ -169,8 +172,12 @@ def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callab
 
 
 def _capacity(topology: Topology, case: CaseSpec, repetition: int, context: Context) -> Sample:
-    return capacity.measure_capacity(topology, case, repetition,
-                                     lambda spec, label: _iperf(topology, spec, context, label), _sample)
+    def trial(spec: TrafficSpec, label: str) -> tuple[TrafficResult, Window]:
+        if spec.generator == "udpload":
+            return udpload.trial(topology, spec, label)
+        return _iperf(topology, spec, context, label)
+
+    return capacity.measure_capacity(topology, case, repetition, trial, _sample)
 
 
 # --- request/response -------------------------------------------------------------------

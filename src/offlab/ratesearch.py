@@ -137,10 +137,14 @@ def verify(trial: Callable[[float], Probe], found: Capacity, rule: SearchRule = 
            max_trials: int = 2) -> Verification:
     """Offer the found rate (unlimited if the search was sender-bound) in `trial`; on
     loss above the bound step down by one resolution step and try again, at most
-    `max_trials` trials in all. A search that found nothing is verified at its floor."""
+    `max_trials` trials in all. A search whose probes all failed (its budget ran out
+    while halving) goes on halving from its lowest failure instead."""
     if max_trials < 1:
         raise SearchError(f"max_trials {max_trials}: verification needs at least one trial")
-    rate = UNLIMITED if found.sender_bound else max(found.offered_bps, rule.floor_bps)
+    nothing = not found.sender_bound and found.offered_bps <= 0
+    step_factor = 2.0 if nothing else 1 + rule.resolution
+    rate = UNLIMITED if found.sender_bound else \
+        max(found.bracket[1] / 2 if nothing else found.offered_bps, rule.floor_bps)
     tried: list[Probe] = []
     for step in range(max_trials):
         probe = trial(rate)
@@ -148,7 +152,7 @@ def verify(trial: Callable[[float], Probe], found: Capacity, rule: SearchRule = 
         if passed(probe, rule.loss_percent):
             return Verification(probe, True, step, tuple(tried))
         # Unlimited failed (the sender-bound search was lucky): step down from what it sent.
-        rate = (rate or probe.sent_bps) / (1 + rule.resolution)
+        rate = max((rate or probe.sent_bps) / step_factor, rule.floor_bps)
     return Verification(tried[-1], False, max_trials - 1, tuple(tried))
 
 

@@ -51,8 +51,9 @@ class TrafficResult:
     """With `--bidir`: the server → client direction alone (the totals above include it)."""
     intervals: tuple[Interval, ...] = ()
     """The receiver's rate per report interval over the whole test, warm-up marked."""
-    buffers: tuple[tuple[str, float], ...] = ()
-    """Socket buffers the kernel granted, as iperf3 reports them ("receiver_rcvbuf_bytes")."""
+    reported: tuple[tuple[str, float], ...] = ()
+    """What the tool reported beside the rates, as sample counters: the socket buffers
+    the kernel granted ("receiver_rcvbuf_bytes"), udpload's send and read counts."""
 
     @property
     def loss_percent(self) -> float | None:
@@ -65,8 +66,8 @@ class TrafficResult:
         """Granted socket buffers, and per-direction rates of a bidirectional test, for
         `Sample.counters`."""
         if self.reverse is None:
-            return dict(self.buffers)
-        return dict(self.buffers) | {
+            return dict(self.reported)
+        return dict(self.reported) | {
             "forward_bps": self.throughput_bps - self.reverse.received_bps,
             "forward_sender_bps": self.sender_bps - self.reverse.sent_bps,
             "reverse_bps": self.reverse.received_bps,
@@ -162,7 +163,7 @@ def parse_result(text: str, warmup_s: float) -> TrafficResult:
         total_packets=int(sum(i["packets"] for i in received)) if udp else None,
         reverse=reverse,
         intervals=_series(server, warmup_s),
-        buffers=_buffers(client, server) if udp else (),  # TCP's autotune moves them
+        reported=_buffers(client, server) if udp else (),  # TCP's autotune moves them
     )
 
 
