@@ -12,7 +12,7 @@ from .runs import ListSink
 BASE = """
 name = "udpload"
 runs = 1
-duration = 1.0
+duration = 0.5
 warmup = 0.5
 scenarios = ["bare"]
 mtus = [1500]
