@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 from . import capacity, cpu, foreign, latency, udpload
-from .records import CaseSpec, CpuShare, FeatureState, RateProbe, Sample, TrafficSpec
+from .records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from .hosts import Host
 from .topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
