@@ -10,7 +10,8 @@ search probes first, is kept in `Sample.probes`. Counters added to the sample:
   `capacity_bracket_low_bps`/`_high_bps`, `capacity_resolution`,
   `capacity_sender_bound`, `capacity_verified`, `capacity_steps_down`;
 * `loss_*`: the verification trial's loss by cause; `limit_loss_*`: the loss of the
-  failing probe nearest above the capacity — what bounds it — and
+  last verification trial that failed, else of the failing probe nearest above the
+  capacity — what bounds it — and
   `limit_receiver_app_pct`, the receiving application's CPU during that probe.
 """
 
@@ -86,8 +87,12 @@ def measure_capacity(topology: "Topology", case: CaseSpec, repetition: int, run_
     found = ratesearch.search(probe, rule)
     checked = ratesearch.verify(full_length, found, rule, VERIFICATION_TRIALS)
     final = verify_trials[-1]
+    # What bounds the capacity: a full-length trial that failed says it best; else the
+    # failing search probe nearest above the rate found.
+    failed = [t for t in verify_trials if not ratesearch.passed(t.probe, rule.loss_percent)]
     limit = ratesearch.limiting_probe(found, rule)
-    limit_trial = next((t for t in search_trials if t.probe == limit), None) if limit else None
+    limit_trial = failed[-1] if failed else \
+        next((t for t in search_trials if t.probe == limit), None) if limit else None
     added = {
         "capacity_probes": float(len(found.probes)),
         "capacity_bracket_low_bps": found.bracket[0],
