@@ -34,7 +34,8 @@ def intro() -> str:
         "verification trial, mean ± std over runs. Sockets ask for "
         f"{sockbuf.UDP_SOCKET_BUFFER // 2**20} MiB buffers (iperf3 -w), as a tuned test does. "
         "Every loss is given with its cause from the kernel's counters; \u201cbounded by\u201d "
-        "is the cause of loss in the first failing probe above the capacity. A capacity bounded "
+        "is the cause of loss in the failed verification trial, or else in the failing probe "
+        "nearest above the capacity. A capacity bounded "
         "by a socket buffer while the receiver was not saturated is flagged \u26a0 and is never "
         "read as an offload effect."
     )
