@@ -48,13 +48,18 @@ def _cell(row: ProfileRow, kind: str, q: float, name: str) -> str:
         if found.value is None:
             return f"n < {rtthist.MIN_SAMPLES[q]}"
         if found.interval is None:
-            return f"{found.value:.3g}"
-        return f"{found.value:.3g} [{found.interval[0]:.3g}–{found.interval[1]:.3g}]"
+            return _us(found.value)
+        return f"{_us(found.value)} [{_us(found.interval[0])}–{_us(found.interval[1])}]"
     n = _count(row, kind)  # an older store: per-run percentiles only
     values = [s.counters.get(f"{kind}_{name}_us") for s in row.samples]
     if n < rtthist.MIN_SAMPLES[q] or None in values:
         return f"n < {rtthist.MIN_SAMPLES[q]}"
     return mean_std(summary(values))  # type: ignore[arg-type]
+
+
+def _us(value: float) -> str:
+    """µs as a reader scans them: whole numbers from 100 up, three figures below."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _count(row: ProfileRow, kind: str) -> int:
@@ -99,9 +104,11 @@ def latency_charts(rows: Sequence[ProfileRow]) -> dict[str, bytes]:
         places = {place: found for place, found in places.items() if found}
         if not places:
             continue
-        fig = Figure(figsize=(12.5, 3.6 * ((len(places) + 1) // 2)), dpi=96, layout="constrained")
+        columns = min(2, len(places))
+        rows_of_panels = (len(places) + columns - 1) // columns
+        fig = Figure(figsize=(6.5 * columns, 3.6 * rows_of_panels), dpi=96, layout="constrained")
         FigureCanvasAgg(fig)
-        axes = fig.subplots((len(places) + 1) // 2, 2, squeeze=False).ravel()
+        axes = fig.subplots(rows_of_panels, columns, squeeze=False).ravel()
         for ax, (place, found) in zip(axes, places.items()):
             for row in found:
                 xs, ys = rtthist.cdf(rtthist.pooled(_histograms(row, kind)))
