@@ -211,8 +211,8 @@ def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) ->
         if case.datapath is not None:
             extra.append(f"datapath: {case.datapath.label}")
         lines.append(f"{number:4d}  {case.key}" + (f"  ({'; '.join(extra)})" if extra else ""))
-    features = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
+    features = sorted({f"{f} {'on' if on else 'off'}" for c in cases for f, on in c.profile.features.items()})
     lines.append("would change: network namespaces ofl-<pid>-* with veth/VXLAN devices and TAPs "
                  "(all removed at the end), and in them the ethtool features "
-                 f"{', '.join(features) or '(none turned off)'}; nothing outside those namespaces")
+                 f"{', '.join(features) or '(none switched)'}; nothing outside those namespaces")
     return lines
