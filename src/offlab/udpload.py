@@ -50,6 +50,8 @@ def find_binary(workspace: Path = WORKSPACE_BINARY) -> Path:
     """$OFFLAB_UDPLOAD, else the workspace's release build, else `offlab-udpload` on PATH."""
     named = os.environ.get(BINARY_ENV)
     if named:
+        if not (Path(named).is_file() and os.access(named, os.X_OK)):
+            raise UdpLoadError(f"${BINARY_ENV}={named} is not an executable file")
         return Path(named)
     if workspace.is_file():
         return workspace
