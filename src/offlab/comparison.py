@@ -166,10 +166,10 @@ def cases_table(c: Comparison) -> Table:
         "case",
         "A Gbit/s",
         "B Gbit/s",
-        "B vs A throughput (detectable)",
+        "B vs A throughput (minimum detectable)",
         "A CPU %/Gbps",
         "B CPU %/Gbps",
-        "B vs A CPU %/Gbps (detectable)",
+        "B vs A CPU %/Gbps (minimum detectable)",
     )
     return Table(header=header, rows=rows)
 
@@ -182,7 +182,7 @@ def _verdict_cell(change: RelativeChange | None, verdict: Verdict | None) -> str
         return text
     text = text.replace(" *", "").replace(" (n.s.)", "")
     mark = " **" if verdict.discovery else " *" if verdict.flagged else " (n.s.)"
-    return f"{text}{mark} (±{100 * verdict.mde:.0f} %)"
+    return f"{text}{mark} (MDE {100 * verdict.mde:.0f} %)"
 
 
 def _summary_line(c: Comparison) -> str:
@@ -203,7 +203,7 @@ RULE_TEXT = ("A change is significant (*) when it stands out (p < 0.05) from the
              "robustly from them: two runs are two builds of each topology, which moves every "
              "case a little); ** when it also holds with the false discovery rate over all tests "
              "at 5 % (Benjamini–Hochberg), which is what --fail-on-regression acts on. In "
-             "brackets, the smallest change each case could have detected (80 % power at "
+             "brackets (MDE), the smallest change each case could have detected (80 % power at "
              "α 0.05); a smaller real change can pass unseen.")
 
 
