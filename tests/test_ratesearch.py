@@ -3,8 +3,8 @@ resolution, stops, stores every probe, and says when the sender was the limit.""
 
 import pytest
 
-from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, overloaded, passed,
-                               search)
+from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, limiting_probe, overloaded, passed,
+                               search, verify)
 
 
 def receiver(knee_bps: float, sender_max_bps: float = 10e9):
@@ -95,3 +95,56 @@ def test_the_capacity_is_the_most_a_passing_probe_delivered():
     assert any(p.received_bps == 1.9e9 for p in passing), "a short sender passed"
     assert found.rate_bps == max(p.received_bps for p in passing) == 2e9
     assert found.offered_bps == 2e9
+
+
+def test_verification_offers_the_found_rate_and_steps_down_when_it_fails():
+    trial, asked = receiver(3e9)
+    rule = SearchRule(resolution=0.05, max_probes=30)
+    found = search(trial, rule)
+    checked = verify(trial, found, rule)
+    assert checked.passed and checked.steps_down == 0 and asked[-1] == found.offered_bps
+    assert checked.trial.received_bps == found.offered_bps
+    # A receiver that kept up in the short probes but not for a full trial: one step down.
+    full_length, asked = receiver(found.offered_bps / 1.03)
+    checked = verify(full_length, found, rule)
+    assert checked.passed and checked.steps_down == 1
+    assert asked == [found.offered_bps, pytest.approx(found.offered_bps / 1.05)]
+    never, _ = receiver(1e6)
+    failed = verify(never, found, rule, max_trials=3)
+    assert not failed.passed and len(failed.tried) == 3 and failed.trial is failed.tried[-1]
+
+
+def test_a_sender_bound_search_is_verified_unlimited_and_its_limit_is_none():
+    trial, asked = receiver(knee_bps=50e9, sender_max_bps=4e9)
+    found = search(trial)
+    assert verify(trial, found).passed and asked == [UNLIMITED, UNLIMITED]
+    assert limiting_probe(found) is None
+    bounded, _ = receiver(2e9)
+    found = search(bounded, SearchRule(resolution=0.05, max_probes=12))
+    limit = limiting_probe(found, SearchRule(resolution=0.05))
+    assert limit is not None and limit.loss_percent > 0.1 and limit.offered_bps >= found.offered_bps
+
+
+def test_a_search_where_nothing_passed_is_verified_by_halving_on():
+    plain, asked = receiver(0.2e9)
+
+    def trial(rate):  # a flood takes 4 Gbit/s off the wire but keeps only 0.2
+        probe = plain(rate)
+        return probe if rate else Probe(0.0, probe.sent_bps, 4e9, 60.0)
+
+    found = search(trial, SearchRule(resolution=0.05, max_probes=4))  # unlimited, guess, two halvings
+    assert found.rate_bps == 0.0 and found.bracket[1] == pytest.approx(1e9)
+    checked = verify(trial, found, SearchRule(resolution=0.05), max_trials=3)
+    assert asked[len(found.probes)] == pytest.approx(found.bracket[1] / 2)
+    assert checked.passed and checked.trial.received_bps <= 0.2e9
+
+
+def test_below_a_failing_guess_the_search_halves_before_it_bisects():
+    trial, asked = receiver(1e9)
+
+    def collapsing(rate):
+        probe = trial(rate)
+        return probe if rate else Probe(0.0, probe.sent_bps, 4e9, 60.0)  # took 4, keeps 1
+
+    search(collapsing, SearchRule(resolution=0.05, max_probes=6))
+    assert asked[1] == 4e9 and asked[2] == pytest.approx(2e9) and asked[3] == pytest.approx(1e9)

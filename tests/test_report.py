@@ -149,7 +149,7 @@ def test_html_is_self_contained(written):
     assert parser.refs, "expected images and anchors"
     for tag, attr, value in parser.refs:
         assert value.startswith("#") or value.startswith("data:image/png;base64,"), (tag, value)
-    assert sum(1 for t, a, v in parser.refs if t == "img") == 4
+    assert sum(1 for t, a, v in parser.refs if t == "img") == 5  # 4 charts and the forest plot
     assert "<link" not in html and "<script" not in html and "@import" not in html
     assert "keep TSO on at the transmitter" in html
     assert "6.18.0-fixture" in html and "Fixture CPU" in html

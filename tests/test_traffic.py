@@ -46,6 +46,8 @@ def test_udp_loss_is_the_receivers_over_the_window(name):
     assert result.total_packets == sum(i["packets"] for i in kept)
     assert result.retransmits is None
     assert 0 < result.throughput_bps <= result.sender_bps
+    # The buffers the kernel granted each side are kept (these fixtures ran without -w).
+    assert result.counters["receiver_rcvbuf_bytes"] == server["start"]["rcvbuf_actual"] == 212992
 
 
 def test_warmup_of_zero_keeps_everything():
@@ -82,7 +84,7 @@ def test_client_command_line():
     assert tcp[tcp.index("-t") + 1] == "2" and tcp[tcp.index("-i") + 1] == "0.5"
     assert tcp[tcp.index("-A") + 1] == "0" and "-u" not in tcp
     udp = client_args(TrafficSpec("udp", 10, 2, udp_payload=18), "10.202.0.2", core=0)
-    assert udp[udp.index("-u"):] == ["-u", "-b", "0", "-l", "18"]
+    assert udp[udp.index("-u"):] == ["-u", "-b", "0", "-l", "18", "-w", str(4 * 1024 * 1024)]
     assert udp[udp.index("-i") + 1] == "1"
     with pytest.raises(ValueError, match="whole number"):
         client_args(TrafficSpec("tcp", 1.2, 0.5), "10.201.0.2", core=0)

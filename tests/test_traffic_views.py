@@ -1,42 +1,87 @@
 """Latency and capacity views from recorded counters and probes."""
 
+from offlab import rtthist
 from offlab.records import CaseSpec, OffloadProfile, RateProbe, Sample, TrafficSpec
 from offlab.report.model import profile_row
-from offlab.report.traffic_views import capacity_sections, latency_charts, latency_sections, nic_sections
+from offlab.report.capacity_limits import buffer_bound
+from offlab.report.capacity_view import HEADER, capacity_sections
+from offlab.report.latency_view import latency_charts, latency_sections
+from offlab.report.traffic_views import nic_sections
 
 ALL_ON = OffloadProfile("all-on", "both", {})
 TSO_OFF = OffloadProfile("tso-off", "tx", {"tcp-segmentation-offload": False})
 
 
-def _latency_row(profile, p99):
+def _latency_row(profile, p99, with_histograms=True, per_run=600):
     case = CaseSpec("bare", 1500, profile, TrafficSpec("tcp", 2.0, latency_probe=True))
-    samples = tuple(Sample(case.key, i, 0.0, 2.0, 10e9, 10e9, counters={
-        "rtt_p50_us": 100.0, "rtt_p99_us": p99 + i, "rtt_p999_us": 2 * p99, "rtt_lost": 1.0})
-        for i in range(3))
-    return profile_row(case, samples)
+    samples = []
+    for i in range(3):
+        rtts = [100.0] * (per_run - 10) + [p99 + i] * 9 + [3 * p99]
+        counters = {"rtt_p50_us": 100.0, "rtt_p99_us": p99 + i, "rtt_p999_us": 2 * p99, "rtt_lost": 1.0,
+                    "rtt_samples": float(per_run)}
+        if with_histograms:
+            counters.update(rtthist.to_counters(rtthist.histogram(rtts), "rtt"))
+        samples.append(Sample(case.key, i, 0.0, 2.0, 10e9, 10e9, counters=counters))
+    return profile_row(case, tuple(samples))
 
 
-def test_latency_table_per_profile_with_percentiles_and_losses():
-    rows = [_latency_row(ALL_ON, 900.0), _latency_row(TSO_OFF, 400.0)]
+def test_latency_table_pools_runs_shows_n_and_gives_a_tail_only_where_n_carries_it():
+    rows = [_latency_row(ALL_ON, 900.0), _latency_row(TSO_OFF, 400.0, per_run=200)]
     (section,) = latency_sections(rows)
     (caption, table), = section.tables
-    assert "bare · MTU 1500" in caption and table.header[2:] == ("p50 (µs)", "p99 (µs)", "p99.9 (µs)", "lost")
-    assert table.rows[0][0] == "both:all-on" and table.rows[0][3].startswith("901")
-    assert table.rows[1][-1] == "3"
+    assert "bare · MTU 1500" in caption
+    assert table.header[2:] == ("n", "p50 (µs)", "p99 (µs)", "p99.9 (µs)", "lost")
+    on, off = (dict(zip(table.header, r)) for r in table.rows)
+    assert on["Profile"] == "both:all-on" and on["n"] == "1800" and on["lost"] == "3"
+    assert on["p99 (µs)"].startswith("9") and "[" in on["p99 (µs)"]  # value [CI]
+    assert on["p99.9 (µs)"] != "n < 1000" and off["n"] == "600" and off["p99.9 (µs)"] == "n < 1000"
     assert set(latency_charts(rows)) == {"latency-rtt"}
 
 
-def test_capacity_table_names_the_knee_and_sender_bound_runs():
-    traffic = TrafficSpec("udp", 2.0, udp_payload=1472, mode="capacity")
+def test_an_older_store_without_histograms_falls_back_to_per_run_percentiles():
+    (section,) = latency_sections([_latency_row(ALL_ON, 900.0, with_histograms=False, per_run=100)])
+    cells = dict(zip(section.tables[0][1].header, section.tables[0][1].rows[0]))
+    assert cells["n"] == "300" and cells["p99 (µs)"].startswith("901") and cells["p99.9 (µs)"] == "n < 1000"
+    assert latency_charts([_latency_row(ALL_ON, 900.0, with_histograms=False)]) == {}
+
+
+def _capacity_row(payload, counters, throughput=2.0e9, runs=3):
+    traffic = TrafficSpec("udp", 2.0, udp_payload=payload, mode="capacity")
     case = CaseSpec("bare", 1500, ALL_ON, traffic)
     probes = (RateProbe(0.0, 8e9, 2e9, 75.0), RateProbe(2.4e9, 2.4e9, 2.3e9, 4.0),
-              RateProbe(2.0e9, 2.0e9, 2.0e9, 0.05))
-    samples = tuple(Sample(case.key, i, 0.0, 2.0, 2.0e9, 2.0e9, probes=probes) for i in range(3))
-    (section,) = capacity_sections([profile_row(case, samples)])
+              RateProbe(2.0e9, 2.0e9, 2.0e9, 0.05), RateProbe(2.0e9, 2.0e9, 2.0e9, 0.0))
+    samples = tuple(Sample(case.key, i, 0.0, 2.0, throughput * (1 + 0.01 * i), throughput, lost_packets=0,
+                           total_packets=1000, probes=probes, counters=dict(counters)) for i in range(runs))
+    return profile_row(case, samples)
+
+
+VERIFIED = {"capacity_probes": 3.0, "capacity_verified": 1.0, "capacity_sender_bound": 0.0, "loss_lost": 0.0}
+
+
+def test_capacity_table_names_the_verified_rate_the_loss_cause_and_the_limit():
+    saturated = {**VERIFIED, "limit_loss_lost": 900.0, "limit_loss_rcvbuf": 880.0, "limit_receiver_app_pct": 99.0}
+    (section,) = capacity_sections([_capacity_row(1472, saturated)])
     (_, table), = section.tables
-    row = table.rows[0]
-    assert row[1] == "udp1472-capacity" and row[3].startswith("2.00") and row[-1] == "no"
-    assert row[5] == "3.0"
+    row = dict(zip(table.header, table.rows[0]))
+    assert row["Traffic"] == "udp1472-capacity" and row["Capacity (Gbit/s)"].startswith("2.02")
+    assert "\u26a0" not in row["Capacity (Gbit/s)"]  # a saturated receiver is the path's limit
+    assert row["Verified"] == "3 of 3" and row["Loss % there: cause"].endswith(": none")
+    assert row["Bounded by"] == "receiver socket buffer (3 of 3)" and row["Receiver app at the limit"] == "99 %"
+    assert row["Trials per run"] == "4.0" and row["Mpackets/s"] == "—" and row["CV"] == "1 %"
+    assert "15%" in section.intro and "verification trial" in section.intro
+
+
+def test_a_capacity_bounded_by_a_buffer_under_an_idle_receiver_is_flagged_and_not_advice():
+    hiccup = {**VERIFIED, "limit_loss_lost": 900.0, "limit_loss_rcvbuf": 880.0, "limit_receiver_app_pct": 30.0}
+    row = _capacity_row(18, hiccup, throughput=0.1e9)
+    assert buffer_bound(row)
+    (section,) = capacity_sections([row])
+    cells = dict(zip(section.tables[0][1].header, section.tables[0][1].rows[0]))
+    assert cells["Capacity (Gbit/s)"].endswith("\u26a0")
+    assert cells["Mpackets/s"].startswith("0.70")  # 0.1 Gbit/s of 18 B payloads
+    sender = _capacity_row(1472, {**VERIFIED, "capacity_sender_bound": 1.0})
+    assert not buffer_bound(sender)
+    assert dict(zip(HEADER, capacity_sections([sender])[0].tables[0][1].rows[0]))["Bounded by"] == "the sender"
 
 
 def test_nic_drop_counters_are_named_per_case_and_only_for_real_hosts():

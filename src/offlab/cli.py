@@ -102,7 +102,7 @@ def _adaptive(ci_target: str | None, min_runs: int | None, max_runs: int | None,
 
 @app.command("run")
 def run_cmd(
-    plan: Optional[str] = typer.Option(None, "--plan", help="a built-in plan (quick, offloads, msgsize, vxlan, middlebox, userspace, guests) or a plan .toml file [default: quick]"),
+    plan: Optional[str] = typer.Option(None, "--plan", help="a built-in plan (quick, offloads, udp, msgsize, vxlan, middlebox, userspace, guests) or a plan .toml file [default: quick]"),
     runs: Optional[int] = typer.Option(None, "--runs", help="repetitions per case (overrides the plan)"),
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),

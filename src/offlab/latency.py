@@ -1,10 +1,14 @@
 """Latency under load: command lines and pure parsers for the two latency tools.
 
-* irtt (Debian's `irtt`): an isochronous UDP probe, a packet every few milliseconds,
-  run beside a TCP stream; its JSON (`-o FILE`) holds every round trip, from which we
-  take the percentiles ourselves (irtt's own stats give only the median).
-* sockperf (Debian's `sockperf`) ping-pong over TCP: back-to-back request/response
-  transactions, a workload of its own; `--full-rtt` makes it print round-trip times.
+* irtt (Debian's `irtt`): an isochronous UDP probe, a packet every 2 ms, run beside a
+  TCP stream; its JSON (`-o FILE`) holds every round trip, from which we take the
+  percentiles ourselves (irtt's own stats give only the median).
+* sockperf (Debian's `sockperf`) ping-pong over TCP or UDP (TCP_RR / UDP_RR-style):
+  back-to-back request/response transactions, a workload of its own; `--full-rtt`
+  makes it print round-trip times, `--full-log` writes every one of them.
+
+Every round trip is also kept as a histogram (rtthist.py), so a report pools the
+repetitions and gives a tail percentile only where enough round trips carry it.
 
 Offloads trade latency for throughput (a 64 KiB super-packet delays what queues behind
 it, GRO holds packets until a flush), so both are reported per offload profile.
@@ -15,13 +19,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from . import rtthist
 
 IRTT_PORT = 2112
 SOCKPERF_PORT = 11111
-PROBE_INTERVAL_MS = 10
-"""One probe every 10 ms: 100 packets/s of 60 B, nothing next to a stream."""
+PROBE_INTERVAL_MS = 2
+"""One probe every 2 ms: 500 packets/s of 60 B, nothing next to a stream, and 1000 round
+trips in two seconds — enough for a p99.9 (rtthist.MIN_SAMPLES)."""
+SERVER_MIN_INTERVAL = "1ms"
+"""The irtt server refuses clients faster than its minimum interval (10 ms by default)."""
 RR_MESSAGE = 64
 """Request and response size of the ping-pong workload, bytes."""
 PERCENTILES = (50.0, 99.0, 99.9)
@@ -40,19 +49,23 @@ class Latency:
     p999_us: float
     samples: int
     lost: int = 0
+    histogram: Mapping[int, int] = field(default_factory=dict)
+    """Every round trip, binned (rtthist.py); empty when the tool gave only percentiles."""
+    seconds: float | None = None
+    """Over how long the round trips were taken (sockperf's valid duration)."""
 
     def counters(self, prefix: str) -> dict[str, float]:
-        """As sample counters: "<prefix>_p50_us" … and the probes lost."""
+        """As sample counters: "<prefix>_p50_us" …, the probes lost, the histogram."""
         return {f"{prefix}_p50_us": self.p50_us, f"{prefix}_p99_us": self.p99_us,
                 f"{prefix}_p999_us": self.p999_us, f"{prefix}_samples": float(self.samples),
-                f"{prefix}_lost": float(self.lost)}
+                f"{prefix}_lost": float(self.lost), **rtthist.to_counters(self.histogram, prefix)}
 
 
 # --- command lines ----------------------------------------------------------------------
 
 
 def irtt_server_args(bind: str, port: int = IRTT_PORT) -> list[str]:
-    return ["irtt", "server", "-b", f"{bind}:{port}", "--timeout=1m"]
+    return ["irtt", "server", "-b", f"{bind}:{port}", "--timeout=1m", "-i", SERVER_MIN_INTERVAL]
 
 
 def irtt_client_args(server: str, duration_s: float, output: str, port: int = IRTT_PORT,
@@ -61,14 +74,18 @@ def irtt_client_args(server: str, duration_s: float, output: str, port: int = IR
             "-o", output, f"{server}:{port}"]
 
 
-def sockperf_server_args(bind: str, core: int, port: int = SOCKPERF_PORT) -> list[str]:
-    return ["taskset", "-c", str(core), "sockperf", "server", "--tcp", "-i", bind, "-p", str(port)]
+def sockperf_server_args(bind: str, core: int, port: int = SOCKPERF_PORT, protocol: str = "tcp") -> list[str]:
+    tcp = ["--tcp"] if protocol == "tcp" else []  # sockperf's default is UDP
+    return ["taskset", "-c", str(core), "sockperf", "server", *tcp, "-i", bind, "-p", str(port)]
 
 
 def sockperf_client_args(server: str, core: int, duration_s: float, port: int = SOCKPERF_PORT,
-                         message: int = RR_MESSAGE) -> list[str]:
-    return ["taskset", "-c", str(core), "sockperf", "ping-pong", "--tcp", "-i", server,
-            "-p", str(port), "-t", str(max(1, round(duration_s))), "-m", str(message), "--full-rtt"]
+                         message: int = RR_MESSAGE, protocol: str = "tcp",
+                         full_log: str | None = None) -> list[str]:
+    tcp = ["--tcp"] if protocol == "tcp" else []
+    log = ["--full-log", full_log] if full_log else []
+    return ["taskset", "-c", str(core), "sockperf", "ping-pong", *tcp, "-i", server,
+            "-p", str(port), "-t", str(max(1, round(duration_s))), "-m", str(message), "--full-rtt", *log]
 
 
 # --- parsing ----------------------------------------------------------------------------
@@ -98,13 +115,14 @@ def parse_irtt(text: str) -> Latency:
     if not rtts:
         raise LatencyError(f"irtt: none of {len(trips)} probes came back")
     p50, p99, p999 = (percentile(rtts, q) for q in PERCENTILES)
-    return Latency(p50, p99, p999, len(rtts), lost)
+    return Latency(p50, p99, p999, len(rtts), lost, rtthist.histogram(rtts))
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PERCENTILE = re.compile(r"percentile\s+([\d.]+)\s*=\s*([\d.]+)")
 _OBSERVATIONS = re.compile(r"Total\s+(\d+)\s+observations")
 _DROPPED = re.compile(r"#\s*dropped messages\s*=\s*(\d+)")
+_VALID = re.compile(r"\[Valid Duration\]\s*RunTime=([\d.]+)\s*sec")
 
 
 def parse_sockperf(text: str) -> Latency:
@@ -118,6 +136,24 @@ def parse_sockperf(text: str) -> Latency:
         raise LatencyError(f"sockperf output lacks percentiles {missing}")
     observations = _OBSERVATIONS.search(plain)
     dropped = _DROPPED.search(plain)
+    valid = _VALID.search(plain)
     return Latency(found[50.0], found[99.0], found[99.9],
                    int(observations.group(1)) if observations else 0,
-                   int(dropped.group(1)) if dropped else 0)
+                   int(dropped.group(1)) if dropped else 0,
+                   seconds=float(valid.group(1)) if valid else None)
+
+
+def parse_sockperf_log(text: str) -> dict[int, int]:
+    """sockperf's `--full-log` CSV (packet, txTime, rxTime, rtt(usec)) → a histogram of
+    the round trips; lines that are not four numbers (the header) are skipped."""
+    rtts = []
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 4:
+            try:
+                rtts.append(float(fields[3]))
+            except ValueError:
+                continue
+    if not rtts:
+        raise LatencyError("sockperf full log has no round trips")
+    return rtthist.histogram(rtts)

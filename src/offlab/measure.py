@@ -3,9 +3,9 @@ snapshots bracketing exactly the measured window, and the `Sample` built from bo
 
 Three traffic modes (TrafficSpec.mode):
 * stream — iperf3 at the spec's rate; with `latency_probe`, an irtt probe beside it;
-* capacity — a rate search of short UDP probes (ratesearch.py); the sample is the best
-  passing probe, its CPU window that probe's, every probe kept;
-* rr — sockperf ping-pong over TCP: transactions per second and their latency.
+* capacity — a rate search of short UDP probes, then a full-length verification trial
+  at the rate found (capacity.py); the sample is that trial, every probe kept;
+* rr — sockperf ping-pong over TCP or UDP: transactions per second and their latency.
 
 Every sample also records the foreign load over its window (foreign.py): CPU used by
 processes that are not the run's own.
@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
-from . import cpu, foreign, latency, ratesearch
-from .records import CaseSpec, CpuShare, FeatureState, RateProbe, Sample, TrafficSpec
+from . import capacity, cpu, foreign, latency, udpload
+from .records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from .hosts import Host
 from .topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
@@ -29,12 +29,6 @@ START_TIMEOUT_S = 2.0
 """How long to watch for the client's data connection before timing from its launch."""
 CLIENT_GRACE_S = 10.0
 """How long past warm-up + duration the client may take to report before we give up."""
-PROBE_SECONDS = 1.0
-"""Each capacity probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
-PROBE_WARMUP_S = 0.3
-CAPACITY_RESOLUTION = 0.15
-CAPACITY_PROBES = 6
-"""The capacity search's stop: the knee within 15 %, or six probes (about 8 s a sample)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +129,9 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
 def _stream(topology: Topology, case: CaseSpec, repetition: int, spec: TrafficSpec,
             context: Context) -> Sample:
     label = f"{case.key} run {repetition}"
+    if spec.generator == "udpload":
+        result, window = udpload.trial(topology, spec, label)
+        return _sample(case, repetition, result, window, topology)
     probe = _latency_probe(topology, spec) if spec.latency_probe else None
     result, window = _iperf(topology, spec, context, label, probe)
     return _sample(case, repetition, result, window, topology)
@@ -171,53 +168,45 @@ def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callab
     return start
 
 
-# --- capacity: a rate search ------------------------------------------------------------
+# --- capacity: a rate search, then a verification trial (capacity.py) -------------------
 
 
 def _capacity(topology: Topology, case: CaseSpec, repetition: int, context: Context) -> Sample:
-    spec = case.traffic
-    trials: dict[float, tuple[TrafficResult, Window]] = {}
+    def trial(spec: TrafficSpec, label: str) -> tuple[TrafficResult, Window]:
+        if spec.generator == "udpload":
+            return udpload.trial(topology, spec, label)
+        return _iperf(topology, spec, context, label)
 
-    def trial(rate: float) -> RateProbe:
-        probe_spec = replace(spec, mode="stream", rate_bps=rate or None, duration_s=PROBE_SECONDS - PROBE_WARMUP_S,
-                             warmup_s=PROBE_WARMUP_S)
-        result, window = _iperf(topology, probe_spec, context, f"{case.key} run {repetition} probe")
-        trials[rate] = (result, window)
-        return RateProbe(rate, result.sender_bps, result.throughput_bps, result.loss_percent or 0.0)
-
-    rule = ratesearch.SearchRule(loss_percent=spec.loss_percent, resolution=CAPACITY_RESOLUTION,
-                                 max_probes=CAPACITY_PROBES)
-    found = ratesearch.search(trial, rule)
-    knee = found.offered_bps if found.sender_bound else next(
-        (p.offered_bps for p in found.probes if p.received_bps == found.rate_bps), found.probes[0].offered_bps)
-    key = 0.0 if found.sender_bound or knee not in trials else knee
-    result, window = trials[key]
-    counters = {**window.counters, "capacity_probes": float(len(found.probes)),
-                "capacity_bracket_low_bps": found.bracket[0], "capacity_sender_bound": float(found.sender_bound)}
-    sample = _sample(case, repetition, result, replace(window, counters=counters), topology)
-    return replace(sample, probes=found.probes)
+    return capacity.measure_capacity(topology, case, repetition, trial, _sample)
 
 
 # --- request/response -------------------------------------------------------------------
 
 
 def _request_response(topology: Topology, case: CaseSpec, repetition: int, context: Context) -> Sample:
-    """sockperf ping-pong: a server on the receiver, the client on the sender."""
+    """sockperf ping-pong (TCP or UDP, the spec's protocol): a server on the receiver, the
+    client on the sender; every round trip is read back from the client's full log."""
     spec = case.traffic
     sender, receiver = topology.sender, topology.receiver
-    server = receiver.host.spawn(latency.sockperf_server_args(receiver.address, receiver.core))
+    server = receiver.host.spawn(latency.sockperf_server_args(receiver.address, receiver.core,
+                                                              protocol=spec.protocol))
+    log = f"{sender.host.scratch_dir()}/offlab-sockperf-{sender.host.name}-{time.monotonic_ns()}.csv"
     try:
         time.sleep(0.3)  # sockperf has no readiness signal; its bind is immediate
         machines = topology.cpu_machines()
         before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
         done = sender.host.run(latency.sockperf_client_args(receiver.address, sender.core,
-                                                            spec.warmup_s + spec.duration_s),
+                                                            spec.warmup_s + spec.duration_s,
+                                                            protocol=spec.protocol, full_log=log),
                                timeout=spec.warmup_s + spec.duration_s + CLIENT_GRACE_S)
         after, closed = _cpu(machines), time.monotonic()
+        found = latency.parse_sockperf(done.stdout + done.stderr)
+        found = replace(found, histogram=latency.parse_sockperf_log(sender.host.read_file(log)))
     finally:
         receiver.host.stop(server)
-    found = latency.parse_sockperf(done.stdout + done.stderr)
-    transactions = found.samples / max(spec.duration_s, 1e-9)
+        sender.host.run(["rm", "-f", log], check=False)
+    # Transactions over sockperf's own measured span (it excludes its warm-up itself).
+    transactions = found.samples / max(found.seconds or spec.duration_s, 1e-9)
     result = TrafficResult(transactions * latency.RR_MESSAGE * 2 * 8, transactions * latency.RR_MESSAGE * 2 * 8,
                            closed - opened, None, None, None)
     shares = tuple(share for label in before for share in _labelled(label, before[label], after[label]))

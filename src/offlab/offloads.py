@@ -25,12 +25,21 @@ UDP_TNL = "tx-udp_tnl-segmentation"
 GRO = "generic-receive-offload"
 RX_CSUM = "rx-checksumming"
 
+USO = "tx-udp-segmentation"
+"""UDP segmentation offload: the device cuts a UDP_SEGMENT send into datagrams."""
+UDP_GRO_FWD = "rx-udp-gro-forwarding"
+"""GRO for UDP not bound for a UDP_GRO socket (forwarded, or tunnelled); off by default."""
+
 TUNNEL_SEGMENTATION = ("tx-udp_tnl-csum-segmentation", "tx-gre-segmentation", "tx-gre-csum-segmentation",
                        "tx-ipxip4-segmentation", "tx-ipxip6-segmentation", "tx-sit-segmentation")
 """Segmentation offloads of the other tunnel kinds (topology/tunnel.py), beside UDP_TNL."""
 TOGGLED = (TSO, TX_CSUM, GSO, UDP_TNL, GRO, RX_CSUM) + TUNNEL_SEGMENTATION
 """Everything a profile may switch; "all on" switches all of them on everywhere (a
 device without a feature simply has nothing to switch)."""
+BASELINE = {**{name: True for name in TOGGLED}, USO: True, UDP_GRO_FWD: False}
+"""The state every case starts from before its profile: the toggled features on, and
+the UDP ones at the kernel's defaults (USO on, UDP GRO forwarding off), so a UDP profile
+of one case does not outlive it."""
 
 RECORDED = TOGGLED + (
     "scatter-gather",
@@ -38,6 +47,7 @@ RECORDED = TOGGLED + (
     "tx-tcp-segmentation",
     "tx-udp-segmentation",
     "rx-gro-list",
+    "rx-udp-gro-forwarding",
 )
 """Features stored with every sample: the toggled ones plus those that cascade with them."""
 
@@ -132,7 +142,7 @@ class OffloadControl:
         self, profile: OffloadProfile, interfaces: Sequence[Interface]
     ) -> dict[str, dict[str, FeatureState]]:
         """Put every interface in the profile's state; return what is actually in force."""
-        baseline = {name: True for name in TOGGLED}
+        baseline = BASELINE
         for iface in interfaces:
             wanted = dict(baseline)
             if _targets(profile, iface):

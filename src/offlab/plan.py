@@ -26,10 +26,15 @@ TRAFFIC = {
     "udp1472": {"protocol": "udp", "udp_payload": 1472},
     "udp18": {"protocol": "udp", "udp_payload": 18},
     "tcp-rr": {"protocol": "tcp", "mode": "rr"},
+    "udp-rr": {"protocol": "udp", "mode": "rr"},
+    "udp1472-plain": {"protocol": "udp", "udp_payload": 1472, "generator": "udpload"},
+    "udp1472-gso": {"protocol": "udp", "udp_payload": 1472, "generator": "udpload", "udp_gso": True},
 }
 """Named workloads: TCP stream; UDP in 1500 B frames (1472 B payload); UDP in 60 B
-frames (18 B payload, the Ethernet minimum); TCP request/response (sockperf ping-pong,
-64 B each way)."""
+frames (18 B payload, the Ethernet minimum); TCP and UDP request/response (sockperf
+ping-pong, 64 B each way: netperf's TCP_RR and UDP_RR); UDP 1472 from offlab-udpload,
+one datagram per send ("plain") or with UDP_SEGMENT at the sender and UDP_GRO at the
+receiver ("gso"), the UDP counterparts of TSO and GRO (udpload.py)."""
 RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 MAX_STREAMS = 128
 
@@ -210,7 +215,7 @@ def _traffic_options(check: "_Checker", name: str) -> dict[str, Any]:
     protocol, mode = TRAFFIC[name]["protocol"], TRAFFIC[name].get("mode", "stream")
     loss = check.number("loss_threshold", at_least=0.0, at_most=50.0, default=0.1, unit="percent")
     options["loss_percent"] = loss
-    if protocol == "udp":
+    if protocol == "udp" and mode == "stream":
         rate = check.doc.get("udp_rate", "unlimited")
         if rate == "capacity":
             options["mode"] = "capacity"

@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from . import capacity
 from .records import CaseSpec, RunSettings
 
 SAMPLE_OVERHEAD_S = 1.5
@@ -62,7 +63,9 @@ def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, i
         if not left:
             continue
         samples += left
-        seconds += left * (case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S)
+        traffic_s = (capacity.expected_seconds(case.traffic) if case.traffic.mode == "capacity"
+                     else case.traffic.warmup_s + case.traffic.duration_s)
+        seconds += left * (traffic_s + SAMPLE_OVERHEAD_S)
         topologies.add((case.scenario, case.mtu, case.topology))
     builds = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
     return Estimate(samples, len(topologies), seconds + builds)
@@ -92,6 +95,13 @@ def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset(
         try:
             find_binary()
         except FwdError as err:
+            raise PreflightError(str(err)) from None
+    if any(c.traffic.generator == "udpload" for c in cases):
+        from .udpload import UdpLoadError
+        from .udpload import find_binary as find_udpload
+        try:
+            find_udpload()
+        except UdpLoadError as err:
             raise PreflightError(str(err)) from None
 
 
@@ -164,6 +174,10 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     if local:
         raise PreflightError(f"scenarios {local} need local namespaces; on real hosts use "
                              f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
+    udpload = sorted({c.traffic.label for c in cases if c.traffic.generator == "udpload"})
+    if udpload:
+        raise PreflightError(f"traffic {', '.join(udpload)} (offlab-udpload) runs on local namespaces "
+                             f"only so far; on real hosts drop it from the plan's traffic ({hosts.source})")
     from .hosts.remote_doctor import missing_tools
     wanted = {"iperf3", "ethtool", "ip"}
     wanted |= {"irtt"} if any(c.traffic.latency_probe for c in cases) else set()
@@ -197,8 +211,8 @@ def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) ->
         if case.datapath is not None:
             extra.append(f"datapath: {case.datapath.label}")
         lines.append(f"{number:4d}  {case.key}" + (f"  ({'; '.join(extra)})" if extra else ""))
-    features = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
+    features = sorted({f"{f} {'on' if on else 'off'}" for c in cases for f, on in c.profile.features.items()})
     lines.append("would change: network namespaces ofl-<pid>-* with veth/VXLAN devices and TAPs "
                  "(all removed at the end), and in them the ethtool features "
-                 f"{', '.join(features) or '(none turned off)'}; nothing outside those namespaces")
+                 f"{', '.join(features) or '(none switched)'}; nothing outside those namespaces")
     return lines

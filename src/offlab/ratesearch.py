@@ -13,7 +13,16 @@ probe is unlimited (the sender's own maximum): if that passes, the case is
 sender-bound and its capacity is what the sender reached. Otherwise the second probe
 offers what the receiver took during the first — a receiver that merely could not
 keep up took about its capacity, one in livelock took less — and the bisection runs
-above or below that guess.
+above or below that guess. Below a failing guess the search first halves the rate
+until a probe passes (a capacity is rarely orders of magnitude under what the
+receiver took in a flood, so bisecting down to the floor would waste probes on rates
+far too low), then bisects between the last pass and the lowest failure.
+
+The search's probes are short, so one lucky probe could set the knee. As RFC 2544's
+throughput test asks, the rate found is then offered once more in a full-length
+verification trial (`verify`); if that loses more than the bound the rate steps down
+one resolution step and is verified again. The figure reported is the verification
+trial's, never a search probe's.
 """
 
 from __future__ import annotations
@@ -89,7 +98,12 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
     guess = min(max(first.received_bps, rule.floor_bps), high)
     best: Probe | None = None
     while len(probes) < rule.max_probes and high / low > 1 + rule.resolution:
-        rate = guess if len(probes) == 1 and low < guess < high else math.sqrt(low * high)
+        if len(probes) == 1 and low < guess < high:
+            rate = guess
+        elif best is None and high / 2 > low:
+            rate = high / 2  # nothing passed yet: step down, do not bisect towards the floor
+        else:
+            rate = math.sqrt(low * high)
         probe = trial(rate)
         probes.append(probe)
         if passed(probe, rule.loss_percent):
@@ -105,6 +119,51 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
     if best is None:
         return Capacity(0.0, 0.0, tuple(probes), (0.0, high), False, resolved)
     return Capacity(best.received_bps, best.offered_bps, tuple(probes), (low, high), False, resolved)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The full-length trial at the rate a search found (RFC 2544's throughput trial)."""
+
+    trial: Probe
+    """The last verification trial: the passing one, or the last that failed."""
+    passed: bool
+    steps_down: int
+    """Resolution steps below the search's rate before a trial passed (or gave up)."""
+    tried: tuple[Probe, ...] = ()
+
+
+def verify(trial: Callable[[float], Probe], found: Capacity, rule: SearchRule = SearchRule(),
+           max_trials: int = 2) -> Verification:
+    """Offer the found rate (unlimited if the search was sender-bound) in `trial`; on
+    loss above the bound step down by one resolution step and try again, at most
+    `max_trials` trials in all. A search whose probes all failed (its budget ran out
+    while halving) goes on halving from its lowest failure instead."""
+    if max_trials < 1:
+        raise SearchError(f"max_trials {max_trials}: verification needs at least one trial")
+    nothing = not found.sender_bound and found.offered_bps <= 0
+    step_factor = 2.0 if nothing else 1 + rule.resolution
+    rate = UNLIMITED if found.sender_bound else \
+        max(found.bracket[1] / 2 if nothing else found.offered_bps, rule.floor_bps)
+    tried: list[Probe] = []
+    for step in range(max_trials):
+        probe = trial(rate)
+        tried.append(probe)
+        if passed(probe, rule.loss_percent):
+            return Verification(probe, True, step, tuple(tried))
+        # Unlimited failed (the sender-bound search was lucky): step down from what it sent.
+        rate = max((rate or probe.sent_bps) / step_factor, rule.floor_bps)
+    return Verification(tried[-1], False, max_trials - 1, tuple(tried))
+
+
+def limiting_probe(found: Capacity, rule: SearchRule = SearchRule()) -> Probe | None:
+    """The failing probe nearest above the capacity: the one whose loss says what bounds
+    it (None when sender-bound or nothing failed)."""
+    failing = [p for p in found.probes if not passed(p, rule.loss_percent)]
+    if found.sender_bound or not failing:
+        return None
+    above = [p for p in failing if p.offered_bps and p.offered_bps >= found.offered_bps]
+    return min(above, key=lambda p: p.offered_bps) if above else failing[0]
 
 
 def overloaded(loss_percent: float | None, rule: SearchRule = SearchRule()) -> bool:

@@ -47,13 +47,21 @@ class TrafficSpec:
     """A UDP sample losing more than this is overloaded; the capacity search's bound."""
     latency_probe: bool = False
     """A TCP stream with an irtt probe beside it (RTT under load)."""
+    generator: Literal["iperf3", "udpload"] = "iperf3"
+    """The UDP load tool: iperf3, or offlab-udpload (udpload.py), which has the socket
+    options of today's UDP stacks that iperf3 3.12 lacks."""
+    udp_gso: bool = False
+    """With udpload: the sender hands the kernel up to 64 datagrams per send (UDP_SEGMENT)
+    and the receiver takes coalesced runs of them (UDP_GRO), as QUIC stacks do."""
 
     @property
     def label(self) -> str:
         if self.mode == "rr":
-            return "tcp-rr"
+            return f"{self.protocol}-rr"
         if self.protocol == "udp":
             name = f"udp{self.udp_payload}"
+            if self.generator == "udpload":
+                name += "-gso" if self.udp_gso else "-plain"
             if self.mode == "capacity":
                 name += "-capacity"
             elif self.rate_bps:

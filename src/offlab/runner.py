@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-from . import counters
+from . import counters, sockbuf
 from .adaptive import AdaptiveOutcome, rule_of
 from .measure import Context
 from .measure import measure as measure_case
@@ -114,12 +114,21 @@ class Runner:
             for (scenario, mtu, params), group in by_topology(work):
                 progress.update(task, description=f"building {group[0][0].scenario_label} mtu {mtu}")
                 with self._build(scenario, mtu, params, steer_rx_softirq=self.settings.steer_rx_softirq) as topo:
+                    if any(case.traffic.protocol == "udp" for case, _ in group):
+                        self._raise_socket_limits(topo)
                     receiver = topo.receiver
                     with IperfServer(receiver.host, receiver.address, receiver.core) as server:
                         self._run_group(topo, server, group, progress, task)
         self.stats.refused_offload_changes = list(self._control.refused)
         self.stats.malformed_ethtool_lines = self._control.malformed_lines
         return self.stats
+
+    def _raise_socket_limits(self, topo: Topology) -> None:
+        """Let UDP tests have a tuned test's socket buffers (sockbuf.py); a limit that
+        stays low is said once per build (each sample records what was granted)."""
+        endpoints = {id(e.host): e.host for e in (topo.sender, topo.receiver)}
+        for note in sockbuf.raise_limits(endpoints.values()):
+            self.console.print(f"[yellow]socket buffer limit[/]: {note}")
 
     def _wants_more(self, key: str, done: int) -> bool:
         if self.adaptive is None:

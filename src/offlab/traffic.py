@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .proc import ProcessError
 from .records import Interval, TrafficSpec
+from .sockbuf import UDP_SOCKET_BUFFER
 
 if TYPE_CHECKING:
     from .hosts import Host
@@ -50,6 +51,9 @@ class TrafficResult:
     """With `--bidir`: the server → client direction alone (the totals above include it)."""
     intervals: tuple[Interval, ...] = ()
     """The receiver's rate per report interval over the whole test, warm-up marked."""
+    reported: tuple[tuple[str, float], ...] = ()
+    """What the tool reported beside the rates, as sample counters: the socket buffers
+    the kernel granted ("receiver_rcvbuf_bytes"), udpload's send and read counts."""
 
     @property
     def loss_percent(self) -> float | None:
@@ -59,10 +63,11 @@ class TrafficResult:
 
     @property
     def counters(self) -> dict[str, float]:
-        """Per-direction rates of a bidirectional test, for `Sample.counters`."""
+        """Granted socket buffers, and per-direction rates of a bidirectional test, for
+        `Sample.counters`."""
         if self.reverse is None:
-            return {}
-        return {
+            return dict(self.reported)
+        return dict(self.reported) | {
             "forward_bps": self.throughput_bps - self.reverse.received_bps,
             "forward_sender_bps": self.sender_bps - self.reverse.sent_bps,
             "reverse_bps": self.reverse.received_bps,
@@ -114,7 +119,8 @@ def client_args(spec: TrafficSpec, server: str, core: int, port: int = DEFAULT_P
         if spec.udp_payload is None:
             raise ValueError("a UDP traffic spec needs udp_payload")
         rate = f"{spec.rate_bps:.0f}" if spec.rate_bps else "0"  # 0: as fast as it can
-        args += ["-u", "-b", rate, "-l", str(spec.udp_payload)]
+        # A tuned test's buffer (sockbuf.py): the server applies the client's -w too.
+        args += ["-u", "-b", rate, "-l", str(spec.udp_payload), "-w", str(UDP_SOCKET_BUFFER)]
     elif spec.message_size:
         args += ["-l", str(spec.message_size)]
     return args
@@ -157,7 +163,20 @@ def parse_result(text: str, warmup_s: float) -> TrafficResult:
         total_packets=int(sum(i["packets"] for i in received)) if udp else None,
         reverse=reverse,
         intervals=_series(server, warmup_s),
+        reported=_buffers(client, server) if udp else (),  # TCP's autotune moves them
     )
+
+
+def _buffers(client: dict[str, Any], server: dict[str, Any]) -> tuple[tuple[str, float], ...]:
+    """What the kernel granted each side (iperf3 ≥ 3.11 reports it; doubled by the kernel
+    for its own bookkeeping, so 2 × the request when the request was allowed)."""
+    found = []
+    for who, doc, key in (("sender_sndbuf_bytes", client, "sndbuf_actual"),
+                          ("receiver_rcvbuf_bytes", server, "rcvbuf_actual")):
+        value = doc.get("start", {}).get(key)
+        if isinstance(value, (int, float)) and value > 0:
+            found.append((who, float(value)))
+    return tuple(found)
 
 
 def _series(receiver: dict[str, Any], warmup_s: float) -> tuple[Interval, ...]:

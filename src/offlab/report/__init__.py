@@ -9,6 +9,7 @@ from ..store import RunResults
 from .charts import group_chart
 from .timeseries import has_series, series_chart, series_slug
 from .document import ReportModel, build_report_model
+from .forest import SLUG as FOREST_SLUG, forest_chart
 from .html import render_html
 from .markdown import render_markdown
 from .model import Thresholds
@@ -32,6 +33,9 @@ def write_report(
     charts = {group.slug: group_chart(group) for group in model.groups}
     charts.update({series_slug(group): series_chart(group) for group in model.groups if has_series(group)})
     charts.update(view_charts(model))  # message-size curves, DUT study
+    forest = forest_chart(model)
+    if forest is not None:
+        charts[FOREST_SLUG] = forest  # every effect at a glance, first on both reports
     chart_paths = {}
     for slug, png in charts.items():
         name = f"{CHART_DIR}/{_safe(slug)}.png"

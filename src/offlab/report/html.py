@@ -8,6 +8,7 @@ import html
 from typing import Mapping
 
 from .document import ReportModel
+from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import Effect, digest, not_applied_sentence
 from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
                        rows_by_scenario, run_facts, timestamp, what_was_measured)
@@ -74,6 +75,7 @@ def render_html(model: ReportModel, charts: Mapping[str, bytes]) -> str:
         '<nav><a href="#summary">Summary</a><a href="#recommendations">Recommendations</a>'
         '<a href="#warnings">Warnings</a><a href="#results">Results</a>'
         '<a href="#appendix">Appendix</a></nav>',
+        _forest(charts),
         '<h2 id="summary">Summary</h2>',
         render_table(run_facts(model), "facts"),
         _measured(model),
@@ -95,6 +97,14 @@ def page(title: str, body: str) -> str:
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
     )
+
+
+def _forest(charts: Mapping[str, bytes]) -> str:
+    """The forest plot of every tested effect, first thing under the title."""
+    if FOREST_SLUG not in charts:
+        return ""
+    return (f'<h2 id="{FOREST_SLUG}">{_e(FOREST_TITLE)}</h2><p class="sub">{_e(FOREST_CAPTION)}</p>'
+            f'<img class="chart" alt="{_e(FOREST_TITLE)}" src="{data_uri(charts[FOREST_SLUG])}">')
 
 
 def _measured(model: ReportModel) -> str:

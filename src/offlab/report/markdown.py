@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .document import ReportModel
+from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import digest, not_applied_sentence
 from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
                        rows_by_scenario, run_facts, what_was_measured)
@@ -30,6 +31,7 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
     """``chart_paths``: group slug → path of its PNG relative to the Markdown file."""
     parts = [
         f"# offlab report — {model.info.plan} (run {model.info.run_id})",
+        _forest(chart_paths),
         render_table(run_facts(model)),
         _measured(model),
         _summary(model),
@@ -55,6 +57,15 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
     parts.extend(_views(model, chart_paths))
     parts.append(_appendix(model))
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _forest(chart_paths: Mapping[str, str]) -> str:
+    """A link to the forest plot of every effect (shown at the top of report.html)."""
+    if FOREST_SLUG not in chart_paths:
+        return ""
+    return (f"**[{FOREST_TITLE}]({chart_paths[FOREST_SLUG]})** — every offload's effect on throughput "
+            f"and CPU per Gbit/s with its 95 % CI, per scenario and traffic (also at the top of "
+            f"report.html). {FOREST_CAPTION}")
 
 
 def _views(model: ReportModel, chart_paths: Mapping[str, str]) -> list[str]:

@@ -9,7 +9,9 @@ from ..studies import Section, registered
 from .adaptive import adaptive_sections
 from .document import ReportModel
 from .model import ProfileRow
-from .traffic_views import capacity_sections, latency_charts, latency_sections, nic_sections
+from .capacity_view import capacity_sections
+from .latency_view import latency_charts, latency_sections
+from .traffic_views import nic_sections
 
 View = Section
 """A titled view with an introduction, an optional chart and captioned tables."""

@@ -1,20 +1,24 @@
 """Seed 000's offload sequences as profiles, and a plan's own `[[profiles]]`.
 
-Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, all-on) and
+Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, all-on, udp) and
 `[[profiles]]` tables (name, side, off). The sequences are the seed plan's: on the
 transmitter TSO off → + tx checksumming off → + GSO off (on a tunnel the last step
 also turns tx-udp_tnl-segmentation off), on the receiver GRO off → + rx checksumming
-off, cumulative with "all on" first; or each feature off alone.
+off, cumulative with "all on" first; or each feature off alone. The `udp` sequence is
+today's UDP offloads, which the seed plan predates: USO (tx-udp-segmentation) off at
+the sender, and UDP GRO forwarding (rx-udp-gro-forwarding, off by default) on at the
+receiver — measured with udpload traffic, whose sender uses UDP_SEGMENT and receiver
+UDP_GRO (plan traffic "udp1472-gso" against "udp1472-plain").
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ...offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_TNL
+from ...offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_GRO_FWD, UDP_TNL, USO
 from ...records import OffloadProfile
 
-SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on")
+SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on", "udp")
 ALL_ON = "all-on"
 PROFILE_KEYS = {"name", "side", "off"}
 _SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
@@ -65,6 +69,12 @@ def one_off_at_a_time(side: str, tunnel: bool | Sequence[str]) -> list[OffloadPr
     return [all_on(), *singles]
 
 
+def udp_profiles() -> list[OffloadProfile]:
+    """All on, USO off at the sender, UDP GRO forwarding on at the receiver."""
+    return [all_on(), OffloadProfile("uso-off", "tx", {USO: False}),
+            OffloadProfile("udp-gro-fwd-on", "rx", {UDP_GRO_FWD: True})]
+
+
 def sequence_profiles(sequences: Sequence[str], tunnel: bool | Sequence[str]) -> list[OffloadProfile]:
     """Profiles of the chosen sequences, each once ("all on" is shared by all of them)."""
     chosen: dict[tuple[str, str], OffloadProfile] = {}
@@ -75,6 +85,8 @@ def sequence_profiles(sequences: Sequence[str], tunnel: bool | Sequence[str]) ->
             found = tx_sequence(tunnel)
         elif sequence == "rx":
             found = rx_sequence()
+        elif sequence == "udp":
+            found = udp_profiles()
         else:
             found = one_off_at_a_time(sequence.split("-")[0], tunnel)
         for profile in found:

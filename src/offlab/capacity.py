@@ -1,0 +1,148 @@
+"""One repetition of a UDP capacity case: the rate search (ratesearch.py) over short
+probes, then RFC 2544's verification — the rate found offered once more for the
+plan's full warm-up + duration — and the loss of every trial attributed to its cause
+(losscause.py) from kernel counters read just before and after that trial.
+
+The sample is the verification trial (its throughput, loss, CPU window); every trial,
+search probes first, is kept in `Sample.probes`. Counters added to the sample:
+
+* `capacity_probes` (search probes; the rest of `probes` are verification trials),
+  `capacity_bracket_low_bps`/`_high_bps`, `capacity_resolution`,
+  `capacity_sender_bound`, `capacity_verified`, `capacity_steps_down`;
+* `loss_*`: the verification trial's loss by cause; `limit_loss_*`: the loss of the
+  last verification trial that failed, else of the failing probe nearest above the
+  capacity — what bounds it — and
+  `limit_receiver_app_pct`, the receiving application's CPU during that probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable
+
+from . import counters, losscause, ratesearch
+from .records import CaseSpec, RateProbe, Sample, TrafficSpec
+
+if TYPE_CHECKING:
+    from .measure import Window
+    from .topology import Topology
+    from .traffic import TrafficResult
+
+PROBE_SECONDS = 1.0
+"""Each search probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
+PROBE_WARMUP_S = 0.3
+RESOLUTION = 0.15
+MAX_PROBES = 5
+"""The search's stop: the knee within 15 %, or five probes (the verification trial,
+not the search, gives the figure; more probes would buy resolution it does not use)."""
+VERIFICATION_TRIALS = 2
+"""At most one step down when the full-length trial at the found rate loses too much."""
+
+def expected_seconds(spec: TrafficSpec) -> float:
+    """Traffic time of one capacity sample at most: every probe, one verification trial."""
+    return MAX_PROBES * PROBE_SECONDS + spec.warmup_s + spec.duration_s
+
+
+RunIperf = Callable[[TrafficSpec, str], "tuple[TrafficResult, Window]"]
+MakeSample = Callable[[CaseSpec, int, "TrafficResult", "Window", "Topology"], Sample]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One iperf3 test at an offered rate (0: unlimited), with its loss by cause."""
+
+    offered_bps: float
+    result: "TrafficResult"
+    window: "Window"
+    causes: losscause.LossCauses
+
+    @property
+    def probe(self) -> RateProbe:
+        return RateProbe(self.offered_bps, self.result.sender_bps, self.result.throughput_bps,
+                         self.result.loss_percent or 0.0)
+
+
+def rule_of(spec: TrafficSpec) -> ratesearch.SearchRule:
+    return ratesearch.SearchRule(loss_percent=spec.loss_percent, resolution=RESOLUTION, max_probes=MAX_PROBES)
+
+
+def measure_capacity(topology: "Topology", case: CaseSpec, repetition: int, run_iperf: RunIperf,
+                     make_sample: MakeSample) -> Sample:
+    spec = case.traffic
+    label = f"{case.key} run {repetition}"
+    search_trials: list[Trial] = []
+    verify_trials: list[Trial] = []
+
+    def probe(rate: float) -> RateProbe:
+        search_trials.append(_trial(topology, spec, rate, PROBE_WARMUP_S, PROBE_SECONDS - PROBE_WARMUP_S,
+                                    run_iperf, f"{label} probe"))
+        return search_trials[-1].probe
+
+    def full_length(rate: float) -> RateProbe:
+        verify_trials.append(_trial(topology, spec, rate, spec.warmup_s, spec.duration_s, run_iperf,
+                                    f"{label} verification"))
+        return verify_trials[-1].probe
+
+    rule = rule_of(spec)
+    found = ratesearch.search(probe, rule)
+    checked = ratesearch.verify(full_length, found, rule, VERIFICATION_TRIALS)
+    final = verify_trials[-1]
+    # What bounds the capacity: a full-length trial that failed says it best; else the
+    # failing search probe nearest above the rate found.
+    failed = [t for t in verify_trials if not ratesearch.passed(t.probe, rule.loss_percent)]
+    limit = ratesearch.limiting_probe(found, rule)
+    limit_trial = failed[-1] if failed else \
+        next((t for t in search_trials if t.probe == limit), None) if limit else None
+    added = {
+        "capacity_probes": float(len(found.probes)),
+        "capacity_bracket_low_bps": found.bracket[0],
+        "capacity_bracket_high_bps": found.bracket[1] if found.bracket[1] != float("inf") else 0.0,
+        "capacity_resolution": RESOLUTION,
+        "capacity_sender_bound": float(found.sender_bound),
+        "capacity_verified": float(checked.passed),
+        "capacity_steps_down": float(checked.steps_down),
+        **final.causes.counters("loss"),
+        **(_limit_counters(limit_trial) if limit_trial else {}),
+    }
+    window = replace(final.window, counters={**final.window.counters, **added})
+    sample = make_sample(case, repetition, final.result, window, topology)
+    return replace(sample, probes=found.probes + checked.tried)
+
+
+def _limit_counters(trial: Trial) -> dict[str, float]:
+    """The limiting probe's loss by cause and how busy the receiving application was
+    then: a buffer that overflows under a saturated receiver is the receiver's limit,
+    one that overflows under an idle receiver is a scheduling hiccup (losscause.py)."""
+    found = trial.causes.counters("limit_loss")
+    app = [trial.window.counters.get(f"receiver_app_{k}_pct") for k in ("usr", "sys")]
+    if all(v is not None for v in app):
+        found["limit_receiver_app_pct"] = float(sum(app))  # type: ignore[arg-type]
+    return found
+
+
+def _trial(topology: "Topology", spec: TrafficSpec, rate: float, warmup_s: float, duration_s: float,
+           run_iperf: RunIperf, label: str) -> Trial:
+    trial_spec = replace(spec, mode="stream", rate_bps=rate or None, warmup_s=warmup_s, duration_s=duration_s)
+    before = snapshot(topology)
+    result, window = run_iperf(trial_spec, label)
+    grown = counters.delta(before, snapshot(topology))
+    causes = losscause.attribute(result.lost_packets or 0, grown, topology.sender.host.name,
+                                 topology.receiver.host.name)
+    return Trial(rate, result, window, causes)
+
+
+def snapshot(topology: "Topology") -> dict[str, int]:
+    """Every counter a drop can show in: the kernel's /proc/net files and NIC counters of
+    every host, each host's qdisc drops, and the receiving machine's backlog drops."""
+    hosts = topology.counter_hosts()
+    found = counters.snapshot_many(hosts, topology.nic_interfaces())
+    for name, host in hosts.items():
+        done = host.run(["tc", "-s", "-j", "qdisc", "show"], timeout=10.0, check=False)
+        if done.returncode == 0:
+            found.update({f"{name}:{k}": int(v) for k, v in losscause.parse_qdisc(done.stdout).items()})
+    try:
+        found["softnet.dropped"] = int(losscause.parse_softnet(
+            topology.receiver.host.read_file("/proc/net/softnet_stat")))
+    except FileNotFoundError:
+        pass
+    return found
