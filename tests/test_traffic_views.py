@@ -2,7 +2,7 @@
 
 from offlab.records import CaseSpec, OffloadProfile, RateProbe, Sample, TrafficSpec
 from offlab.report.model import profile_row
-from offlab.report.traffic_views import capacity_sections, latency_charts, latency_sections, nic_sections
+from offlab.report.traffic_views import capacity_sections, latency_charts, latency_sections
 
 ALL_ON = OffloadProfile("all-on", "both", {})
 TSO_OFF = OffloadProfile("tso-off", "tx", {"tcp-segmentation-offload": False})
@@ -37,14 +37,3 @@ def test_capacity_table_names_the_knee_and_sender_bound_runs():
     row = table.rows[0]
     assert row[1] == "udp1472-capacity" and row[3].startswith("2.00") and row[-1] == "no"
     assert row[5] == "3.0"
-
-
-def test_nic_drop_counters_are_named_per_case_and_only_for_real_hosts():
-    case = CaseSpec("bare", 1500, ALL_ON, TrafficSpec("tcp", 2.0))
-    samples = tuple(Sample(case.key, i, 0.0, 2.0, 10e9, 10e9, counters={
-        "rx:nic.ens1f0.rx_missed_errors": 40.0 + i, "rx:nic.ens1f0.rx_packets": 1e6}) for i in range(2))
-    (section,) = nic_sections([profile_row(case, samples)])
-    (_, table), = section.tables
-    assert table.rows == ((case.key, "rx:nic.ens1f0.rx_missed_errors", "40.5"),)
-    local = (Sample(case.key, 0, 0.0, 2.0, 10e9, 10e9, counters={"rx:Tcp.InSegs": 5.0}),)
-    assert nic_sections([profile_row(case, local)]) == []

@@ -73,6 +73,18 @@ def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[TopologyKey,
     yield from groups.items()
 
 
+def path_devices(topo: Topology) -> dict[str, list[str]]:
+    """host name → devices whose own counters (`ethtool -S`) a sample keeps: the NICs of
+    real hosts and every device whose offloads the topology controls (veth, VXLAN …),
+    each once."""
+    devices = {name: list(found) for name, found in topo.nic_interfaces().items()}
+    hosts = topo.counter_hosts()
+    for iface in topo.offload_interfaces():
+        if iface.host.name in hosts and iface.device not in devices.setdefault(iface.host.name, []):
+            devices[iface.host.name].append(iface.device)
+    return devices
+
+
 Build = Callable[..., Topology]
 Measure = Callable[..., Sample]
 
@@ -177,7 +189,7 @@ class Runner:
                 datapath: Mapping[str, Mapping[str, FeatureState]], napi: Mapping[int, int]) -> Sample:
         """One repetition, with the kernel counters of every host that grew while it ran
         (warm-up included: a drop is a drop whenever it happened)."""
-        hosts, nics = topo.counter_hosts(), topo.nic_interfaces()
+        hosts, nics = topo.counter_hosts(), path_devices(topo)
         for attempt in range(1, ATTEMPTS + 1):
             server.ensure_running()
             before = counters.snapshot_many(hosts, nics)
@@ -192,6 +204,7 @@ class Runner:
                 server.close()  # a fresh server for the next attempt
                 continue
             grown = counters.delta(before, counters.snapshot_many(hosts, nics))
+            grown.update(counters.segment_shares(grown, topo.sender.host.name))
             grown.update(topo.datapath_counters())
             return dataclasses.replace(sample, counters={**sample.counters, **grown})
         raise AssertionError("unreachable")

@@ -67,8 +67,9 @@ class ProfileRow:
     datapath_state: Mapping[str, Mapping[str, FeatureState]] = dataclasses.field(default_factory=dict)
     """The userspace datapath in force ("fwd" → mode, port → offloads), as recorded."""
     vs_baseline_throughput: RelativeChange | None = None
+    """The effect of having the offloads on: all on relative to this profile."""
     vs_baseline_cpu: RelativeChange | None = None
-    """Relative change of CPU % per Gbps against the baseline."""
+    """CPU % per Gbps, all on relative to this profile."""
 
     @property
     def profile(self) -> OffloadProfile:
@@ -230,11 +231,13 @@ def _split_by_side(members: list[ProfileRow]) -> list[CaseGroup]:
 def _with_deltas(row: ProfileRow, baseline: ProfileRow | None) -> ProfileRow:
     if baseline is None or row is baseline:
         return row
+    """The effect of having the offloads on: the baseline relative to this row (the sign
+    convention of the advice and the summary too)."""
     cpu = None
     if row.cpu_per_gbps is not None and baseline.cpu_per_gbps is not None:
-        cpu = relative_change(row.cpu_per_gbps.values, baseline.cpu_per_gbps.values)
+        cpu = relative_change(baseline.cpu_per_gbps.values, row.cpu_per_gbps.values)
     return dataclasses.replace(
         row,
-        vs_baseline_throughput=relative_change(row.throughput.values, baseline.throughput.values),
+        vs_baseline_throughput=relative_change(baseline.throughput.values, row.throughput.values),
         vs_baseline_cpu=cpu,
     )

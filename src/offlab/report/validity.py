@@ -4,6 +4,9 @@ not — each with the mechanism, in a sentence a network engineer can check.
 A difference between two profiles is an offload effect only if neither side was
 overloaded and the difference is not a property of the lab's virtual devices:
 
+* **Drops on the path.** A TCP case whose path dropped packets inside a host (a device,
+  qdisc, backlog or stack counter grew by more than 1 in 10 000 of its segments) measured
+  TCP's loss recovery: set apart in either direction, with the counter named (drops.py).
 * **Overload.** A UDP sample that lost more than its loss bound (0.1 % by default)
   measured a receiver that did not keep up (at `-b 0` one in livelock): how two
   processes contend for the cores, not what a profile carries. Such rows are shown, flagged, and used for nothing.
@@ -45,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..records import GUEST_ENTRY, TCG
+from .drops import drops_where_none_belong
 from .phrases import format_change, format_p
 from .states import display_list
 
@@ -116,6 +120,18 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
                              "keep up, and what the rate measures is how sender and receiver "
                              "contend for the cores, not an offload; measure UDP with "
                              "udp_rate = \"capacity\" instead")
+    for row in (step.on_row, step.off_row):
+        dropped = drops_where_none_belong(row)
+        if dropped is not None:
+            share = f" ({dropped.share:.2%} of its segments)" if dropped.share is not None else ""
+            retrans = (f", retransmitting {dropped.retrans_pct.mean:.2g}% of its segments"
+                       if dropped.retrans_pct is not None else "")
+            return Exclusion("drops on the path",
+                             f"{row.profile.name} dropped packets inside a host — "
+                             f"{dropped.where()}{share}{retrans}: its TCP rate was set by loss "
+                             "recovery, not by the offload, so the difference is set apart "
+                             "whichever way it points; find why that queue overflows (see "
+                             "“Drops and retransmits on the path”)")
     if not virtual_devices:
         return None
     credited = set(step.credited)
