@@ -20,9 +20,17 @@ sequences = ["tx", "rx"]
 def test_builtin_plans_exist_and_parse():
     assert {"quick", "offloads"} <= set(plan.builtin_names())
     quick = plan.load("quick")
-    # 2 scenarios × (TCP and UDP × 4 tx profiles on veth's wire + TCP × 3 rx profiles on
+    # 2 scenarios × (TCP and UDP × 4 tx profiles on veth's wire + TCP × 4 rx profiles on
     # the MTU wire, each wire with its own all-on)
-    assert len(quick.cases) == 2 * (2 * 4 + 3) and quick.runs == 3
+    assert len(quick.cases) == 2 * (2 * 4 + 4) and quick.runs == 3
+    # all on, each feature alone off, then all of the side off (attribution, issue #30)
+    bare_tx = [c.profile.name for c in quick.cases if c.scenario_label == "bare" and c.traffic.protocol == "tcp"]
+    assert bare_tx == ["all-on", "tso-off", "txcsum-off", "tso+txcsum+gso-off"]
+    rx = [dict(c.profile.features) for c in quick.cases if c.scenario_label == "vxlan-mtu-wire"]
+    assert rx[1:] == [{"generic-receive-offload": False}, {"rx-checksumming": False},
+                      {"generic-receive-offload": False, "rx-checksumming": False}]
+    vxlan_off = next(c for c in quick.cases if c.scenario_label == "vxlan" and c.profile.name.startswith("tso+"))
+    assert vxlan_off.profile.features.get("tx-udp_tnl-segmentation") is False
     wired = [c for c in quick.cases if c.topology.get("wire") == "mtu"]
     assert {c.profile.side for c in wired} == {"both", "rx"} and all(c.traffic.protocol == "tcp" for c in wired)
     assert all(c.traffic.mode == "capacity" for c in quick.cases if c.traffic.protocol == "udp")

@@ -98,7 +98,7 @@ def test_a_gain_from_turning_gro_off_on_one_machine_is_contention_not_advice():
     local = recommend([group], virtual_devices=True)
     assert local.goals == ()
     ((step, reason),) = local.excluded
-    assert str(reason).startswith("against the mechanism: with GRO off, throughput +1")
+    assert str(reason).startswith("against the mechanism: with GRO on, throughput −1")
     assert "share the cores, most likely from how they share them, not from GRO" in reason.why
     # On real hosts the measurement stands, but the sentence does not explain it with
     # GRO's own mechanism, which predicts the opposite.

@@ -175,10 +175,10 @@ def contention(step: "Step", effects: list["Effect"]) -> Exclusion | None:
     features = display_list(step.credited)
     what = " and ".join(
         f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
-        f"{format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
+        f"{format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)})"
         for e in contrary)
     return Exclusion("against the mechanism",
-                     f"with {features} off, {what}, yet {mechanism(step.credited)}. A gain "
+                     f"with {features} on, {what}, yet {mechanism(step.credited)}. A gain "
                      "from doing more work per packet comes from something else; on one "
                      "machine, where sender, receiver and the lab's devices share the cores, "
                      f"most likely from how they share them, not from {features}; measure it "

@@ -1,10 +1,12 @@
 """Seed 000's offload sequences as profiles, and a plan's own `[[profiles]]`.
 
-Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, all-on) and
-`[[profiles]]` tables (name, side, off). The sequences are the seed plan's: on the
-transmitter TSO off → + tx checksumming off → + GSO off (on a tunnel the last step
+Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, tx-all-off, rx-all-off,
+all-on) and `[[profiles]]` tables (name, side, off). The sequences are the seed plan's: on
+the transmitter TSO off → + tx checksumming off → + GSO off (on a tunnel the last step
 also turns tx-udp_tnl-segmentation off), on the receiver GRO off → + rx checksumming
-off, cumulative with "all on" first; or each feature off alone.
+off, cumulative with "all on" first; or each feature off alone; or only the last step
+(every feature of the side off: the seed's "offloads off"), which a plan pairs with
+single-off `[[profiles]]` to attribute each feature's effect from its own profile.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Iterable, Sequence
 from ...offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_TNL
 from ...records import OffloadProfile
 
-SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on")
+SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "tx-all-off", "rx-all-off", "all-on")
 ALL_ON = "all-on"
 PROFILE_KEYS = {"name", "side", "off"}
 _SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
@@ -75,6 +77,9 @@ def sequence_profiles(sequences: Sequence[str], tunnel: bool | Sequence[str]) ->
             found = tx_sequence(tunnel)
         elif sequence == "rx":
             found = rx_sequence()
+        elif sequence in ("tx-all-off", "rx-all-off"):
+            steps = tx_sequence(tunnel) if sequence == "tx-all-off" else rx_sequence()
+            found = [steps[0], steps[-1]]
         else:
             found = one_off_at_a_time(sequence.split("-")[0], tunnel)
         for profile in found:
