@@ -8,6 +8,7 @@ the kernel, so they are not added again.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,56 @@ def shares_between(before: CpuTimes, after: CpuTimes) -> tuple[CpuShare, ...]:
             raise ProcStatError(f"core {core}: no ticks elapsed between the snapshots")
         shares.append(CpuShare(core, {c: 100.0 * d / total for c, d in deltas.items()}))
     return tuple(shares)
+
+
+USER_HZ = 100
+"""/proc/stat counts in USER_HZ ticks, 100 a second on every Linux (exported to user
+space fixed, whatever the kernel's own HZ)."""
+WINDOW_TOLERANCE = 0.05
+"""A CPU window off its nominal length by more than this fraction does not describe the
+measured window: the sample's CPU figures are left out (report/model.py) with a warning."""
+WINDOW_PREFIX = "cpu_window_s."
+"""Sample counters "cpu_window_s.<machine>": each machine's CPU window, by its own clock."""
+NOMINAL = "cpu_window_nominal_s"
+"""Sample counter: the window the CPU snapshots were meant to bracket (the test's
+measured duration after warm-up)."""
+
+
+def window_seconds(before: CpuTimes, after: CpuTimes) -> float:
+    """The window between two snapshots by the host's own clock: the ticks every core
+    accounted (all classes, idle included), the median over cores, in seconds."""
+    spans = sorted(sum(max(0, after.ticks[c][k] - before.ticks[c][k]) for k in CPU_CLASSES)
+                   for c in before.ticks if c in after.ticks)
+    if not spans:
+        return 0.0
+    return spans[len(spans) // 2] / USER_HZ
+
+
+def windows_off(counters: Mapping[str, float], measured_s: float | None = None) -> dict[str, float]:
+    """Windows of a sample off nominal by more than WINDOW_TOLERANCE: machine (or
+    "iperf3" for the test's own measured window) → seconds. Samples that recorded no
+    nominal window (older runs, request/response) are not judged."""
+    nominal = counters.get(NOMINAL)
+    if not nominal:
+        return {}
+    found = {name[len(WINDOW_PREFIX):]: value for name, value in counters.items()
+             if name.startswith(WINDOW_PREFIX)}
+    if measured_s is not None:
+        found["iperf3"] = measured_s
+    return {where: value for where, value in found.items()
+            if abs(value - nominal) > WINDOW_TOLERANCE * nominal}
+
+
+def parse_iperf3_cpu(text: str) -> dict[str, float]:
+    """iperf3's own `cpu_utilization_percent` (the client's and the server's process over
+    the whole test, warm-up included, % of one core): kept beside ours as a cross-check."""
+    try:
+        found = json.loads(text).get("end", {}).get("cpu_utilization_percent", {})
+    except (json.JSONDecodeError, AttributeError):
+        return {}
+    names = {"host_total": "iperf3_cpu_sender_pct", "remote_total": "iperf3_cpu_receiver_pct"}
+    return {ours: float(found[theirs]) for theirs, ours in names.items()
+            if isinstance(found, dict) and isinstance(found.get(theirs), (int, float))}
 
 
 def snapshot(host: "Host | None" = None) -> CpuTimes:

@@ -119,6 +119,10 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
     busy, top = foreign.busy_percent(others_before, others_after, closed - opened)
     counters = {
         "cpu_window_s": closed - opened,
+        cpu.NOMINAL: spec.duration_s,
+        **{f"{cpu.WINDOW_PREFIX}{label or 'local'}": cpu.window_seconds(before[label], after[label])
+           for label in before},
+        **cpu.parse_iperf3_cpu(out),
         "iperf3_start_lag_s": start - launched,
         "iperf3_overhead_s": finished - launched - spec.warmup_s - spec.duration_s,
         "other_busy_pct": busy,

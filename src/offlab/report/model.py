@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..cpu import windows_off
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..stats import RelativeChange, Summary, relative_change, summary
 from ..store import RunResults
@@ -56,8 +57,9 @@ class ProfileRow:
     """Receiver goodput, Gbit/s."""
     sender: Summary
     """Sender rate, Gbit/s."""
-    cpu_total: Summary
-    """Busy CPU summed over cores, percent of one core."""
+    cpu_total: Summary | None
+    """Busy CPU summed over cores, percent of one core, over the samples whose CPU window
+    matched the measured window (None when none did)."""
     cpu_per_gbps: Summary | None
     loss_percent: Summary | None
     retransmits: Summary | None
@@ -145,9 +147,16 @@ def build_rows(results: RunResults) -> dict[str, ProfileRow]:
     }
 
 
+def cpu_timed(sample: Sample) -> bool:
+    """Whether the sample's CPU windows all match its measured window (cpu.py): a sample
+    whose window is off by more than 5 % on any host is left out of CPU figures."""
+    return not windows_off(sample.counters, sample.duration_s)
+
+
 def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
     samples = tuple(samples)
-    per_gbps = [s.cpu_percent_per_gbps for s in samples]
+    timed = tuple(s for s in samples if cpu_timed(s))
+    per_gbps = [s.cpu_percent_per_gbps for s in timed]
     losses = [s.loss_percent for s in samples]
     retrans = [s.retransmits for s in samples]
     return ProfileRow(
@@ -155,11 +164,11 @@ def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
         samples=samples,
         throughput=summary([s.throughput_bps / 1e9 for s in samples]),
         sender=summary([s.sender_bps / 1e9 for s in samples]),
-        cpu_total=summary([s.cpu_total_percent for s in samples]),
-        cpu_per_gbps=_summary_if_all(per_gbps),
+        cpu_total=summary([s.cpu_total_percent for s in timed]) if timed else None,
+        cpu_per_gbps=_summary_if_all(per_gbps) if timed else None,
         loss_percent=_summary_if_all(losses),
         retransmits=_summary_if_all(retrans),
-        roles=role_cpu(samples),
+        roles=role_cpu(timed) if timed else (),
         offload_state=samples[-1].offloads,
         datapath_state=samples[-1].datapath,
     )

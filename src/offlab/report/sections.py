@@ -18,6 +18,7 @@ WARNING_TITLES = {
     "HighVariation": "High variation",
     "Outliers": "Outlier repetitions",
     "CpuSaturated": "CPU saturated",
+    "CpuWindowOff": "CPU windows that do not match the measured window",
     "OffloadNotAsRequested": "Offload state differs from the request",
     "CascadedFeature": "Features changed as a side effect",
     "UdpLossHigh": "UDP loss (overloaded cases)",

@@ -11,6 +11,7 @@ from .document import ReportModel
 from .model import ProfileRow
 from .attribution import attribution_sections
 from .drops import drops_sections
+from .windows import window_sections
 from .traffic_views import capacity_sections, latency_charts, latency_sections
 
 View = Section
@@ -29,6 +30,7 @@ def _rows(model: ReportModel) -> list[ProfileRow]:
 def seed_views(model: ReportModel) -> tuple[View, ...]:
     rows = _rows(model)
     views = attribution_sections(model) + capacity_sections(rows) + latency_sections(rows) + drops_sections(rows)
+    views += window_sections(rows)
     views += [view for study in registered() for view in study.sections(rows, model)]
     views += [Section(title, intro, tables) for title, intro, tables in adaptive_sections(model.adaptive)]
     return tuple(views)
