@@ -47,6 +47,11 @@ class TrafficSpec:
     """A UDP sample losing more than this is overloaded; the capacity search's bound."""
     latency_probe: bool = False
     """A TCP stream with an irtt probe beside it (RTT under load)."""
+    service_demand: float | None = None
+    """A TCP stream paced (iperf3 -b) at this fraction of the slowest saturated profile's
+    throughput in its topology, so no profile is CPU-bound and CPU per Gbit/s is
+    netperf's service demand; the rate itself is decided by the runner from the saturated
+    samples and recorded per sample ("offered_bps"), not here."""
 
     @property
     def label(self) -> str:
@@ -62,6 +67,8 @@ class TrafficSpec:
             name = f"tcp-m{self.message_size}"
         else:
             name = "tcp"
+        if self.protocol == "tcp" and self.service_demand:
+            name += f"-sd{100 * self.service_demand:g}"
         if self.streams > 1:
             name += f"-p{self.streams}"
         return name + ("-bidir" if self.bidirectional else "")

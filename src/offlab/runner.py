@@ -73,6 +73,16 @@ def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[TopologyKey,
     yield from groups.items()
 
 
+def saturated_twin(saturated: CaseSpec, paced: CaseSpec) -> bool:
+    """Whether a saturated case shares the paced case's topology and workload (the pace
+    is a fraction of the slowest of them); the profile and the windows may differ."""
+    a, b = saturated.traffic, paced.traffic
+    return ((saturated.scenario, saturated.mtu, saturated.topology)
+            == (paced.scenario, paced.mtu, paced.topology)
+            and (a.protocol, a.mode, a.message_size, a.streams, a.bidirectional)
+            == (b.protocol, b.mode, b.message_size, b.streams, b.bidirectional))
+
+
 def path_devices(topo: Topology) -> dict[str, list[str]]:
     """host name → devices whose own counters (`ethtool -S`) a sample keeps: the NICs of
     real hosts and every device whose offloads the topology controls (veth, VXLAN …),
@@ -116,8 +126,9 @@ class Runner:
     def execute(self, cases: Iterable[CaseSpec], done: Mapping[str, int] | None = None) -> RunnerStats:
         cases = list(cases)
         # A capacity search is a convergent search already: its repetitions are the
-        # rule's minimum, not more chasing of the search's own resolution.
-        self._fixed = {c.key for c in cases if c.traffic.mode == "capacity"}
+        # rule's minimum, not more chasing of the search's own resolution; a paced run's
+        # throughput is its pacing, so there is no CI of it to chase either.
+        self._fixed = {c.key for c in cases if c.traffic.mode == "capacity" or c.traffic.service_demand}
         work = [(c, first) for c, first in pending(cases, self.runs, done or {})
                 if self._wants_more(c.key, first)]
         total = sum(self.runs - first for _, first in work)
@@ -125,13 +136,32 @@ class Runner:
             task = progress.add_task("starting", total=total)
             for (scenario, mtu, params), group in by_topology(work):
                 progress.update(task, description=f"building {group[0][0].scenario_label} mtu {mtu}")
+                saturated = [(c, first) for c, first in group if not c.traffic.service_demand]
                 with self._build(scenario, mtu, params, steer_rx_softirq=self.settings.steer_rx_softirq) as topo:
                     receiver = topo.receiver
                     with IperfServer(receiver.host, receiver.address, receiver.core) as server:
-                        self._run_group(topo, server, group, progress, task)
+                        self._run_group(topo, server, saturated, progress, task)
+                        # paced after every saturated sibling is measured: their rates set the pace
+                        paced = self._paced([w for w in group if w not in saturated], cases)
+                        self._run_group(topo, server, paced, progress, task)
         self.stats.refused_offload_changes = list(self._control.refused)
         self.stats.malformed_ethtool_lines = self._control.malformed_lines
         return self.stats
+
+    def _paced(self, work: list[tuple[CaseSpec, int]], cases: list[CaseSpec]) -> list[tuple[CaseSpec, int]]:
+        """Service-demand cases with their rate: the fraction asked of the slowest mean
+        throughput among the saturated cases of the same topology and workload. A case
+        none of whose siblings was measured cannot be paced and is left out, said once."""
+        out = []
+        for case, first in work:
+            twins = [c for c in cases if c.traffic.service_demand is None and saturated_twin(c, case)]
+            means = [sum(v) / len(v) for v in (self._values.get(c.key) for c in twins) if v]
+            if not means:
+                self.console.print(f"[yellow]not paced[/]: {case.key} has no saturated sibling measured")
+                continue
+            rate = case.traffic.service_demand * min(means)
+            out.append((dataclasses.replace(case, traffic=dataclasses.replace(case.traffic, rate_bps=rate)), first))
+        return out
 
     def _wants_more(self, key: str, done: int) -> bool:
         if self.adaptive is None:

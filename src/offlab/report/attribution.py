@@ -25,6 +25,8 @@ INTRO = ("Each feature's effect comes from a profile with that feature alone off
 
 
 def _cell(step: Step, metric: str) -> str:
+    if metric == "throughput" and step.group.traffic.service_demand:
+        return "paced"
     found = next((e for e in step_effects(step) if e.metric == metric), None)
     if found is None:
         return "–"

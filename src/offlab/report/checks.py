@@ -70,7 +70,8 @@ def _incomplete_adaptive(results: RunResults, counts: Mapping[str, int], rule: A
     differ in runs by design: a case is short only when it stopped before its rule
     decided (no outcome stored), or, for a capacity search (which runs the rule's
     minimum), below that minimum."""
-    capacity = {case.key for case in results.cases if case.traffic.mode == "capacity"}
+    capacity = {case.key for case in results.cases
+                if case.traffic.mode == "capacity" or case.traffic.service_demand}  # fixed runs
     for key, got in counts.items():
         if key in capacity:
             if got < rule.min_runs:

@@ -128,6 +128,10 @@ class Effect:
         )
         if step.cumulative:
             text += f" ({step.label()})"
+        pace = paced_at(step.on_row)
+        if pace is not None:
+            text += (f" (service demand: both paced at {pace:.3g} Gbit/s, "
+                     f"{100 * step.group.traffic.service_demand:g}% of the slowest profile's throughput)")
         why = mechanism(step.credited)
         if why and against_mechanism(self):
             # Only on real hosts (a local run sets such steps apart, validity.py).
@@ -223,10 +227,13 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
     # port offloads: the userspace study, R as offlab-fwd) are compared in their own
     # sections; "keep X on" is advice about ethtool offloads alone.
     groups = [g for g in groups if not _varies_datapath(g)]
+    paced = {_pace_key(g) for g in groups if g.traffic.service_demand}
+    metrics = {id(g): advised_metrics(g, _pace_key(g) in paced) for g in groups}
     every_step = tuple(step for group in groups for step in group_steps(group))
     superseded = tuple(step for step in every_step if _superseded(step))
     all_steps = tuple(step for step in every_step if not _superseded(step))
-    effects_of = {id(step): step_effects(step) if step.credited else [] for step in all_steps}
+    effects_of = {id(step): step_effects(step, metrics[id(step.group)]) if step.credited else []
+                  for step in all_steps}
     reasons = {
         id(step): exclusion(step, virtual_devices)
         or (contention(step, effects_of[id(step)]) if virtual_devices else None)
@@ -253,6 +260,14 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
         excluded=tuple((step, reasons[id(step)]) for step in all_steps if reasons[id(step)]),
         superseded=superseded,
     )
+
+
+def paced_at(row: ProfileRow) -> float | None:
+    """The offered rate of a paced row, Gbit/s (the mean over its samples)."""
+    offered = [s.counters["offered_bps"] for s in row.samples if "offered_bps" in s.counters]
+    if not row.case.traffic.service_demand or not offered:
+        return None
+    return sum(offered) / len(offered) / 1e9
 
 
 def _superseded(step: Step) -> bool:
@@ -341,14 +356,29 @@ def _step(group: CaseGroup, on_row: ProfileRow, off_row: ProfileRow) -> Step:
     return Step(group, on_row, off_row, requested, in_force, cascaded, not_applied, already)
 
 
-def step_effects(step: Step) -> list[Effect]:
+def _pace_key(group: CaseGroup) -> tuple:
+    return (group.scenario, group.mtu, group.side, group.traffic.protocol, group.traffic.message_size,
+            group.traffic.streams, group.traffic.bidirectional)
+
+
+def advised_metrics(group: CaseGroup, has_paced_twin: bool) -> tuple[str, ...]:
+    """Which metrics of a group may become advice: a paced group's throughput is its
+    pace, so only its CPU per Gbit/s (the service demand) counts; a saturated group
+    whose workload was also paced leaves CPU advice to the paced one (at saturation
+    the throughput effect and the CPU effect are one measurement)."""
+    if group.traffic.service_demand:
+        return ("cpu",)
+    return ("throughput",) if has_paced_twin else ("throughput", "cpu")
+
+
+def step_effects(step: Step, metrics: tuple[str, ...] = ("throughput", "cpu")) -> list[Effect]:
     pairs: list[tuple[str, Summary | None, Summary | None]] = [
         ("throughput", step.on_row.throughput, step.off_row.throughput),
         ("cpu", step.on_row.cpu_per_gbps, step.off_row.cpu_per_gbps),
     ]
     effects = []
     for metric, on, off in pairs:
-        if on is None or off is None:
+        if on is None or off is None or metric not in metrics:
             continue
         keep_on = relative_change(on.values, off.values)
         turn_off = relative_change(off.values, on.values)

@@ -7,6 +7,8 @@ overloaded and the difference is not a property of the lab's virtual devices:
 * **Drops on the path.** A TCP case whose path dropped packets inside a host (a device,
   qdisc, backlog or stack counter grew by more than 1 in 10 000 of its segments) measured
   TCP's loss recovery: set apart in either direction, with the counter named (drops.py).
+* **Not below capacity.** A paced (service-demand) row that carried less than 95 % of
+  its offered rate was at its capacity: its CPU per Gbit/s is no service demand.
 * **Overload.** A UDP sample that lost more than its loss bound (0.1 % by default)
   measured a receiver that did not keep up (at `-b 0` one in livelock): how two
   processes contend for the cores, not what a profile carries. Such rows are shown, flagged, and used for nothing.
@@ -77,6 +79,19 @@ MECHANISMS = {
 }
 
 
+PACE_KEPT = 0.95
+"""A paced row that carried less than this share of its offered rate was at capacity."""
+
+
+def below_pace(row: "ProfileRow") -> tuple[float, float] | None:
+    """(offered, carried) in Gbit/s when a paced row did not keep its pace, else None."""
+    offered = [s.counters["offered_bps"] for s in row.samples if "offered_bps" in s.counters]
+    if not row.case.traffic.service_demand or not offered:
+        return None
+    pace = sum(offered) / len(offered) / 1e9
+    return (pace, row.throughput.mean) if row.throughput.mean < PACE_KEPT * pace else None
+
+
 def overloaded(row: "ProfileRow") -> bool:
     """A UDP stream row with a sample above its loss bound (capacity rows never are: the
     search only reports passing probes)."""
@@ -120,6 +135,14 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
                              "keep up, and what the rate measures is how sender and receiver "
                              "contend for the cores, not an offload; measure UDP with "
                              "udp_rate = \"capacity\" instead")
+    for row in (step.on_row, step.off_row):
+        short = below_pace(row)
+        if short is not None:
+            offered, carried = short
+            return Exclusion("not below capacity",
+                             f"{row.profile.name} was paced at {offered:.3g} Gbit/s and carried "
+                             f"{carried:.3g}: at its capacity, so its CPU per Gbit/s is a saturated "
+                             "figure, not a service demand; lower [service_demand] percent")
     for row in (step.on_row, step.off_row):
         dropped = drops_where_none_belong(row)
         if dropped is not None:
