@@ -67,3 +67,22 @@ def find_warnings_of(row):
     info = RunInfo("r1", "quick", 0.0, "offlab run", "6.18", "cpu", 2)
     results = RunResults(info, "complete", (row.case,), {row.case.key: row.samples})
     return find_warnings(results, {row.case.key: row}, (), Thresholds())
+
+
+def test_the_hosts_own_clock_is_read_with_its_ticks_in_one_command():
+    from tests.fixtures.recording_host import RecordingHost
+
+    stat = "cpu  1 1 1 1 1 1 1 1\ncpu0 100 0 100 100 0 0 0 0\n"
+    host = RecordingHost("rx", lambda args: "8123.45 16000.00\n" + stat)
+    found = cpu.snapshot(host)
+    assert host.calls == [["cat", "/proc/uptime", "/proc/stat"]]
+    assert found.uptime_s == 8123.45 and found.ticks[0]["usr"] == 100
+    later = cpu.CpuTimes(found.ticks, 8124.16)
+    # the clock wins over the ticks (which did not move here at all)
+    assert cpu.window_seconds(found, later) == pytest.approx(0.71)
+    assert cpu.parse_uptime("") is None
+
+
+def test_this_machine_is_read_directly_with_its_clock():
+    found = cpu.snapshot()
+    assert found.uptime_s is not None and found.uptime_s > 0 and found.ticks
