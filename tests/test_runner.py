@@ -119,12 +119,16 @@ class Sink:
     def __init__(self):
         self.samples: list[tuple[str, int]] = []
         self.outcomes = []
+        self.stacks = []
 
     def add_sample(self, run_id, case, sample):
         self.samples.append((case.profile.name, sample.repetition))
 
     def record_adaptive(self, run_id, outcome):
         self.outcomes.append(outcome)
+
+    def record_stack(self, run_id, place, host, config):
+        self.stacks.append((place, host, config))
 
 
 @contextmanager
@@ -167,6 +171,9 @@ def test_repetitions_interleave_round_robin_over_a_groups_cases(monkeypatch):
     assert sink.samples == [("all-on", 0), ("gro-off", 0), ("gro+rxcsum-off", 0),
                             ("all-on", 1), ("gro-off", 1), ("gro+rxcsum-off", 1)]
     assert lab.log[0] == "build bare" and lab.log[-1] == "teardown bare"
+    # each host's stack, once per topology
+    assert [(place, host) for place, host, _ in sink.stacks] == [("bare · MTU 1500", "tx"), ("bare · MTU 1500", "rx")]
+    assert sink.stacks[0][2]["cpu.governor"].startswith("none")
 
 
 def test_a_failed_repetition_is_retried_then_kept(monkeypatch):

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-from . import counters
+from . import counters, stackconfig
 from .adaptive import AdaptiveOutcome, rule_of
 from .measure import Context
 from .measure import measure as measure_case
@@ -46,6 +46,8 @@ class SampleSink(Protocol):
     def add_sample(self, run_id: str, case: CaseSpec, sample: Sample) -> None: ...
 
     def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None: ...
+
+    def record_stack(self, run_id: str, place: str, host: str, config: Mapping[str, str]) -> None: ...
 
 
 @dataclass
@@ -138,6 +140,7 @@ class Runner:
                 progress.update(task, description=f"building {group[0][0].scenario_label} mtu {mtu}")
                 saturated = [(c, first) for c, first in group if not c.traffic.service_demand]
                 with self._build(scenario, mtu, params, steer_rx_softirq=self.settings.steer_rx_softirq) as topo:
+                    self._record_stack(topo, f"{group[0][0].scenario_label} · MTU {mtu}")
                     receiver = topo.receiver
                     with IperfServer(receiver.host, receiver.address, receiver.core) as server:
                         self._run_group(topo, server, saturated, progress, task)
@@ -162,6 +165,12 @@ class Runner:
             rate = case.traffic.service_demand * min(means)
             out.append((dataclasses.replace(case, traffic=dataclasses.replace(case.traffic, rate_bps=rate)), first))
         return out
+
+    def _record_stack(self, topo: Topology, place: str) -> None:
+        """Each host's network stack as this topology runs on it, stored with the run."""
+        devices = path_devices(topo)
+        for name, host in topo.counter_hosts().items():
+            self.sink.record_stack(self.run_id, place, name, stackconfig.read(host, devices.get(name, ())))
 
     def _wants_more(self, key: str, done: int) -> bool:
         if self.adaptive is None:

@@ -14,9 +14,11 @@ report interval), ``sample_probe`` (a capacity search's trials), ``case_adaptive
 adaptive repetitions ended, see adaptive.py). Format 1 stores are upgraded by
 migrations.py.
 
-``case_adaptive`` was added without a format bump on purpose: it is created on open
-when missing (so older stores gain it) and older offlab versions never read it, so
-stores stay readable both ways.
+``case_adaptive`` and ``run_stack`` (each host's network stack configuration per
+topology, stackconfig.py) were added without a format bump on purpose: they are created
+on open when missing (so older stores gain them), a read-only opening of a store without
+them reads them as empty, and older offlab versions never read them, so stores stay
+readable both ways.
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ CREATE TABLE IF NOT EXISTS sample_probe (
     loss_percent REAL NOT NULL,
     PRIMARY KEY (sample_id, ordinal)
 );
+CREATE TABLE IF NOT EXISTS run_stack (
+    run_id TEXT NOT NULL REFERENCES run(id), place TEXT NOT NULL, host TEXT NOT NULL,
+    key TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (run_id, place, host, key)
+);
 CREATE TABLE IF NOT EXISTS case_adaptive (
     run_id TEXT NOT NULL, case_key TEXT NOT NULL, target REAL NOT NULL,
     min_runs INTEGER NOT NULL, max_runs INTEGER NOT NULL, runs INTEGER NOT NULL,
@@ -141,6 +148,8 @@ class RunResults:
     finished_at: float | None = None
     adaptive: Mapping[str, AdaptiveOutcome] = field(default_factory=dict)
     """case key → how its adaptive repetitions ended (empty for fixed-count runs)."""
+    stack: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
+    """place ("bare · MTU 1500") → host → stack setting → value (stackconfig.py)."""
 
 
 class Store:
@@ -356,6 +365,14 @@ class Store:
                  outcome.max_runs, outcome.runs, outcome.half_width, outcome.reached),
             )
 
+    def record_stack(self, run_id: str, place: str, host: str, config: Mapping[str, str]) -> None:
+        """Store (or replace, on resume) one host's stack configuration for a topology."""
+        with self._conn:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO run_stack VALUES (?, ?, ?, ?, ?)",
+                [(run_id, place, host, key, value) for key, value in config.items()],
+            )
+
     def finish_run(self, run_id: str, status: str, finished_at: float | None = None) -> None:
         """Mark a run "complete", "interrupted" or "failed"."""
         if status not in RUN_STATUSES[1:]:
@@ -427,7 +444,16 @@ class Store:
         for sample in self._load_samples(run_id):
             samples[sample.case_key] = samples.get(sample.case_key, ()) + (sample,)
         return RunResults(info, row[10], tuple(cases), samples, row[11],
-                          self._load_adaptive(run_id))
+                          self._load_adaptive(run_id), self._load_stack(run_id))
+
+    def _load_stack(self, run_id: str) -> dict[str, dict[str, dict[str, str]]]:
+        if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_stack'").fetchone():
+            return {}  # an older store opened read-only
+        found: dict[str, dict[str, dict[str, str]]] = {}
+        for place, host, key, value in self._conn.execute(
+                "SELECT place, host, key, value FROM run_stack WHERE run_id = ? ORDER BY rowid", (run_id,)):
+            found.setdefault(place, {}).setdefault(host, {})[key] = value
+        return found
 
     def _load_adaptive(self, run_id: str) -> dict[str, AdaptiveOutcome]:
         rows = self._conn.execute(

@@ -28,6 +28,8 @@ class ReportModel:
     cases: int
     adaptive: Mapping[str, AdaptiveOutcome] = field(default_factory=dict)
     """case key → how its adaptive repetitions ended (`run --ci-target`)."""
+    stack: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
+    """place → host → network stack setting → value, as the run recorded it."""
 
 
 def _virtual_devices(results: RunResults) -> bool:
@@ -55,4 +57,5 @@ def build_report_model(
         samples=sum(len(s) for s in results.samples.values()),
         cases=len(results.cases),
         adaptive=results.adaptive,
+        stack=results.stack,
     )

@@ -72,8 +72,8 @@ def ci_range(stat: Summary | None, scale: float = 1.0) -> str:
 
 
 def versus(change: RelativeChange | None) -> str:
-    """The effect of having the offloads on (all on relative to this profile) with its
-    CI; "*" marks significance (Welch p < 0.05); the p-values are in the recommendations."""
+    """A relative change with its CI (in the case tables: all on relative to the row, the
+    effect of having the offloads on); "*" marks significance (Welch p < 0.05)."""
     if change is None:
         return "—"
     text = format_change(change)

@@ -11,6 +11,7 @@ from .document import ReportModel
 from .model import ProfileRow
 from .attribution import attribution_sections
 from .drops import drops_sections
+from .stack import stack_sections
 from .windows import window_sections
 from .traffic_views import capacity_sections, latency_charts, latency_sections
 
@@ -33,6 +34,7 @@ def seed_views(model: ReportModel) -> tuple[View, ...]:
     views += window_sections(rows)
     views += [view for study in registered() for view in study.sections(rows, model)]
     views += [Section(title, intro, tables) for title, intro, tables in adaptive_sections(model.adaptive)]
+    views += stack_sections(model.stack)
     return tuple(views)
 
 
