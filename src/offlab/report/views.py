@@ -10,6 +10,7 @@ from .adaptive import adaptive_sections
 from .document import ReportModel
 from .model import ProfileRow
 from .attribution import attribution_sections
+from .claims import claims_sections
 from .drops import drops_sections
 from .stack import stack_sections
 from .windows import window_sections
@@ -30,7 +31,7 @@ def _rows(model: ReportModel) -> list[ProfileRow]:
 
 def seed_views(model: ReportModel) -> tuple[View, ...]:
     rows = _rows(model)
-    views = attribution_sections(model) + capacity_sections(rows) + latency_sections(rows) + drops_sections(rows)
+    views = claims_sections(model) + attribution_sections(model) + capacity_sections(rows) + latency_sections(rows) + drops_sections(rows)
     views += window_sections(rows)
     views += [view for study in registered() for view in study.sections(rows, model)]
     views += [Section(title, intro, tables) for title, intro, tables in adaptive_sections(model.adaptive)]
