@@ -75,3 +75,9 @@ def test_section_lists_each_counter_and_a_clean_case_once():
     assert table.rows[1][2].startswith("⚠") and table.rows[1][3] == "dev.ofl-v0.tx_drop (drop)"
     assert table.rows[1][4] == "tx" and table.rows[1][5] == "1.8k (3/3)"
     assert table.rows[2][3] == "softnet.cpu0.squeezed (pressure)" and table.rows[2][4] == "local"
+
+
+def test_a_paced_case_is_judged_by_what_resending_costs_it():
+    paced = TrafficSpec("tcp", 0.7, warmup_s=0.3, service_demand=0.8)
+    assert drops_where_none_belong(_row(TSO_OFF, 7e9, drops=1800.0, traffic=paced)) is None  # 0.12 %
+    assert drops_where_none_belong(_row(TSO_OFF, 7e9, drops=30000.0, traffic=paced)) is not None  # 2 %

@@ -29,6 +29,10 @@ DROP_SHARE = 1e-4
 one in 10 000 of the segments it sent (mean per sample) …"""
 DROP_FLOOR = 10.0
 """… and by more than this many packets per sample (a stray drop is no pattern)."""
+PACED_DROP_SHARE = 1e-2
+"""A paced run (service demand) has its rate set by its pace, not by loss recovery: its
+drops bias only its CPU per Gbit/s, by the work of resending them — judged above 1 % of
+its segments (well inside the 5 % noise threshold below it)."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,8 @@ def drops_where_none_belong(row: "ProfileRow") -> PathDrops | None:
     if not judged(row):
         return None
     found = path_drops(row.samples)
-    limit = max(DROP_FLOOR, DROP_SHARE * found.segments) if found.segments else DROP_FLOOR
+    share = PACED_DROP_SHARE if row.case.traffic.service_demand else DROP_SHARE
+    limit = max(DROP_FLOOR, share * found.segments) if found.segments else DROP_FLOOR
     return found if found.per_sample > limit else None
 
 
