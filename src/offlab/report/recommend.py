@@ -426,10 +426,9 @@ def group_headline(group: CaseGroup) -> str | None:
     if group.baseline is None or widest is None:
         return None
     parts = []
-    for metric, on, off in (
-        ("throughput", group.baseline.throughput, widest.throughput),
-        ("CPU per Gbps", group.baseline.cpu_per_gbps, widest.cpu_per_gbps),
-    ):
+    pairs = [("throughput", group.baseline.throughput, widest.throughput),
+             ("CPU per Gbps", group.baseline.cpu_per_gbps, widest.cpu_per_gbps)]
+    for metric, on, off in pairs[1:] if group.traffic.service_demand else pairs:  # paced: rate is the pace
         change = relative_change(on.values, off.values) if on and off else None
         if change is not None:
             mark = "" if change.significant else ", n.s."
