@@ -65,7 +65,7 @@ def test_a_lossy_case_is_set_apart_in_either_direction_and_marked_in_the_table()
         assert table.header[-1] == "Path drops / sample"
         assert "⚠ drops on the path" in table.rows[1][0]
         assert table.rows[1][-1] == "1.8k ⚠ tx:dev.ofl-v0.tx_drop" and table.rows[0][-1] == "0"
-        assert table.rows[1][6].endswith("(0.00013%)")
+        assert table.rows[1][6].endswith("(<0.001%)")
 
 
 def test_section_lists_each_counter_and_a_clean_case_once():
@@ -81,3 +81,9 @@ def test_a_paced_case_is_judged_by_what_resending_costs_it():
     paced = TrafficSpec("tcp", 0.7, warmup_s=0.3, service_demand=0.8)
     assert drops_where_none_belong(_row(TSO_OFF, 7e9, drops=1800.0, traffic=paced)) is None  # 0.12 %
     assert drops_where_none_belong(_row(TSO_OFF, 7e9, drops=30000.0, traffic=paced)) is not None  # 2 %
+
+
+def test_retransmit_cell_gives_the_share_of_segments():
+    from offlab.report.drops import retrans_cell, share_text
+    assert retrans_cell(_row(TSO_OFF, 14e9, retrans=900.0)) == "900±0 (0.06%)"
+    assert share_text(0.0) == "0%" and share_text(7.8e-05) == "<0.001%" and share_text(3.8) == "3.8%"

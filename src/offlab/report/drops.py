@@ -141,7 +141,14 @@ def retrans_cell(row: "ProfileRow") -> str:
     count = mean_std(row.retransmits, decimals=0)
     if found.retrans_pct is None:
         return count
-    return f"{count} ({found.retrans_pct.mean:.2g}%)"
+    return f"{count} ({share_text(found.retrans_pct.mean)})"
+
+
+def share_text(percent: float) -> str:
+    """0.31 → "0.31%", 7.8e-05 → "<0.001%", 0 → "0%"."""
+    if percent == 0:
+        return "0%"
+    return "<0.001%" if percent < 0.001 else f"{percent:.2g}%"
 
 
 def drops_cell(row: "ProfileRow") -> str:
@@ -176,8 +183,8 @@ def drops_sections(rows: Sequence["ProfileRow"]) -> list:
     for row in rows:
         found = path_drops(row.samples)
         lossy = judged(row) and drops_where_none_belong(row) is not None
-        retrans = (f"{found.retrans_pct.mean:.3g}% (efficiency {found.efficiency_pct:.2f}%)"
-                   if found.retrans_pct is not None else "–")
+        retrans = (f"{share_text(found.retrans_pct.mean)} (efficiency {found.efficiency_pct:.2f}%)"
+                   if found.retrans_pct is not None and judged(row) else "–")
         verdict = "⚠ drops where none belong" if lossy else ("not judged (UDP)" if not judged(row) else "ok")
         listed = [*found.drops[:4], *found.pressure[:2]]
         if not listed:

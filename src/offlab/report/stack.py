@@ -23,7 +23,7 @@ def stack_sections(stack: Mapping[str, Mapping[str, Mapping[str, str]]]) -> list
     keys = list(dict.fromkeys(key for config in configs for key in config))
     common = [k for k in keys if all(c.get(k) == configs[0].get(k) for c in configs)]
     tables = [("Every host, every topology", Table(("Setting", "Value"),
-                                                   tuple((k, configs[0][k]) for k in common)))]
+                                                   tuple((k, configs[0][k]) for k in common), align_left=2))]
     for place, hosts in stack.items():
         names = list(hosts)
         rows = tuple((k, *(hosts[h].get(k, "–") for h in names))

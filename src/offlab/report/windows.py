@@ -1,5 +1,5 @@
 """The CPU window of every case on every host: how long each machine's snapshots
-bracketed by its own clock (/proc/stat ticks), against the test's nominal window and
+bracketed by its own clock (/proc/uptime), against the test's nominal window and
 iperf3's measured one, the samples left out of CPU figures for a window off by more than
 5 %, and iperf3's own cpu_utilization_percent beside the lab's per-process figures (a
 cross-check: iperf3 counts the whole test, warm-up included)."""
@@ -16,8 +16,8 @@ from .tables import Table, mean_std
 if TYPE_CHECKING:
     from .model import ProfileRow
 
-INTRO = ("Each machine's CPU window is measured by its own clock (the ticks /proc/stat "
-         "accounted between the two snapshots), never assumed: a window off the nominal "
+INTRO = ("Each machine's CPU window is measured by its own clock (/proc/uptime, read with "
+         "/proc/stat at both snapshots), never assumed: a window off the nominal "
          f"measured window by more than {WINDOW_TOLERANCE:.0%}, or an iperf3 measured window "
          "off it, leaves the sample out of every CPU figure (with a warning). The last "
          "columns set the lab's per-process CPU of the iperf3 client and server (% of one "
