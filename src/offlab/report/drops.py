@@ -171,7 +171,9 @@ DROPS_INTRO = (
     "reads them); squeezes and requeues beside them (a queue under pressure, nothing lost). "
     "Retransmits are the sender's share of the segments it sent; RFC 6349's TCP efficiency "
     "is 100% minus it. A TCP case that dropped more than 1 in 10 000 of its segments inside "
-    "a host is marked ⚠ and every difference it takes part in is set apart from the advice.")
+    "a host is marked ⚠ and every difference it takes part in is set apart from the advice "
+    "(drops are summed over counters: a frame a tunnel's underlay dropped may also count at "
+    "the tunnel device).")
 
 
 def drops_sections(rows: Sequence["ProfileRow"]) -> list:
