@@ -106,3 +106,22 @@ def test_a_case_with_one_sample_is_compared_without_a_test(base):
     assert result.matched and not result.significant
     md = render_markdown(result)
     assert "n.s." in md or "–" in md
+
+
+def test_stack_settings_are_stored_and_their_differences_listed(tmp_path):
+    path = tmp_path / "s.sqlite"
+    run_id = build_store(path)
+    with Store(path) as store:
+        store.record_stack(run_id, "veth · MTU 1500", "rx", {"net.ipv4.tcp_congestion_control": "cubic",
+                                                             "tool.iperf3": "iperf 3.12"})
+        a = store.load_run(run_id)
+    assert a.stack == {"veth · MTU 1500": {"rx": {"net.ipv4.tcp_congestion_control": "cubic",
+                                                  "tool.iperf3": "iperf 3.12"}}}
+    b = dataclasses.replace(a, info=dataclasses.replace(a.info, run_id="b"),
+                            stack={"veth · MTU 1500": {"rx": {"net.ipv4.tcp_congestion_control": "bbr",
+                                                              "tool.iperf3": "iperf 3.12"}}})
+    found = compare(a, b)
+    assert "veth · MTU 1500 rx net.ipv4.tcp_congestion_control: cubic → bbr" in found.environment
+    assert "cubic → bbr" in render_markdown(found)
+    with Store(path, readonly=True) as store:  # read-only readers see it too
+        assert store.load_run(run_id).stack == a.stack

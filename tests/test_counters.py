@@ -47,13 +47,58 @@ def test_pathology_names():
     assert not counters.is_pathology("Ip.InReceives")
 
 
-def test_snapshot_uses_one_command_per_host():
+def test_snapshot_reads_proc_and_qdiscs_per_host_and_softnet_once_per_machine():
     from tests.fixtures.recording_host import RecordingHost
 
-    host = RecordingHost("r", lambda args: FIXTURE.read_text())
-    snap = counters.snapshot_many({"r": host})
-    assert host.calls == [["cat", *counters.PROC_FILES]]
-    assert snap["r:Ip.DefaultTTL"] == 64
+    def answer(args):
+        if args[0] == "tc":
+            return QDISCS
+        return SOFTNET.read_text() if args == ["cat", counters.SOFTNET_FILE] else FIXTURE.read_text()
+
+    tx, rx = RecordingHost("tx", answer), RecordingHost("rx", answer)
+    snap = counters.snapshot_many({"tx": tx, "rx": rx})
+    assert tx.calls == [["cat", *counters.PROC_FILES], ["tc", "-s", "-j", "qdisc", "show"],
+                        ["cat", counters.SOFTNET_FILE]]
+    # rx shares the machine (and so its softnet_stat) with tx: not read twice
+    assert rx.calls == [["cat", *counters.PROC_FILES], ["tc", "-s", "-j", "qdisc", "show"]]
+    assert snap["tx:Ip.DefaultTTL"] == 64 and "tx:softnet.cpu1.squeezed" in snap
+    assert not any(k.startswith("rx:softnet.") for k in snap)
+    assert snap["rx:qdisc.ofl-v0.pfifo_fast.0:.drops"] == 17
+
+
+SOFTNET = Path(__file__).parent / "fixtures" / "counters" / "softnet_stat.txt"
+QDISCS = ('[{"kind":"pfifo_fast","handle":"0:","dev":"ofl-v0","root":true,"bytes":9,"packets":3,'
+          '"drops":17,"overlimits":0,"requeues":2,"backlog":0,"qlen":0},'
+          '{"kind":"noqueue","handle":"0:","dev":"lo","drops":0}]')
+
+
+def test_softnet_columns_by_cpu_number():
+    # recorded on this 2-core machine: the second line is CPU 1 (column 12)
+    parsed = counters.parse_softnet(SOFTNET.read_text())
+    assert set(parsed) == {f"softnet.cpu{c}.{n}" for c in (0, 1) for n in ("dropped", "squeezed", "flow_limit")}
+    line = "0187e3ad 00000005 0000037f 0 0 0 0 0 0 000750e8 00000002 0 00000007 0 0"
+    assert counters.parse_softnet(line) == {"softnet.cpu7.dropped": 5, "softnet.cpu7.squeezed": 0x37f,
+                                            "softnet.cpu7.flow_limit": 2}
+    assert counters.parse_softnet("zz 1 2\n") == {}
+
+
+def test_qdisc_statistics_and_what_counts_as_a_drop():
+    parsed = counters.parse_tc_qdisc(QDISCS)
+    assert parsed["qdisc.ofl-v0.pfifo_fast.0:.drops"] == 17
+    assert parsed["qdisc.ofl-v0.pfifo_fast.0:.requeues"] == 2
+    assert counters.parse_tc_qdisc("not json") == {} and counters.parse_tc_qdisc("") == {}
+    assert counters.is_drop("qdisc.ofl-v0.pfifo_fast.0:.drops")
+    assert counters.is_pressure("qdisc.ofl-v0.pfifo_fast.0:.requeues")
+    assert counters.is_drop("softnet.cpu0.dropped") and counters.is_pressure("softnet.cpu0.squeezed")
+    assert counters.is_drop("dev.ofl-v0.tx_drop") and counters.is_drop("TcpExt.TCPBacklogDrop")
+    assert not counters.is_drop("Tcp.RetransSegs") and not counters.is_drop("Tcp.InCsumErrors")
+    assert counters.is_drop("nic.ofl-v0.rx_queue_0_drops")
+
+
+def test_retransmit_share_of_the_senders_segments():
+    grown = {"tx:Tcp.OutSegs": 20000, "tx:Tcp.RetransSegs": 50, "rx:Tcp.OutSegs": 9000}
+    assert counters.segment_shares(grown, "tx") == {"tcp_segments": 20000.0, "tcp_retrans_pct": 0.25}
+    assert counters.segment_shares(grown, "a") == {}
 
 
 def test_ethtool_statistics_are_nic_counters():

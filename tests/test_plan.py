@@ -20,13 +20,26 @@ sequences = ["tx", "rx"]
 def test_builtin_plans_exist_and_parse():
     assert {"quick", "offloads"} <= set(plan.builtin_names())
     quick = plan.load("quick")
-    # 2 scenarios × (TCP and UDP × 4 tx profiles on veth's wire + TCP × 3 rx profiles on
-    # the MTU wire, each wire with its own all-on)
-    assert len(quick.cases) == 2 * (2 * 4 + 3) and quick.runs == 3
+    # 2 scenarios × (TCP and UDP × 4 tx profiles on veth's wire + TCP × 4 rx profiles on
+    # the MTU wire, each wire with its own all-on), and each TCP case paced once more
+    assert len(quick.cases) == 2 * (2 * 4 + 4) + 2 * (4 + 4) and quick.runs == 3
+    paced = [c for c in quick.cases if c.traffic.service_demand]
+    assert len(paced) == 16 and all(c.traffic.service_demand == 0.8 and not c.traffic.latency_probe for c in paced)
+    # all on, each feature alone off, then all of the side off (attribution, issue #30)
+    bare_tx = [c.profile.name for c in quick.cases
+               if c.scenario_label == "bare" and c.traffic.label == "tcp"]
+    assert bare_tx == ["all-on", "tso-off", "txcsum-off", "tso+txcsum+gso-off"]
+    rx = [dict(c.profile.features) for c in quick.cases
+          if c.scenario_label == "vxlan-mtu-wire" and c.traffic.label == "tcp"]
+    assert rx[1:] == [{"generic-receive-offload": False}, {"rx-checksumming": False},
+                      {"generic-receive-offload": False, "rx-checksumming": False}]
+    vxlan_off = next(c for c in quick.cases if c.scenario_label == "vxlan" and c.profile.name.startswith("tso+"))
+    assert vxlan_off.profile.features.get("tx-udp_tnl-segmentation") is False
     wired = [c for c in quick.cases if c.topology.get("wire") == "mtu"]
     assert {c.profile.side for c in wired} == {"both", "rx"} and all(c.traffic.protocol == "tcp" for c in wired)
     assert all(c.traffic.mode == "capacity" for c in quick.cases if c.traffic.protocol == "udp")
-    assert all(c.traffic.latency_probe for c in quick.cases if c.traffic.protocol == "tcp")
+    assert all(c.traffic.latency_probe for c in quick.cases
+               if c.traffic.protocol == "tcp" and not c.traffic.service_demand)
     offl = plan.load("offloads")
     assert len(offl.cases) == 2 * 2 * 3 * 6 and offl.runs == 10
     assert {c.mtu for c in offl.cases} == {1500, 9000}
@@ -40,8 +53,9 @@ def test_quick_plan_fits_five_minutes():
     searches = sum(capacity.expected_seconds(c.traffic) for c in quick.cases
                    if c.traffic.mode == "capacity") * quick.runs
     # Traffic itself, each search at its probe budget and its verification trial; builds,
-    # ethtool and the report fit in the rest of five minutes.
-    assert streams + searches <= 255
+    # ethtool and the report fit in the rest of five minutes. Issue #30 added about 60 s:
+    # single-off TCP profiles and the paced (service-demand) runs.
+    assert streams + searches <= 300
 
 
 def test_cases_in_order_and_all_on_shared():

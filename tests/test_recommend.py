@@ -67,7 +67,7 @@ def test_a_feature_that_hurts_is_recommended_off():
         (t, e) for t, e in recommend([_group([base, gso])], virtual_devices=False).goals
         if "throughput" in t]
     assert title == "To increase TCP throughput"
-    assert effect.sentence().startswith("turn GSO off at the transmitter — +30%")
+    assert effect.sentence().startswith("turn GSO off at the transmitter — having it on: −23%")
 
 
 def test_opposite_significant_effects_are_reported_as_contradictory():
@@ -112,3 +112,36 @@ def test_userspace_datapath_profiles_get_no_offload_advice():
     results = RunResults(fixture_run_info(), "complete", cases, samples)
     recs = recommend(build_groups(results, build_rows(results)))
     assert recs.effects == () and recs.goals == ()
+
+
+def test_single_off_profiles_attribute_and_the_all_off_step_is_labelled():
+    """The quick plan's shape: all on, TSO alone off, tx checksumming alone off (TSO goes
+    with it), all off. TSO and tx checksumming are credited from their single-off rows;
+    the all-off row's step comes from the nearest state in force (txcsum-off), credits
+    GSO alone with TSO already off (not "not applied"), and is labelled as a step."""
+    base = _row("all-on", {}, [20.0, 20.2, 19.8], ALL)
+    tso = _row("tso-off", {TSO: False}, [12.0, 12.1, 11.9], {**ALL, TSO: False})
+    csum = _row("txcsum-off", {CSUM: False}, [11.0, 11.2, 10.8], {**ALL, CSUM: False, TSO: False})
+    every = _row("tso+txcsum+gso-off", {TSO: False, CSUM: False, GSO: False}, [6.0, 6.1, 5.9],
+                 {TSO: False, CSUM: False, GSO: False})
+    group = _group([base, tso, csum, every])
+    last = group_steps(group)[-1]
+    assert last.on_row is csum and last.in_force == (GSO,)
+    assert last.already_off == (TSO,) and last.not_applied == ()
+    assert last.cumulative and "with TSO and Tx checksumming already off" in last.label()
+    rec = recommend([group])
+    sentences = [e.sentence() for _, effects in rec.goals for e in effects]
+    gso = next(s for s in sentences if s.startswith("keep GSO on"))
+    assert "(cumulative step txcsum-off → tso+txcsum+gso-off" in gso
+    tso_line = next(s for s in sentences if s.startswith("keep TSO on"))
+    assert "cumulative" not in tso_line and tso_line.split(" — ")[1].startswith("+")
+
+
+def test_a_cumulative_step_covered_by_single_offs_is_superseded():
+    base = _row("all-on", {}, [20.0, 20.2, 19.8], ALL)
+    tso = _row("tso-off", {TSO: False}, [12.0, 12.1, 11.9], {**ALL, TSO: False})
+    gso = _row("gso-off", {GSO: False}, [19.0, 19.1, 18.9], {**ALL, GSO: False})
+    both = _row("tso+gso-off", {TSO: False, GSO: False}, [6.0, 6.1, 5.9], {**ALL, TSO: False, GSO: False})
+    rec = recommend([_group([base, tso, gso, both])])
+    assert [s.off_row.profile.name for s in rec.superseded] == ["tso+gso-off"]
+    assert all(not e.step.cumulative for e in rec.effects)

@@ -119,12 +119,16 @@ class Sink:
     def __init__(self):
         self.samples: list[tuple[str, int]] = []
         self.outcomes = []
+        self.stacks = []
 
     def add_sample(self, run_id, case, sample):
         self.samples.append((case.profile.name, sample.repetition))
 
     def record_adaptive(self, run_id, outcome):
         self.outcomes.append(outcome)
+
+    def record_stack(self, run_id, place, host, config):
+        self.stacks.append((place, host, config))
 
 
 @contextmanager
@@ -167,6 +171,9 @@ def test_repetitions_interleave_round_robin_over_a_groups_cases(monkeypatch):
     assert sink.samples == [("all-on", 0), ("gro-off", 0), ("gro+rxcsum-off", 0),
                             ("all-on", 1), ("gro-off", 1), ("gro+rxcsum-off", 1)]
     assert lab.log[0] == "build bare" and lab.log[-1] == "teardown bare"
+    # each host's stack, once per topology
+    assert [(place, host) for place, host, _ in sink.stacks] == [("bare · MTU 1500", "tx"), ("bare · MTU 1500", "rx")]
+    assert sink.stacks[0][2]["cpu.governor"].startswith("none")
 
 
 def test_a_failed_repetition_is_retried_then_kept(monkeypatch):
@@ -216,3 +223,26 @@ def test_a_capacity_search_runs_the_rules_minimum_whatever_its_spread(monkeypatc
     with _no_iperf_server(monkeypatch):
         _runner(lab, sink, RunSettings(3, ci_target=0.05, min_runs=3, max_runs=6)).execute(cases)
     assert len(sink.samples) == 3
+
+
+def test_paced_cases_run_after_their_saturated_siblings_at_a_fraction_of_the_slowest(monkeypatch):
+    text = GOOD + "\n[service_demand]\npercent = 80\nduration = 0.7\nwarmup = 0.3\n"
+    cases = _cases(text)
+    paced = [c for c in cases if c.traffic.service_demand]
+    assert [c.traffic.label for c in paced] == ["tcp-sd80"] * 3 and paced[0].traffic.rate_bps is None
+    seen = []
+
+    class Pacing(Lab):
+        def measure(self, topo, case, repetition, state, datapath, context):
+            seen.append((case.traffic.label, case.profile.name, case.traffic.rate_bps))
+            return super().measure(topo, case, repetition, state, datapath, context)
+
+    lab = Pacing(rates={"all-on": [20e9], "gro-off": [10e9], "gro+rxcsum-off": [15e9]})
+    sink = Sink()
+    with _no_iperf_server(monkeypatch):
+        _runner(lab, sink, RunSettings(3, ci_target=0.05, min_runs=3, max_runs=6)).execute(cases)
+    saturated = [s for s in seen if s[0] == "tcp"]
+    assert seen[:len(saturated)] == saturated  # every saturated sample first
+    rates = {rate for label, _, rate in seen if label == "tcp-sd80"}
+    assert rates == {0.8 * 10e9}  # 80 % of the slowest saturated profile (gro-off)
+    assert sum(1 for s in seen if s[0] == "tcp-sd80") == 9  # the rule's minimum, each

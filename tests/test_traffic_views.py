@@ -6,7 +6,6 @@ from offlab.report.model import profile_row
 from offlab.report.capacity_limits import buffer_bound
 from offlab.report.capacity_view import HEADER, capacity_sections
 from offlab.report.latency_view import latency_charts, latency_sections
-from offlab.report.traffic_views import nic_sections
 
 ALL_ON = OffloadProfile("all-on", "both", {})
 TSO_OFF = OffloadProfile("tso-off", "tx", {"tcp-segmentation-offload": False})
@@ -82,14 +81,3 @@ def test_a_capacity_bounded_by_a_buffer_under_an_idle_receiver_is_flagged_and_no
     sender = _capacity_row(1472, {**VERIFIED, "capacity_sender_bound": 1.0})
     assert not buffer_bound(sender)
     assert dict(zip(HEADER, capacity_sections([sender])[0].tables[0][1].rows[0]))["Bounded by"] == "the sender"
-
-
-def test_nic_drop_counters_are_named_per_case_and_only_for_real_hosts():
-    case = CaseSpec("bare", 1500, ALL_ON, TrafficSpec("tcp", 2.0))
-    samples = tuple(Sample(case.key, i, 0.0, 2.0, 10e9, 10e9, counters={
-        "rx:nic.ens1f0.rx_missed_errors": 40.0 + i, "rx:nic.ens1f0.rx_packets": 1e6}) for i in range(2))
-    (section,) = nic_sections([profile_row(case, samples)])
-    (_, table), = section.tables
-    assert table.rows == ((case.key, "rx:nic.ens1f0.rx_missed_errors", "40.5"),)
-    local = (Sample(case.key, 0, 0.0, 2.0, 10e9, 10e9, counters={"rx:Tcp.InSegs": 5.0}),)
-    assert nic_sections([profile_row(case, local)]) == []

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from . import compare_rule
 from .compare_rule import Verdict
+
+from . import stackconfig
 from .records import RunInfo
 from .report.html import page, render_table as html_table
 from .report.markdown import render_table as md_table
@@ -85,7 +87,7 @@ def compare(a: RunResults, b: RunResults) -> Comparison:
         matched=matched,
         only_a=tuple(k for k in rows_a if k not in rows_b),
         only_b=tuple(k for k in rows_b if k not in rows_a),
-        environment=environment_differences(a.info, b.info),
+        environment=environment_differences(a.info, b.info) + stackconfig.differences(a.stack, b.stack),
     )
 
 

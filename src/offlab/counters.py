@@ -1,5 +1,8 @@
-"""Kernel counters of a namespace: what a sample adds to /proc/net/snmp, /proc/net/netstat
-and /proc/net/dev (retransmits, checksum errors, drops per interface).
+"""Kernel counters of a host: what a sample adds to every place a packet can be dropped
+on its path — /proc/net/snmp and /proc/net/netstat (the files `nstat` reads: retransmits,
+checksum errors, backlog drops), /proc/net/dev (drops per interface), the qdiscs'
+statistics (`tc -s qdisc`), the per-CPU backlog's drops and squeezes
+(/proc/net/softnet_stat, one per machine) and each device's own counters (`ethtool -S`).
 
 A forwarded path that "collapses" under some offload profile (seed 003: checksum offload
 on a middlebox) shows up here before it shows up anywhere else, so every sample of the
@@ -8,12 +11,18 @@ middlebox plan keeps these deltas. Parsers are pure; one function reads a host.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 if TYPE_CHECKING:
     from .hosts import Host
 
 PROC_FILES = ("/proc/net/snmp", "/proc/net/netstat", "/proc/net/dev")
+SOFTNET_FILE = "/proc/net/softnet_stat"
+"""Per CPU, in hex: processed, dropped, time_squeeze, …, flow_limit_count (column 10),
+the CPU's number (column 12, kernels since 5.10). Not per namespace: one per machine."""
+SOFTNET_COLUMNS = {1: "dropped", 2: "squeezed", 10: "flow_limit"}
+QDISC_FIELDS = ("drops", "requeues", "overlimits")
 
 DEV_FIELDS = (
     "rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame",
@@ -99,7 +108,75 @@ def is_pathology(name: str) -> bool:
         return any(word in name for word in ("drop", "err", "miss", "discard", "fifo", "crc"))
     if name.startswith("dev."):
         return name.endswith(("_drop", "_errs", "_fifo", "_frame", "_carrier"))
+    if name.startswith("qdisc."):
+        return name.endswith(".drops")
+    if name.startswith("softnet."):
+        return name.endswith((".dropped", ".flow_limit"))
     return name in PATHOLOGY_COUNTERS or "CsumErrors" in name
+
+
+def is_drop(name: str) -> bool:
+    """A counter of packets thrown away on the path (not damaged ones, not retransmits):
+    what the drop validity check (report/drops.py) sums."""
+    if name.startswith("nic."):
+        return any(word in name for word in ("drop", "miss", "discard", "fifo", "no_buf", "nobuf"))
+    if name.startswith("dev."):
+        return name.endswith(("_drop", "_fifo"))
+    if name.startswith(("qdisc.", "softnet.")):
+        return is_pathology(name)
+    return name in STACK_DROPS
+
+
+STACK_DROPS = frozenset({"Ip.InDiscards", "Ip.OutDiscards", "Udp.InErrors", "Udp.RcvbufErrors",
+                         "Udp.SndbufErrors", "TcpExt.TCPBacklogDrop", "TcpExt.TCPRcvQDrop",
+                         "TcpExt.TCPZeroWindowDrop", "TcpExt.TCPMinTTLDrop", "TcpExt.PFMemallocDrop",
+                         "TcpExt.TCPReqQFullDrop", "TcpExt.ListenDrops", "TcpExt.LockDroppedIcmps"})
+"""The stack's own counters (/proc/net/snmp, netstat) of packets it threw away."""
+
+
+def is_pressure(name: str) -> bool:
+    """Growth that says a queue was under pressure without losing anything: a softirq
+    that ran out of budget (`time_squeeze`), a qdisc that requeued."""
+    return name.endswith((".squeezed", ".requeues"))
+
+
+def parse_softnet(text: str) -> Counters:
+    """/proc/net/softnet_stat → {"softnet.cpu<N>.dropped": …, ".squeezed", ".flow_limit"};
+    the CPU's number from column 12 when the kernel prints it, else the line's."""
+    out: Counters = {}
+    for line_number, line in enumerate(text.splitlines()):
+        fields = line.split()
+        try:
+            values = [int(f, 16) for f in fields]
+        except ValueError:
+            continue
+        if len(values) < 3:
+            continue
+        cpu = values[12] if len(values) > 12 else line_number
+        for column, name in SOFTNET_COLUMNS.items():
+            if column < len(values):
+                out[f"softnet.cpu{cpu}.{name}"] = values[column]
+    return out
+
+
+def parse_tc_qdisc(text: str) -> Counters:
+    """`tc -s -j qdisc show` → {"qdisc.<dev>.<handle>.drops": …} (and requeues,
+    overlimits); a child qdisc of a multiqueue root is named by its parent."""
+    try:
+        qdiscs = json.loads(text) if text.strip() else []
+    except json.JSONDecodeError:
+        return {}
+    out: Counters = {}
+    for qdisc in qdiscs if isinstance(qdiscs, list) else []:
+        if not isinstance(qdisc, dict) or "dev" not in qdisc:
+            continue
+        where = qdisc.get("handle") or qdisc.get("parent") or "?"
+        for name in QDISC_FIELDS:
+            value = qdisc.get(name)
+            if isinstance(value, int):
+                key = f"qdisc.{qdisc['dev']}.{qdisc.get('kind', '?')}.{where}.{name}"
+                out[key] = out.get(key, 0) + value
+    return out
 
 
 def parse_ethtool_stats(device: str, text: str) -> Counters:
@@ -114,10 +191,16 @@ def parse_ethtool_stats(device: str, text: str) -> Counters:
     return out
 
 
-def snapshot(host: "Host", nics: Iterable[str] = ()) -> Counters:
+def snapshot(host: "Host", nics: Iterable[str] = (), softnet: bool = False) -> Counters:
     """The three files as the host sees them (one command; /proc/net is per namespace),
-    and the NIC counters of `nics` (`ethtool -S`, real hosts)."""
+    its qdiscs' statistics, the device counters of `nics` (`ethtool -S`) and, with
+    `softnet`, the machine's per-CPU backlog counters."""
     found = parse_all(host.run(["cat", *PROC_FILES], timeout=10.0).stdout)
+    qdiscs = host.run(["tc", "-s", "-j", "qdisc", "show"], timeout=10.0, check=False)
+    if qdiscs.returncode == 0:
+        found.update(parse_tc_qdisc(qdiscs.stdout))
+    if softnet:
+        found.update(parse_softnet(host.read_file(SOFTNET_FILE)))
     for device in nics:
         done = host.run(["ethtool", "-S", device], timeout=10.0, check=False)
         if done.returncode == 0:
@@ -127,11 +210,28 @@ def snapshot(host: "Host", nics: Iterable[str] = ()) -> Counters:
 
 def snapshot_many(hosts: Mapping[str, "Host"], nics: Mapping[str, Iterable[str]] | None = None) -> Counters:
     """Snapshots of several hosts, each counter prefixed with the host's name
-    ("r:Tcp.RetransSegs", "rx:nic.ens1f0.rx_dropped")."""
+    ("r:Tcp.RetransSegs", "rx:nic.ens1f0.rx_dropped"). softnet_stat belongs to a machine,
+    not a namespace: it is read once per machine, under the first of its hosts' names
+    (on one machine every host would show the same numbers)."""
     out: Counters = {}
+    machines: set[str] = set()
     for name, host in hosts.items():
-        out.update({f"{name}:{k}": v for k, v in snapshot(host, (nics or {}).get(name, ())).items()})
+        first = host.machine not in machines
+        machines.add(host.machine)
+        found = snapshot(host, (nics or {}).get(name, ()), softnet=first)
+        out.update({f"{name}:{k}": v for k, v in found.items()})
     return out
+
+
+def segment_shares(grown: Mapping[str, int], sender: str) -> dict[str, float]:
+    """The sender's TCP segments over a sample and the share it retransmitted (RFC 6349's
+    TCP efficiency is 100 % minus that share), from its own /proc/net/snmp deltas;
+    nothing when it sent no TCP."""
+    sent = grown.get(f"{sender}:Tcp.OutSegs", 0)
+    if not sent:
+        return {}
+    again = grown.get(f"{sender}:Tcp.RetransSegs", 0)
+    return {"tcp_segments": float(sent), "tcp_retrans_pct": 100.0 * again / sent}
 
 
 def _is_int(text: str) -> bool:

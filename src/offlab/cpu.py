@@ -8,8 +8,9 @@ the kernel, so they are not added again.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -34,6 +35,8 @@ class CpuTimes:
 
     ticks: Mapping[int, Mapping[str, int]]
     """core → class → ticks since boot."""
+    uptime_s: float | None = None
+    """The host's clock (/proc/uptime) read with the ticks, when it was."""
 
 
 def parse_proc_stat(text: str) -> CpuTimes:
@@ -79,10 +82,81 @@ def shares_between(before: CpuTimes, after: CpuTimes) -> tuple[CpuShare, ...]:
     return tuple(shares)
 
 
+USER_HZ = 100
+"""/proc/stat counts in USER_HZ ticks, 100 a second on every Linux (exported to user
+space fixed, whatever the kernel's own HZ)."""
+WINDOW_TOLERANCE = 0.05
+"""A CPU window off its nominal length by more than this fraction does not describe the
+measured window: the sample's CPU figures are left out (report/model.py) with a warning."""
+WINDOW_PREFIX = "cpu_window_s."
+"""Sample counters "cpu_window_s.<machine>": each machine's CPU window, by its own clock."""
+NOMINAL = "cpu_window_nominal_s"
+"""Sample counter: the window the CPU snapshots were meant to bracket (the test's
+measured duration after warm-up)."""
+
+
+def window_seconds(before: CpuTimes, after: CpuTimes) -> float:
+    """The window between two snapshots by the host's own clock (/proc/uptime read with
+    each); without it, the ticks the cores accounted (all classes, idle included), the
+    median over cores — a poorer clock: in a VM with tick accounting it strayed by up to
+    30 % over 0.7 s here."""
+    if before.uptime_s is not None and after.uptime_s is not None:
+        return after.uptime_s - before.uptime_s
+    spans = sorted(sum(max(0, after.ticks[c][k] - before.ticks[c][k]) for k in CPU_CLASSES)
+                   for c in before.ticks if c in after.ticks)
+    if not spans:
+        return 0.0
+    return spans[len(spans) // 2] / USER_HZ
+
+
+def windows_off(counters: Mapping[str, float], measured_s: float | None = None) -> dict[str, float]:
+    """Windows of a sample off nominal by more than WINDOW_TOLERANCE: machine (or
+    "iperf3" for the test's own measured window) → seconds. Samples that recorded no
+    nominal window (older runs, request/response) are not judged."""
+    nominal = counters.get(NOMINAL)
+    if not nominal:
+        return {}
+    found = {name[len(WINDOW_PREFIX):]: value for name, value in counters.items()
+             if name.startswith(WINDOW_PREFIX)}
+    if measured_s is not None:
+        found["iperf3"] = measured_s
+    return {where: value for where, value in found.items()
+            if abs(value - nominal) > WINDOW_TOLERANCE * nominal}
+
+
+def parse_iperf3_cpu(text: str) -> dict[str, float]:
+    """iperf3's own `cpu_utilization_percent` (the client's and the server's process over
+    the whole test, warm-up included, % of one core): kept beside ours as a cross-check."""
+    try:
+        found = json.loads(text).get("end", {}).get("cpu_utilization_percent", {})
+    except (json.JSONDecodeError, AttributeError):
+        return {}
+    names = {"host_total": "iperf3_cpu_sender_pct", "remote_total": "iperf3_cpu_receiver_pct"}
+    return {ours: float(found[theirs]) for theirs, ours in names.items()
+            if isinstance(found, dict) and isinstance(found.get(theirs), (int, float))}
+
+
+PROC_UPTIME = Path("/proc/uptime")
+
+
 def snapshot(host: "Host | None" = None) -> CpuTimes:
-    """Every core of the host's machine (this machine's when no host is given)."""
-    text = host.read_file(str(PROC_STAT)) if host is not None else PROC_STAT.read_text()
-    return parse_proc_stat(text)
+    """Every core of the host's machine (this machine's when no host is given), with the
+    host's clock: on this machine both files are read directly; elsewhere in one command,
+    so the clock and the ticks are of one instant there."""
+    if host is None or host.machine == "local":
+        uptime, text = PROC_UPTIME.read_text(), PROC_STAT.read_text()
+    else:
+        found = host.run(["cat", str(PROC_UPTIME), str(PROC_STAT)], timeout=10.0).stdout
+        uptime, _, text = found.partition("\n")
+    return replace(parse_proc_stat(text), uptime_s=parse_uptime(uptime))
+
+
+def parse_uptime(text: str) -> float | None:
+    """/proc/uptime's first field (seconds since boot, 10 ms resolution)."""
+    try:
+        return float(text.split()[0])
+    except (IndexError, ValueError):
+        return None
 
 
 # --- one process ------------------------------------------------------------------------

@@ -44,7 +44,7 @@ MAX_WARMUP_S = 600.0
 """Bounds of a plan: beyond them a value is a typo, not a measurement."""
 _KEYS = {"name", "description", "runs", "duration", "warmup", "scenarios", "mtus", "traffic",
          "steer_rx_softirq", "udp_rate", "loss_threshold", "streams", "latency_probe", "underlay", "vlan",
-         "ci_target", "max_runs"}
+         "ci_target", "max_runs", "service_demand"}
 """The pipeline's own keys; each study adds its own (`Study.keys`)."""
 
 
@@ -81,6 +81,7 @@ class Plan:
                          case.traffic.duration_s if duration is None else duration,
                          f"{where}: warm-up + --duration")
         cases = tuple(
+            c if c.traffic.service_demand else  # paced runs keep their own window
             replace(c, traffic=replace(
                 c.traffic,
                 duration_s=c.traffic.duration_s if duration is None else duration,
@@ -149,6 +150,7 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
         variants = study.scenarios(check, variants)
     for study in studies:
         traffic = study.traffic(check, traffic)
+    traffic += _service_demand(check, traffic)
     cases = []
     for variant in variants:
         profiles = [p for study in studies for p in study.profiles(check, variant)]
@@ -229,6 +231,33 @@ def _traffic_options(check: "_Checker", name: str) -> dict[str, Any]:
     if protocol == "tcp" and mode == "stream":
         options["latency_probe"] = check.boolean("latency_probe", default=False)
     return options
+
+
+SERVICE_DEMAND_KEYS = {"percent", "duration", "warmup"}
+
+
+def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[TrafficSpec]:
+    """`[service_demand]` (percent, duration, warmup): each TCP stream also paced at
+    `percent` of the slowest saturated profile's throughput in its topology (the runner
+    sets the rate), measured over its own, shorter window, without a latency probe."""
+    table = check.doc.get("service_demand")
+    if table is None:
+        return []
+    where = "service_demand"
+    if not isinstance(table, dict):
+        raise check.fail(where, "must be a table: [service_demand] with percent, duration, warmup")
+    check.no_unknown_keys(table, SERVICE_DEMAND_KEYS, where + ".")
+    sub = _Checker(check.source, {f"{where}.{k}": v for k, v in table.items()})
+    percent = sub.number(f"{where}.percent", above=0.0, at_most=95.0, unit="percent")
+    paced = [spec for spec in traffic if spec.protocol == "tcp" and spec.mode == "stream"]
+    if not paced:
+        raise check.fail(where, "paces TCP streams; add \"tcp\" to traffic or remove it")
+    duration = sub.number(f"{where}.duration", above=0, at_most=MAX_DURATION_S, default=paced[0].duration_s)
+    warmup = sub.number(f"{where}.warmup", at_least=0, at_most=MAX_WARMUP_S, default=paced[0].warmup_s)
+    _check_warmup(warmup, f"{check.source}: key '{where}.warmup'")
+    _check_total(warmup, duration, f"{check.source}: keys '{where}.warmup' + '{where}.duration'")
+    return [replace(spec, service_demand=percent / 100.0, latency_probe=False, duration_s=duration,
+                    warmup_s=warmup) for spec in paced]
 
 
 def _rate(check: "_Checker", value: Any) -> float:

@@ -54,6 +54,12 @@ class TrafficSpec:
     """With udpload: the sender hands the kernel up to 64 datagrams per send (UDP_SEGMENT)
     and the receiver takes coalesced runs of them (UDP_GRO), as QUIC stacks do."""
 
+    service_demand: float | None = None
+    """A TCP stream paced (iperf3 -b) at this fraction of the slowest saturated profile's
+    throughput in its topology, so no profile is CPU-bound and CPU per Gbit/s is
+    netperf's service demand; the rate itself is decided by the runner from the saturated
+    samples and recorded per sample ("offered_bps"), not here."""
+
     @property
     def label(self) -> str:
         if self.mode == "rr":
@@ -70,6 +76,8 @@ class TrafficSpec:
             name = f"tcp-m{self.message_size}"
         else:
             name = "tcp"
+        if self.protocol == "tcp" and self.service_demand:
+            name += f"-sd{100 * self.service_demand:g}"
         if self.streams > 1:
             name += f"-p{self.streams}"
         return name + ("-bidir" if self.bidirectional else "")

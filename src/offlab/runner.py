@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-from . import counters, sockbuf
+from . import counters, sockbuf, stackconfig
 from .adaptive import AdaptiveOutcome, rule_of
 from .measure import Context
 from .measure import measure as measure_case
@@ -46,6 +46,8 @@ class SampleSink(Protocol):
     def add_sample(self, run_id: str, case: CaseSpec, sample: Sample) -> None: ...
 
     def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None: ...
+
+    def record_stack(self, run_id: str, place: str, host: str, config: Mapping[str, str]) -> None: ...
 
 
 @dataclass
@@ -71,6 +73,28 @@ def by_topology(work: list[tuple[CaseSpec, int]]) -> Iterator[tuple[TopologyKey,
     for case, first in work:
         groups.setdefault((case.scenario, case.mtu, case.topology), []).append((case, first))
     yield from groups.items()
+
+
+def saturated_twin(saturated: CaseSpec, paced: CaseSpec) -> bool:
+    """Whether a saturated case shares the paced case's topology and workload (the pace
+    is a fraction of the slowest of them); the profile and the windows may differ."""
+    a, b = saturated.traffic, paced.traffic
+    return ((saturated.scenario, saturated.mtu, saturated.topology)
+            == (paced.scenario, paced.mtu, paced.topology)
+            and (a.protocol, a.mode, a.message_size, a.streams, a.bidirectional)
+            == (b.protocol, b.mode, b.message_size, b.streams, b.bidirectional))
+
+
+def path_devices(topo: Topology) -> dict[str, list[str]]:
+    """host name → devices whose own counters (`ethtool -S`) a sample keeps: the NICs of
+    real hosts and every device whose offloads the topology controls (veth, VXLAN …),
+    each once."""
+    devices = {name: list(found) for name, found in topo.nic_interfaces().items()}
+    hosts = topo.counter_hosts()
+    for iface in topo.offload_interfaces():
+        if iface.host.name in hosts and iface.device not in devices.setdefault(iface.host.name, []):
+            devices[iface.host.name].append(iface.device)
+    return devices
 
 
 Build = Callable[..., Topology]
@@ -104,8 +128,9 @@ class Runner:
     def execute(self, cases: Iterable[CaseSpec], done: Mapping[str, int] | None = None) -> RunnerStats:
         cases = list(cases)
         # A capacity search is a convergent search already: its repetitions are the
-        # rule's minimum, not more chasing of the search's own resolution.
-        self._fixed = {c.key for c in cases if c.traffic.mode == "capacity"}
+        # rule's minimum, not more chasing of the search's own resolution; a paced run's
+        # throughput is its pacing, so there is no CI of it to chase either.
+        self._fixed = {c.key for c in cases if c.traffic.mode == "capacity" or c.traffic.service_demand}
         work = [(c, first) for c, first in pending(cases, self.runs, done or {})
                 if self._wants_more(c.key, first)]
         total = sum(self.runs - first for _, first in work)
@@ -113,12 +138,17 @@ class Runner:
             task = progress.add_task("starting", total=total)
             for (scenario, mtu, params), group in by_topology(work):
                 progress.update(task, description=f"building {group[0][0].scenario_label} mtu {mtu}")
+                saturated = [(c, first) for c, first in group if not c.traffic.service_demand]
                 with self._build(scenario, mtu, params, steer_rx_softirq=self.settings.steer_rx_softirq) as topo:
                     if any(case.traffic.protocol == "udp" for case, _ in group):
                         self._raise_socket_limits(topo)
+                    self._record_stack(topo, f"{group[0][0].scenario_label} · MTU {mtu}")
                     receiver = topo.receiver
                     with IperfServer(receiver.host, receiver.address, receiver.core) as server:
-                        self._run_group(topo, server, group, progress, task)
+                        self._run_group(topo, server, saturated, progress, task)
+                        # paced after every saturated sibling is measured: their rates set the pace
+                        paced = self._paced([w for w in group if w not in saturated], cases)
+                        self._run_group(topo, server, paced, progress, task)
         self.stats.refused_offload_changes = list(self._control.refused)
         self.stats.malformed_ethtool_lines = self._control.malformed_lines
         return self.stats
@@ -129,6 +159,27 @@ class Runner:
         endpoints = {id(e.host): e.host for e in (topo.sender, topo.receiver)}
         for note in sockbuf.raise_limits(endpoints.values()):
             self.console.print(f"[yellow]socket buffer limit[/]: {note}")
+
+    def _paced(self, work: list[tuple[CaseSpec, int]], cases: list[CaseSpec]) -> list[tuple[CaseSpec, int]]:
+        """Service-demand cases with their rate: the fraction asked of the slowest mean
+        throughput among the saturated cases of the same topology and workload. A case
+        none of whose siblings was measured cannot be paced and is left out, said once."""
+        out = []
+        for case, first in work:
+            twins = [c for c in cases if c.traffic.service_demand is None and saturated_twin(c, case)]
+            means = [sum(v) / len(v) for v in (self._values.get(c.key) for c in twins) if v]
+            if not means:
+                self.console.print(f"[yellow]not paced[/]: {case.key} has no saturated sibling measured")
+                continue
+            rate = case.traffic.service_demand * min(means)
+            out.append((dataclasses.replace(case, traffic=dataclasses.replace(case.traffic, rate_bps=rate)), first))
+        return out
+
+    def _record_stack(self, topo: Topology, place: str) -> None:
+        """Each host's network stack as this topology runs on it, stored with the run."""
+        devices = path_devices(topo)
+        for name, host in topo.counter_hosts().items():
+            self.sink.record_stack(self.run_id, place, name, stackconfig.read(host, devices.get(name, ())))
 
     def _wants_more(self, key: str, done: int) -> bool:
         if self.adaptive is None:
@@ -186,7 +237,7 @@ class Runner:
                 datapath: Mapping[str, Mapping[str, FeatureState]], napi: Mapping[int, int]) -> Sample:
         """One repetition, with the kernel counters of every host that grew while it ran
         (warm-up included: a drop is a drop whenever it happened)."""
-        hosts, nics = topo.counter_hosts(), topo.nic_interfaces()
+        hosts, nics = topo.counter_hosts(), path_devices(topo)
         for attempt in range(1, ATTEMPTS + 1):
             server.ensure_running()
             before = counters.snapshot_many(hosts, nics)
@@ -201,6 +252,7 @@ class Runner:
                 server.close()  # a fresh server for the next attempt
                 continue
             grown = counters.delta(before, counters.snapshot_many(hosts, nics))
+            grown.update(counters.segment_shares(grown, topo.sender.host.name))
             grown.update(topo.datapath_counters())
             return dataclasses.replace(sample, counters={**sample.counters, **grown})
         raise AssertionError("unreachable")

@@ -13,7 +13,8 @@ JSON), ``sample`` (one per repetition), ``sample_cpu`` (sample × core × class)
 "datapath"), ``sample_counter`` (sample × name), ``sample_interval`` (the receiver's rate per
 report interval), ``sample_probe`` (a capacity search's trials), ``case_adaptive`` (how a case's
 adaptive repetitions ended, see adaptive.py), ``run_campaign`` (the campaign and pair of a
-run, see campaign.py).
+run, see campaign.py), ``run_stack`` (each host's network stack configuration per topology,
+see stackconfig.py).
 
 Many writers: run ids are unique across machines (runflow.new_run_id, and the primary
 key refuses a clash), sample ids come from the database, every write is one short
@@ -26,7 +27,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -42,7 +43,7 @@ from .storage.errors import StoreError
 from .storage.location import StoreLocation
 from .storage.reading import load_run
 from .storage.results import RunResults, RunSummary
-from .storage.tables import (case_adaptive, run, run_campaign, sample, sample_counter, sample_cpu,
+from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                              sample_interval, sample_offload, sample_probe)
 from .storage.tables import case as case_table
 
@@ -163,6 +164,7 @@ class Store:
                         self._insert_sample(conn, results.info.run_id, one)
                 for outcome in results.adaptive.values():
                     self._insert_adaptive(conn, results.info.run_id, outcome)
+                self._insert_stack(conn, results.info.run_id, results.stack)
         except IntegrityError as err:
             raise StoreError(f"run {results.info.run_id!r} already exists in {self.path}") from err
 
@@ -238,6 +240,27 @@ class Store:
             run_id=run_id, case_key=outcome.case_key, target=outcome.target,
             min_runs=outcome.min_runs, max_runs=outcome.max_runs, runs=outcome.runs,
             half_width=outcome.half_width, reached=outcome.reached))
+
+    def record_stack(self, run_id: str, place: str, host: str, config: Mapping[str, str]) -> None:
+        """Store (or replace, on resume) one host's stack configuration for a topology."""
+        key = ((run_stack.c.run_id == run_id) & (run_stack.c.place == place)
+               & (run_stack.c.host == host))
+        with self._engine.begin() as conn:
+            self._require_run(conn, run_id)
+            conn.execute(run_stack.delete().where(key))
+            self._insert_stack(conn, run_id, {place: {host: config}})
+
+    @staticmethod
+    def _insert_stack(conn: Connection, run_id: str,
+                      stack: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
+        rows = [dict(run_id=run_id, place=place, host=host, key=k, value=v)
+                for place, hosts in stack.items() for host, config in hosts.items()
+                for k, v in config.items()]
+        if rows:
+            # seq from the database's own count keeps the reading order on both engines
+            first = conn.execute(select(func.count()).select_from(run_stack)
+                                 .where(run_stack.c.run_id == run_id)).scalar_one()
+            conn.execute(run_stack.insert(), [dict(r, seq=first + i) for i, r in enumerate(rows)])
 
     def finish_run(self, run_id: str, status: str, finished_at: float | None = None) -> None:
         """Mark a run "complete", "interrupted" or "failed"."""

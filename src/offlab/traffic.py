@@ -123,6 +123,8 @@ def client_args(spec: TrafficSpec, server: str, core: int, port: int = DEFAULT_P
         args += ["-u", "-b", rate, "-l", str(spec.udp_payload), "-w", str(UDP_SOCKET_BUFFER)]
     elif spec.message_size:
         args += ["-l", str(spec.message_size)]
+    if spec.protocol == "tcp" and spec.rate_bps:  # paced TCP (service demand)
+        args += ["-b", f"{spec.rate_bps:.0f}"]
     return args
 
 

@@ -208,7 +208,34 @@ class IncompleteCase:
         return "resume or rerun the plan; statistics of this case rest on fewer runs"
 
 
+@dataclass(frozen=True)
+class CpuWindowOff:
+    """Samples whose CPU window on some host did not match the measured window."""
+
+    case_key: str
+    where: str
+    """The machine ("local", "tx", "rx") or "iperf3" (the test's own measured window)."""
+    seconds: float
+    """The farthest-off window seen there."""
+    nominal: float
+    samples: int
+    of: int
+
+    @property
+    def message(self) -> str:
+        return (f"{self.case_key}: CPU window on {self.where} {self.seconds:.2f} s against "
+                f"{self.nominal:.2f} s nominal in {self.samples} of {self.of} samples; those "
+                "samples are left out of CPU figures")
+
+    @property
+    def advice(self) -> str:
+        return ("the CPU snapshots did not bracket the measured window (iperf3 started late, "
+                "or a host answered slowly): look at iperf3_start_lag_s in the store, give "
+                "the run a longer --duration, or run with fewer other programs on the hosts")
+
+
 LabWarning = Union[
+    CpuWindowOff,
     HighVariation,
     Outliers,
     CpuSaturated,

@@ -38,12 +38,16 @@ class ListSink:
     def __init__(self):
         self.records: list[tuple[str, object, object]] = []
         self.outcomes: list[object] = []
+        self.stacks: list[tuple[str, str, dict]] = []
 
     def add_sample(self, run_id, case, sample):
         self.records.append((run_id, case, sample))
 
     def record_adaptive(self, run_id, outcome):
         self.outcomes.append(outcome)
+
+    def record_stack(self, run_id, place, host, config):
+        self.stacks.append((place, host, dict(config)))
 
     @property
     def samples(self) -> list[tuple[object, object]]:

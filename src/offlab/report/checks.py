@@ -9,8 +9,10 @@ from ..adaptive import Adaptive, rule_of
 from ..records import FeatureState
 from ..stats import Summary, runs_needed
 from ..store import RunResults
+from ..cpu import NOMINAL, windows_off
 from ..warnings import (
     CascadedFeature,
+    CpuWindowOff,
     CpuSaturated,
     HighVariation,
     IncompleteCase,
@@ -37,6 +39,7 @@ def find_warnings(
     for key, row in rows.items():
         found.extend(_noise(key, row, thresholds))
         found.extend(_saturation(key, row, thresholds))
+        found.extend(_windows(key, row))
         found.extend(_offload_requests(key, row))
         if row.loss_percent is not None and row.case.traffic.protocol == "udp":
             if row.loss_percent.mean > thresholds.loss_percent:
@@ -67,7 +70,8 @@ def _incomplete_adaptive(results: RunResults, counts: Mapping[str, int], rule: A
     differ in runs by design: a case is short only when it stopped before its rule
     decided (no outcome stored), or, for a capacity search (which runs the rule's
     minimum), below that minimum."""
-    capacity = {case.key for case in results.cases if case.traffic.mode == "capacity"}
+    capacity = {case.key for case in results.cases
+                if case.traffic.mode == "capacity" or case.traffic.service_demand}  # fixed runs
     for key, got in counts.items():
         if key in capacity:
             if got < rule.min_runs:
@@ -105,6 +109,17 @@ def _material_outliers(stat: Summary, noise_cv: float) -> tuple[int, ...]:
         i for i in stat.outliers
         if stat.median and abs(stat.values[i] - stat.median) > noise_cv * abs(stat.median)
     )
+
+
+def _windows(key: str, row: ProfileRow) -> Iterator[CpuWindowOff]:
+    """Per machine, the samples whose CPU window was off its nominal length."""
+    off: dict[str, list[tuple[float, float]]] = {}
+    for sample in row.samples:
+        for where, seconds in windows_off(sample.counters, sample.duration_s).items():
+            off.setdefault(where, []).append((seconds, sample.counters[NOMINAL]))
+    for where, found in off.items():
+        seconds, nominal = max(found, key=lambda pair: abs(pair[0] - pair[1]))
+        yield CpuWindowOff(key, where, seconds, nominal, len(found), len(row.samples))
 
 
 def _saturation(key: str, row: ProfileRow, thresholds: Thresholds) -> Iterator[CpuSaturated]:

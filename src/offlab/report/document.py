@@ -28,6 +28,10 @@ class ReportModel:
     cases: int
     adaptive: Mapping[str, AdaptiveOutcome] = field(default_factory=dict)
     """case key → how its adaptive repetitions ended (`run --ci-target`)."""
+    stack: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
+    """place → host → network stack setting → value, as the run recorded it."""
+    virtual_devices: bool = True
+    """The run's hosts were joined by the lab's virtual devices (validity.py)."""
 
 
 def _virtual_devices(results: RunResults) -> bool:
@@ -44,15 +48,18 @@ def build_report_model(
     """Compute everything a report shows from a stored run. Pure."""
     rows = build_rows(results)
     groups = build_groups(results, rows)
+    virtual = _virtual_devices(results)
     return ReportModel(
         info=results.info,
         status=results.status,
         finished_at=results.finished_at,
         groups=groups,
         warnings=find_warnings(results, rows, groups, thresholds),
-        recommendations=recommend(groups, virtual_devices=_virtual_devices(results)),
+        recommendations=recommend(groups, virtual_devices=virtual),
         thresholds=thresholds,
         samples=sum(len(s) for s in results.samples.values()),
         cases=len(results.cases),
         adaptive=results.adaptive,
+        stack=results.stack,
+        virtual_devices=virtual,
     )

@@ -12,7 +12,7 @@ from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOR
 from .recommend import Effect, digest, not_applied_sentence
 from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
                        rows_by_scenario, run_facts, timestamp, what_was_measured)
-from .tables import Table, cpu_table, offload_matrix, throughput_table
+from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
 from .views import seed_views
 
@@ -187,10 +187,7 @@ def _warnings(model: ReportModel) -> str:
 def _results(model: ReportModel, charts: Mapping[str, bytes]) -> str:
     out = [
         '<h2 id="results">Results</h2>',
-        '<p class="muted">Throughput is the receiver\'s goodput; ± is the standard deviation '
-        "over runs, the 95% CI is Student's t; “vs all on” is the relative change against "
-        "the group's all-on profile with its 95% CI (Fieller), * = significant by "
-        "Welch's test. CPU % is summed over cores (100 = one core).</p>",
+        f'<p class="muted">{_e(RESULTS_NOTE)}</p>',
     ]
     for group in model.groups:
         out.append(f'<h3 id="{_e(group.slug)}">{_e(group.title)}</h3>')

@@ -9,7 +9,7 @@ from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOR
 from .recommend import digest, not_applied_sentence
 from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
                        rows_by_scenario, run_facts, what_was_measured)
-from .tables import Table, cpu_table, offload_matrix, throughput_table
+from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
 from .views import seed_views
 
@@ -38,12 +38,7 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
         _recommendations(model),
         _warnings(model),
         "## Results",
-        (
-            "Throughput is the receiver's goodput; ± is the standard deviation over runs, "
-            "the 95% CI is Student's t; “vs all on” is the relative change against the "
-            "group's all-on profile with its 95% CI (Fieller), * = significant by "
-            "Welch's test (p < 0.05). CPU % is summed over cores (100 = one core)."
-        ),
+        RESULTS_NOTE,
     ]
     for group in model.groups:
         parts.append(f"### {group.title}")

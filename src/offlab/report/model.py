@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..cpu import windows_off
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..stats import RelativeChange, Summary, relative_change, summary
 from ..store import RunResults
@@ -56,8 +57,9 @@ class ProfileRow:
     """Receiver goodput, Gbit/s."""
     sender: Summary
     """Sender rate, Gbit/s."""
-    cpu_total: Summary
-    """Busy CPU summed over cores, percent of one core."""
+    cpu_total: Summary | None
+    """Busy CPU summed over cores, percent of one core, over the samples whose CPU window
+    matched the measured window (None when none did)."""
     cpu_per_gbps: Summary | None
     loss_percent: Summary | None
     retransmits: Summary | None
@@ -67,8 +69,9 @@ class ProfileRow:
     datapath_state: Mapping[str, Mapping[str, FeatureState]] = dataclasses.field(default_factory=dict)
     """The userspace datapath in force ("fwd" → mode, port → offloads), as recorded."""
     vs_baseline_throughput: RelativeChange | None = None
+    """The effect of having the offloads on: all on relative to this profile."""
     vs_baseline_cpu: RelativeChange | None = None
-    """Relative change of CPU % per Gbps against the baseline."""
+    """CPU % per Gbps, all on relative to this profile."""
 
     @property
     def profile(self) -> OffloadProfile:
@@ -144,9 +147,16 @@ def build_rows(results: RunResults) -> dict[str, ProfileRow]:
     }
 
 
+def cpu_timed(sample: Sample) -> bool:
+    """Whether the sample's CPU windows all match its measured window (cpu.py): a sample
+    whose window is off by more than 5 % on any host is left out of CPU figures."""
+    return not windows_off(sample.counters, sample.duration_s)
+
+
 def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
     samples = tuple(samples)
-    per_gbps = [s.cpu_percent_per_gbps for s in samples]
+    timed = tuple(s for s in samples if cpu_timed(s))
+    per_gbps = [s.cpu_percent_per_gbps for s in timed]
     losses = [s.loss_percent for s in samples]
     retrans = [s.retransmits for s in samples]
     return ProfileRow(
@@ -154,11 +164,11 @@ def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
         samples=samples,
         throughput=summary([s.throughput_bps / 1e9 for s in samples]),
         sender=summary([s.sender_bps / 1e9 for s in samples]),
-        cpu_total=summary([s.cpu_total_percent for s in samples]),
-        cpu_per_gbps=_summary_if_all(per_gbps),
+        cpu_total=summary([s.cpu_total_percent for s in timed]) if timed else None,
+        cpu_per_gbps=_summary_if_all(per_gbps) if timed else None,
         loss_percent=_summary_if_all(losses),
         retransmits=_summary_if_all(retrans),
-        roles=role_cpu(samples),
+        roles=role_cpu(timed) if timed else (),
         offload_state=samples[-1].offloads,
         datapath_state=samples[-1].datapath,
     )
@@ -230,11 +240,13 @@ def _split_by_side(members: list[ProfileRow]) -> list[CaseGroup]:
 def _with_deltas(row: ProfileRow, baseline: ProfileRow | None) -> ProfileRow:
     if baseline is None or row is baseline:
         return row
+    """The effect of having the offloads on: the baseline relative to this row (the sign
+    convention of the advice and the summary too)."""
     cpu = None
     if row.cpu_per_gbps is not None and baseline.cpu_per_gbps is not None:
-        cpu = relative_change(row.cpu_per_gbps.values, baseline.cpu_per_gbps.values)
+        cpu = relative_change(baseline.cpu_per_gbps.values, row.cpu_per_gbps.values)
     return dataclasses.replace(
         row,
-        vs_baseline_throughput=relative_change(row.throughput.values, baseline.throughput.values),
+        vs_baseline_throughput=relative_change(baseline.throughput.values, row.throughput.values),
         vs_baseline_cpu=cpu,
     )

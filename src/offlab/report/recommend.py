@@ -1,11 +1,15 @@
 """Recommendations derived from the data, in the seed report's form.
 
 Every profile is compared with its *predecessor*: the profile of the same group whose
-set of features turned off is the largest strict subset of its own (ties go to the
-nearest earlier profile in plan order). In a cumulative sequence (all on → TSO off →
-+ tx-csum off → + GSO off) that is the previous step, so each step's difference is
-attributed to the feature turned off at that step; in one-off mode it is "all on",
-so the difference is the direct one. The features credited are those whose state in
+set of features turned off is the largest strict subset of its own (ties go to the one
+with most features off in force, then to the nearest earlier profile in plan order). In
+a cumulative sequence (all on → TSO off → + tx-csum off → + GSO off) that is the
+previous step; for a profile with one feature off it is "all on". Where a group has a
+single-off profile for a feature, that feature's effect is its single-off vs all on,
+and a cumulative step crediting only such features is listed as a step, not advised
+(`Recommendations.superseded`); a cumulative step that is a feature's only measurement
+is advised with its label ("cumulative step …, with X already off"). Every effect is
+given with one sign: that of having the offload on. The features credited are those whose state in
 force changed: a request the kernel refused ([fixed]) is reported as not applied,
 and a feature that changed with it (a cascade) is named in the sentence.
 
@@ -24,7 +28,7 @@ from typing import Iterable
 from ..stats import RelativeChange, Summary, relative_change
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change, format_p
-from .states import display_list, known_features, side_changes
+from .states import display_list, known_features, side_changes, side_ifaces
 from .validity import Exclusion, against_mechanism, contention, exclusion, mechanism
 
 GOALS = {
@@ -51,10 +55,26 @@ class Step:
     """Features the step did not ask for that changed with it."""
     not_applied: tuple[str, ...]
     """Requested but unchanged (fixed by the driver, or refused)."""
+    already_off: tuple[str, ...] = ()
+    """Requested, but already off in the earlier profile (a cascade of its own request)."""
 
     @property
     def credited(self) -> tuple[str, ...]:
         return self.in_force or self.cascaded
+
+    @property
+    def cumulative(self) -> bool:
+        """A step from a profile that already had features off (a cumulative sequence's
+        step), not from all on: its effect is measured with those others off."""
+        return self.on_row is not self.group.baseline and bool(self.on_row.off_features)
+
+    def label(self) -> str:
+        """How the comparison was made: "vs all on", or the cumulative step it is."""
+        if not self.cumulative:
+            return f"{self.off_row.profile.name} vs {self.on_row.profile.name}"
+        before = display_list(sorted(self.on_row.off_features | set(self.already_off)))
+        return (f"cumulative step {self.on_row.profile.name} → {self.off_row.profile.name}, "
+                f"with {before} already off")
 
     @property
     def where(self) -> str:
@@ -98,13 +118,20 @@ class Effect:
     def sentence(self) -> str:
         step = self.step
         features = display_list(step.credited)
-        change = self.keep_on if self.better_on else self.turn_off
+        change = self.keep_on  # one sign convention: the effect of having it on
         action = f"keep {features} on" if self.better_on else f"turn {features} off"
         unit = "" if self.metric == "throughput" else " CPU per Gbps"
         text = (
-            f"{action} {step.where} — {format_change(change)}{unit} "
+            f"{action} {step.where} — {'' if self.better_on else 'having it on: '}"
+            f"{format_change(change)}{unit} "
             f"({format_p(change.welch.p_value)}, {self.n}) · {step.group.context}"
         )
+        if step.cumulative:
+            text += f" ({step.label()})"
+        pace = paced_at(step.on_row)
+        if pace is not None:
+            text += (f" (service demand: both paced at {pace:.3g} Gbit/s, "
+                     f"{100 * step.group.traffic.service_demand:g}% of the slowest profile's throughput)")
         why = mechanism(step.credited)
         if why and against_mechanism(self):
             # Only on real hosts (a local run sets such steps apart, validity.py).
@@ -134,14 +161,14 @@ class NoEffect:
         shown = min(self.effects, key=lambda e: e.keep_on.welch.p_value or 1.0)
         parts = [
             f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
-            f"by {format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
+            f"by {format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)})"
             for e in self.effects
             if e.step is shown.step
         ]
         cases = len({e.step.group.slug for e in self.effects})
         more = f"; none significant in {cases} cases" if cases > 1 else ""
         return (
-            f"{head}: turning it off changed {' and '.join(parts)}, {shown.n} · "
+            f"{head}: having it on changed {' and '.join(parts)}, {shown.n} · "
             f"{shown.step.group.context}{more}"
         )
 
@@ -178,6 +205,9 @@ class Recommendations:
     contradictions: tuple[Contradiction, ...] = ()
     excluded: tuple[tuple[Step, Exclusion], ...] = ()
     """Steps whose difference is no offload effect (overload, a virtual device), with why."""
+    superseded: tuple[Step, ...] = ()
+    """Cumulative steps whose features each have a profile of their own off alone in the
+    group: those single-off comparisons are the features' effects; these are steps."""
 
     @property
     def tested(self) -> int:
@@ -197,8 +227,13 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
     # port offloads: the userspace study, R as offlab-fwd) are compared in their own
     # sections; "keep X on" is advice about ethtool offloads alone.
     groups = [g for g in groups if not _varies_datapath(g)]
-    all_steps = tuple(step for group in groups for step in group_steps(group))
-    effects_of = {id(step): step_effects(step) if step.credited else [] for step in all_steps}
+    paced = {_pace_key(g) for g in groups if g.traffic.service_demand}
+    metrics = {id(g): advised_metrics(g, _pace_key(g) in paced) for g in groups}
+    every_step = tuple(step for group in groups for step in group_steps(group))
+    superseded = tuple(step for step in every_step if _superseded(step))
+    all_steps = tuple(step for step in every_step if not _superseded(step))
+    effects_of = {id(step): step_effects(step, metrics[id(step.group)]) if step.credited else []
+                  for step in all_steps}
     reasons = {
         id(step): exclusion(step, virtual_devices)
         or (contention(step, effects_of[id(step)]) if virtual_devices else None)
@@ -223,7 +258,25 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
         effects=effects,
         contradictions=_contradictions(effects),
         excluded=tuple((step, reasons[id(step)]) for step in all_steps if reasons[id(step)]),
+        superseded=superseded,
     )
+
+
+def paced_at(row: ProfileRow) -> float | None:
+    """The offered rate of a paced row, Gbit/s (the mean over its samples)."""
+    offered = [s.counters["offered_bps"] for s in row.samples if "offered_bps" in s.counters]
+    if not row.case.traffic.service_demand or not offered:
+        return None
+    return sum(offered) / len(offered) / 1e9
+
+
+def _superseded(step: Step) -> bool:
+    """A cumulative step whose credited features each have a single-off profile (that
+    feature alone off) in the group: attribution comes from those, vs all on."""
+    if not step.cumulative or not step.credited:
+        return False
+    singles = {next(iter(r.off_features)) for r in step.group.rows if len(r.off_features) == 1}
+    return set(step.in_force or step.requested) <= singles
 
 
 def _contradictions(effects: tuple[Effect, ...]) -> tuple[Contradiction, ...]:
@@ -257,21 +310,31 @@ def digest(effects: Iterable[Effect]) -> str:
 def group_steps(group: CaseGroup) -> list[Step]:
     steps = []
     for index, row in enumerate(group.rows):
-        before = _predecessor(group.rows, index)
+        before = _predecessor(group.rows, index, group.side)
         if before is not None:
             steps.append(_step(group, before, row))
     return steps
 
 
-def _predecessor(rows: tuple[ProfileRow, ...], index: int) -> ProfileRow | None:
+def _predecessor(rows: tuple[ProfileRow, ...], index: int, side: str) -> ProfileRow | None:
+    """The largest strict subset of the row's request; among equals the one whose state
+    in force is nearest (most features off, cascades counted), then the nearest earlier."""
     off = rows[index].off_features
     candidates = [(i, r) for i, r in enumerate(rows) if r.off_features < off]
     if not candidates:
         return None
     widest = max(len(r.off_features) for _, r in candidates)
     best = [(i, r) for i, r in candidates if len(r.off_features) == widest]
+    most = max(_off_in_force(r, side) for _, r in best)
+    best = [(i, r) for i, r in best if _off_in_force(r, side) == most]
     earlier = [(i, r) for i, r in best if i < index]
     return (earlier[-1] if earlier else best[0])[1]
+
+
+def _off_in_force(row: ProfileRow, side: str) -> int:
+    """How many features are off in the row's recorded state on the side."""
+    return len({name for iface in side_ifaces(row.offload_state, side)
+                for name, state in row.offload_state[iface].items() if not state.on})
 
 
 def _step(group: CaseGroup, on_row: ProfileRow, off_row: ProfileRow) -> Step:
@@ -284,20 +347,38 @@ def _step(group: CaseGroup, on_row: ProfileRow, off_row: ProfileRow) -> Step:
     if not known:  # no read-back recorded: take the request at its word
         return Step(group, on_row, off_row, requested, requested, (), ())
     changed = side_changes(on_row.offload_state, after, group.side)
+    before_off = {name for iface in side_ifaces(on_row.offload_state, group.side)
+                  for name, state in on_row.offload_state[iface].items() if not state.on}
     in_force = tuple(f for f in requested if f in changed or f not in known)
-    not_applied = tuple(f for f in requested if f in known and f not in changed)
+    already = tuple(f for f in requested if f in known and f not in changed and f in before_off)
+    not_applied = tuple(f for f in requested if f in known and f not in changed and f not in before_off)
     cascaded = tuple(sorted(changed - set(requested)))
-    return Step(group, on_row, off_row, requested, in_force, cascaded, not_applied)
+    return Step(group, on_row, off_row, requested, in_force, cascaded, not_applied, already)
 
 
-def step_effects(step: Step) -> list[Effect]:
+def _pace_key(group: CaseGroup) -> tuple:
+    return (group.scenario, group.mtu, group.side, group.traffic.protocol, group.traffic.message_size,
+            group.traffic.streams, group.traffic.bidirectional)
+
+
+def advised_metrics(group: CaseGroup, has_paced_twin: bool) -> tuple[str, ...]:
+    """Which metrics of a group may become advice: a paced group's throughput is its
+    pace, so only its CPU per Gbit/s (the service demand) counts; a saturated group
+    whose workload was also paced leaves CPU advice to the paced one (at saturation
+    the throughput effect and the CPU effect are one measurement)."""
+    if group.traffic.service_demand:
+        return ("cpu",)
+    return ("throughput",) if has_paced_twin else ("throughput", "cpu")
+
+
+def step_effects(step: Step, metrics: tuple[str, ...] = ("throughput", "cpu")) -> list[Effect]:
     pairs: list[tuple[str, Summary | None, Summary | None]] = [
         ("throughput", step.on_row.throughput, step.off_row.throughput),
         ("cpu", step.on_row.cpu_per_gbps, step.off_row.cpu_per_gbps),
     ]
     effects = []
     for metric, on, off in pairs:
-        if on is None or off is None:
+        if on is None or off is None or metric not in metrics:
             continue
         keep_on = relative_change(on.values, off.values)
         turn_off = relative_change(off.values, on.values)
@@ -345,10 +426,9 @@ def group_headline(group: CaseGroup) -> str | None:
     if group.baseline is None or widest is None:
         return None
     parts = []
-    for metric, on, off in (
-        ("throughput", group.baseline.throughput, widest.throughput),
-        ("CPU per Gbps", group.baseline.cpu_per_gbps, widest.cpu_per_gbps),
-    ):
+    pairs = [("throughput", group.baseline.throughput, widest.throughput),
+             ("CPU per Gbps", group.baseline.cpu_per_gbps, widest.cpu_per_gbps)]
+    for metric, on, off in pairs[1:] if group.traffic.service_demand else pairs:  # paced: rate is the pace
         change = relative_change(on.values, off.values) if on and off else None
         if change is not None:
             mark = "" if change.significant else ", n.s."

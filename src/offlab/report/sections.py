@@ -18,6 +18,7 @@ WARNING_TITLES = {
     "HighVariation": "High variation",
     "Outliers": "Outlier repetitions",
     "CpuSaturated": "CPU saturated",
+    "CpuWindowOff": "CPU windows that do not match the measured window",
     "OffloadNotAsRequested": "Offload state differs from the request",
     "CascadedFeature": "Features changed as a side effect",
     "UdpLossHigh": "UDP loss (overloaded cases)",
@@ -91,8 +92,7 @@ def excluded_sentences(model: ReportModel) -> list[str]:
     out = []
     for step, reason in model.recommendations.excluded:
         features = display_list(step.credited or step.requested)
-        out.append(f"{step.group.context}: {features} {step.where} "
-                   f"({step.off_row.profile.name} vs {step.on_row.profile.name}) — {reason}")
+        out.append(f"{step.group.context}: {features} {step.where} ({step.label()}) — {reason}")
     return out
 
 

@@ -9,7 +9,19 @@ from ..stats import RelativeChange, Summary
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change
 from .states import display_name
+from .drops import drops_cell, drops_where_none_belong, retrans_cell
 from .validity import overloaded
+
+RESULTS_NOTE = (
+    "Throughput is the receiver's goodput; ± is the standard deviation over runs, the 95% CI "
+    "is Student's t. One sign convention everywhere: an effect is that of having the "
+    "offloads on — “All on vs this” is the group's all-on profile relative to the row's, "
+    "with its 95% CI (Fieller), * = significant by Welch's test (p < 0.05); +20% "
+    "throughput or −20% CPU per Gbps means the offloads this row turns off help. CPU % is "
+    "summed over cores (100 = one core). Retransmits are the sender's, with their share of "
+    "the segments it sent (RFC 6349's TCP efficiency is 100% minus it); path drops are "
+    "every drop counter of every host summed per sample (see “Drops and retransmits on "
+    "the path”).")
 
 CPU_TABLE_CLASSES = ("usr", "sys", "irq", "soft", "idle")
 """Always shown (seed-002's rows); other classes appear only when they are not ~0."""
@@ -60,8 +72,8 @@ def ci_range(stat: Summary | None, scale: float = 1.0) -> str:
 
 
 def versus(change: RelativeChange | None) -> str:
-    """Change against all on with its CI; "*" marks significance (Welch p < 0.05);
-    the p-values themselves are in the recommendations."""
+    """A relative change with its CI (in the case tables: all on relative to the row, the
+    effect of having the offloads on); "*" marks significance (Welch p < 0.05)."""
     if change is None:
         return "—"
     text = format_change(change)
@@ -73,24 +85,27 @@ def throughput_table(group: CaseGroup) -> Table:
     udp = group.traffic.protocol == "udp"
     header = (
         "Profile", "Offloads off", "n", f"Throughput ({unit}) mean ± std (CV%)", "95% CI",
-        "vs all on", f"Sent ({unit})" if udp else "Retransmits",
-        "Loss %" if udp else "CPU % (all cores)", "CPU % per Gbps", "CPU/Gbps vs all on",
+        "All on vs this", f"Sent ({unit})" if udp else "Retransmits (% of segments)",
+        "Loss %" if udp else "CPU % (all cores)", "CPU % per Gbps", "CPU/Gbps: all on vs this",
+        "Path drops / sample",
     )
     rows = []
     for row in group.rows:
         flagged = overloaded(row)
+        lossy = drops_where_none_belong(row) is not None
         rows.append((
             row.profile.name + (" (baseline)" if row is group.baseline else "")
-            + (" ⚠ overloaded" if flagged else ""),
+            + (" ⚠ overloaded" if flagged else "") + (" ⚠ drops on the path" if lossy else ""),
             _off_list(row),
             str(row.n),
             mean_std_cv(row.throughput, scale),
             ci_range(row.throughput, scale),
             "— (overloaded)" if flagged else versus(row.vs_baseline_throughput),
-            mean_std(row.sender, scale) if udp else mean_std(row.retransmits, decimals=0),
+            mean_std(row.sender, scale) if udp else retrans_cell(row),
             mean_std(row.loss_percent) if udp else mean_std(row.cpu_total, decimals=1),
             "—" if flagged else mean_std(row.cpu_per_gbps),
             "—" if flagged else versus(row.vs_baseline_cpu),
+            drops_cell(row),
         ))
     return Table(header, tuple(rows), align_left=2)
 

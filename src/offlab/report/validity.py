@@ -4,6 +4,11 @@ not — each with the mechanism, in a sentence a network engineer can check.
 A difference between two profiles is an offload effect only if neither side was
 overloaded and the difference is not a property of the lab's virtual devices:
 
+* **Drops on the path.** A TCP case whose path dropped packets inside a host (a device,
+  qdisc, backlog or stack counter grew by more than 1 in 10 000 of its segments) measured
+  TCP's loss recovery: set apart in either direction, with the counter named (drops.py).
+* **Not below capacity.** A paced (service-demand) row that carried less than 95 % of
+  its offered rate was at its capacity: its CPU per Gbit/s is no service demand.
 * **Overload.** A UDP sample that lost more than its loss bound (0.1 % by default)
   measured a receiver that did not keep up (at `-b 0` one in livelock): how two
   processes contend for the cores, not what a profile carries. Such rows are shown, flagged, and used for nothing.
@@ -46,6 +51,7 @@ from typing import TYPE_CHECKING
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..records import GUEST_ENTRY, TCG
 from .capacity_limits import buffer_bound
+from .drops import drops_where_none_belong
 from .phrases import format_change, format_p
 from .states import display_list
 
@@ -72,6 +78,19 @@ MECHANISMS = {
          "coalesced packet per flow and poll",
     RX_CSUM: "without rx checksumming the receiver verifies every checksum in software",
 }
+
+
+PACE_KEPT = 0.95
+"""A paced row that carried less than this share of its offered rate was at capacity."""
+
+
+def below_pace(row: "ProfileRow") -> tuple[float, float] | None:
+    """(offered, carried) in Gbit/s when a paced row did not keep its pace, else None."""
+    offered = [s.counters["offered_bps"] for s in row.samples if "offered_bps" in s.counters]
+    if not row.case.traffic.service_demand or not offered:
+        return None
+    pace = sum(offered) / len(offered) / 1e9
+    return (pace, row.throughput.mean) if row.throughput.mean < PACE_KEPT * pace else None
 
 
 def overloaded(row: "ProfileRow") -> bool:
@@ -123,6 +142,25 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
                              f"{row.profile.name}'s UDP capacity was bounded by a socket buffer "
                              "that overflowed while the receiving application was not saturated: "
                              "a scheduling hiccup on a shared machine, not the path or an offload")
+        short = below_pace(row)
+        if short is not None:
+            offered, carried = short
+            return Exclusion("not below capacity",
+                             f"{row.profile.name} was paced at {offered:.3g} Gbit/s and carried "
+                             f"{carried:.3g}: at its capacity, so its CPU per Gbit/s is a saturated "
+                             "figure, not a service demand; lower [service_demand] percent")
+    for row in (step.on_row, step.off_row):
+        dropped = drops_where_none_belong(row)
+        if dropped is not None:
+            share = f" ({dropped.share:.2%} of its segments)" if dropped.share is not None else ""
+            retrans = (f", retransmitting {dropped.retrans_pct.mean:.2g}% of its segments"
+                       if dropped.retrans_pct is not None else "")
+            return Exclusion("drops on the path",
+                             f"{row.profile.name} dropped packets inside a host — "
+                             f"{dropped.where()}{share}{retrans}: its TCP rate was set by loss "
+                             "recovery, not by the offload, so the difference is set apart "
+                             "whichever way it points; find why that queue overflows (see "
+                             "“Drops and retransmits on the path”)")
     if not virtual_devices:
         return None
     credited = set(step.credited)
@@ -166,10 +204,10 @@ def contention(step: "Step", effects: list["Effect"]) -> Exclusion | None:
     features = display_list(step.credited)
     what = " and ".join(
         f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
-        f"{format_change(e.turn_off)} ({format_p(e.turn_off.welch.p_value)})"
+        f"{format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)})"
         for e in contrary)
     return Exclusion("against the mechanism",
-                     f"with {features} off, {what}, yet {mechanism(step.credited)}. A gain "
+                     f"with {features} on, {what}, yet {mechanism(step.credited)}. A gain "
                      "from doing more work per packet comes from something else; on one "
                      "machine, where sender, receiver and the lab's devices share the cores, "
                      f"most likely from how they share them, not from {features}; measure it "

@@ -9,9 +9,13 @@ from ..studies import Section, registered
 from .adaptive import adaptive_sections
 from .document import ReportModel
 from .model import ProfileRow
+from .attribution import attribution_sections
 from .capacity_view import capacity_sections
+from .claims import claims_sections
+from .drops import drops_sections
 from .latency_view import latency_charts, latency_sections
-from .traffic_views import nic_sections
+from .stack import stack_sections
+from .windows import window_sections
 
 View = Section
 """A titled view with an introduction, an optional chart and captioned tables."""
@@ -28,9 +32,12 @@ def _rows(model: ReportModel) -> list[ProfileRow]:
 
 def seed_views(model: ReportModel) -> tuple[View, ...]:
     rows = _rows(model)
-    views = capacity_sections(rows) + latency_sections(rows) + nic_sections(rows)
+    views = claims_sections(model) + attribution_sections(model)
+    views += capacity_sections(rows) + latency_sections(rows) + drops_sections(rows)
+    views += window_sections(rows)
     views += [view for study in registered() for view in study.sections(rows, model)]
     views += [Section(title, intro, tables) for title, intro, tables in adaptive_sections(model.adaptive)]
+    views += stack_sections(model.stack)
     return tuple(views)
 
 

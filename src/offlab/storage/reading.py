@@ -17,7 +17,7 @@ from .. import codec
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, CpuShare, FeatureState, Interval, OffloadProfile, RateProbe, RunInfo, Sample
 from .results import RunResults
-from .tables import (case, case_adaptive, run, run_campaign, sample, sample_counter, sample_cpu,
+from .tables import (case, case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                      sample_interval, sample_offload, sample_probe)
 
 
@@ -38,7 +38,16 @@ def load_run(conn: Connection, run_id: str) -> RunResults | None:
     tag = conn.execute(select(run_campaign.c.campaign, run_campaign.c.pair)
                        .where(run_campaign.c.run_id == run_id)).first()
     return RunResults(info, row.status, tuple(cases), samples, row.finished_at,
-                      _adaptive(conn, run_id), tuple(tag) if tag else None)
+                      _adaptive(conn, run_id), tuple(tag) if tag else None, _stack(conn, run_id))
+
+
+def _stack(conn: Connection, run_id: str) -> dict[str, dict[str, dict[str, str]]]:
+    rows = conn.execute(select(run_stack).where(run_stack.c.run_id == run_id)
+                        .order_by(run_stack.c.seq)).all()
+    found: dict[str, dict[str, dict[str, str]]] = {}
+    for r in rows:
+        found.setdefault(r.place, {}).setdefault(r.host, {})[r.key] = r.value
+    return found
 
 
 def _adaptive(conn: Connection, run_id: str) -> dict[str, AdaptiveOutcome]:

@@ -34,3 +34,5 @@ class RunResults:
     """case key → how its adaptive repetitions ended (empty for fixed-count runs)."""
     campaign: tuple[str, str] | None = None
     """(campaign id, pair name) when the run is one pair's part of a campaign."""
+    stack: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
+    """place ("bare · MTU 1500") → host → stack setting → value (stackconfig.py)."""

@@ -183,3 +183,17 @@ run_campaign = Table(
 )
 """A run made as one pair's part of a campaign (campaign.py): the campaign's id and the
 pair's name in the hosts file."""
+
+run_stack = Table(
+    "run_stack", metadata,
+    Column("run_id", Text, nullable=False),
+    Column("place", Text, nullable=False),
+    Column("host", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    Column("seq", Integer),
+    PrimaryKeyConstraint("run_id", "place", "host", "key"),
+    ForeignKeyConstraint(["run_id"], ["run.id"]),
+)
+"""Each host's network stack configuration per topology of a run (stackconfig.py):
+place ("bare · MTU 1500") × host × setting; ``seq`` keeps the order settings were read in."""

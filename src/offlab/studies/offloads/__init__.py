@@ -18,7 +18,7 @@ from .. import PlanCheck, Profile, Study, Variant
 from .plan import SEQUENCES, custom_profiles, sequence_profiles
 
 WIRE_SCENARIOS = ("bare", "vxlan", "geneve", "gre", "gretap", "ipip", "sit")
-RECEIVER_SEQUENCES = ("rx", "rx-single")
+RECEIVER_SEQUENCES = ("rx", "rx-single", "rx-all-off")
 
 
 class OffloadsStudy(Study):
@@ -47,7 +47,13 @@ class OffloadsStudy(Study):
             on_wire = variant.topology.get("wire") == "mtu"
             sequences = [s for s in sequences if (s in RECEIVER_SEQUENCES) == on_wire or s == "all-on"]
             custom = [p for p in custom if (p.side == "rx") == on_wire]
-        chosen = sequence_profiles(sequences, TUNNEL_FEATURES.get(variant.scenario, ())) + custom
+        tunnel = TUNNEL_FEATURES.get(variant.scenario, ())
+        chosen = sequence_profiles(sequences, tunnel)
+        # "everything of a side off" comes after the plan's own (single-off) profiles, so
+        # a side's rows read from all on outwards
+        widest = sequence_profiles([s for s in sequences if s.endswith("-all-off")], tunnel)
+        last = [p for p in chosen if p in widest and p.features]
+        chosen = [p for p in chosen if p not in last] + custom + last
         return [Profile(p) for p in chosen]
 
     def keeps(self, case: CaseSpec) -> bool:

@@ -1,14 +1,16 @@
 """Seed 000's offload sequences as profiles, and a plan's own `[[profiles]]`.
 
-Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, all-on, udp) and
-`[[profiles]]` tables (name, side, off). The sequences are the seed plan's: on the
-transmitter TSO off → + tx checksumming off → + GSO off (on a tunnel the last step
-also turns tx-udp_tnl-segmentation off), on the receiver GRO off → + rx checksumming
-off, cumulative with "all on" first; or each feature off alone. The `udp` sequence is
-today's UDP offloads, which the seed plan predates: USO (tx-udp-segmentation) off at
-the sender, and UDP GRO forwarding (rx-udp-gro-forwarding, off by default) on at the
-receiver — measured with udpload traffic, whose sender uses UDP_SEGMENT and receiver
-UDP_GRO (plan traffic "udp1472-gso" against "udp1472-plain").
+Plan keys: `sequences` (some of tx, rx, tx-single, rx-single, tx-all-off, rx-all-off,
+all-on, udp) and `[[profiles]]` tables (name, side, off). The sequences are the seed
+plan's: on the transmitter TSO off → + tx checksumming off → + GSO off (on a tunnel the
+last step also turns tx-udp_tnl-segmentation off), on the receiver GRO off → + rx
+checksumming off, cumulative with "all on" first; or each feature off alone; or only the
+last step (every feature of the side off: the seed's "offloads off"), which a plan pairs
+with single-off `[[profiles]]` to attribute each feature's effect from its own profile.
+The `udp` sequence is today's UDP offloads, which the seed plan predates: USO
+(tx-udp-segmentation) off at the sender, and UDP GRO forwarding (rx-udp-gro-forwarding,
+off by default) on at the receiver — measured with udpload traffic, whose sender uses
+UDP_SEGMENT and receiver UDP_GRO (plan traffic "udp1472-gso" against "udp1472-plain").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Iterable, Sequence
 from ...offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_GRO_FWD, UDP_TNL, USO
 from ...records import OffloadProfile
 
-SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "all-on", "udp")
+SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "tx-all-off", "rx-all-off", "all-on", "udp")
 ALL_ON = "all-on"
 PROFILE_KEYS = {"name", "side", "off"}
 _SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
@@ -87,6 +89,9 @@ def sequence_profiles(sequences: Sequence[str], tunnel: bool | Sequence[str]) ->
             found = rx_sequence()
         elif sequence == "udp":
             found = udp_profiles()
+        elif sequence in ("tx-all-off", "rx-all-off"):
+            steps = tx_sequence(tunnel) if sequence == "tx-all-off" else rx_sequence()
+            found = [steps[0], steps[-1]]
         else:
             found = one_off_at_a_time(sequence.split("-")[0], tunnel)
         for profile in found:

@@ -7,6 +7,8 @@
   sample's rows were measured in. SQLite kept it as rowid, which PostgreSQL has no
   equivalent of; existing SQLite rows get their rowid.
 * ``run_campaign``: the campaign and pair a run belongs to (campaign.py).
+* ``run_stack``: each host's network stack configuration per topology (stackconfig.py),
+  so `compare` can say two runs' stacks differed.
 
 Format 3 because offlab releases before this one write those tables by position and
 would fail half-way: they refuse the store in one line instead.
@@ -36,6 +38,17 @@ def upgrade() -> None:
         sa.Column("run_id", sa.Text, primary_key=True),
         sa.Column("campaign", sa.Text, nullable=False),
         sa.Column("pair", sa.Text, nullable=False),
+        sa.ForeignKeyConstraint(["run_id"], ["run.id"]),
+    )
+    op.create_table(
+        "run_stack",
+        sa.Column("run_id", sa.Text, nullable=False),
+        sa.Column("place", sa.Text, nullable=False),
+        sa.Column("host", sa.Text, nullable=False),
+        sa.Column("key", sa.Text, nullable=False),
+        sa.Column("value", sa.Text, nullable=False),
+        sa.Column("seq", sa.Integer),
+        sa.PrimaryKeyConstraint("run_id", "place", "host", "key"),
         sa.ForeignKeyConstraint(["run_id"], ["run.id"]),
     )
     meta = sa.table("meta", sa.column("key", sa.Text), sa.column("value", sa.Text))
