@@ -74,6 +74,9 @@ def test_a_capacity_bounded_by_a_buffer_under_an_idle_receiver_is_flagged_and_no
     hiccup = {**VERIFIED, "limit_loss_lost": 900.0, "limit_loss_rcvbuf": 880.0, "limit_receiver_app_pct": 30.0}
     row = _capacity_row(18, hiccup, throughput=0.1e9)
     assert buffer_bound(row)
+    from offlab.report.model import is_all_on  # a profile turning UDP GRO forwarding on is no baseline
+    gro_fwd = OffloadProfile("udp-gro-fwd-on", "rx", {"rx-udp-gro-forwarding": True})
+    assert is_all_on(row.case) and not is_all_on(CaseSpec("bare", 1500, gro_fwd, row.case.traffic))
     (section,) = capacity_sections([row])
     cells = dict(zip(section.tables[0][1].header, section.tables[0][1].rows[0]))
     assert cells["Capacity (Gbit/s)"].endswith("\u26a0")

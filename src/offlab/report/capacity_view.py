@@ -46,7 +46,7 @@ def _cause_cell(found: Sequence[losscause.LossCauses | None]) -> str:
     mains = [c.main for c in found if c is not None and c.lost > 0 and c.main is not None]
     if not mains:
         return "none" if any(c is not None for c in found) else "—"
-    top = max(set(mains), key=mains.count)
+    top = max(losscause.CAUSES, key=mains.count)  # ties: the first in the causes' order
     return f"{top} ({mains.count(top)} of {len(found)})"
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..cpu import windows_off
+from ..offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..stats import RelativeChange, Summary, relative_change, summary
 from ..store import RunResults
@@ -135,7 +136,10 @@ def is_all_on(case: CaseSpec) -> bool:
     """Every ethtool feature on and no forwarder in the path: the group's baseline (a
     direct veth pair, the userspace study's reference, counts as one)."""
     forwarder = case.datapath is not None and case.datapath.forwarder
-    return all(case.profile.features.values()) and not forwarder
+    # "On" is each feature's baseline state: UDP GRO forwarding's is off (offloads.BASELINE),
+    # so a profile that turns it on is a change, not another baseline.
+    at_baseline = all(on == BASELINE.get(name, True) for name, on in case.profile.features.items())
+    return at_baseline and not forwarder
 
 
 def build_rows(results: RunResults) -> dict[str, ProfileRow]:
