@@ -159,6 +159,8 @@ pub extern "C" fn ofl_csum_kernel() -> *const c_char {
         Kernel::Avx2 => c"avx2",
         Kernel::Sse2 => c"sse2",
         Kernel::Portable => c"portable",
+        // A kernel added to the engine after this list.
+        _ => c"other",
     });
     name.unwrap_or(c"portable").as_ptr()
 }

@@ -198,6 +198,8 @@ fn verdict_of(held: Result<Held, engine::gro::Refusal>, flags: u32) -> (ofl_gro_
         Ok(Held::Restarted { .. }) => (ofl_gro_verdict::OFL_GRO_NEW_FLOW, None),
         Ok(Held::Merged) => (ofl_gro_verdict::OFL_GRO_MERGED, None),
         Err(refusal) => (ofl_gro_verdict::OFL_GRO_REFUSED, Some(refusal.reason().index() as u32)),
+        // A kind of kept frame added to the engine after this list: kept, a run opened.
+        Ok(_) => (ofl_gro_verdict::OFL_GRO_NEW_FLOW, None),
     }
 }
 
@@ -257,6 +259,7 @@ fn end_of(cause: FlushCause) -> ofl_gro_end {
         FlushCause::Explicit => ofl_gro_end::OFL_GRO_END_FLUSH,
         FlushCause::Aged => ofl_gro_end::OFL_GRO_END_AGED,
         FlushCause::Evicted => ofl_gro_end::OFL_GRO_END_EVICTED,
+        _ => ofl_gro_end::OFL_GRO_END_RULE,
     }
 }
 

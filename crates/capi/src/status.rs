@@ -27,6 +27,9 @@ pub enum ofl_status {
     OFL_ERR_BUSY = -5,
     /// The handle was left unusable by an earlier OFL_ERR_PANIC; free it.
     OFL_ERR_POISONED = -6,
+    /// An engine refusal this version of the C API has no code of its own for (the
+    /// engine's error enums are non-exhaustive; every current one has a code).
+    OFL_ERR_OTHER = -7,
     /// Frame parse: truncated.
     OFL_ERR_PARSE_TRUNCATED = -100,
     /// Frame parse: bad ip version.
@@ -147,7 +150,7 @@ pub enum ofl_status {
 
 impl ofl_status {
     /// Every code, for tests and tools.
-    pub const ALL: [ofl_status; 65] = [
+    pub const ALL: [ofl_status; 66] = [
         ofl_status::OFL_OK,
         ofl_status::OFL_ERR_NULL,
         ofl_status::OFL_ERR_BUFFER_TOO_SMALL,
@@ -155,6 +158,7 @@ impl ofl_status {
         ofl_status::OFL_ERR_PANIC,
         ofl_status::OFL_ERR_BUSY,
         ofl_status::OFL_ERR_POISONED,
+        ofl_status::OFL_ERR_OTHER,
         ofl_status::OFL_ERR_PARSE_TRUNCATED,
         ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION,
         ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH,
@@ -225,6 +229,7 @@ impl ofl_status {
             ofl_status::OFL_ERR_PANIC => c"internal error (panic caught)",
             ofl_status::OFL_ERR_BUSY => c"handle busy (called from its own callback)",
             ofl_status::OFL_ERR_POISONED => c"handle poisoned by an earlier panic",
+            ofl_status::OFL_ERR_OTHER => c"engine error without a code of its own",
             ofl_status::OFL_ERR_PARSE_TRUNCATED => c"parse: truncated",
             ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION => c"parse: bad ip version",
             ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH => c"parse: bad header length",
@@ -349,6 +354,7 @@ pub fn parse_status(err: &ParseError) -> ofl_status {
         ParseError::UnsupportedTunnelPayload(_) => {
             ofl_status::OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD
         }
+        _ => ofl_status::OFL_ERR_OTHER,
     }
 }
 
@@ -374,6 +380,7 @@ pub fn gso_status(err: &GsoError) -> ofl_status {
         GsoError::VirtioChecksumMismatch => ofl_status::OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH,
         GsoError::AuthenticationHeader => ofl_status::OFL_ERR_GSO_AUTHENTICATION_HEADER,
         GsoError::RoutingHeaderUnsupported(_) => ofl_status::OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED,
+        _ => ofl_status::OFL_ERR_OTHER,
     }
 }
 
@@ -420,6 +427,7 @@ pub fn virtio_status(err: &VirtioError) -> ofl_status {
         }
         VirtioError::TunnelNeedsTunnelForm => ofl_status::OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM,
         VirtioError::ChecksumStartInHeaders => ofl_status::OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS,
+        _ => ofl_status::OFL_ERR_OTHER,
     }
 }
 

@@ -6,6 +6,7 @@ use super::fold64;
 use super::portable::{self, pieces, SIMD_MIN_LEN};
 
 /// The summing implementations. All give bit-identical partial sums.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     /// 64-bit words with add-with-carry (any CPU).

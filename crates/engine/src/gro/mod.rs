@@ -184,6 +184,7 @@ pub struct Merged<'a> {
 }
 
 /// A frame that was kept.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Held {
     /// It started a run; its flow held none.
@@ -196,6 +197,7 @@ pub enum Held {
 }
 
 /// A frame that was not kept: forward it as it is.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     NotMerged { reason: Reason },

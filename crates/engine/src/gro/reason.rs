@@ -4,6 +4,7 @@ use crate::wire::ParseError;
 
 /// The rule that stopped a merge. Used both for packets handed back unmerged
 /// ([`super::Refusal`]) and for runs that were ended (flushed) by a packet.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reason {
     // --- the packet itself cannot be coalesced (it is handed back) ---

@@ -3,6 +3,7 @@
 use super::reason::Reason;
 
 /// Why a held run was delivered.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushCause {
     /// [`super::Gro::flush`].

@@ -4,6 +4,7 @@
 use core::fmt;
 
 /// A super-packet `segment` refuses, with the reason.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GsoError {
     /// `GsoKind::Tcp` asked for, but the innermost transport is not TCP.

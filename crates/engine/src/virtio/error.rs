@@ -5,6 +5,7 @@ use core::fmt;
 use crate::wire::ParseError;
 
 /// One variant per cause, so a forwarder can count refusals by reason.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VirtioError {
     /// Fewer bytes than the header form needs.

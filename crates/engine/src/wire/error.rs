@@ -4,6 +4,7 @@
 use core::fmt;
 
 /// The header a parse error refers to.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Layer {
     Ethernet,
@@ -36,6 +37,7 @@ impl Layer {
 }
 
 /// A frame that is not a well-formed packet of a supported kind.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ParseError {
     /// The buffer ends before the header (or the length it announces) does.
