@@ -6,6 +6,7 @@ import pytest
 from offlab.hosts.hostsfile import HostsFileError, parse
 from offlab.records import Params
 from offlab.topology import TopologyError
+from offlab.hosts.session import RemoteSession
 from offlab.topology.remote import RemotePair
 
 
@@ -47,10 +48,10 @@ def test_missing_tables_and_keys():
 
 def test_the_dut_layout_on_real_hosts_uses_the_app_and_irq_cores():
     hosts = parse(_doc(), "h.toml")
-    dut = RemotePair("bare", 1500, Params(dut="rcv"), hosts)
+    dut = RemotePair("bare", 1500, Params(dut="rcv"), RemoteSession(hosts))
     assert dut.roles == {"dut-app": 3, "dut-softirq": 5, "generator": 2}
     assert dut.role_hosts == {"dut-app": "rx", "dut-softirq": "rx", "generator": "tx"}
     with pytest.raises(TopologyError, match="set irq_core and pin_irqs = true for \\[sender\\]"):
-        RemotePair("bare", 1500, Params(dut="snd"), hosts)
+        RemotePair("bare", 1500, Params(dut="snd"), RemoteSession(hosts))
     with pytest.raises(TopologyError, match="needs local namespaces"):
-        RemotePair("middlebox", 1500, Params(path="a-b"), hosts)
+        RemotePair("middlebox", 1500, Params(path="a-b"), RemoteSession(hosts))

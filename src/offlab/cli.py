@@ -22,9 +22,13 @@ from . import doctor as doctor_checks
 from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .hosts import HostError, hostsfile
+from .hosts.confirm import planned_changes
+from .hosts.guard import OVERRIDE_FLAG, check_servers
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
+from .hosts.session import RemoteSession
+from .hosts.ssh import AuditLog
 from .plan import PlanError, load
 from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
@@ -112,10 +116,11 @@ def run_cmd(
     min_runs: Optional[int] = typer.Option(None, "--min-runs", help="with --ci-target: runs before the first check [default: 3]"),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", help="with --ci-target: runs at most [default: 20]"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the cases, the time they take and what would change; run nothing"),
-    yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta"),
+    yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta; with --hosts, change the servers without asking"),
     max_eta: float = typer.Option(preflight.DEFAULT_MAX_ETA_S / 3600, "--max-eta", help="hours a run may take without --yes"),
     wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
     hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH (docs/real-hosts.md)"),
+    allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: run even on a test interface that carries other traffic (the SSH session, the default route, upper devices, other addresses)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
     store_file = store_path or out_dir / STORE_NAME
@@ -160,6 +165,9 @@ def run_cmd(
         preflight.check_guests(cases)
     else:
         preflight.check_remote(cases, hosts)
+        for warning in check_servers(hosts, allow_shared):
+            err.print(f"[yellow]warning[/]: {warning}")
+        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
 
     busy, top = preflight.foreign_load()
     notes = ""
@@ -168,7 +176,7 @@ def run_cmd(
         notes = f"machine not idle before the run: {busy:.0f}% of a core used by other processes ({names})"
         err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
 
-    facts = remote_facts(hosts) if hosts is not None and resume_id is None else {}
+    facts = remote_facts(hosts, settings.steer_rx_softirq) if hosts is not None and resume_id is None else {}
 
     def prepare(store: Store):
         if resume_id is not None:
@@ -176,8 +184,13 @@ def run_cmd(
         return begin(store, plan_name, cases, settings, notes, facts)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
-    remote = {} if hosts is None else {"build": remote_builder(hosts), "before_start": restore_pending}
-    outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
+    session = RemoteSession(hosts, audit=AuditLog()) if hosts is not None else None
+    remote = {} if session is None else {"build": remote_builder(session), "before_start": session.start}
+    try:
+        outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
+    finally:
+        for line in session.close() if session is not None else []:
+            err.print(f"[yellow]kept[/]: {line}")
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
         where = f" --store {store_file}" if store_file != DEFAULT_STORE else ""
@@ -190,6 +203,20 @@ def run_cmd(
             err.print(f"[yellow]{result.case_key}[/]: {result.sentence()}")
     with Store(store_file, readonly=True) as store:
         _write_report(store, outcome.run_id, store_file.parent / outcome.run_id)
+
+
+def _confirm(changes: list[str], yes: bool) -> None:
+    """Name each server and what will change on it; go on only on "yes" (or --yes)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise LabError("offlab would change these servers: " + " | ".join(changes) +
+                       "; nobody can confirm here (no terminal): pass --yes to go ahead")
+    out.print("offlab will change these servers (and put each change back at the end):")
+    for line in changes:
+        out.print(f"  {line}")
+    if input("go ahead? [y/N] ").strip().lower() not in ("y", "yes"):
+        raise LabError("nothing changed: not confirmed (pass --yes to skip the question)")
 
 
 @app.command("report")
@@ -285,20 +312,30 @@ def restore_cmd() -> None:
     lock = MachineLock()
     lock.acquire("offlab restore")
     try:
-        lines = restore_pending()
+        results = restore_pending()
     finally:
         lock.release()
-    for line in lines or ["nothing: no host was left changed"]:
-        print(f"restored {line}")
+    if not results:
+        print("restored nothing: no host was left changed")
+    for result in results:
+        for line in result.lines if result.ok else ():
+            print(f"restored {line}")
+        if not result.ok:
+            print(f"NOT restored {result.host}: {result.lines[0]}")
+    failed = [r.host for r in results if not r.ok]
+    if failed:
+        raise LabError(f"{', '.join(failed)} not restored (the others were); fix what each line says and "
+                       "run offlab restore again")
 
 
 @app.command("doctor")
 def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
                                           "their processes, namespaces and temporary files"),
-               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead")) -> None:
+               hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead"),
+               allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: accept a test interface that carries other traffic")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
     if hosts_path is not None:
-        checks = remote_checks(hostsfile.load(hosts_path))
+        checks = remote_checks(hostsfile.load(hosts_path), allow_shared)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
                                 [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
             print(line)
