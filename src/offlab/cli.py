@@ -23,7 +23,7 @@ from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .hosts import HostError, hostsfile
 from .hosts.confirm import planned_changes
-from .hosts.guard import OVERRIDE_FLAG, check_servers
+from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
@@ -165,6 +165,7 @@ def run_cmd(
         preflight.check_guests(cases)
     else:
         preflight.check_remote(cases, hosts)
+        check_udp_rates(hosts, cases)
         for warning in check_servers(hosts, allow_shared):
             err.print(f"[yellow]warning[/]: {warning}")
         _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)

@@ -12,6 +12,8 @@ its fix:
 * **one kernel, one role** — two roles whose servers report the same boot id are one
   kernel: their CPU and counters are not two hosts'. Refused unless the hosts file says
   `same_kernel = true`;
+* **UDP within a cap** — no congestion control on a network others may use: at most
+  `udp_max_rate` (1 Gbit/s unless the hosts file raises it);
 * **nothing of another offlab** — `ofl-` devices already there (another run's, or a
   killed one's) are refused.
 """
@@ -21,12 +23,13 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .base import HostError
 from .hostsfile import HostsFile, HostSpec
 
 if TYPE_CHECKING:
+    from ..records import CaseSpec
     from .ssh import SshHost
 
 OVERRIDE_FLAG = "--allow-shared-interface"
@@ -148,3 +151,22 @@ def check_servers(hosts: HostsFile, allow_shared: bool) -> list[str]:
         finally:
             host.close()
     return check(hosts, uses, allow_shared)
+
+
+def check_udp_rates(hosts: HostsFile, cases: "Iterable[CaseSpec]") -> None:
+    """UDP on real hosts at most at the hosts file's `udp_max_rate` (1 Gbit/s unless
+    raised): an unlimited rate, a rate above it or a capacity search (whose first probe
+    is unlimited) is refused before the run."""
+    cap = hosts.udp_max_bps
+    if cap is None:
+        return
+    for case in cases:
+        traffic = case.traffic
+        if traffic.protocol != "udp":
+            continue
+        if traffic.mode == "capacity" or traffic.rate_bps is None or traffic.rate_bps > cap:
+            offered = ("a capacity search (unlimited probes)" if traffic.mode == "capacity" else
+                       "an unlimited rate" if traffic.rate_bps is None else f"{traffic.rate_bps / 1e9:g} Gbit/s")
+            raise HostError(f"{case.key}: UDP at {offered} over your servers' network, above the cap of "
+                            f"{cap / 1e9:g} Gbit/s; set the plan's udp_rate to at most that, or raise the cap "
+                            f"with udp_max_rate = \"10G\" (or \"unlimited\") in {hosts.source}")

@@ -38,7 +38,11 @@ from typing import Any
 ROLES = ("sender", "receiver")
 KEYS = {"ssh", "interface", "address", "peer", "app_core", "irq_core", "pin_irqs", "sudo"}
 REQUIRED = ("ssh", "interface", "address", "peer", "app_core")
-TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s"}
+TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s", "udp_max_rate"}
+DEFAULT_UDP_MAX_BPS = 1e9
+"""UDP offered on real hosts at most (bit/s) unless the hosts file raises it: their
+network may be shared, and UDP has no congestion control."""
+_RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 DEFAULT_WATCHDOG_S = 60
 MIN_WATCHDOG_S = 5
 IFNAMSIZ = 15
@@ -70,6 +74,8 @@ class HostsFile:
     ssh_config: str | None = None
     same_kernel: bool = False
     watchdog_s: int = DEFAULT_WATCHDOG_S
+    udp_max_bps: float | None = DEFAULT_UDP_MAX_BPS
+    """None: "unlimited" (the capacity search's unlimited probe included)."""
 
     def describe(self) -> str:
         """For RunSettings.hosts: "ssh: sender lab@server1 (ens1f0), receiver …"."""
@@ -128,7 +134,24 @@ def parse(doc: dict[str, Any], source: str) -> HostsFile:
     if hosts["sender"].peer != hosts["receiver"].address or hosts["receiver"].peer != hosts["sender"].address:
         raise HostsFileError(f"{source}: each host's peer must be the other's address "
                              f"(sender peer {hosts['sender'].peer}, receiver address {hosts['receiver'].address})")
-    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog)
+    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog,
+                     _udp_max(doc.get("udp_max_rate", "1G"), source))
+
+
+def _udp_max(value: Any, source: str) -> float | None:
+    """"unlimited", or a rate such as "2.5G" (bit/s)."""
+    if value == "unlimited":
+        return None
+    text = str(value).strip().upper()
+    number, unit = (text[:-1], text[-1]) if text[-1:] in _RATE_UNITS and text[-1:] else (text, "")
+    try:
+        bps = float(number) * _RATE_UNITS[unit]
+    except ValueError:
+        bps = -1.0
+    if isinstance(value, bool) or not 1e3 <= bps <= 1e12:
+        raise HostsFileError(f"{source}: udp_max_rate = {value!r} must be \"unlimited\" or a rate such "
+                             "as \"2.5G\" (bit/s)")
+    return bps
 
 
 def _host(source: str, role: str, table: dict[str, Any]) -> HostSpec:
