@@ -163,3 +163,12 @@ def test_udp_on_real_hosts_is_capped_unless_raised():
     check_udp_rates(parse({**DOC, "udp_max_rate": "unlimited"}, "h.toml"), capacity)
     with pytest.raises(HostsFileError, match="udp_max_rate = 'fast'"):
         parse({**DOC, "udp_max_rate": "fast"}, "h.toml")
+
+
+def test_a_taken_iperf3_port_and_a_clashing_vxlan_are_named():
+    taken = rx(listening=('LISTEN 0 5 10.0.0.2:5201 0.0.0.0:* users:(("iperf3",pid=4242,fd=3))',))
+    with pytest.raises(HostError, match=r"TCP port 5201, iperf3's, is taken by iperf3 \(pid 4242\)"):
+        check(HOSTS, {"sender": use(), "receiver": taken}, allow_shared=False)
+    vxlan = {"ifname": "vx0", "linkinfo": {"info_kind": "vxlan", "info_data": {"id": 42, "port": 4789}}}
+    with pytest.raises(HostError, match="vx0 already uses VXLAN VNI 42 on UDP port 4789"):
+        check(HOSTS, {"sender": use(links=(*LINKS, vxlan)), "receiver": rx()}, allow_shared=False)

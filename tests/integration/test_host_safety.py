@@ -7,6 +7,7 @@ own watchdog restoring them: test_real_hosts.py.)"""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from offlab.hosts.base import HostError
 from offlab.hosts.journal import JOURNAL_DIR, Journal, read_identity
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.session import RemoteSession
-from offlab.hosts.ssh import SshHost
+from offlab.hosts.ssh import AUDIT_LOG, SshHost
 
 from .runs import OFFLAB, start_run
 from .sshlab import ssh_lab
@@ -111,6 +112,19 @@ def test_the_ssh_session_on_the_test_interface_is_refused(clean, tmp_path):
     assert doctor.returncode == 1 and "offlab's own SSH session" in doctor.stdout
 
 
+def test_without_a_terminal_or_yes_nothing_changes_and_the_servers_are_named(clean, tmp_path):
+    lab = clean
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=1, mtu=1400))
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan), "--out",
+                           str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True, timeout=180,
+                          stdin=subprocess.DEVNULL)
+    line = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and "pass --yes" in line, done.stderr
+    assert "sender hosta, interface ofl-ta0: MTU set to 1400" in line and "receiver hostb" in line
+    assert _mtu(lab, "a", "ofl-ta0") == 1500 and not (tmp_path / "r").exists()
+
+
 def test_the_default_route_on_the_test_interface_is_refused(clean, tmp_path):
     lab = clean
     server = lab.servers["a"]
@@ -132,8 +146,11 @@ def test_an_upper_device_is_refused_and_with_the_override_its_mtu_is_put_back(cl
         refused = _run(lab, tmp_path, lab.hosts_file)
         assert refused.returncode == 1 and "mv7 (macvlan) sits on ofl-ta0" in refused.stderr.splitlines()[-1]
         # Allowed: the run lowers ofl-ta0 to 1400, the kernel lowers mv7 with it; both go back.
+        audited = AUDIT_LOG.read_text().count("\n") if AUDIT_LOG.exists() else 0
         done = _run(lab, tmp_path, lab.hosts_file, "--allow-shared-interface")
         assert done.returncode == 0, done.stderr
+        new = [json.loads(line) for line in AUDIT_LOG.read_text().splitlines()[audited:]]
+        assert any(e["host"] == "tx" and "ip link set dev ofl-ta0 mtu 1400" in e["command"] for e in new)
         assert "mv7 (macvlan) sits on ofl-ta0" in done.stderr  # said as a warning
         assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "a", "mv7") == 1500
     finally:
