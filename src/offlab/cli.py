@@ -336,6 +336,8 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
                allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: accept a test interface that carries other traffic")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
     if hosts_path is not None:
+        if clean:
+            restore_cmd()  # what killed runs left on servers: processes, devices, settings
         checks = remote_checks(hostsfile.load(hosts_path), allow_shared)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
                                 [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
