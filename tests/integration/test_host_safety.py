@@ -22,6 +22,8 @@ from offlab.hosts.journal import JOURNAL_DIR, Journal, read_identity
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.session import RemoteSession
 from offlab.hosts.ssh import AUDIT_LOG, SshHost
+from offlab.offloads import GRO, TSO, Interface, OffloadControl
+from offlab.records import OffloadProfile
 
 from .runs import OFFLAB, start_run
 from .sshlab import ssh_lab
@@ -199,3 +201,19 @@ def test_a_second_controller_is_refused_and_sighup_restores(clean, tmp_path):
             run.wait()
     assert run.returncode == 128 + signal.SIGHUP, run.stderr.read()
     assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "b", "ofl-tb0") == 1500
+
+
+def test_an_as_configured_baseline_keeps_what_the_operator_turned_off(clean):
+    """`baseline = "as-configured"`: the all-on profile leaves GRO off where the operator
+    had it off; the default baseline turns it on. The kernel's read-back is the oracle."""
+    server = clean.servers["a"]
+    control = OffloadControl()
+    server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", "off"])
+    try:
+        all_on = OffloadProfile("all-on", "both")
+        control.apply(all_on, [Interface("tx", server, "ofl-ta0", {}, {GRO: False, TSO: True})])
+        assert control.read(Interface("tx", server, "ofl-ta0"))[GRO].on is False
+        control.apply(all_on, [Interface("tx", server, "ofl-ta0")])
+        assert control.read(Interface("tx", server, "ofl-ta0"))[GRO].on is True
+    finally:
+        server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", "on"])

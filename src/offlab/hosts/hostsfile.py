@@ -19,7 +19,9 @@ Top-level keys: `ssh_config = "path"` passes `-F path` to every ssh (the file mu
 owned by root or by the user ssh runs as, and writable by nobody else: ssh executes what
 it says, ProxyCommand included); `same_kernel = true` lets two roles share one kernel
 (refused otherwise); `watchdog_s` is how long a server waits for the controller's
-heartbeat before it restores itself (server.py). Every mistake is one line naming the
+heartbeat before it restores itself (server.py); `udp_max_rate` caps UDP ("1G" unless
+raised, "unlimited"); `baseline = "as-configured"` makes every profile start from the
+test interfaces' features as they were, instead of all on. Every mistake is one line naming the
 file, the host and the fix.
 """
 
@@ -38,7 +40,8 @@ from typing import Any
 ROLES = ("sender", "receiver")
 KEYS = {"ssh", "interface", "address", "peer", "app_core", "irq_core", "pin_irqs", "sudo"}
 REQUIRED = ("ssh", "interface", "address", "peer", "app_core")
-TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s", "udp_max_rate"}
+TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s", "udp_max_rate", "baseline"}
+BASELINES = ("all-on", "as-configured")
 DEFAULT_UDP_MAX_BPS = 1e9
 """UDP offered on real hosts at most (bit/s) unless the hosts file raises it: their
 network may be shared, and UDP has no congestion control."""
@@ -76,6 +79,9 @@ class HostsFile:
     watchdog_s: int = DEFAULT_WATCHDOG_S
     udp_max_bps: float | None = DEFAULT_UDP_MAX_BPS
     """None: "unlimited" (the capacity search's unlimited probe included)."""
+    baseline: str = "all-on"
+    """What every profile starts from on the test interfaces: every toggled feature on,
+    or each as the operator configured it (read before the run changes anything)."""
 
     def describe(self) -> str:
         """For RunSettings.hosts: "ssh: sender lab@server1 (ens1f0), receiver …"."""
@@ -134,8 +140,11 @@ def parse(doc: dict[str, Any], source: str) -> HostsFile:
     if hosts["sender"].peer != hosts["receiver"].address or hosts["receiver"].peer != hosts["sender"].address:
         raise HostsFileError(f"{source}: each host's peer must be the other's address "
                              f"(sender peer {hosts['sender'].peer}, receiver address {hosts['receiver'].address})")
+    baseline = doc.get("baseline", "all-on")
+    if baseline not in BASELINES:
+        raise HostsFileError(f"{source}: baseline = {baseline!r}; use \"all-on\" or \"as-configured\"")
     return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog,
-                     _udp_max(doc.get("udp_max_rate", "1G"), source))
+                     _udp_max(doc.get("udp_max_rate", "1G"), source), baseline)
 
 
 def _udp_max(value: Any, source: str) -> float | None:
