@@ -27,7 +27,7 @@ from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
-from .hosts.session import RemoteSession
+from .hosts.session import RemoteSession, restore_first
 from .hosts.ssh import AuditLog
 from .plan import PlanError, load
 from .proc import ProcessError
@@ -166,6 +166,8 @@ def run_cmd(
     else:
         preflight.check_remote(cases, hosts)
         check_udp_rates(hosts, cases)
+        for line in restore_first(wait):
+            err.print(f"restored {line}")
         for warning in check_servers(hosts, allow_shared):
             err.print(f"[yellow]warning[/]: {warning}")
         _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
