@@ -6,6 +6,7 @@ import pytest
 from offlab.hosts.hostsfile import HostsFileError, parse
 from offlab.records import Params
 from offlab.topology import TopologyError
+from offlab.hosts.session import RemoteSession
 from offlab.topology.remote import RemotePair
 
 
@@ -47,10 +48,26 @@ def test_missing_tables_and_keys():
 
 def test_the_dut_layout_on_real_hosts_uses_the_app_and_irq_cores():
     hosts = parse(_doc(), "h.toml")
-    dut = RemotePair("bare", 1500, Params(dut="rcv"), hosts)
+    dut = RemotePair("bare", 1500, Params(dut="rcv"), RemoteSession(hosts))
     assert dut.roles == {"dut-app": 3, "dut-softirq": 5, "generator": 2}
     assert dut.role_hosts == {"dut-app": "rx", "dut-softirq": "rx", "generator": "tx"}
     with pytest.raises(TopologyError, match="set irq_core and pin_irqs = true for \\[sender\\]"):
-        RemotePair("bare", 1500, Params(dut="snd"), hosts)
+        RemotePair("bare", 1500, Params(dut="snd"), RemoteSession(hosts))
     with pytest.raises(TopologyError, match="needs local namespaces"):
-        RemotePair("middlebox", 1500, Params(path="a-b"), hosts)
+        RemotePair("middlebox", 1500, Params(path="a-b"), RemoteSession(hosts))
+
+
+def test_the_mtu_wire_on_real_hosts_holds_the_senders_segmentation_off():
+    """The receiver sequence over --hosts: the sender's TSO/USO held off as in the lab
+    (and, under VXLAN, the tunnel's segmentation on the test interface), the receiver free."""
+    from types import SimpleNamespace
+    hosts = parse(_doc(), "h.toml")
+    pair = RemotePair("vxlan", 1500, Params(wire="mtu"), RemoteSession(hosts))
+    pair.remote = {name: SimpleNamespace(spec=hosts.hosts[role]) for name, role in (("tx", "sender"), ("rx", "receiver"))}
+    held = {(i.side, i.device): dict(i.pinned) for i in pair.offload_interfaces()}
+    assert held[("tx", "ofl-tn0")] == {"tcp-segmentation-offload": False, "tx-udp-segmentation": False}
+    assert held[("tx", "ens1f0")]["tx-udp_tnl-segmentation"] is False
+    assert held[("rx", "ofl-tn0")] == {} and held[("rx", "ens1f0")] == {}
+    bare = RemotePair("bare", 1500, Params(), RemoteSession(hosts))
+    bare.remote = pair.remote
+    assert all(not i.pinned for i in bare.offload_interfaces())

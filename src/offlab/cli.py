@@ -24,9 +24,13 @@ from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .hosts import HostError, hostsfile
 from .campaign import Fleet, load_hosts, new_campaign_id, run_waves
+from .hosts.confirm import planned_changes
+from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
+from .hosts.session import RemoteSession, restore_first, restore_journals
+from .hosts.ssh import AuditLog
 from .plan import PlanError, load
 from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
@@ -116,7 +120,7 @@ def run_cmd(
     min_runs: Optional[int] = typer.Option(None, "--min-runs", help="with --ci-target: runs before the first check [default: 3]"),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", help="with --ci-target: runs at most [default: 20]"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the cases, the time they take and what would change; run nothing"),
-    yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta"),
+    yes: bool = typer.Option(False, "--yes", help="run even if it takes longer than --max-eta; with --hosts, change the servers without asking"),
     max_eta: float = typer.Option(preflight.DEFAULT_MAX_ETA_S / 3600, "--max-eta", help="hours a run may take without --yes"),
     wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
     hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH "
@@ -124,6 +128,7 @@ def run_cmd(
     pair: Optional[str] = typer.Option(None, "--pair", help="with a fleet file (--hosts with [[pair]] tables): run only this pair"),
     campaign_id: Optional[str] = typer.Option(None, "--campaign", hidden=True,
                                               help="the campaign this pair's run belongs to (set by the campaign)"),
+    allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: run even on a test interface that carries other traffic (the SSH session, the default route, upper devices, other addresses)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
     store_file = locations.parse(store_path if store_path is not None else out_dir / STORE_NAME)
@@ -133,7 +138,10 @@ def run_cmd(
             raise LabError(f"--resume continues one pair's run; add --pair NAME (pairs of {hosts_path}: "
                            f"{', '.join(p.name for p in hosts.pairs)})")
         _adaptive(ci_target, min_runs, max_runs, runs)
-        load(plan or "quick").with_overrides(runs, duration, warmup)  # a bad plan: one line, before anything
+        chosen = load(plan or "quick").with_overrides(runs, duration, warmup)  # a bad plan: one line, before anything
+        if not dry_run:  # one question for every server of the campaign, not one per pair
+            _confirm([f"{pair.name}: {line}" for pair in hosts.pairs
+                      for line in planned_changes(pair.hosts, chosen.cases, chosen.steer_rx_softirq)], yes)
         _campaign(hosts, store_file, dry_run, wait)
         return
     if resume_id is not None:
@@ -177,6 +185,12 @@ def run_cmd(
         preflight.check_guests(cases)
     else:
         preflight.check_remote(cases, hosts)
+        check_udp_rates(hosts, cases)
+        for line in restore_first(wait) if campaign_id is None else []:
+            err.print(f"restored {line}")
+        for warning in check_servers(hosts, allow_shared):
+            err.print(f"[yellow]warning[/]: {warning}")
+        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
 
     busy, top = preflight.foreign_load()
     notes = ""
@@ -185,7 +199,7 @@ def run_cmd(
         notes = f"machine not idle before the run: {busy:.0f}% of a core used by other processes ({names})"
         err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
 
-    facts = remote_facts(hosts) if hosts is not None and resume_id is None else {}
+    facts = remote_facts(hosts, settings.steer_rx_softirq) if hosts is not None and resume_id is None else {}
 
     def prepare(store: Store):
         if resume_id is not None:
@@ -194,10 +208,16 @@ def run_cmd(
                      (campaign_id, pair) if campaign_id is not None and pair is not None else None)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
-    remote = {} if hosts is None else {"build": remote_builder(hosts)}
-    if hosts is not None and campaign_id is None:  # a campaign restores once for all its pairs
-        remote["before_start"] = restore_pending
-    outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
+    # A campaign's parent restored every journal before its pairs started; a pair's run
+    # must not, or it would undo the journals of a sibling pair measuring at the same time.
+    session = (RemoteSession(hosts, audit=AuditLog(), restore_first=campaign_id is None)
+               if hosts is not None else None)
+    remote = {} if session is None else {"build": remote_builder(session), "before_start": session.start}
+    try:
+        outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
+    finally:
+        for line in session.close() if session is not None else []:
+            err.print(f"[yellow]kept[/]: {line}")
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
         where = f" --store {store_file}" if store_file.path != DEFAULT_STORE else ""
@@ -239,9 +259,11 @@ def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, 
     lock = MachineLock()
     lock.acquire(f"campaign {campaign_id}, {store_file}", wait=wait)
     try:
-        for line in ([] if dry_run else restore_pending()):
+        for line in ([] if dry_run else restore_journals()):
             err.print(f"restored {line}")
-        outcomes = run_waves(fleet, campaign_id, sys.argv[1:], RUNTIME_ROOT, print)
+        # confirmed above for every pair: the pairs' runs must not each ask again
+        argv = sys.argv[1:] + ([] if "--yes" in sys.argv[1:] else ["--yes"])
+        outcomes = run_waves(fleet, campaign_id, argv, RUNTIME_ROOT, print)
     finally:
         lock.release()
     failed = [o for o in outcomes if o.exit_code != 0]
@@ -263,6 +285,20 @@ def _report_campaign(store: Store, campaign_id: str, out_dir: Optional[Path]) ->
         raise LabError(f"no run of campaign {campaign_id!r} in {where.display}")
     md, html = write_campaign_report(campaign_id, runs, out_dir or where.reports_dir() / campaign_id)
     out.print(f"campaign report: {md}\n                 {html}")
+
+
+def _confirm(changes: list[str], yes: bool) -> None:
+    """Name each server and what will change on it; go on only on "yes" (or --yes)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise LabError("offlab would change these servers: " + " | ".join(changes) +
+                       "; nobody can confirm here (no terminal): pass --yes to go ahead")
+    out.print("offlab will change these servers (and put each change back at the end):")
+    for line in changes:
+        out.print(f"  {line}")
+    if input("go ahead? [y/N] ").strip().lower() not in ("y", "yes"):
+        raise LabError("nothing changed: not confirmed (pass --yes to skip the question)")
 
 
 @app.command("report")
@@ -406,11 +442,20 @@ def restore_cmd() -> None:
     lock = MachineLock()
     lock.acquire("offlab restore")
     try:
-        lines = restore_pending()
+        results = restore_pending()
     finally:
         lock.release()
-    for line in lines or ["nothing: no host was left changed"]:
-        print(f"restored {line}")
+    if not results:
+        print("restored nothing: no host was left changed")
+    for result in results:
+        for line in result.lines if result.ok else ():
+            print(f"restored {line}")
+        if not result.ok:
+            print(f"NOT restored {result.host}: {result.lines[0]}")
+    failed = [r.host for r in results if not r.ok]
+    if failed:
+        raise LabError(f"{', '.join(failed)} not restored (the others were); fix what each line says and "
+                       "run offlab restore again")
 
 
 @app.command("doctor")
@@ -418,6 +463,7 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
                                           "their processes, namespaces and temporary files"),
                hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead"),
                store_path: Optional[str] = typer.Option(None, "--store", help="check a store instead: " + STORE_HELP),
+               allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: accept a test interface that carries other traffic"),
                upgrade_store: bool = typer.Option(False, "--upgrade-store", help="with --store: bring the store's "
                                                   "schema to this offlab's revision")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
@@ -428,7 +474,9 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         _print_checks(check_store(locations.parse(store_path), upgrade_store))
         return
     if hosts_path is not None:
-        checks = remote_checks(hostsfile.load(hosts_path))
+        if clean:
+            restore_cmd()  # what killed runs left on servers: processes, devices, settings
+        checks = remote_checks(hostsfile.load(hosts_path), allow_shared)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
                                 [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
             print(line)

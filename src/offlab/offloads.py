@@ -103,6 +103,9 @@ class Interface:
     pinned: Mapping[str, bool] = field(default_factory=dict)
     """Features the topology holds in a state whatever the profile asks (the MTU wire:
     the sender's segmentation offloads off, so the wire carries MTU frames)."""
+    baseline: Mapping[str, bool] | None = None
+    """What a profile starts from on this device: None is all on; a real host's
+    `baseline = "as-configured"` gives its features as the operator left them."""
 
     @property
     def label(self) -> str:
@@ -142,9 +145,10 @@ class OffloadControl:
         self, profile: OffloadProfile, interfaces: Sequence[Interface]
     ) -> dict[str, dict[str, FeatureState]]:
         """Put every interface in the profile's state; return what is actually in force."""
-        baseline = BASELINE
         for iface in interfaces:
-            wanted = dict(baseline)
+            wanted = dict(BASELINE)
+            if iface.baseline is not None:  # "as-configured": the operator's own state
+                wanted.update({name: on for name, on in iface.baseline.items() if name in BASELINE})
             if _targets(profile, iface):
                 wanted.update(profile.features)
             wanted.update(iface.pinned)

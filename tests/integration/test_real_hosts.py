@@ -4,21 +4,24 @@ killed, a host's sshd gone, a wrong hosts file — each leaving both hosts as th
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from offlab.hosts import hostsfile
 from offlab.hosts.journal import JOURNAL_DIR
+from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import SshHost
 from offlab.offloads import parse_features
 from offlab.plan import parse
 
 from .runs import OFFLAB, samples, start_run
-from .sshlab import ssh_lab
+from .sshlab import WATCHDOG_S, ssh_lab
 
 PLAN = """
 name = "ssh"
@@ -36,14 +39,16 @@ sequences = ["tx"]
 def lab():
     if not Path("/usr/sbin/sshd").exists():
         pytest.skip("openssh-server is not installed (make setup)")
-    assert not list(JOURNAL_DIR.glob("host[ab]-*.json")), "a journal of these test hosts is left"
+    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
+    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
     started = ssh_lab()
     try:
         yield started
     finally:
         started.stop()
-        for journal in JOURNAL_DIR.glob("host[ab]-*.json"):  # a failed test's, for the next one
+        for journal in JOURNAL_DIR.glob("*.json"):  # a failed test's, for the next one
             journal.unlink()
+        shutil.rmtree(SERVER_DIR, ignore_errors=True)
 
 
 def _state(lab, role: str) -> tuple[int, bool]:
@@ -63,7 +68,7 @@ def test_the_plan_over_ssh_has_the_local_cases_and_restores_the_hosts(lab, tmp_p
     plan.write_text(PLAN.format(runs=1, mtu=1500))
     before = {role: _state(lab, role) for role in ("sender", "receiver")}
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
-                           "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True,
+                           "--out", str(tmp_path / "r"), "--no-progress", "--yes"], capture_output=True, text=True,
                           timeout=240)
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
@@ -81,29 +86,49 @@ def test_the_plan_over_ssh_has_the_local_cases_and_restores_the_hosts(lab, tmp_p
     assert not list(JOURNAL_DIR.glob("*.json"))
 
 
-def test_kill_9_then_restore_puts_both_hosts_back(lab, tmp_path):
+def test_kill_9_the_servers_watchdog_restores_them_and_restore_finds_them_back(lab, tmp_path):
+    """Nobody's help: after `kill -9` of the controller each server's watchdog restores it
+    (MTU, iperf3 killed by process group, the hold released) once the heartbeat is older
+    than watchdog_s; `offlab restore` then only clears the controller's journals."""
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=20, mtu=4000))
     before = {role: _state(lab, role) for role in ("sender", "receiver")}
     db = tmp_path / "r" / "offlab.sqlite"
-    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent)], db)
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent), "--yes"], db)
     assert run.poll() is None, run.communicate()[1]
-    assert _state(lab, "sender")[0] == 4000  # changed while it ran
+    assert _state(lab, "sender")[0] == 4000 and _iperf3_on_servers(lab)  # changed while it ran
     run.send_signal(signal.SIGKILL)
     run.wait(timeout=10)
     assert len(list(JOURNAL_DIR.glob("*.json"))) == 2
+    deadline = time.monotonic() + WATCHDOG_S + 30
+    while Path(SERVER_DIR).exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not Path(SERVER_DIR).exists(), "the servers' watchdog did not restore them"
+    assert {role: _state(lab, role) for role in ("sender", "receiver")} == before
+    assert not _iperf3_on_servers(lab)
     restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
     assert restored.returncode == 0, restored.stderr
-    assert "restored sender: ofl-ta0 MTU 1500" in restored.stdout
-    assert {role: _state(lab, role) for role in ("sender", "receiver")} == before
+    assert "restored sender: mtu ofl-ta0 already 1500" in restored.stdout, restored.stdout
     assert not list(JOURNAL_DIR.glob("*.json")) and samples(db) >= 2
+
+
+def _iperf3_on_servers(lab) -> bool:
+    for server in lab.servers.values():
+        for pid in subprocess.run(["ip", "netns", "pids", server.namespace], capture_output=True,
+                                  text=True).stdout.split():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3":
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def test_a_host_lost_mid_run_fails_the_run_in_one_line_and_the_other_is_restored(lab, tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=20, mtu=4000))
     db = tmp_path / "r" / "offlab.sqlite"
-    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent)], db)
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent), "--yes"], db)
     kept = samples(db)
     lab.kill_sshd("b")
     _, stderr = run.communicate(timeout=120)
@@ -113,7 +138,7 @@ def test_a_host_lost_mid_run_fails_the_run_in_one_line_and_the_other_is_restored
     assert samples(db) >= kept
     assert _state(lab, "sender") [0] == 1500  # the reachable host was put back
     journals = list(JOURNAL_DIR.glob("*.json"))
-    assert len(journals) == 1 and "hostb" in journals[0].name  # kept for `offlab restore`
+    assert len(journals) == 1 and '"ssh": "hostb"' in journals[0].read_text()  # kept for `offlab restore`
     journals[0].unlink()
 
 
@@ -128,7 +153,7 @@ def test_a_wrong_hosts_file_is_one_line_and_changes_nothing(lab, tmp_path, edit,
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=1, mtu=4000))
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out", str(tmp_path / "r"),
-                           "--no-progress"], capture_output=True, text=True, timeout=120)
+                           "--no-progress", "--yes"], capture_output=True, text=True, timeout=120)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and text in lines[-1], done.stderr
     assert _state(lab, "sender") == (1500, True) and _state(lab, "receiver") == (1500, True)
@@ -142,7 +167,7 @@ def test_a_missing_tool_is_one_line_naming_the_host_and_changes_nothing(lab, tmp
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=1, mtu=4000))
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out", str(tmp_path / "r"),
-                           "--no-progress"], capture_output=True, text=True, timeout=120)
+                           "--no-progress", "--yes"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines() == [
         "offlab: sender (hosta): sudo not found there; install it on hosta (apt-get install sudo), "
@@ -160,7 +185,7 @@ def test_pinning_irqs_of_a_device_without_them_is_refused_and_restored(lab, tmp_
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=1, mtu=4000))
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(pinned), "--plan", str(plan), "--out", str(tmp_path / "r"),
-                           "--no-progress"], capture_output=True, text=True, timeout=120)
+                           "--no-progress", "--yes"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "has no MSI IRQs to pin" in done.stderr.strip().splitlines()[-1]
     assert _state(lab, "sender") == (1500, True) and _state(lab, "receiver") == (1500, True)
-    assert not list(JOURNAL_DIR.glob("host[ab]-*.json"))
+    assert not list(JOURNAL_DIR.glob("*.json"))

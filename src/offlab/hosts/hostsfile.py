@@ -15,13 +15,23 @@ role, each reached with the OpenSSH client exactly as `ssh DESTINATION` would re
     [receiver]
     …
 
-A top-level `ssh_config = "path"` passes `-F path` to every ssh. Every mistake is one
-line naming the file, the host and the fix.
+Top-level keys: `ssh_config = "path"` passes `-F path` to every ssh (the file must be
+owned by root or by the user ssh runs as, and writable by nobody else: ssh executes what
+it says, ProxyCommand included); `same_kernel = true` lets two roles share one kernel
+(refused otherwise); `watchdog_s` is how long a server waits for the controller's
+heartbeat before it restores itself (server.py); `udp_max_rate` caps UDP ("1G" unless
+raised, "unlimited"); `baseline = "as-configured"` makes every profile start from the
+test interfaces' features as they were, instead of all on. Every mistake is one line naming the
+file, the host and the fix.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
+import pwd
+import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +40,17 @@ from typing import Any
 ROLES = ("sender", "receiver")
 KEYS = {"ssh", "interface", "address", "peer", "app_core", "irq_core", "pin_irqs", "sudo"}
 REQUIRED = ("ssh", "interface", "address", "peer", "app_core")
+TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s", "udp_max_rate", "baseline"}
+BASELINES = ("all-on", "as-configured")
+DEFAULT_UDP_MAX_BPS = 1e9
+"""UDP offered on real hosts at most (bit/s) unless the hosts file raises it: their
+network may be shared, and UDP has no congestion control."""
+_RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+DEFAULT_WATCHDOG_S = 60
+MIN_WATCHDOG_S = 5
+IFNAMSIZ = 15
+_INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
+"""What a Linux interface name may hold here (no "/", no whitespace: it becomes a path)."""
 
 
 class HostsFileError(ValueError):
@@ -54,6 +75,13 @@ class HostsFile:
     source: str
     hosts: dict[str, HostSpec]
     ssh_config: str | None = None
+    same_kernel: bool = False
+    watchdog_s: int = DEFAULT_WATCHDOG_S
+    udp_max_bps: float | None = DEFAULT_UDP_MAX_BPS
+    """None: "unlimited" (the capacity search's unlimited probe included)."""
+    baseline: str = "all-on"
+    """What every profile starts from on the test interfaces: every toggled feature on,
+    or each as the operator configured it (read before the run changes anything)."""
 
     def describe(self) -> str:
         """For RunSettings.hosts: "ssh: sender lab@server1 (ens1f0), receiver …"."""
@@ -69,17 +97,40 @@ def load(path: str | Path) -> HostsFile:
         raise HostsFileError(f"{path}: no such hosts file; write one as docs/real-hosts.md shows") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise HostsFileError(f"{path}: not a TOML file ({err}); see docs/real-hosts.md") from None
-    return parse(doc, str(path))
+    found = parse(doc, str(path))
+    if found.ssh_config is not None:
+        sudo_user = os.environ.get("SUDO_USER")
+        runs_as = pwd.getpwnam(sudo_user).pw_uid if sudo_user and os.geteuid() == 0 else None
+        check_ssh_config(found.ssh_config, str(path), runs_as)
+    return found
+
+
+def check_ssh_config(config: str, source: str, runs_as: int | None = None) -> None:
+    """ssh executes what its config says (ProxyCommand, LocalCommand): refuse one that
+    someone other than root or the user ssh runs as could have written."""
+    try:
+        info = os.stat(config)
+    except OSError as err:
+        raise HostsFileError(f"{source}: ssh_config {config}: {err.strerror}; give an existing file") from None
+    owners = {0, os.getuid(), *([] if runs_as is None else [runs_as])}
+    if info.st_uid not in owners or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise HostsFileError(f"{source}: ssh_config {config} is owned by uid {info.st_uid} or writable by "
+                             "others, and ssh would run what it says; chown root and chmod go-w it")
 
 
 def parse(doc: dict[str, Any], source: str) -> HostsFile:
     config = doc.get("ssh_config")
-    unknown = set(doc) - set(ROLES) - {"ssh_config"}
+    unknown = set(doc) - set(ROLES) - TOP_KEYS
     if unknown:
         raise HostsFileError(f"{source}: unknown table or key {sorted(unknown)[0]!r}; "
-                             f"use [{'], ['.join(ROLES)}] and ssh_config")
+                             f"use [{'], ['.join(ROLES)}], {', '.join(sorted(TOP_KEYS))}")
     if config is not None and not isinstance(config, str):
         raise HostsFileError(f"{source}: ssh_config must be the path of an ssh config file")
+    if not isinstance(doc.get("same_kernel", False), bool):
+        raise HostsFileError(f"{source}: same_kernel must be true or false")
+    watchdog = doc.get("watchdog_s", DEFAULT_WATCHDOG_S)
+    if isinstance(watchdog, bool) or not isinstance(watchdog, int) or watchdog < MIN_WATCHDOG_S:
+        raise HostsFileError(f"{source}: watchdog_s = {watchdog!r} must be whole seconds, at least {MIN_WATCHDOG_S}")
     hosts = {}
     for role in ROLES:
         table = doc.get(role)
@@ -89,7 +140,27 @@ def parse(doc: dict[str, Any], source: str) -> HostsFile:
     if hosts["sender"].peer != hosts["receiver"].address or hosts["receiver"].peer != hosts["sender"].address:
         raise HostsFileError(f"{source}: each host's peer must be the other's address "
                              f"(sender peer {hosts['sender'].peer}, receiver address {hosts['receiver'].address})")
-    return HostsFile(source, hosts, config)
+    baseline = doc.get("baseline", "all-on")
+    if baseline not in BASELINES:
+        raise HostsFileError(f"{source}: baseline = {baseline!r}; use \"all-on\" or \"as-configured\"")
+    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog,
+                     _udp_max(doc.get("udp_max_rate", "1G"), source), baseline)
+
+
+def _udp_max(value: Any, source: str) -> float | None:
+    """"unlimited", or a rate such as "2.5G" (bit/s)."""
+    if value == "unlimited":
+        return None
+    text = str(value).strip().upper()
+    number, unit = (text[:-1], text[-1]) if text[-1:] in _RATE_UNITS and text[-1:] else (text, "")
+    try:
+        bps = float(number) * _RATE_UNITS[unit]
+    except ValueError:
+        bps = -1.0
+    if isinstance(value, bool) or not 1e3 <= bps <= 1e12:
+        raise HostsFileError(f"{source}: udp_max_rate = {value!r} must be \"unlimited\" or a rate such "
+                             "as \"2.5G\" (bit/s)")
+    return bps
 
 
 def _host(source: str, role: str, table: dict[str, Any]) -> HostSpec:
@@ -103,6 +174,10 @@ def _host(source: str, role: str, table: dict[str, Any]) -> HostSpec:
     for key in ("ssh", "interface"):
         if not isinstance(table[key], str) or not table[key] or table[key].startswith("-"):
             raise HostsFileError(f"{where}: {key} = {table[key]!r} must be a non-empty name")
+    name = table["interface"]
+    if len(name) > IFNAMSIZ or not _INTERFACE.fullmatch(name) or name in (".", ".."):
+        raise HostsFileError(f"{where}: interface = {name!r} is not a Linux interface name "
+                             f"(at most {IFNAMSIZ} of letters, digits and _.:@-)")
     for key in ("address", "peer"):
         try:
             ipaddress.ip_address(table[key])

@@ -1,13 +1,20 @@
 """What the lab changed on a real host, written down before it changes it, so the host
-can always be put back: at the end of a run, on Ctrl-C/SIGTERM, and — when offlab was
+can always be put back: at the end of a run, on Ctrl-C/SIGTERM/SIGHUP, by the server's
+own watchdog when the controller stops answering (server.py), and — when offlab was
 killed or the connection lost — at the next start (`offlab run --hosts`, or
 `offlab restore`). A user's NIC is never left with TSO off.
 
-One JSON file per host and interface under /var/lib/offlab/journal: the ssh
-destination (and config) to reach it again, the interface's original MTU and every
-ethtool feature as it was, the devices the lab created there, the IRQ affinities it
-changed. The file is written (and fsynced) before the first change and removed only
-once everything in it is back.
+One journal per host and test interface, keyed by the server's machine-id and the
+interface's MAC (an alias of the same server finds the same journal): a JSON file under
+/var/lib/offlab/journal on the controller and, as a shell script of undo commands with
+the JSON in its header, in the server's run directory. It lists every change as
+(kind, target, old value, value set, undo commands) — changes.py — and is rewritten
+(locally fsynced) before each change is made.
+
+Undo runs in reverse order and never stops at a failure: every other change is still
+undone and the failures are reported together. Replaying a journal of an earlier run
+first reads each value back: one already as it was is skipped, one somebody changed
+since offlab set it is reported and left alone (drift).
 """
 
 from __future__ import annotations
@@ -17,118 +24,289 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..offloads import Interface, OffloadControl, parse_features
+from . import changes
 from .base import Host, HostError
+from .changes import Change
 from .hostsfile import HostSpec
 
 JOURNAL_DIR = Path("/var/lib/offlab/journal")
+VERSION = 2
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What makes a server and its test interface the same one again."""
+
+    machine_id: str
+    boot_id: str
+    mac: str
+
+    @property
+    def key(self) -> str:
+        return re.sub(r"[^A-Za-z0-9]", "", f"{self.machine_id}-{self.mac}")[:64] or "unknown"
+
+
+def read_identity(host: Host, interface: str) -> Identity:
+    """machine-id, boot_id and the interface's MAC, in one command."""
+    done = host.run(["cat", "/etc/machine-id", "/proc/sys/kernel/random/boot_id",
+                     f"/sys/class/net/{interface}/address"], check=False, timeout=15)
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 3:
+        raise HostError(f"{host.name}: cannot read /etc/machine-id, the boot id and {interface}'s MAC "
+                        f"({done.stderr.strip() or 'no output'}); is {interface} there?")
+    return Identity(*lines)
 
 
 @dataclass
-class HostState:
-    """A host's original state, as recorded before the lab changed it."""
+class Record:
+    """A journal as stored."""
 
-    spec: dict
+    spec: dict[str, Any]
     ssh_config: str | None
-    interface: str
-    mtu: int
-    features: dict[str, bool]
-    """Every changeable (not [fixed]) feature of the interface, as it was."""
-    devices: list[str] = field(default_factory=list)
-    irq_affinity: dict[str, str] = field(default_factory=dict)
-    """IRQ number → its original smp_affinity_list."""
+    identity: dict[str, str]
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    token: str = ""
+    """The controller run that holds the server (server.py), to release only its own hold."""
+    version: int = VERSION
 
 
-def journal_path(spec: HostSpec, root: Path = JOURNAL_DIR) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.@-]", "_", f"{spec.ssh}-{spec.interface}")
-    return root / f"{safe}.json"
+class Mirror:
+    """Where a journal is copied on the server (server.py's run directory); None when
+    the host has no server-side copy."""
+
+    token: str = ""
+
+    def write(self, key: str, record: Record, undo_script: str, log: str) -> None: ...
+
+    def remove(self, key: str) -> None: ...
+
+
+def journal_path(identity: Identity, root: Path = JOURNAL_DIR) -> Path:
+    return root / f"{identity.key}.json"
 
 
 class Journal:
     """The record of one host's changes; every mutation goes through it."""
 
-    def __init__(self, host: Host, spec: HostSpec, ssh_config: str | None, root: Path = JOURNAL_DIR):
+    def __init__(self, host: Host, spec: HostSpec, ssh_config: str | None, identity: Identity,
+                 root: Path = JOURNAL_DIR, mirror: Mirror | None = None):
         self.host = host
-        self.path = journal_path(spec, root)
+        self.interface = spec.interface
+        self.identity = identity
+        self.mirror = mirror
+        self.path = journal_path(identity, root)
+        self.closed = False
         if self.path.exists():
             raise HostError(f"{host.name} ({spec.ssh}): a journal of an earlier run is still at "
                             f"{self.path}; run `offlab restore` first")
+        self.record = Record(asdict(spec), ssh_config, asdict(identity),
+                             token=mirror.token if mirror is not None else "")
         listing = parse_features(host.run(["ethtool", "-k", spec.interface]).stdout)
-        links = json.loads(host.ip("-j", "link", "show", "dev", spec.interface).stdout or "[{}]")
-        self.state = HostState(asdict(spec), ssh_config, spec.interface, int(links[0].get("mtu", 1500)),
-                               {name: f.on for name, f in listing.features.items() if not f.fixed})
-        self._write()
+        self.original_features = {name: f.on for name, f in listing.features.items() if not f.fixed}
+        self.add(changes.features(spec.interface, self.original_features))
 
-    def created(self, device: str) -> None:
-        self.state.devices.append(device)
-        self._write()
+    @property
+    def changes(self) -> list[Change]:
+        return [Change.from_json(c) for c in self.record.changes]
 
-    def changed_irq(self, irq: str, original: str) -> None:
-        self.state.irq_affinity.setdefault(irq, original)
-        self._write()
+    def created(self) -> set[str]:
+        return {c["target"] for c in self.record.changes if c["kind"] == "device"}
 
-    def _write(self) -> None:
+    def add(self, change: Change) -> Change:
+        """Write `change` down (here and on the server) before it is made."""
+        self.record.changes.append(change.to_json())
+        self._write(f"{self.host.name}: {change.kind} {change.target}: {change.old} -> {change.new}")
+        return change
+
+    def started(self, pid: int, command: str) -> Change:
+        """A process offlab started (its own process group, waiting to run the command
+        until this returns): recorded with its start time, so it is killed by group on
+        every exit path and never confused with a later process of the same pid."""
+        start = changes.start_time(self.host, pid)
+        if start is None:
+            raise HostError(f"{self.host.name}: `{command}` ended before it could be journaled")
+        return self.add(changes.process(pid, start, command))
+
+    def ended(self, change: Change) -> None:
+        self.forget(change)
+
+    def forget(self, change: Change) -> None:
+        """A change that undid itself (a process that ended): out of the journal."""
+        wanted = change.to_json()
+        if not self.closed and wanted in self.record.changes:
+            self.record.changes.remove(wanted)
+            self._write("")
+
+    def _write(self, log: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".tmp")
         with open(temporary, "w", encoding="utf-8") as out:
-            json.dump(asdict(self.state), out)
+            json.dump(asdict(self.record), out)
             out.flush()
             os.fsync(out.fileno())
         temporary.replace(self.path)
+        if self.mirror is not None:
+            self.mirror.write(self.identity.key, self.record, undo_script(self.record), log)
+
+    # --- the changes a topology makes, each journaled first -------------------------------
+
+    def before_link(self, device: str, mtu: int | None, up: bool) -> None:
+        """Record the MTU and state of `device` (unless offlab created it) and, when its
+        MTU changes, the MTU of every upper device (VLAN, macvlan) on it: the kernel
+        lowers those with their parent and never raises them back."""
+        if device in self.created():
+            return
+        links = json.loads(self.host.ip("-j", "-d", "link", "show").stdout or "[]")
+        by_name = {link.get("ifname"): link for link in links}
+        now = by_name.get(device, {})
+        if mtu is not None and str(mtu) != str(now.get("mtu")):
+            for upper in (link for link in links if link.get("link") == device):
+                self._once(changes.mtu(upper["ifname"], upper["mtu"], None))
+            self._once(changes.mtu(device, now.get("mtu", 1500), mtu))
+        state = "up" if "UP" in now.get("flags", []) else "down"
+        if state != ("up" if up else "down"):
+            self._once(changes.link(device, state, "up" if up else "down"))
+
+    def before_write(self, path: str, new: str) -> None:
+        old = changes.current(self.host, changes.file(path, "", ""))
+        if old != new.strip():
+            self._once(changes.file(path, old, new.strip()))
+
+    def before_route(self, spec: tuple[str, ...]) -> None:
+        self.add(changes.route(spec))
+
+    def _once(self, change: Change) -> None:
+        """The first value of a target is the original; later changes keep it."""
+        if not any(c["kind"] == change.kind and c["target"] == change.target for c in self.record.changes):
+            self.add(change)
+
+    # --- putting it back ----------------------------------------------------------------
 
     def restore(self) -> list[str]:
-        lines = restore_state(self.host, self.state)
-        self.path.unlink(missing_ok=True)
+        """Undo everything (no drift check: this run made the changes moments ago); the
+        journal goes once all is back, and stays for `offlab restore` otherwise."""
+        lines, failed = undo_all(self.host, self.changes, drift_check=False)
+        if failed:
+            raise HostError(f"{self.host.name}: could not undo {'; '.join(failed)}; "
+                            "the journal stays for `offlab restore`")
+        self.discard()
         return lines
 
+    def discard(self) -> None:
+        self.closed = True
+        self.path.unlink(missing_ok=True)
+        if self.mirror is not None:
+            self.mirror.remove(self.identity.key)
 
-def restore_state(host: Host, state: HostState) -> list[str]:
-    """Put a host back as the journal says; one line per thing restored."""
-    done = []
-    for device in reversed(state.devices):
-        host.delete_link(device)
-        done.append(f"{host.name}: removed {device}")
-    host.ip("link", "set", "dev", state.interface, "mtu", str(state.mtu), check=False)
-    done.append(f"{host.name}: {state.interface} MTU {state.mtu}")
-    control = OffloadControl()
-    iface = Interface("restore", host, state.interface)
-    control.set(iface, state.features)
+
+def undo_all(host: Host, found: list[Change], drift_check: bool) -> tuple[list[str], list[str]]:
+    """Undo changes newest first; (lines said, failures). A failure never stops the rest."""
+    lines, failed = [], []
+    for change in reversed(found):
+        try:
+            said = _undo(host, change, drift_check)
+        except Exception as err:  # one failed undo must not keep the others changed
+            failed.append(f"{change.what} ({str(err).strip()[-160:]})")
+            continue
+        if said:
+            lines.append(f"{host.name}: {said}")
+    return lines, failed
+
+
+def _undo(host: Host, change: Change, drift_check: bool) -> str:
+    if drift_check:
+        now = changes.current(host, change)
+        if now == change.old:
+            return "" if change.kind == "process" else f"{change.what} already {_show(change.old)}"
+        if change.new is not None and now != change.new:
+            return (f"left {change.what} alone: it is {_show(now)} now, offlab had set {_show(change.new)} "
+                    f"(was {_show(change.old)}); changed since by someone else")
+    if change.kind == "features":
+        return _restore_features(host, change)
+    for command in change.undo:
+        host.run(list(command), timeout=30)
+    if change.kind == "process":
+        return f"ended process group {change.target.split()[0]} ({change.target.split(' ', 1)[-1]})"
+    if change.kind == "device":
+        return f"removed {change.target}"
+    return f"{change.what} {_show(change.old)}"
+
+
+def _restore_features(host: Host, change: Change) -> str:
+    control, iface = OffloadControl(), Interface("restore", host, change.target)
+    control.set(iface, change.old)
     now = control.read(iface)
-    wrong = [name for name, on in state.features.items() if name in now and now[name].on != on]
+    wrong = [name for name, on in change.old.items() if name in now and now[name].on != on]
     if wrong:
-        raise HostError(f"{host.name}: could not restore {', '.join(wrong)} on {state.interface}; "
-                        f"set them by hand with ethtool -K {state.interface}")
-    done.append(f"{host.name}: {state.interface} features as they were")
-    for irq, affinity in state.irq_affinity.items():
-        host.write_file(f"/proc/irq/{irq}/smp_affinity_list", affinity + "\n", check=False)
-    return done
+        raise HostError(f"{', '.join(wrong)} not back on {change.target}; set them by hand with "
+                        f"ethtool -K {change.target}")
+    return f"{change.target} features as they were"
 
 
-def pending(root: Path = JOURNAL_DIR) -> list[tuple[Path, HostState]]:
+def _show(value: Any) -> str:
+    return "as recorded" if isinstance(value, dict) else str(value)
+
+
+def undo_script(record: Record) -> str:
+    """The journal as the server's watchdog runs it: the record as a comment, then every
+    undo newest first, each line on its own so a failure is reported and passed."""
+    body = [changes.shell_line(Change.from_json(c)) for c in reversed(record.changes)]
+    return "\n".join(["#!/bin/sh", "# offlab journal: undo commands, newest change first",
+                      "# " + json.dumps(asdict(record)), *body, ""])
+
+
+# --- journals a killed run left ---------------------------------------------------------
+
+def pending(root: Path = JOURNAL_DIR) -> list[tuple[Path, Record]]:
     """Journals left by runs that did not restore their hosts."""
     if not root.is_dir():
         return []
     found = []
     for path in sorted(root.glob("*.json")):
         try:
-            found.append((path, HostState(**json.loads(path.read_text(encoding="utf-8")))))
-        except (OSError, ValueError, TypeError):
+            found.append((path, _load(json.loads(path.read_text(encoding="utf-8")))))
+        except (OSError, ValueError, TypeError, KeyError):
             raise HostError(f"{path}: a journal offlab cannot read; restore that host by hand, "
                             "then delete the file") from None
     return found
 
 
-def restore_pending(root: Path = JOURNAL_DIR) -> list[str]:
-    """Reconnect to every host a killed run left changed and restore it."""
-    from .ssh import SshHost
-    lines = []
-    for path, state in pending(root):
-        spec = HostSpec(**state.spec)
-        host = SshHost(spec.role, spec, state.ssh_config)
+def _load(data: dict[str, Any]) -> Record:
+    if data.get("version") == VERSION:
+        return Record(**data)
+    # A journal of offlab before version 2: interface, MTU, features, devices, IRQs.
+    interface = data["interface"]
+    found = [changes.features(interface, data["features"]),
+             changes.mtu(interface, data["mtu"], None)]
+    found += [changes.device(d) for d in data.get("devices", [])]
+    found += [changes.file(f"/proc/irq/{irq}/smp_affinity_list", old, None)
+              for irq, old in data.get("irq_affinity", {}).items()]
+    return Record(data["spec"], data.get("ssh_config"), {}, [c.to_json() for c in found])
+
+
+@dataclass(frozen=True)
+class HostRestore:
+    host: str
+    ok: bool
+    lines: tuple[str, ...]
+
+
+def restore_pending(root: Path = JOURNAL_DIR) -> list[HostRestore]:
+    """Reconnect to every host a killed run left changed and restore it: every host is
+    tried, whatever another one did, and each gets its own result."""
+    from .server import replay_session
+    results = []
+    for path, record in pending(root):
+        spec = HostSpec(**record.spec)
+        name = f"{spec.role} ({spec.ssh})"
         try:
-            lines += restore_state(host, state)
-        finally:
-            host.close()
+            lines = replay_session(record)
+        except Exception as err:  # an unreachable host must not keep the others changed
+            results.append(HostRestore(name, False, (str(err),)))
+            continue
         path.unlink()
-    return lines
+        results.append(HostRestore(name, True, tuple(lines)))
+    return results

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 
 from ..offloads import parse_features
+from . import guard
 from .base import HostError
 from .facts import read_facts
 from .hostsfile import HostsFile, HostSpec
@@ -26,8 +27,10 @@ class RemoteCheck:
     fix: str = ""
 
 
-def remote_facts(hosts: HostsFile) -> dict[str, dict[str, str]]:
-    """Each host's facts (hosts/facts.py), by role, with its core layout."""
+def remote_facts(hosts: HostsFile, steer_rx_softirq: bool = True) -> dict[str, dict[str, str]]:
+    """Each host's facts (hosts/facts.py), by role, with its core layout and the receive
+    steering the run applies there (only what is applied)."""
+    from ..topology.remote import steering_text
     found = {}
     for role, spec in hosts.hosts.items():
         host = SshHost(role, spec, hosts.ssh_config)
@@ -38,6 +41,7 @@ def remote_facts(hosts: HostsFile) -> dict[str, dict[str, str]]:
         facts["ssh"] = spec.ssh
         facts["interface"] = f"{spec.interface} ({spec.address})"
         facts["cores used"] = f"app {spec.app_core}" + (f", IRQs {spec.irq_core}" if spec.irq_core is not None else "")
+        facts["receive steering"] = steering_text(spec, steer_rx_softirq)
         found[role] = facts
     return found
 
@@ -57,15 +61,41 @@ def missing_tools(hosts: HostsFile, role: str, tools: set[str]) -> list[str]:
     return done.stdout.split()
 
 
-def remote_checks(hosts: HostsFile) -> list[RemoteCheck]:
+def remote_checks(hosts: HostsFile, allow_shared: bool = False) -> list[RemoteCheck]:
     checks = []
+    uses = {}
     for role, spec in hosts.hosts.items():
         host = SshHost(role, spec, hosts.ssh_config)
         try:
-            checks += _checks(host, spec)
+            found = _checks(host, spec)
+            if found[0].ok:  # reachable
+                uses[role] = guard.inspect(host, spec)
+                found += _guard_checks(hosts, spec, uses[role], allow_shared)
+            checks += found
         finally:
             host.close()
+    if len(uses) == len(hosts.hosts):
+        try:
+            guard.check(hosts, uses, allow_shared=True)
+        except HostError as err:  # the one-kernel refusal: the only one left with allow_shared
+            checks.append(RemoteCheck("all hosts", "one kernel per role", False, str(err).split(": ", 1)[0],
+                                      f"set same_kernel = true in {hosts.source} if meant"))
     return checks
+
+
+def _guard_checks(hosts: HostsFile, spec: HostSpec, use: guard.InterfaceUse, allow_shared: bool) -> list[RemoteCheck]:
+    """The lockout guard and the leftovers of another offlab, as doctor rows."""
+    name = f"{spec.role} ({spec.ssh})"
+    shared = guard.findings(spec, use)
+    ok = not shared or (allow_shared and not spec.pin_irqs)
+    fix = "" if ok else ("set pin_irqs = false" if allow_shared else
+                         f"use a dedicated test interface, or pass {guard.OVERRIDE_FLAG} to take the risk")
+    leftovers = guard.foreign_devices(hosts, use)
+    return [RemoteCheck(name, "test interface carries only the test", ok,
+                        "; ".join(shared) or f"{spec.interface}: no SSH session, default route, upper "
+                        "device or other address", fix),
+            RemoteCheck(name, "no offlab devices left there", not leftovers, ", ".join(leftovers) or "none",
+                        "offlab restore, or ip link del them" if leftovers else "")]
 
 
 def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:

@@ -2,23 +2,35 @@
 (ControlMaster/ControlPersist), every command with a timeout.
 
 Why the OpenSSH client and not a Python SSH library: it reads `~/.ssh/config` as the
-user's own `ssh` does — aliases, ProxyJump, IdentityFile, agent forwarding, known hosts —
-so whatever works at the user's shell works here, and multiplexing makes a command over
-an open connection cost a few milliseconds. BatchMode keeps it from ever prompting.
+user's own `ssh` does — aliases, ProxyJump, IdentityFile, known hosts — so whatever works
+at the user's shell works here, and multiplexing makes a command over an open
+connection cost a few milliseconds. BatchMode keeps it from ever prompting.
 
-A spawned process reports its pid on the remote host first (`sh -c 'echo $$; exec …'`),
-so /proc/<pid>/… reads and stops aim at the process itself, not at the local ssh.
+Pinned whatever the config says: no agent forwarding and no port forwardings (a
+server offlab drives gets no way back to the controller); host keys are checked as the
+user's config says — offlab never turns the check off. When offlab runs as root through
+sudo, ssh runs as the user who called sudo, so `offlab run` (root) and `offlab doctor`
+(the user) reach the servers with the same identity, keys and known hosts.
+
+A spawned process starts in a session (and so a process group) of its own under sudo
+when asked (`[sudo -n] setsid -w sh -c 'echo $$; read go; exec …'`): the pid it reports
+is the root process itself, never sudo's; it waits until the journal has recorded it
+(journal.py) before it becomes the command, and a stop or a restore kills its whole
+process group.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
 import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO, Callable, Protocol, Sequence
 
 from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError, run
 from ..runscope import RUNTIME_ROOT
@@ -28,6 +40,53 @@ from .hostsfile import HostSpec
 SSH_FAILED = 255
 """ssh's own exit status when it could not run the command at all."""
 CONNECT_TIMEOUT_S = 5
+PINNED_OPTIONS = ("BatchMode=yes", "ForwardAgent=no", "ForwardX11=no", "ClearAllForwardings=yes",
+                  "PermitLocalCommand=no")
+"""Options no config can change for offlab's connections."""
+AUDIT_LOG = Path("/var/lib/offlab/audit.jsonl")
+
+
+class HostJournal(Protocol):
+    """What writes a change down before the host makes it (journal.py's Journal)."""
+
+    def started(self, pid: int, command: str) -> object: ...
+
+    def ended(self, entry: object) -> None: ...
+
+    def before_link(self, device: str, mtu: int | None, up: bool) -> None: ...
+
+    def before_write(self, path: str, new: str) -> None: ...
+
+    def before_route(self, spec: tuple[str, ...]) -> None: ...
+
+
+def ssh_user() -> str | None:
+    """The user ssh runs as: the one who called `sudo offlab …`, else None (this one)."""
+    user = os.environ.get("SUDO_USER")
+    return user if os.geteuid() == 0 and user and user != "root" else None
+
+
+def ssh_command(ssh_config: str | None, control: Path, destination: str, user: str | None) -> list[str]:
+    """The ssh client's arguments up to the destination (pure: tested as is)."""
+    prefix = ["runuser", "-u", user, "--"] if user else []
+    options = [word for option in (*PINNED_OPTIONS, "ControlMaster=auto", f"ControlPath={control}/%C",
+                                   "ControlPersist=60", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+                                   "ServerAliveInterval=5", "ServerAliveCountMax=2") for word in ("-o", option)]
+    return [*prefix, "ssh", *(["-F", ssh_config] if ssh_config else []), *options, destination]
+
+
+class AuditLog:
+    """Every remote command offlab runs, one JSON line each (beside the journal)."""
+
+    def __init__(self, path: Path = AUDIT_LOG):
+        self.path = path
+
+    def add(self, host: str, destination: str, command: str, status: int | None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
+                           "ssh": destination, "command": command, "status": status})
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
 
 
 def _control_dir() -> Path:
@@ -45,9 +104,16 @@ class RemoteProcess:
     """A process started over ssh: `pid` is its pid on the remote host; waiting and
     reading go through the local ssh client that carries its output."""
 
-    def __init__(self, local: subprocess.Popen[str], pid: int):
+    def __init__(self, local: subprocess.Popen[str], pid: int, on_end: Callable[[], None] | None = None):
         self.local = local
         self.pid = pid
+        self._on_end = on_end
+
+    def _ended(self, status: int | None) -> int | None:
+        if status is not None and self._on_end is not None:
+            on_end, self._on_end = self._on_end, None
+            on_end()
+        return status
 
     @property
     def stdout(self) -> IO[str] | None:
@@ -62,28 +128,34 @@ class RemoteProcess:
         return self.local.returncode
 
     def poll(self) -> int | None:
-        return self.local.poll()
+        return self._ended(self.local.poll())
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.local.wait(timeout)
+        status = self.local.wait(timeout)
+        self._ended(status)
+        return status
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
-        return self.local.communicate(timeout=timeout)
+        found = self.local.communicate(timeout=timeout)
+        self._ended(self.local.returncode)
+        return found
 
 
 class SshHost(Host):
     def __init__(self, name: str, spec: HostSpec, ssh_config: str | None = None,
-                 control_dir: Path | None = None):
+                 control_dir: Path | None = None, audit: AuditLog | None = None):
         self.name = name
         self.spec = spec
         self.machine = f"ssh:{spec.ssh}"
+        self.audit = audit
+        self.journal: HostJournal | None = None
+        """Set while a topology journals this host: every spawned process is recorded."""
+        user = ssh_user()
         self._control = control_dir or _control_dir()
-        control = self._control
-        self._base = ["ssh", *(["-F", ssh_config] if ssh_config else []),
-                      "-o", "BatchMode=yes", "-o", "ControlMaster=auto",
-                      "-o", f"ControlPath={control}/%C", "-o", "ControlPersist=60",
-                      "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=5",
-                      "-o", "ServerAliveCountMax=2", spec.ssh]
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            os.chown(self._control, entry.pw_uid, entry.pw_gid)
+        self._base = ssh_command(ssh_config, self._control, spec.ssh, user)
 
     def _remote(self, args: Sequence[str]) -> str:
         command = shlex.join(args)
@@ -102,8 +174,12 @@ class SshHost(Host):
         try:
             done = run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
         except ProcessError as err:
+            if self.audit is not None:
+                self.audit.add(self.name, self.spec.ssh, command, None)
             raise HostError(f"{self.name} ({self.spec.ssh}): `{shlex.join(args)}` {err.reason}; "
                             "check the host answers `ssh " + self.spec.ssh + " true`") from None
+        if self.audit is not None:
+            self.audit.add(self.name, self.spec.ssh, command, done.returncode)
         if done.returncode == SSH_FAILED:
             raise HostError(f"{self.name} ({self.spec.ssh}): ssh failed: {done.stderr.strip()[-200:]}; "
                             f"check that `ssh {self.spec.ssh} true` works without a password")
@@ -113,34 +189,72 @@ class SshHost(Host):
         return Completed(tuple(args), done.returncode, done.stdout, done.stderr)
 
     def spawn(self, args: Sequence[str], *, capture_stdout: bool = False) -> RemoteProcess:  # type: ignore[override]
-        # The remote shell prints its pid on stderr, then becomes the command.
-        wrapped = f"sh -c {shlex.quote('echo $$ >&2; exec ' + self._remote(args))}"
-        local = subprocess.Popen([*self._base, "--", wrapped], stdin=subprocess.DEVNULL,
+        # A session of its own (setsid -w: ssh still ends when it does); the shell prints
+        # its pid on stderr, waits for "go" (sent once the journal has it), then becomes
+        # the command. Without "go" (offlab died first) it exits without running it.
+        inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)} </dev/null"
+        remote = self._remote(["setsid", "-w", "sh", "-c", inner])
+        if self.audit is not None:
+            self.audit.add(self.name, self.spec.ssh, remote, None)
+        local = subprocess.Popen([*self._base, "--", remote], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
-        assert local.stderr is not None
+        assert local.stderr is not None and local.stdin is not None
         first = local.stderr.readline().strip()
         if not first.isdigit():
             local.kill()
             local.wait()
             raise HostError(f"{self.name} ({self.spec.ssh}): could not start `{shlex.join(args)}`: "
                             f"{first or 'ssh closed'}")
-        return RemoteProcess(local, int(first))
+        pid = int(first)
+        journal = self.journal
+        try:
+            entry = journal.started(pid, shlex.join(args)) if journal is not None else None
+        except BaseException:
+            local.stdin.close()  # no "go": the remote shell exits without running the command
+            local.kill()
+            local.wait()
+            raise
+        local.stdin.write("go\n")
+        local.stdin.close()
+        local.stdin = None  # communicate() must not flush it again
+        return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry))
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
-        """TERM the remote process, KILL it after the grace period, then reap the ssh."""
+        """TERM the remote process group, KILL it after the grace period, then reap the ssh."""
         if process.poll() is None:
-            self.run(["kill", "-TERM", str(process.pid)], check=False, timeout=10)
+            self.run(["kill", "-s", "TERM", "--", f"-{process.pid}"], check=False, timeout=10)
             try:
                 process.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                self.run(["kill", "-KILL", str(process.pid)], check=False, timeout=10)
+                self.run(["kill", "-s", "KILL", "--", f"-{process.pid}"], check=False, timeout=10)
                 local = process.local if isinstance(process, RemoteProcess) else process
                 local.kill()
                 local.wait(timeout=grace_s)
+                process.poll()
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+    # --- changes, each journaled first when a journal is attached -----------------------
+
+    def set_link(self, device: str, *, mtu: int | None = None, up: bool = True) -> None:
+        if self.journal is not None:
+            self.journal.before_link(device, mtu, up)
+        super().set_link(device, mtu=mtu, up=up)
+
+    def write_file(self, path: str, text: str, check: bool = True) -> bool:
+        if self.journal is not None:
+            self.journal.before_write(path, text)
+        return super().write_file(path, text, check)
+
+    def sysctl(self, key: str, value: str) -> None:
+        self.write_file("/proc/sys/" + key.replace(".", "/"), f"{value}\n")
+
+    def add_route(self, network: str, gateway: str) -> None:
+        if self.journal is not None:
+            self.journal.before_route((network, "via", gateway))
+        super().add_route(network, gateway)
 
     def close(self) -> None:
         """End the multiplexed connection and remove its socket's directory."""

@@ -24,7 +24,7 @@ class TopologyError(Exception):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived; unwinds through every `finally` and `__exit__`.
+    """SIGINT, SIGTERM or SIGHUP (a closed terminal) arrived; unwinds through every `finally` and `__exit__`.
     A BaseException so that no `except Exception` on the way swallows it."""
 
     def __init__(self, signum: int):
@@ -33,7 +33,7 @@ class Interrupted(BaseException):
 
 
 class TerminationSignals:
-    """Within this block SIGINT and SIGTERM raise `Interrupted` once; later signals are
+    """Within this block SIGINT, SIGTERM and SIGHUP raise `Interrupted` once; later signals are
     ignored so the teardown they started cannot itself be interrupted."""
 
     def __init__(self) -> None:
@@ -51,7 +51,7 @@ class TerminationSignals:
             raise Interrupted(signum)
 
     def __enter__(self) -> "TerminationSignals":
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
@@ -64,7 +64,7 @@ class TerminationSignals:
 def deferred_signals() -> Iterator[None]:
     """SIGINT/SIGTERM are held (not lost) inside this block and delivered after it, so
     a teardown is never cut in half by the signal that asked for it."""
-    held = {signal.SIGINT, signal.SIGTERM}
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         yield

@@ -5,33 +5,51 @@ the receiver of the hosts file, their test interfaces as they are.
 * a tunnel scenario (`vxlan`, …) builds the tunnel device `ofl-tn0` over each test
   interface (local = its address, remote = its peer) with inner addresses from
   10.202.0.0/24, removed at the end;
-* an MTU other than the interface's is set on both ends and put back at the end.
+* an MTU other than the interface's is set on both ends and put back at the end;
+* `wire = "mtu"` (the receiver sequence) holds the sender's segmentation offloads off
+  as in the lab, so the receiver gets MTU frames whatever the profile;
+* with `steer_rx_softirq` (the plans' default) the receiver's test interface gets RPS
+  to the receiver's application core, as the lab steers receive processing to the
+  receiving namespace's core — unless `pin_irqs` puts its IRQs on `irq_core`, which is
+  then where receive processing runs (`steering_text` says which, for the report).
 
-Before the first change each host's original state is journaled (hosts/journal.py), and
-teardown restores it. iperf3 runs pinned to each host's `app_core`; with `pin_irqs`
-the interface's queue IRQs go to `irq_core` (the seed-002 App / S-IRQ layout).
+Each change is journaled before it is made (hosts/journal.py), on the controller and
+on the server, and teardown undoes it. The connections, the servers' hold and their
+watchdog belong to the run (hosts/session.py). iperf3 runs pinned to each host's
+`app_core`; with `pin_irqs` the interface's queue IRQs go to `irq_core` (the seed-002
+App / S-IRQ layout).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..hosts.hostsfile import HostsFile
-from ..hosts.journal import JOURNAL_DIR, Journal
+from ..hosts import changes
+from ..hosts.hostsfile import HostSpec
+from ..hosts.journal import Journal
+from ..hosts.session import HOST_NAMES, RemoteSession
 from ..hosts.ssh import SshHost
 from ..offloads import Interface
 from ..records import Params
+from .bare import MTU_WIRE_SENDER, WIRES
 from .base import Endpoint, Topology, TopologyError
 from .tunnel import INNER_V4, INNER_V6, KINDS, TX_TUNNEL
 
 REMOTE_SCENARIOS = ("bare", *KINDS)
 
 
+def steering_text(spec: HostSpec, steer_rx_softirq: bool) -> str:
+    """What a run applies to place the receiver's receive processing (host facts)."""
+    if spec.pin_irqs:
+        return f"{spec.interface}'s queue IRQs pinned to core {spec.irq_core} (pin_irqs); no RPS"
+    if steer_rx_softirq and spec.role == "receiver":
+        return f"RPS of {spec.interface}'s receive queues to core {spec.app_core} (the application's)"
+    return "none: receive processing where the NIC's IRQs put it"
+
+
 class RemotePair(Topology):
     """Two real hosts joined by their test interfaces."""
 
-    def __init__(self, scenario: str, mtu: int, params: Params | None, hosts: HostsFile, *,
-                 steer_rx_softirq: bool = True, journal_dir: Path = JOURNAL_DIR, **options: object):
+    def __init__(self, scenario: str, mtu: int, params: Params | None, session: RemoteSession, *,
+                 steer_rx_softirq: bool = True, **options: object):
         super().__init__(mtu, params, steer_rx_softirq=steer_rx_softirq)
         if scenario not in REMOTE_SCENARIOS:
             raise TopologyError(f"{scenario} needs local namespaces; on real hosts use "
@@ -39,10 +57,14 @@ class RemotePair(Topology):
         unsupported = set(self.params) - {"underlay", "wire", "dut"}
         if unsupported:
             raise TopologyError(f"{scenario} on real hosts takes no {', '.join(sorted(unsupported))}")
+        self.wire = self.params.get("wire")
+        if self.wire is not None and self.wire not in WIRES:
+            raise TopologyError(f"wire {self.wire!r}: use \"mtu\" (or leave it out for the NICs' own wire)")
         self.scenario = scenario  # type: ignore[misc]
         self.kind = KINDS.get(scenario)
+        self.session = session
+        hosts = session.file
         self.file = hosts
-        self.journal_dir = journal_dir
         self.remote: dict[str, SshHost] = {}
         self.journals: dict[str, Journal] = {}
         self.sender_core = hosts.hosts["sender"].app_core
@@ -56,21 +78,38 @@ class RemotePair(Topology):
                                     f"in {hosts.source}")
 
     def _build(self) -> None:
-        for name, role in (("tx", "sender"), ("rx", "receiver")):
+        for role, name in HOST_NAMES.items():
             spec = self.file.hosts[role]
-            host = SshHost(name, spec, self.file.ssh_config)
+            host = self.session.hosts[role]
             self.remote[name] = host
-            self.journals[name] = Journal(host, spec, self.file.ssh_config, self.journal_dir)
+            journal = Journal(host, spec, self.file.ssh_config, self.session.identities[role],
+                              self.session.journal_dir, mirror=self.session.servers[role])
+            self.journals[name] = journal
+            host.journal = journal
             self.set_mtu(host, spec.interface, self.mtu)
             if spec.pin_irqs:
                 self._pin_irqs(name, host)
+            elif self.steer_rx_softirq and role == "receiver":
+                self._steer(host, spec)
         if self.kind is not None:
             self._build_tunnel()
+
+    def set_mtu(self, host, device: str, mtu: int) -> None:
+        host.journal.before_link(device, mtu, True)
+        super().set_mtu(host, device, mtu)
+
+    def _steer(self, host: SshHost, spec: HostSpec) -> None:
+        """RPS of the receiver's test interface to its application core (journaled)."""
+        queues = f"/sys/class/net/{spec.interface}/queues"
+        for queue in (q for q in host.run(["ls", queues]).stdout.split() if q.startswith("rx-")):
+            if not host.write_file(f"{queues}/{queue}/rps_cpus", f"{1 << spec.app_core:x}\n", check=False):
+                raise TopologyError(f"rx ({spec.ssh}): cannot set RPS of {spec.interface} {queue}; "
+                                    "set steer_rx_softirq = false in the plan")
 
     def _pin_irqs(self, name: str, host: SshHost) -> None:
         """The test interface's queue IRQs to the host's irq_core (seed 002's S-IRQ
         core); each IRQ's original affinity journaled first. irqbalance would move them
-        back: it is named in a warning of `offlab doctor --hosts`."""
+        back, so a running irqbalance is refused (offlab never stops it)."""
         spec = host.spec
         listing = host.run(["ls", f"/sys/class/net/{spec.interface}/device/msi_irqs"], check=False)
         irqs = listing.stdout.split()
@@ -82,8 +121,6 @@ class RemotePair(Topology):
                                 "IRQs back; stop it (systemctl stop irqbalance) or set pin_irqs = false")
         for irq in irqs:
             path = f"/proc/irq/{irq}/smp_affinity_list"
-            original = host.read_file(path).strip()
-            self.journals[name].changed_irq(irq, original)
             if not host.write_file(path, f"{spec.irq_core}\n", check=False):
                 raise TopologyError(f"{name} ({spec.ssh}): cannot pin IRQ {irq} to core {spec.irq_core}")
 
@@ -93,7 +130,7 @@ class RemotePair(Topology):
         for (name, host), address in zip(self.remote.items(), inner[:2]):
             spec = host.spec
             underlay = "ipv6" if ":" in spec.address else "ipv4"
-            self.journals[name].created(TX_TUNNEL)
+            self.journals[name].add(changes.device(TX_TUNNEL))
             done = host.ip(*self.kind.link_args(TX_TUNNEL, underlay, spec.address, spec.peer, spec.interface),
                            check=False)
             if done.returncode != 0:
@@ -151,13 +188,30 @@ class RemotePair(Topology):
         for name, side in (("tx", "tx"), ("rx", "rx")):
             host = self.remote[name]
             if self.kind is not None:
-                found.append(Interface(side, host, TX_TUNNEL))
-            found.append(Interface(side, host, host.spec.interface))
+                found.append(Interface(side, host, TX_TUNNEL, self._held(side)))
+            found.append(Interface(side, host, host.spec.interface, self._held(side, underlay=True),
+                                   self._baseline(name)))
         return found
 
+    def _baseline(self, name: str) -> dict[str, bool] | None:
+        """`baseline = "as-configured"`: the test interface's features as the journal
+        found them before this run changed anything; None: all on."""
+        if self.file.baseline != "as-configured":
+            return None
+        return dict(self.journals[name].original_features)
+
+    def _held(self, side: str, underlay: bool = False) -> dict[str, bool]:
+        """The MTU wire: the sender's segmentation offloads off (and, under a tunnel,
+        the tunnel's segmentation on the test interface), as the lab holds them."""
+        if self.wire != "mtu" or side != "tx":
+            return {}
+        tunnel = {f: False for f in self.kind.segmentation} if underlay and self.kind is not None else {}
+        return {**MTU_WIRE_SENDER, **tunnel}
+
     def teardown(self) -> None:
-        """Every host back as its journal says (the journal stays if that fails, for
-        `offlab restore`)."""
+        """Every host back as its journal says; a host that fails does not keep the
+        other changed (its journal stays, here and on the server, for `offlab restore`
+        and the server's watchdog)."""
         failed = []
         for name, journal in list(self.journals.items()):
             try:
@@ -165,16 +219,16 @@ class RemotePair(Topology):
                 del self.journals[name]
             except Exception as err:  # one host's failure must not keep the other changed
                 failed.append(f"{name}: {err}")
-        for host in self.remote.values():
-            host.close()
+            finally:
+                self.remote[name].journal = None
         if failed:
             raise TopologyError("could not restore " + "; ".join(failed) + "; run `offlab restore`")
 
 
-def remote_builder(hosts: HostsFile, journal_dir: Path = JOURNAL_DIR):
-    """A `build` for the runner that makes scenarios on the hosts of a hosts file."""
+def remote_builder(session: RemoteSession):
+    """A `build` for the runner that makes scenarios on the servers the session holds."""
 
     def build(scenario: str, mtu: int, topology: Params | None = None, **options: object) -> Topology:
-        return RemotePair(scenario, mtu, topology, hosts, journal_dir=journal_dir, **options)
+        return RemotePair(scenario, mtu, topology, session, **options)
 
     return build

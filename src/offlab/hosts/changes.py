@@ -1,0 +1,145 @@
+"""One change offlab makes on a server, as data: what it is, the value before, the value
+offlab set, and the commands that put it back. The journal (journal.py) is a list of
+these; the server-side watchdog (server.py) runs their undo commands as a shell script
+when the controller is gone, and a replay by `offlab restore` reads each one's current
+value first, so a value somebody changed since is reported and left alone (drift).
+
+Kinds (each with how its current value is read back):
+  device   a device offlab created                 present / absent
+  mtu      a device's MTU (the test interface, or an upper device the kernel lowered with it)
+  link     a device's administrative state          up / down
+  file     a value under /proc/sys or /sys (sysctls, RPS masks, IRQ affinity)
+  route    a route offlab added                     present / absent
+  process  a process group offlab started ("PID command"): its leader's start time
+           (clock ticks since boot) / gone
+  features the interface's changeable ethtool features (old = every one as it was)
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..offloads import parse_features
+from .base import Host
+
+GONE = "gone"
+ABSENT = "absent"
+PRESENT = "present"
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str
+    target: str
+    old: Any
+    new: Any
+    undo: tuple[tuple[str, ...], ...]
+    """Commands (argument lists, run on the host as root) that put `old` back."""
+
+    @property
+    def what(self) -> str:
+        return f"{self.kind} {self.target}"
+
+    def to_json(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["undo"] = [list(command) for command in self.undo]
+        return found
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Change":
+        return Change(data["kind"], data["target"], data["old"], data["new"],
+                      tuple(tuple(command) for command in data["undo"]))
+
+
+# --- making changes -------------------------------------------------------------------
+
+def device(name: str) -> Change:
+    return Change("device", name, ABSENT, PRESENT, (("ip", "link", "del", "dev", name),))
+
+
+def mtu(dev: str, old: int, new: int | None) -> Change:
+    """`new` None: a value offlab does not set itself (an upper device's MTU, which the
+    kernel lowers with its parent's), put back whatever it is."""
+    return Change("mtu", dev, str(old), None if new is None else str(new), (("ip", "link", "set", "dev", dev, "mtu", str(old)),))
+
+
+def link(dev: str, old: str, new: str) -> Change:
+    return Change("link", dev, old, new, (("ip", "link", "set", "dev", dev, old),))
+
+
+def file(path: str, old: str, new: str | None) -> Change:
+    script = f"printf '%s\\n' {shlex.quote(old)} > {shlex.quote(path)}"
+    return Change("file", path, old, new, (("sh", "-c", script),))
+
+
+def route(spec: tuple[str, ...]) -> Change:
+    return Change("route", " ".join(spec), ABSENT, PRESENT, (("ip", "route", "del", *spec),))
+
+
+def process(pid: int, start: str, command: str) -> Change:
+    """A process group (its leader's pid is the group id) and its leader's start time:
+    the kill is aimed only at that group while its leader is the same process, never at
+    a pid the kernel has since given to another."""
+    guard = f'[ "$(sed "s/.*) //" /proc/{pid}/stat 2>/dev/null | cut -d" " -f20)" = {start} ]'
+    return Change("process", f"{pid} {command[:80]}", GONE, start,
+                  (("sh", "-c", f"{guard} && kill -s KILL -- -{pid} || true"),))
+
+
+def features(dev: str, old: dict[str, bool]) -> Change:
+    pairs = [word for name, on in sorted(old.items()) for word in (name, "on" if on else "off")]
+    # Twice: a feature that depends on another (TSO on a checksum) takes on the second pass.
+    command = ("ethtool", "-K", dev, *pairs)
+    return Change("features", dev, old, None, (command, command) if pairs else ())
+
+
+# --- reading back ----------------------------------------------------------------------
+
+def current(host: Host, change: Change) -> Any:
+    """The value `change` concerns as it is on the host now (same form as old/new)."""
+    if change.kind == "device":
+        return PRESENT if host.ip("link", "show", "dev", change.target, check=False).returncode == 0 else ABSENT
+    if change.kind == "mtu":
+        return _read(host, f"/sys/class/net/{change.target}/mtu")
+    if change.kind == "link":
+        found = json.loads(host.ip("-j", "link", "show", "dev", change.target, check=False).stdout or "[{}]")
+        return "up" if "UP" in found[0].get("flags", []) else "down"
+    if change.kind == "file":
+        return _read(host, change.target)
+    if change.kind == "route":
+        shown = host.ip("route", "show", *change.target.split()[:1], check=False).stdout
+        return PRESENT if shown.strip() else ABSENT
+    if change.kind == "process":
+        return start_time(host, int(change.target.split()[0])) or GONE
+    if change.kind == "features":
+        listing = parse_features(host.run(["ethtool", "-k", change.target], check=False).stdout)
+        return {name: f.on for name, f in listing.features.items() if name in change.old}
+    raise ValueError(f"unknown change kind {change.kind!r}")
+
+
+def _read(host: Host, path: str) -> str:
+    try:
+        return host.read_file(path).strip()
+    except FileNotFoundError:
+        return ABSENT
+
+
+def start_time(host: Host, pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat (clock ticks after boot), or None if there is no such
+    process. The fields after the command name, which may itself hold spaces."""
+    try:
+        stat = host.read_file(f"/proc/{pid}/stat")
+    except FileNotFoundError:
+        return None
+    return stat.rsplit(") ", 1)[-1].split()[19]
+
+
+def shell_line(change: Change) -> str:
+    """The undo of one change as shell lines that never stop the script: a failure is
+    reported (to the watchdog's log) and the next change is undone."""
+    lines = []
+    for command in change.undo:
+        lines.append(f"{shlex.join(command)} >/dev/null 2>&1 || echo {shlex.quote('undo failed: ' + change.what)}")
+    return "\n".join(lines)

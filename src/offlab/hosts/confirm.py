@@ -1,0 +1,32 @@
+"""What a run will change on each server, said before the first change so the operator
+can say yes (or pass --yes): the interface, its MTUs, the features toggled, the devices
+created, the steering, the processes started."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..records import CaseSpec
+from .hostsfile import HostsFile
+
+
+def planned_changes(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softirq: bool) -> list[str]:
+    """One line per server."""
+    from ..topology.remote import steering_text
+    from ..topology.tunnel import KINDS, TX_TUNNEL
+    cases = list(cases)
+    mtus = sorted({c.mtu for c in cases})
+    off = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
+    tunnels = sorted({c.scenario for c in cases if c.scenario in KINDS})
+    lines = []
+    for role, spec in hosts.hosts.items():
+        parts = [f"MTU set to {', '.join(map(str, mtus))} (and put back)",
+                 f"ethtool features turned off and back on: {', '.join(off) or 'none'}"]
+        if tunnels:
+            parts.append(f"device {TX_TUNNEL} created and removed ({', '.join(tunnels)})")
+        steering = steering_text(spec, steer_rx_softirq)
+        if not steering.startswith("none"):
+            parts.append(steering)
+        parts.append("iperf3 (and the plan's probes) started and ended")
+        lines.append(f"{role} {spec.ssh}, interface {spec.interface}: " + "; ".join(parts))
+    return lines

@@ -1,0 +1,210 @@
+"""Guards read on every server before a run changes anything, each refusal one line with
+its fix:
+
+* **lockout** — the test interface must carry nothing but the test: not the SSH session
+  offlab itself arrives by (`$SSH_CONNECTION` as the server sees it), not the default
+  route, not a bond/bridge port (a master) nor the parent of VLAN/macvlan devices (upper
+  devices), and no address outside the test prefix. A run sets the MTU and link state
+  of the test interface and `ethtool -K` on it, which on many drivers resets the link:
+  on a management interface the session, and the restore, go with it. The operator may
+  take that risk with `--allow-shared-interface` (then `pin_irqs` is still refused: it
+  would move the IRQs of traffic that is not the test's);
+* **one kernel, one role** — two roles whose servers report the same boot id are one
+  kernel: their CPU and counters are not two hosts'. Refused unless the hosts file says
+  `same_kernel = true`;
+* **UDP within a cap** — no congestion control on a network others may use: at most
+  `udp_max_rate` (1 Gbit/s unless the hosts file raises it);
+* **nothing of another offlab** — `ofl-` devices already there (another run's, or a
+  killed one's) are refused, and so are iperf3's TCP port taken on the receiver (named
+  with the process holding it) and a VXLAN device already on offlab's VNI and port.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ..topology.tunnel import VNI
+from ..traffic import DEFAULT_PORT
+from .base import HostError
+from .hostsfile import HostsFile, HostSpec
+
+if TYPE_CHECKING:
+    from ..records import CaseSpec
+    from .ssh import SshHost
+
+OVERRIDE_FLAG = "--allow-shared-interface"
+IPERF3_PORT = DEFAULT_PORT
+VXLAN_VNI, VXLAN_PORT = VNI, 4789
+"""The VXLAN kind's dstport (topology/tunnel.py spells it in its `ip link` arguments)."""
+OUR_PREFIX = "ofl-"
+
+
+@dataclass(frozen=True)
+class InterfaceUse:
+    """What a server says about its test interface's other users."""
+
+    ssh_connection: str
+    """`$SSH_CONNECTION` of offlab's own session: client address, port, server address, port."""
+    ssh_route_device: str
+    """The device the server's route back to that client leaves by."""
+    links: tuple[dict[str, Any], ...]
+    addresses: tuple[dict[str, Any], ...]
+    """`addr_info` of the test interface."""
+    default_routes: tuple[dict[str, Any], ...]
+    boot_id: str
+    listening: tuple[str, ...] = ()
+    """`ss -Hltnp` lines: the TCP ports taken, with the process holding each."""
+
+
+def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
+    """Read what `findings` judges (SSH_CONNECTION as the login user: sudo drops it)."""
+    session = host.run_plain(["sh", "-c", 'echo "$SSH_CONNECTION"'], timeout=15).stdout.strip()
+    client = session.split()[0] if session else ""
+    route_dev = ""
+    if client:
+        found = json.loads(host.ip("-j", "route", "get", client, check=False).stdout or "[{}]")
+        route_dev = found[0].get("dev", "") if found else ""
+    links = json.loads(host.ip("-j", "-d", "link", "show").stdout or "[]")
+    addresses = json.loads(host.ip("-j", "addr", "show", "dev", spec.interface, check=False).stdout or "[]")
+    defaults = [route for family in ("-4", "-6")
+                for route in json.loads(host.ip("-j", family, "route", "show", "default", check=False).stdout or "[]")]
+    boot = host.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout=15).stdout.strip()
+    listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()
+    return InterfaceUse(session, route_dev, tuple(links),
+                        tuple(a for link in addresses for a in link.get("addr_info", [])), tuple(defaults), boot,
+                        tuple(listening))
+
+
+def port_holder(use: InterfaceUse, port: int) -> str | None:
+    """The process (or "a process") listening on TCP `port`, from `ss -Hltnp` lines."""
+    for line in use.listening:
+        fields = line.split()
+        if len(fields) >= 4 and fields[3].rsplit(":", 1)[-1] == str(port):
+            users = line.split("users:((", 1)[-1].split(")")[0] if "users:((" in line else ""
+            name, _, rest = users.partition(",")
+            pid = rest.split("pid=", 1)[-1].split(",")[0] if "pid=" in rest else ""
+            return f"{name.strip(chr(34))} (pid {pid})" if name else "a process"
+    return None
+
+
+def tunnel_conflicts(use: InterfaceUse, vni: int, port: int) -> list[str]:
+    """VXLAN devices already using offlab's VNI on its UDP port (the kernel would refuse ours)."""
+    return [link.get("ifname", "?") for link in use.links
+            if link.get("linkinfo", {}).get("info_kind") == "vxlan"
+            and link["linkinfo"].get("info_data", {}).get("id") == vni
+            and link["linkinfo"].get("info_data", {}).get("port") == port]
+
+
+def findings(spec: HostSpec, use: InterfaceUse) -> list[str]:
+    """Each way the test interface carries more than the test (empty: it is dedicated)."""
+    device = spec.interface
+    found = []
+    parts = use.ssh_connection.split()
+    own = {a.get("local") for a in use.addresses}
+    if use.ssh_route_device == device or (len(parts) >= 3 and parts[2] in own):
+        found.append(f"offlab's own SSH session (from {parts[0] if parts else '?'}) runs over {device}")
+    for route in use.default_routes:
+        if route.get("dev") == device:
+            found.append(f"the default route{' via ' + route['gateway'] if route.get('gateway') else ''} "
+                         f"leaves by {device}")
+    this = next((link for link in use.links if link.get("ifname") == device), {})
+    if this.get("master"):
+        found.append(f"{device} is a port of {this['master']} (a bond or bridge)")
+    for upper in (link for link in use.links if link.get("link") == device):
+        kind = upper.get("linkinfo", {}).get("info_kind", "upper device")
+        found.append(f"{upper.get('ifname')} ({kind}) sits on {device}")
+    prefix = _test_prefix(spec, use.addresses)
+    for entry in use.addresses:
+        address = ipaddress.ip_address(entry.get("local", "::"))
+        if address.is_link_local or (prefix is not None and address in prefix):
+            continue
+        found.append(f"{device} also holds {entry.get('local')}/{entry.get('prefixlen')}, outside the test "
+                     f"prefix {prefix or spec.address}")
+    return found
+
+
+def _test_prefix(spec: HostSpec, addresses: tuple[dict[str, Any], ...]):
+    for entry in addresses:
+        if entry.get("local") == spec.address:
+            return ipaddress.ip_network(f"{spec.address}/{entry.get('prefixlen', 32)}", strict=False)
+    return None
+
+
+def foreign_devices(hosts: HostsFile, use: InterfaceUse) -> list[str]:
+    """`ofl-` devices on a server that are not a test interface of the hosts file."""
+    ours = {spec.interface for spec in hosts.hosts.values()}
+    return sorted(name for link in use.links
+                  if (name := link.get("ifname", "")).startswith(OUR_PREFIX) and name not in ours)
+
+
+def check(hosts: HostsFile, uses: dict[str, InterfaceUse], allow_shared: bool) -> list[str]:
+    """Refuse (HostError, one line) or return the warnings of an allowed shared interface."""
+    warnings = []
+    for role, use in uses.items():
+        spec = hosts.hosts[role]
+        where = f"{role} ({spec.ssh})"
+        shared = findings(spec, use)
+        if shared and spec.pin_irqs:
+            raise HostError(f"{where}: pin_irqs would move the IRQs of every queue of {spec.interface}, which "
+                            f"carries other traffic ({shared[0]}); set pin_irqs = false")
+        if shared and not allow_shared:
+            raise HostError(f"{where}: {'; '.join(shared)}: changing {spec.interface} (MTU, link, offloads) "
+                            f"could cut the server off; use a dedicated test interface, or pass "
+                            f"{OVERRIDE_FLAG} to take that risk")
+        warnings += [f"{where}: {finding} ({OVERRIDE_FLAG})" for finding in shared]
+        holder = port_holder(use, IPERF3_PORT) if role == "receiver" else None
+        if holder is not None:
+            raise HostError(f"{where}: TCP port {IPERF3_PORT}, iperf3's, is taken by {holder}; end it "
+                            "(a killed run's server: `offlab restore`) and run again")
+        clash = tunnel_conflicts(use, VXLAN_VNI, VXLAN_PORT)
+        if clash:
+            raise HostError(f"{where}: {', '.join(clash)} already uses VXLAN VNI {VXLAN_VNI} on UDP port "
+                            f"{VXLAN_PORT}, which offlab's ofl-tn0 needs; remove it or run without vxlan")
+        leftovers = foreign_devices(hosts, use)
+        if leftovers:
+            raise HostError(f"{where}: {', '.join(leftovers)} already there (another offlab run's, or a "
+                            "killed one's): run `offlab restore`, or remove them with ip link del")
+    boots: dict[str, str] = {}
+    for role, use in uses.items():
+        other = boots.setdefault(use.boot_id, role)
+        if other != role and not hosts.same_kernel:
+            raise HostError(f"{other} and {role} are one kernel (boot id {use.boot_id[:8]}…): their CPU and "
+                            f"counters would not be two hosts'; use two servers, or set same_kernel = true "
+                            f"in {hosts.source}")
+    return warnings
+
+
+def check_servers(hosts: HostsFile, allow_shared: bool) -> list[str]:
+    """Read every server and judge it (`check`); the warnings of an allowed shared interface."""
+    from .session import HOST_NAMES
+    from .ssh import SshHost
+    uses = {}
+    for role, spec in hosts.hosts.items():
+        host = SshHost(HOST_NAMES[role], spec, hosts.ssh_config)
+        try:
+            uses[role] = inspect(host, spec)
+        finally:
+            host.close()
+    return check(hosts, uses, allow_shared)
+
+
+def check_udp_rates(hosts: HostsFile, cases: "Iterable[CaseSpec]") -> None:
+    """UDP on real hosts at most at the hosts file's `udp_max_rate` (1 Gbit/s unless
+    raised): an unlimited rate, a rate above it or a capacity search (whose first probe
+    is unlimited) is refused before the run."""
+    cap = hosts.udp_max_bps
+    if cap is None:
+        return
+    for case in cases:
+        traffic = case.traffic
+        if traffic.protocol != "udp":
+            continue
+        if traffic.mode == "capacity" or traffic.rate_bps is None or traffic.rate_bps > cap:
+            offered = ("a capacity search (unlimited probes)" if traffic.mode == "capacity" else
+                       "an unlimited rate" if traffic.rate_bps is None else f"{traffic.rate_bps / 1e9:g} Gbit/s")
+            raise HostError(f"{case.key}: UDP at {offered} over your servers' network, above the cap of "
+                            f"{cap / 1e9:g} Gbit/s; set the plan's udp_rate to at most that, or raise the cap "
+                            f"with udp_max_rate = \"10G\" (or \"unlimited\") in {hosts.source}")

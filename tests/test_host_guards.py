@@ -1,0 +1,174 @@
+"""The real-host guards as pure functions on what a server says (recorded `ip -j`
+output): the lockout guard, one kernel per role, leftovers of another offlab, interface
+names, the ssh_config's owner, the pinned ssh options, and the undo script the server's
+watchdog runs. The same guards on live sshd "servers": tests/integration/test_host_safety.py."""
+
+import os
+import subprocess
+
+import pytest
+
+from offlab.hosts import changes
+from offlab.hosts.guard import InterfaceUse, check, check_udp_rates, findings, foreign_devices
+from offlab.hosts.hostsfile import HostsFileError, check_ssh_config, parse
+from offlab.hosts.journal import Record, undo_script
+from offlab.hosts.ssh import ssh_command
+from offlab.hosts.base import HostError
+
+DOC = {"sender": {"ssh": "s1", "interface": "ens1f0", "address": "192.0.2.1", "peer": "192.0.2.2", "app_core": 2},
+       "receiver": {"ssh": "s2", "interface": "ens1f0", "address": "192.0.2.2", "peer": "192.0.2.1", "app_core": 3}}
+HOSTS = parse(DOC, "h.toml")
+SPEC = HOSTS.hosts["sender"]
+LINKS = ({"ifname": "lo"}, {"ifname": "eno1"}, {"ifname": "ens1f0", "mtu": 1500})
+TEST_ADDR = ({"local": "192.0.2.1", "prefixlen": 24}, {"local": "fe80::1", "prefixlen": 64})
+
+
+def use(**changed) -> InterfaceUse:
+    base = dict(ssh_connection="198.51.100.7 50000 198.51.100.1 22", ssh_route_device="eno1", links=LINKS,
+                addresses=TEST_ADDR, default_routes=({"dst": "default", "gateway": "198.51.100.254", "dev": "eno1"},),
+                boot_id="b1")
+    return InterfaceUse(**{**base, **changed})
+
+
+def rx(**changed) -> InterfaceUse:
+    return use(**{"addresses": ({"local": "192.0.2.2", "prefixlen": 24},), "boot_id": "b2", **changed})
+
+
+def test_a_dedicated_test_interface_passes():
+    assert findings(SPEC, use()) == []
+
+
+@pytest.mark.parametrize("changed, text", [
+    ({"ssh_route_device": "ens1f0"}, "offlab's own SSH session (from 198.51.100.7) runs over ens1f0"),
+    ({"ssh_connection": "192.0.2.9 5 192.0.2.1 22"}, "offlab's own SSH session"),
+    ({"default_routes": ({"dst": "default", "gateway": "192.0.2.254", "dev": "ens1f0"},)},
+     "the default route via 192.0.2.254 leaves by ens1f0"),
+    ({"links": (*LINKS[:2], {"ifname": "ens1f0", "master": "br0"})}, "ens1f0 is a port of br0"),
+    ({"links": (*LINKS, {"ifname": "ens1f0.7", "link": "ens1f0", "linkinfo": {"info_kind": "vlan"}})},
+     "ens1f0.7 (vlan) sits on ens1f0"),
+    ({"addresses": (*TEST_ADDR, {"local": "10.9.9.9", "prefixlen": 8})},
+     "ens1f0 also holds 10.9.9.9/8, outside the test prefix 192.0.2.0/24"),
+])
+def test_each_use_of_the_test_interface_is_found(changed, text):
+    found = findings(SPEC, use(**changed))
+    assert len(found) == 1 and text in found[0]
+
+
+def test_a_shared_interface_is_refused_in_one_line_naming_the_override():
+    shared = use(ssh_route_device="ens1f0")
+    with pytest.raises(HostError) as caught:
+        check(HOSTS, {"sender": shared, "receiver": rx()}, allow_shared=False)
+    assert "\n" not in str(caught.value) and "--allow-shared-interface" in str(caught.value)
+    warnings = check(HOSTS, {"sender": shared, "receiver": rx()}, allow_shared=True)
+    assert len(warnings) == 1 and warnings[0].startswith("sender (s1): offlab's own SSH session")
+
+
+def test_pin_irqs_on_a_shared_interface_is_refused_even_when_allowed():
+    pinned = parse({**DOC, "sender": {**DOC["sender"], "irq_core": 1, "pin_irqs": True}}, "h.toml")
+    with pytest.raises(HostError, match="pin_irqs would move the IRQs"):
+        check(pinned, {"sender": use(ssh_route_device="ens1f0"), "receiver": rx()}, allow_shared=True)
+
+
+def test_two_roles_on_one_kernel_are_refused_unless_asked_for():
+    with pytest.raises(HostError, match="one kernel.*same_kernel = true"):
+        check(HOSTS, {"sender": use(), "receiver": rx(boot_id="b1")}, allow_shared=False)
+    same = parse({**DOC, "same_kernel": True}, "h.toml")
+    assert check(same, {"sender": use(), "receiver": rx(boot_id="b1")}, allow_shared=False) == []
+
+
+def test_devices_of_another_offlab_are_named():
+    left = use(links=(*LINKS, {"ifname": "ofl-tn0"}))
+    assert foreign_devices(HOSTS, left) == ["ofl-tn0"]
+    with pytest.raises(HostError, match="ofl-tn0 already there"):
+        check(HOSTS, {"sender": left, "receiver": rx()}, allow_shared=False)
+
+
+@pytest.mark.parametrize("name", ["../../etc", "a" * 16, "eth 0", "x/y", ".."])
+def test_interface_names_are_validated(name):
+    with pytest.raises(HostsFileError, match="is not a Linux interface name"):
+        parse({**DOC, "sender": {**DOC["sender"], "interface": name}}, "h.toml")
+
+
+def test_top_level_keys():
+    assert parse({**DOC, "watchdog_s": 10}, "h.toml").watchdog_s == 10
+    with pytest.raises(HostsFileError, match="watchdog_s = 1 must be whole seconds"):
+        parse({**DOC, "watchdog_s": 1}, "h.toml")
+
+
+def test_an_ssh_config_others_could_write_is_refused(tmp_path):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host x\n")
+    config.chmod(0o644)
+    check_ssh_config(str(config), "h.toml")
+    config.chmod(0o666)
+    with pytest.raises(HostsFileError, match="writable by others"):
+        check_ssh_config(str(config), "h.toml")
+    config.chmod(0o644)
+    if os.geteuid() == 0:
+        os.chown(config, 12345, 12345)
+        with pytest.raises(HostsFileError, match="owned by uid 12345"):
+            check_ssh_config(str(config), "h.toml")
+
+
+def test_ssh_options_are_pinned_and_host_keys_left_to_the_config(tmp_path):
+    args = ssh_command("/etc/x", tmp_path, "lab@s1", None)
+    joined = " ".join(args)
+    assert args[0] == "ssh" and args[-1] == "lab@s1"
+    for pinned in ("ForwardAgent=no", "ClearAllForwardings=yes", "BatchMode=yes"):
+        assert f"-o {pinned}" in joined
+    assert "StrictHostKeyChecking" not in joined and "UserKnownHostsFile" not in joined
+    assert ssh_command(None, tmp_path, "s1", "alice")[:4] == ["runuser", "-u", "alice", "--"]
+
+
+def test_the_undo_script_runs_every_undo_newest_first_and_passes_failures(tmp_path):
+    marker = tmp_path / "value"
+    marker.write_text("9000\n")
+    record = Record({}, None, {}, [c.to_json() for c in (
+        changes.file(str(marker), "1500", "9000"),
+        changes.device("ofl-nothere0"),  # its undo fails: the next one still runs
+    )])
+    script = undo_script(record)
+    body = script.split("\n", 3)[3]  # after the header and the record
+    assert body.index("ofl-nothere0") < body.index(str(marker))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and "undo failed: device ofl-nothere0" in done.stdout
+    assert marker.read_text() == "1500\n"
+
+
+def test_a_process_undo_kills_only_the_same_process_group():
+    sleeper = subprocess.Popen(["setsid", "sleep", "60"])
+    try:
+        stat = open(f"/proc/{sleeper.pid}/stat").read()
+        start = stat.rsplit(") ", 1)[-1].split()[19]
+        wrong = changes.process(sleeper.pid, str(int(start) + 1), "sleep 60")
+        subprocess.run(list(wrong.undo[0]), check=True)
+        assert sleeper.poll() is None  # another start time: not ours, left alone
+        right = changes.process(sleeper.pid, start, "sleep 60")
+        subprocess.run(list(right.undo[0]), check=True)
+        assert sleeper.wait(timeout=10) == -9
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+
+
+def test_udp_on_real_hosts_is_capped_unless_raised():
+    from offlab.plan import parse as parse_plan
+    plan = 'name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["udp1472"]\nsequences = ["all-on"]\nudp_rate = "{}"\n'
+    capacity = parse_plan(plan.format("capacity"), "p").cases
+    with pytest.raises(HostError, match="a capacity search .* above the cap of 1 Gbit/s.*udp_max_rate"):
+        check_udp_rates(HOSTS, capacity)
+    with pytest.raises(HostError, match="UDP at 2.5 Gbit/s"):
+        check_udp_rates(HOSTS, parse_plan(plan.format("2.5G"), "p").cases)
+    check_udp_rates(HOSTS, parse_plan(plan.format("500M"), "p").cases)
+    check_udp_rates(parse({**DOC, "udp_max_rate": "unlimited"}, "h.toml"), capacity)
+    with pytest.raises(HostsFileError, match="udp_max_rate = 'fast'"):
+        parse({**DOC, "udp_max_rate": "fast"}, "h.toml")
+
+
+def test_a_taken_iperf3_port_and_a_clashing_vxlan_are_named():
+    taken = rx(listening=('LISTEN 0 5 10.0.0.2:5201 0.0.0.0:* users:(("iperf3",pid=4242,fd=3))',))
+    with pytest.raises(HostError, match=r"TCP port 5201, iperf3's, is taken by iperf3 \(pid 4242\)"):
+        check(HOSTS, {"sender": use(), "receiver": taken}, allow_shared=False)
+    vxlan = {"ifname": "vx0", "linkinfo": {"info_kind": "vxlan", "info_data": {"id": 42, "port": 4789}}}
+    with pytest.raises(HostError, match="vx0 already uses VXLAN VNI 42 on UDP port 4789"):
+        check(HOSTS, {"sender": use(links=(*LINKS, vxlan)), "receiver": rx()}, allow_shared=False)
