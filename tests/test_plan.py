@@ -20,9 +20,12 @@ sequences = ["tx", "rx"]
 def test_builtin_plans_exist_and_parse():
     assert {"quick", "offloads"} <= set(plan.builtin_names())
     quick = plan.load("quick")
-    # 2 scenarios × (TCP and UDP × 4 tx profiles on veth's wire + TCP × 4 rx profiles on
-    # the MTU wire, each wire with its own all-on), and each TCP case paced once more
-    assert len(quick.cases) == 2 * (2 * 4 + 4) + 2 * (4 + 4) and quick.runs == 3
+    # 2 scenarios × (TCP × 4 tx profiles and UDP × 3 (TSO off is TCP only) on veth's wire
+    # + TCP × 4 rx profiles on the MTU wire, each wire with its own all-on), and each TCP
+    # case paced once more
+    assert len(quick.cases) == 2 * (4 + 3 + 4) + 2 * (4 + 4) and quick.runs == 3
+    udp = {c.profile.name for c in quick.cases if c.traffic.protocol == "udp"}
+    assert "tso-off" not in udp and {"all-on", "txcsum-off"} <= udp
     paced = [c for c in quick.cases if c.traffic.service_demand]
     assert len(paced) == 16 and all(c.traffic.service_demand == 0.8 and not c.traffic.latency_probe for c in paced)
     # all on, each feature alone off, then all of the side off (attribution, issue #30)
@@ -123,3 +126,13 @@ def test_bad_custom_profile():
     text = GOOD + '[[profiles]]\nname = "x"\nside = "tx"\noff = ["tso"]\n'
     with pytest.raises(PlanError, match=r"profiles\[1\]\.off"):
         parse(text, "t.toml")
+
+
+def test_a_profile_limited_to_tcp_is_not_measured_with_udp():
+    text = GOOD + ('[[profiles]]\nname = "only-tcp"\nside = "tx"\noff = ["tcp-segmentation-offload"]\n'
+                   'protocols = ["tcp"]\n')
+    cases = parse(text, "t.toml").cases
+    limited = {c.traffic.protocol for c in cases if c.profile.name == "only-tcp"}
+    assert limited == {"tcp"} and any(c.traffic.protocol == "udp" for c in cases)
+    with pytest.raises(PlanError, match=r"profiles\[1\]\.protocols"):
+        parse(text.replace('["tcp"]', '["sctp"]'), "t.toml")

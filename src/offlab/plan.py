@@ -159,7 +159,8 @@ def parse(text: str, source: str, studies: tuple[Study, ...] | None = None) -> P
                             "some of tx, rx, tx-single, rx-single, all-on or add [[profiles]]")
         for mtu in mtus:
             for spec in traffic:
-                made = (_finished(studies, _case(variant, mtu, spec, p)) for p in profiles)
+                made = (_finished(studies, _case(variant, mtu, spec, p)) for p in profiles
+                        if p.protocols is None or spec.protocol in p.protocols)
                 cases.extend(c for c in made if all(study.keeps(c) for study in studies))
     return Plan(
         name=check.string("name"),

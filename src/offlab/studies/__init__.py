@@ -64,6 +64,8 @@ class Profile:
     offloads: OffloadProfile
     params: Params = field(default_factory=Params)
     datapath: DatapathSetting | None = None
+    protocols: frozenset[str] | None = None
+    """The traffic protocols this profile is measured with (None: every one the plan has)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...records import CaseSpec
 from ...topology import TUNNEL_FEATURES
 from .. import PlanCheck, Profile, Study, Variant
-from .plan import SEQUENCES, custom_profiles, sequence_profiles
+from .plan import SEQUENCES, custom_profiles, profile_protocols, sequence_profiles
 
 WIRE_SCENARIOS = ("bare", "vxlan", "geneve", "gre", "gretap", "ipip", "sit")
 RECEIVER_SEQUENCES = ("rx", "rx-single", "rx-all-off")
@@ -54,7 +54,8 @@ class OffloadsStudy(Study):
         widest = sequence_profiles([s for s in sequences if s.endswith("-all-off")], tunnel)
         last = [p for p in chosen if p in widest and p.features]
         chosen = [p for p in chosen if p not in last] + custom + last
-        return [Profile(p) for p in chosen]
+        limits = profile_protocols(check.doc.get("profiles", []))
+        return [Profile(p, protocols=limits.get(p.name)) for p in chosen]
 
     def keeps(self, case: CaseSpec) -> bool:
         """The MTU wire changes only what is segmented: a TCP stream's super-packets.

@@ -22,7 +22,8 @@ from ...records import OffloadProfile
 
 SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "tx-all-off", "rx-all-off", "all-on", "udp")
 ALL_ON = "all-on"
-PROFILE_KEYS = {"name", "side", "off"}
+PROFILE_KEYS = {"name", "side", "off", "protocols"}
+PROTOCOLS = ("tcp", "udp")
 _SHORT = {TSO: "tso", TX_CSUM: "txcsum", GSO: "gso", UDP_TNL: "udptnl", GRO: "gro", RX_CSUM: "rxcsum"}
 
 
@@ -117,5 +118,16 @@ def custom_profiles(tables: object, fail) -> list[OffloadProfile]:
         if not isinstance(off, list) or not off or any(f not in TOGGLED for f in off):
             listed = ", ".join(repr(t) for t in TOGGLED)
             raise fail(where + "off", f"{off!r} must list features from {listed}")
+        protocols = table.get("protocols", list(PROTOCOLS))
+        if not isinstance(protocols, list) or not protocols or any(p not in PROTOCOLS for p in protocols):
+            raise fail(where + "protocols", f"{protocols!r} must list some of {', '.join(PROTOCOLS)}")
         found.append(OffloadProfile(name, side, {f: False for f in off}))
     return found
+
+
+def profile_protocols(tables: list[dict]) -> dict[str, frozenset[str]]:
+    """name → the traffic protocols a `[[profiles]]` table limits its profile to
+    (`protocols = ["tcp"]`: TSO never touches a UDP datagram, so measuring UDP with it
+    off only measures the device's other transmit path). Tables are checked by
+    custom_profiles first."""
+    return {t["name"]: frozenset(t["protocols"]) for t in tables if "protocols" in t}
