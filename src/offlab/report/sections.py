@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..records import RunSettings
 from ..warnings import LabWarning
@@ -50,22 +51,29 @@ def run_facts(model: ReportModel) -> Table:
         ("Cases / samples", f"{model.cases} / {model.samples}"),
     ]
     if info.settings is not None:
-        rows.append(("Settings", settings_sentence(info.settings)))
+        rows.append(("Settings", settings_sentence(info.settings, info.host_facts)))
     if info.notes:
         rows.append(("Notes", info.notes))
     return Table(("", ""), tuple(rows), align_left=2)
 
 
-def settings_sentence(settings: RunSettings) -> str:
+def settings_sentence(settings: RunSettings, host_facts: Mapping[str, Mapping[str, str]] | None = None) -> str:
     """"3 runs per case; receive softirq steered to the receiver's core" (or the
-    adaptive rule)."""
+    adaptive rule). On real hosts the steering is what each host's facts say was
+    applied there, never what the plan asked for."""
     if settings.ci_target is not None:
         runs = (f"repeated until the 95% CI is within ±{100 * settings.ci_target:g}% of the mean "
                 f"({settings.min_runs}–{settings.max_runs} runs)")
     else:
         runs = f"{settings.repetitions} runs per case"
-    steering = ("receive softirq steered to the receiving host's core" if settings.steer_rx_softirq
-                else "receive softirq where the kernel puts it")
+    applied = {role: facts["receive steering"] for role, facts in (host_facts or {}).items()
+               if "receive steering" in facts}
+    if applied:
+        steering = "receive steering applied: " + "; ".join(f"{role}: {what}" for role, what in applied.items())
+    elif settings.steer_rx_softirq:
+        steering = "receive softirq steered to the receiving host's core"
+    else:
+        steering = "receive softirq where the kernel puts it"
     return f"{runs}; {steering}; hosts: {settings.hosts}"
 
 
