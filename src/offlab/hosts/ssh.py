@@ -217,6 +217,7 @@ class SshHost(Host):
             raise
         local.stdin.write("go\n")
         local.stdin.close()
+        local.stdin = None  # communicate() must not flush it again
         return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry))
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
