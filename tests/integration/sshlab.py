@@ -19,7 +19,13 @@ from offlab.hosts import LocalNamespace, connect_veth
 from offlab.proc import run
 
 SSHD = "/usr/sbin/sshd"
-MGMT = {"a": ("ofl-ma", "ofl-mb0", "10.240.1.1", "10.240.1.2"), "b": ("ofl-mb", "ofl-mb1", "10.240.2.1", "10.240.2.2")}
+MGMT = {"a": ("ofl-ma", "mgmt0", "10.240.1.1", "10.240.1.2"), "b": ("ofl-mb", "mgmt0", "10.240.2.1", "10.240.2.2")}
+"""Root-side device (ofl-, removed at the end), the server's end (inside the server's
+namespace, so it goes with it; not ofl-: offlab refuses servers with ofl- devices it did
+not name), addresses."""
+WATCHDOG_S = 10
+"""The servers restore themselves 10 s after the controller's last heartbeat (60 s by
+default): short, so a test of it waits little."""
 TEST = {"a": ("ofl-ta0", "10.241.0.1"), "b": ("ofl-tb0", "10.241.0.2")}
 
 
@@ -88,7 +94,8 @@ class SshLab:
         raise RuntimeError(f"sshd in {server.namespace} did not answer: {probe.stderr}")
 
     def hosts_toml(self) -> str:
-        return (f'ssh_config = "{self.ssh_config}"\n\n'
+        # Both "servers" are namespaces of one kernel: said, as a user with such a setup must.
+        return (f'ssh_config = "{self.ssh_config}"\nsame_kernel = true\nwatchdog_s = {WATCHDOG_S}\n\n'
                 '[sender]\nssh = "hosta"\ninterface = "ofl-ta0"\naddress = "10.241.0.1"\n'
                 'peer = "10.241.0.2"\napp_core = 0\n\n'
                 '[receiver]\nssh = "hostb"\ninterface = "ofl-tb0"\naddress = "10.241.0.2"\n'
