@@ -146,10 +146,11 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
     assert refused.returncode == 1 and "pass --allow-forwarding" in refused.stderr.strip().splitlines()[-1]
     assert lab.state() == before
 
-    done = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--no-progress"],
-                          capture_output=True, text=True, timeout=240)
+    store = tmp_path / "store" / "offlab.sqlite"  # --store and --out apart: the report goes under --out
+    done = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--store", str(store),
+                           "--no-progress"], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
-    with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
+    with sqlite3.connect(store) as conn:
         keys = {row[0] for row in conn.execute("SELECT case_key FROM sample")}
         names = {row[0] for row in conn.execute("SELECT DISTINCT name FROM sample_counter")}
         hosts = {row[0] for row in conn.execute("SELECT DISTINCT host FROM sample_cpu")}

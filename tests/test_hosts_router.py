@@ -1,0 +1,57 @@
+"""The [router] table of a hosts file and what the middlebox on real hosts makes of it
+before it connects: one line with the fix for every mistake, R's roles and cores, the
+paths offlab-fwd as R refuses."""
+
+import pytest
+
+from offlab.hosts.hostsfile import HostsFileError, parse
+from offlab.hosts.session import RemoteSession
+from offlab.records import Params
+from offlab.topology import TopologyError
+from offlab.topology.remote_middlebox import RemoteMiddlebox
+
+
+def _doc(**router):
+    return {"sender": {"ssh": "lab@a", "interface": "ens1f0", "address": "192.0.2.1", "peer": "198.51.100.2",
+                       "app_core": 2},
+            "receiver": {"ssh": "lab@b", "interface": "ens1f0", "address": "198.51.100.2", "peer": "192.0.2.1",
+                         "app_core": 3},
+            "router": {"ssh": "lab@r", "interfaces": ["ens1f0", "ens1f1"], "app_core": 1, **router}}
+
+
+def test_a_router_table_makes_a_third_role():
+    hosts = parse(_doc(sudo=True), "h.toml")
+    assert hosts.router is not None and hosts.router.interfaces == ("ens1f0", "ens1f1")
+    assert hosts.router.interface == "ens1f0" and hosts.router.sudo is True
+    assert list(hosts.roles()) == ["sender", "receiver", "router"]
+    assert hosts.describe().endswith("router lab@r (ens1f0, ens1f1)")
+    assert parse({k: v for k, v in _doc().items() if k != "router"}, "h.toml").router is None
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"interfaces": ["ens1f0"]}, "[router]: interfaces = ['ens1f0'] must be two different interfaces"),
+    ({"interfaces": ["ens1f0", "ens1f0"]}, "must be two different interfaces"),
+    ({"interfaces": ["ens1f0", "../etc"]}, "interface '../etc' is not a Linux interface name"),
+    ({"interface": "ens1f0"}, "[router]: unknown key 'interface'; allowed: app_core, interfaces, ssh, sudo"),
+    ({"app_core": "1"}, "[router]: app_core = '1' must be a core number"),
+    ({"sudo": "yes"}, "[router]: sudo must be true or false"),
+])
+def test_router_mistakes_are_one_line_with_the_fix(change, text):
+    with pytest.raises(HostsFileError) as caught:
+        parse(_doc(**change), "h.toml")
+    assert "\n" not in str(caught.value) and text in str(caught.value)
+
+
+def test_the_middlebox_roles_are_the_hosts_app_cores():
+    hosts = parse(_doc(), "h.toml")
+    forwarded = RemoteMiddlebox(1500, Params(path="a-b", router="kernel"), RemoteSession(hosts))
+    assert forwarded.roles == {"sender": 2, "receiver": 3, "forwarder": 1}
+    assert forwarded.role_hosts == {"sender": "a", "receiver": "b", "forwarder": "r"}
+    assert forwarded.nic_interfaces() == {"a": ["ens1f0"], "r": ["ens1f0", "ens1f1"], "b": ["ens1f0"]}
+    terminated = RemoteMiddlebox(1500, Params(path="r-a", router="kernel"), RemoteSession(hosts))
+    assert terminated.roles == {"sender": 1, "receiver": 2}
+    with pytest.raises(TopologyError, match="offlab-fwd as R only forwards; path a-r ends on R"):
+        RemoteMiddlebox(1500, Params(path="a-r", router="offlab-fwd"), RemoteSession(hosts))
+    with pytest.raises(TopologyError, match="needs a \\[router\\] table in h.toml"):
+        RemoteMiddlebox(1500, Params(path="a-b"), RemoteSession(parse({k: v for k, v in _doc().items()
+                                                                         if k != "router"}, "h.toml")))
