@@ -55,3 +55,9 @@ def test_the_middlebox_roles_are_the_hosts_app_cores():
     with pytest.raises(TopologyError, match="needs a \\[router\\] table in h.toml"):
         RemoteMiddlebox(1500, Params(path="a-b"), RemoteSession(parse({k: v for k, v in _doc().items()
                                                                          if k != "router"}, "h.toml")))
+
+
+def test_the_middlebox_report_says_what_r_is_on_real_hosts():
+    from offlab.studies.middlebox.report import INTRO, intro
+    assert intro(False) == INTRO and "veth" in INTRO
+    assert "veth" not in intro(True) and "offlab-fwd pinned to R's app_core" in intro(True)
