@@ -61,3 +61,16 @@ def test_the_middlebox_report_says_what_r_is_on_real_hosts():
     from offlab.studies.middlebox.report import INTRO, intro
     assert intro(False) == INTRO and "veth" in INTRO
     assert "veth" not in intro(True) and "offlab-fwd pinned to R's app_core" in intro(True)
+
+
+def test_the_confirmation_names_the_router_and_what_changes_there():
+    from offlab.hosts.router import planned_router_changes
+    from offlab.plan import load
+    cases = load("middlebox").cases
+    [line] = planned_router_changes(parse(_doc(), "h.toml"), cases, allow_forwarding=True)
+    assert line.startswith("router lab@r, interfaces ens1f0, ens1f1: MTU set to 1500")
+    assert "tcp-segmentation-offload" in line and "offlab-fwd copied" in line
+    assert "net.ipv4.ip_forward set to 1 if it is 0" in line
+    assert "ip_forward" not in planned_router_changes(parse(_doc(), "h.toml"), cases, allow_forwarding=False)[0]
+    assert planned_router_changes(parse({k: v for k, v in _doc().items() if k != "router"}, "h.toml"),
+                                  cases, True) == []

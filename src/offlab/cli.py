@@ -28,7 +28,7 @@ from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
 from .hosts.dryrun import describe_hosts
-from .hosts.router import check_router, router_checks, router_facts
+from .hosts.router import check_router, planned_router_changes, router_checks, router_facts
 from .hosts.session import RemoteSession, restore_first
 from .hosts.ssh import AuditLog
 from .plan import PlanError, load
@@ -177,7 +177,8 @@ def run_cmd(
             err.print(f"restored {line}")
         for warning in check_servers(hosts, allow_shared) + check_router(hosts, cases, allow_forwarding, allow_shared):
             err.print(f"[yellow]warning[/]: {warning}")
-        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
+        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq)
+                 + planned_router_changes(hosts, cases, allow_forwarding), yes)
 
     busy, top = preflight.foreign_load()
     notes = ""
