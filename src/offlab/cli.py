@@ -29,6 +29,8 @@ from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
+from .hosts.dryrun import describe_hosts
+from .hosts.router import check_router, planned_router_changes, router_checks, router_facts
 from .hosts.session import RemoteSession, restore_first, restore_journals
 from .hosts.ssh import AuditLog
 from .plan import PlanError, load
@@ -110,7 +112,8 @@ def run_cmd(
     runs: Optional[int] = typer.Option(None, "--runs", help="repetitions per case (overrides the plan)"),
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),
-    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="directory of the store and the reports"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory of the reports (and of the store "
+                                           "without --store) [default: results]"),
     store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + " [default: OUT/offlab.sqlite]"),
     resume_id: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run of the store"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
@@ -129,9 +132,11 @@ def run_cmd(
     campaign_id: Optional[str] = typer.Option(None, "--campaign", hidden=True,
                                               help="the campaign this pair's run belongs to (set by the campaign)"),
     allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: run even on a test interface that carries other traffic (the SSH session, the default route, upper devices, other addresses)"),
+    allow_forwarding: bool = typer.Option(False, "--allow-forwarding", help="with --hosts and a [router]: turn on the router's IP forwarding if it is off (journaled, put back after)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    store_file = locations.parse(store_path if store_path is not None else out_dir / STORE_NAME)
+    store_file = locations.parse(store_path if store_path is not None else (out_dir or DEFAULT_OUT) / STORE_NAME)
+    report_root = out_dir or store_file.reports_dir()  # --out is where the report goes whenever given
     hosts = _select_hosts(hosts_path, pair)
     if isinstance(hosts, Fleet):
         if resume_id is not None:
@@ -171,7 +176,9 @@ def run_cmd(
         plan_name = chosen.source if chosen.source.endswith(".toml") else chosen.name
     eta = preflight.estimate(cases, settings, done)
     if dry_run:
-        for line in preflight.describe(cases, settings, eta):
+        for line in preflight.describe(cases, settings, eta, local=hosts is None):
+            print(line)
+        for line in describe_hosts(hosts, cases, settings.steer_rx_softirq) if hosts is not None else []:
             print(line)
         return
     if not max_eta > 0:
@@ -188,9 +195,10 @@ def run_cmd(
         check_udp_rates(hosts, cases)
         for line in restore_first(wait) if campaign_id is None else []:
             err.print(f"restored {line}")
-        for warning in check_servers(hosts, allow_shared):
+        for warning in check_servers(hosts, allow_shared) + check_router(hosts, cases, allow_forwarding, allow_shared):
             err.print(f"[yellow]warning[/]: {warning}")
-        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
+        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq)
+                 + planned_router_changes(hosts, cases, allow_forwarding), yes)
 
     busy, top = preflight.foreign_load()
     notes = ""
@@ -200,6 +208,8 @@ def run_cmd(
         err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
 
     facts = remote_facts(hosts, settings.steer_rx_softirq) if hosts is not None and resume_id is None else {}
+    if hosts is not None and resume_id is None and any(c.scenario == "middlebox" for c in cases):
+        facts.update(router_facts(hosts))
 
     def prepare(store: Store):
         if resume_id is not None:
@@ -210,8 +220,8 @@ def run_cmd(
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
     # A campaign's parent restored every journal before its pairs started; a pair's run
     # must not, or it would undo the journals of a sibling pair measuring at the same time.
-    session = (RemoteSession(hosts, audit=AuditLog(), restore_first=campaign_id is None)
-               if hosts is not None else None)
+    session = (RemoteSession(hosts, audit=AuditLog(), restore_first=campaign_id is None,
+                             allow_forwarding=allow_forwarding) if hosts is not None else None)
     remote = {} if session is None else {"build": remote_builder(session), "before_start": session.start}
     try:
         outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
@@ -229,8 +239,7 @@ def run_cmd(
         if not result.reached:
             err.print(f"[yellow]{result.case_key}[/]: {result.sentence()}")
     with Store(store_file, readonly=True) as store:
-        reports = store_file.path.parent if store_file.path is not None else out_dir
-        _write_report(store, outcome.run_id, reports / outcome.run_id)
+        _write_report(store, outcome.run_id, report_root / outcome.run_id)
 
 
 def _select_hosts(hosts_path: Path | None, pair: str | None):
@@ -474,9 +483,10 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         _print_checks(check_store(locations.parse(store_path), upgrade_store))
         return
     if hosts_path is not None:
+        hosts = hostsfile.load(hosts_path)
         if clean:
             restore_cmd()  # what killed runs left on servers: processes, devices, settings
-        checks = remote_checks(hostsfile.load(hosts_path), allow_shared)
+        checks = remote_checks(hosts, allow_shared) + router_checks(hosts, allow_shared)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
                                 [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
             print(line)

@@ -17,15 +17,19 @@ from .ssh import AuditLog, SshHost
 
 HOST_NAMES = {"sender": "tx", "receiver": "rx"}
 """The role's host name in samples (counter prefixes, CPU shares)."""
+ROLE_NAMES = {**HOST_NAMES, "router": "r"}
+"""With the router of a [router] table (the middlebox plan names its hosts a, r, b)."""
 
 
 class RemoteSession:
     def __init__(self, hosts: HostsFile, journal_dir: Path = JOURNAL_DIR, audit: AuditLog | None = None,
-                 restore_first: bool = True):
+                 restore_first: bool = True, allow_forwarding: bool = False):
         self.file = hosts
         self.restore_first = restore_first
         """False for one pair of a campaign: the campaign restored before its pairs began,
         and a sibling pair's live journals are in the same directory."""
+        self.allow_forwarding = allow_forwarding
+        """--allow-forwarding: the router's IP forwarding may be turned on (journaled)."""
         self.journal_dir = journal_dir
         self.audit = audit
         self.token = controller_token()
@@ -34,6 +38,7 @@ class RemoteSession:
         self.servers: dict[str, ServerRun] = {}
         """By role; roles on one kernel share one."""
         self._heartbeat: Heartbeat | None = None
+        self._watched: set[str] = set()
 
     def start(self) -> list[str]:
         """Restore what killed runs left, then hold every server; lines to print."""
@@ -48,8 +53,8 @@ class RemoteSession:
     def _hold(self) -> list[str]:
         notes = []
         by_kernel: dict[str, ServerRun] = {}
-        for role, spec in self.file.hosts.items():
-            host = SshHost(HOST_NAMES[role], spec, self.file.ssh_config, audit=self.audit)
+        for role, spec in self.file.roles().items():
+            host = SshHost(ROLE_NAMES[role], spec, self.file.ssh_config, audit=self.audit)
             self.hosts[role] = host
             identity = read_identity(host, spec.interface)
             self.identities[role] = identity
@@ -63,6 +68,12 @@ class RemoteSession:
             server.watch(host, identity.key)
         self._heartbeat = Heartbeat(list(by_kernel.values()), max(1.0, self.file.watchdog_s / 4)).start()
         return notes
+
+    def watch_interface(self, role: str, host: SshHost, key: str) -> None:
+        """A watchdog for a role's second test interface (the router's), once a run."""
+        if key not in self._watched:
+            self.servers[role].watch(host, key)
+            self._watched.add(key)
 
     def close(self) -> list[str]:
         """Stop the heartbeat and release every held server; what stayed held, by line."""

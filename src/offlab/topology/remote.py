@@ -229,6 +229,9 @@ def remote_builder(session: RemoteSession):
     """A `build` for the runner that makes scenarios on the servers the session holds."""
 
     def build(scenario: str, mtu: int, topology: Params | None = None, **options: object) -> Topology:
+        if scenario == "middlebox":
+            from .remote_middlebox import RemoteMiddlebox
+            return RemoteMiddlebox(mtu, topology, session, **options)
         return RemotePair(scenario, mtu, topology, session, **options)
 
     return build
