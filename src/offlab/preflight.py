@@ -166,6 +166,10 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
                              f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
     from .hosts.remote_doctor import missing_tools
     wanted = {"iperf3", "ethtool", "ip"}
+    guests = [c for c in cases if c.scenario == GUEST_SCENARIO]
+    if guests:
+        _check_remote_guests(guests)
+        wanted |= {"qemu-system-x86_64", "sha256sum", "taskset", "timeout"}
     wanted |= {"irtt"} if any(c.traffic.latency_probe for c in cases) else set()
     wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) else set()
     for role, spec in hosts.hosts.items():
@@ -174,6 +178,21 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
             raise PreflightError(f"{role} ({spec.ssh}): {', '.join(missing)} not found there; install it on "
                                  f"{spec.ssh} (apt-get install {' '.join(missing)}), or check with "
                                  f"offlab doctor --hosts {hosts.source}")
+
+
+def _check_remote_guests(cases: list[CaseSpec]) -> None:
+    """Guests on real hosts: the guest image here (it is copied to the servers) and
+    only the backends built there."""
+    from .topology.remote_guests import BACKENDS
+    from .vm import GuestImageMissing, find_image
+    try:
+        find_image()
+    except GuestImageMissing as missing:
+        raise PreflightError(str(missing)) from None
+    other = sorted({str(c.topology.get("backend", "tap")) for c in cases} - set(BACKENDS))
+    if other:
+        raise PreflightError(f"backend {', '.join(other)} does not run on real hosts yet; use backends "
+                             f"{' and '.join(BACKENDS)} with --hosts (vhost-user runs in local namespaces)")
 
 
 def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:

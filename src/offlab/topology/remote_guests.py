@@ -1,0 +1,316 @@
+"""`qemu` on the user's own servers (`offlab run --hosts`): seed 000's "VM-to-VM on
+different nodes" (plain and over VXLAN) and a guest to the other node itself, with
+real QEMU guests started on the two servers over SSH (vm/remote.py).
+
+    vm2vm, none:    guest A ⇄ TAP ⇄ [sender: ofl-br0 ⇄ NIC] ═ wire ═ [receiver: NIC ⇄ ofl-br0] ⇄ TAP ⇄ guest B
+    vm2vm, vxlan:   guest A ⇄ TAP ⇄ [sender: ofl-br0 ⇄ ofl-vx0 over NIC] ═ wire ═ [… ofl-vx0 ⇄ ofl-br0] ⇄ TAP ⇄ guest B
+    vm2host, none:  guest A ⇄ TAP ⇄ [sender: ofl-br0 ⇄ NIC] ═ wire ═ [receiver: NIC, 10.214.0.2 on it]
+    vm2host, vxlan: guest A ⇄ TAP ⇄ [sender: ofl-br0 ⇄ ofl-vx0] ═ wire ═ [receiver: ofl-vx0, 10.214.0.2 on it]
+
+The guests' segment is plain L2 on the test link: each guest has an address of its own
+in 10.214.0.0/24 (guest A .1, guest B .2, the receiver itself .2 on vm2host), beside
+the servers' own test addresses; no VLAN, nothing routed. On `none` the test interface
+becomes a port of the bridge ofl-br0 (with the interface's MAC) and its addresses move
+to the bridge, so the server keeps answering on its test address throughout; at the
+end they move back and the interface leaves the bridge. On `vxlan` the test interface
+is left unbridged: a VXLAN device (VNI 42, UDP 4789) over it joins the bridge, and the
+interface's MTU leaves room for the 50 bytes of encapsulation, so the guests keep the
+case's MTU and the NIC carries the tunnel (its tunnel offloads are in the path).
+
+Backends: `tap` (QEMU's own virtio-net over a TAP it opens) and `tap-vhost` (the same
+TAP with the kernel's vhost-net, where the server has /dev/vhost-net).
+
+Every change — bridge, TAP, VXLAN device, the interface's master, each address moved,
+MTUs, QEMU's process group — is journaled (hosts/journal.py) before it is made, on
+the controller and on the server, and undone at the end, on Ctrl-C/SIGTERM, by the
+server's watchdog, or by `offlab restore` after a kill -9.
+
+Cores: each QEMU pinned to its server's `app_core`; inside each one-vCPU guest iperf3
+runs on vCPU 0. The guest's kernel and initramfs are copied to each server by hash
+(hosts/files.py) and the accelerator is probed there (KVM or TCG, per server).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+
+from .. import vm
+from ..hosts import changes, files
+from ..hosts.guest import GuestHost
+from ..hosts.session import HOST_NAMES, RemoteSession
+from ..hosts.ssh import SshHost
+from ..offloads import Interface
+from ..records import GUEST_ENTRY, TCG, FeatureState, Params
+from ..studies.guests.plan import virtio_options
+from ..vm.remote import RemoteGuest, probe_accelerator, qemu_version
+from .base import Endpoint, TopologyError
+from .guests import ADDRESS, GUEST_CORE, GUEST_DEVICE, MAC, PREFIXLEN, RECORDED_FEATURES, VNI, VXLAN_OVERHEAD, DSTPORT
+from .remote import RemotePair
+
+SCENARIO = "qemu"
+BRIDGE = "ofl-br0"
+VXLAN_DEV = "ofl-vx0"
+TAP = {"a": "ofl-ga", "b": "ofl-gb"}
+NODE = {"a": "tx", "b": "rx"}
+"""Guest A on the sender, guest B on the receiver."""
+BACKENDS = ("tap", "tap-vhost")
+PARAMS = {"path", "overlay", "backend", "virtio", "fwd"}
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """One server as a hypervisor, for the report."""
+
+    accel: str
+    why: str
+    qemu: str
+    vhost_net: bool
+
+
+class RemoteGuestPath(RemotePair):
+    scenario = SCENARIO  # type: ignore[assignment]
+
+    def __init__(self, scenario: str, mtu: int, params: Params | None, session: RemoteSession,
+                 **options: object):
+        super().__init__(scenario, mtu, params, session, **options)
+        p = self.params
+        self.path, self.overlay = str(p.get("path", "vm2vm")), str(p.get("overlay", "none"))
+        self.backend, self.virtio_profile = str(p.get("backend", "tap")), str(p.get("virtio", "all-on"))
+        self.guests: dict[str, RemoteGuest] = {}
+        self.guest_hosts: dict[str, GuestHost] = {}
+        self.nodes: dict[str, NodeFacts] = {}
+        self._taps: dict[str, changes.Change] = {}
+        """The journal's entry of each guest's TAP (QEMU makes it, and it goes with QEMU)."""
+
+    def _check(self, scenario: str) -> None:
+        unknown = set(self.params) - PARAMS
+        if unknown:
+            raise TopologyError(f"qemu on real hosts takes no {', '.join(sorted(unknown))}")
+        if self.params.get("path", "vm2vm") not in ("vm2vm", "vm2host") or \
+                self.params.get("overlay", "none") not in ("none", "vxlan"):
+            raise TopologyError(f"qemu: unknown path {self.params.get('path')!r} or overlay "
+                                f"{self.params.get('overlay')!r}")
+        if self.params.get("backend", "tap") not in BACKENDS:
+            raise TopologyError(f"qemu on real hosts: backend {self.params.get('backend')!r} is not built there "
+                                f"yet; use {' or '.join(BACKENDS)} (vhost-user runs in local namespaces)")
+
+    # --- building ---------------------------------------------------------------------
+
+    def _build(self) -> None:
+        super()._build()  # journals, the case's MTU on both test interfaces, steering
+        roles = ("a", "b") if self.path == "vm2vm" else ("a",)
+        image = self._image()
+        self._prepare_nodes(image)
+        for name, host in self.remote.items():
+            if name == "tx" or self.path == "vm2vm":
+                self._bridge(host)
+            else:
+                self._host_address(host)
+        self._boot(roles, image)
+
+    def _image(self) -> vm.GuestImage:
+        try:
+            return vm.find_image()
+        except vm.GuestImageMissing as missing:
+            raise TopologyError(f"qemu: {missing}") from None
+
+    def _prepare_nodes(self, image: vm.GuestImage) -> None:
+        """On both servers at once: the guest's files copied (by hash), the accelerator
+        probed, QEMU's version and /dev/vhost-net read."""
+        failures: list[str] = []
+
+        def prepare(name: str, host: SshHost) -> None:
+            try:
+                kernel, _ = files.ensure(host, image.kernel)
+                initramfs, _ = files.ensure(host, image.initramfs)
+                self._remote_images[name] = vm.GuestImage(image.directory, kernel, initramfs, image.manifest)  # type: ignore[arg-type]
+                accel, why = probe_accelerator(host, self._remote_images[name], self._runtime(name, "probe"))
+                vhost = host.run(["test", "-c", vm.profile.VHOST_NET], check=False).returncode == 0
+                self.nodes[name] = NodeFacts(accel, why, qemu_version(host), vhost)
+            except Exception as err:  # reported with the host's name below
+                failures.append(f"{name} ({host.spec.ssh}): {err}")
+
+        self._remote_images: dict[str, vm.GuestImage] = {}
+        workers = [threading.Thread(target=prepare, args=item, daemon=True) for item in self.remote.items()]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        if failures:
+            raise TopologyError("qemu: " + "; ".join(failures))
+        if self.backend == "tap-vhost":
+            lacking = [n for n, facts in self.nodes.items() if not facts.vhost_net]
+            if lacking:
+                raise TopologyError(f"qemu: backend tap-vhost needs {vm.profile.VHOST_NET}, which "
+                                    f"{', '.join(lacking)} lacks (modprobe vhost_net there); use backend tap")
+
+    def _runtime(self, name: str, what: str) -> str:
+        """A directory of this run on the server: inside the server's hold, which goes
+        with it whatever ends the run."""
+        return f"{self.session.servers[self._role(name)].directory}/{what}-{name}"
+
+    @staticmethod
+    def _role(name: str) -> str:
+        return next(role for role, host_name in HOST_NAMES.items() if host_name == name)
+
+    def _bridge(self, host: SshHost) -> None:
+        """ofl-br0 on `host`, joined to the wire: the test interface itself (its
+        addresses moved onto the bridge) or, over VXLAN, a VXLAN device on it."""
+        spec, journal = host.spec, self.journals[host.name]
+        mac = host.read_file(f"/sys/class/net/{spec.interface}/address").strip()
+        journal.add(changes.device(BRIDGE))
+        host.ip("link", "add", BRIDGE, "address", mac, "type", "bridge")
+        self.set_mtu(host, BRIDGE, self.mtu)
+        if self.overlay == "vxlan":
+            self._vxlan(host)
+            self._enslave(host, VXLAN_DEV)
+            return
+        self._enslave(host, spec.interface)
+        for prefix in self._global_addresses(host, spec.interface):
+            journal.add(changes.address(prefix, spec.interface, BRIDGE))
+            host.ip("addr", "del", prefix, "dev", spec.interface)
+            host.ip("addr", "add", prefix, "dev", BRIDGE)
+
+    def _vxlan(self, host: SshHost) -> None:
+        spec = host.spec
+        self.set_mtu(host, spec.interface, self.mtu + VXLAN_OVERHEAD)
+        self.journals[host.name].add(changes.device(VXLAN_DEV))
+        host.add_vxlan(VXLAN_DEV, VNI, spec.address, spec.peer, DSTPORT, underlay=spec.interface, udp_csum=True)
+        self.set_mtu(host, VXLAN_DEV, self.mtu)
+
+    def _enslave(self, host: SshHost, device: str) -> None:
+        now = json.loads(host.ip("-j", "link", "show", "dev", device).stdout or "[{}]")[0]
+        self.journals[host.name].add(changes.master(device, now.get("master", changes.NONE), BRIDGE))
+        host.ip("link", "set", "dev", device, "master", BRIDGE)
+
+    def _host_address(self, host: SshHost) -> None:
+        """vm2host: the receiver's own address on the guests' segment, on the device the
+        guest's frames arrive by (the test interface, or the VXLAN device over it)."""
+        device = host.spec.interface
+        if self.overlay == "vxlan":
+            self._vxlan(host)
+            device = VXLAN_DEV
+        prefix = f"{ADDRESS['b']}/{PREFIXLEN}"
+        self.journals[host.name].add(changes.address(prefix, changes.ABSENT, device))
+        host.ip("addr", "add", prefix, "dev", device)
+
+    @staticmethod
+    def _global_addresses(host: SshHost, device: str) -> list[str]:
+        shown = json.loads(host.ip("-j", "addr", "show", "dev", device).stdout or "[]")
+        return [f"{a['local']}/{a['prefixlen']}" for link in shown for a in link.get("addr_info", [])
+                if a.get("scope") == "global"]
+
+    def _boot(self, roles: tuple[str, ...], image: vm.GuestImage) -> None:
+        """Launch both guests, then wait for each (two boots overlap)."""
+        features = vm.DeviceFeatures(**virtio_options(self.virtio_profile))
+        for role in roles:
+            name = NODE[role]
+            host = self.remote[name]
+            nic = vm.NicProfile(backend=self.backend, features=features, mac=MAC[role], tap=TAP[role])
+            spec = vm.GuestSpec(role, nic, f"{ADDRESS[role]}/{PREFIXLEN}", mtu=self.mtu)
+            self._taps[role] = self.journals[name].add(changes.device(TAP[role]))
+            guest = RemoteGuest(spec, host, self._remote_images[name], self.nodes[name].accel,
+                                self._runtime(name, f"guest-{role}"), bridge=BRIDGE, core=host.spec.app_core)
+            self.guests[role] = guest  # first: a failed launch still stops its QEMU
+            guest.launch()
+        for role in roles:
+            self.guests[role].wait_ready()
+            self.guest_hosts[role] = GuestHost(role, self.guests[role])
+
+    # --- what the runner reads --------------------------------------------------------
+
+    @property
+    def sender(self) -> Endpoint:
+        return Endpoint("sender", self.guest_hosts["a"], ADDRESS["a"], GUEST_CORE)
+
+    @property
+    def receiver(self) -> Endpoint:
+        if self.path == "vm2host":
+            host = self.remote["rx"]
+            return Endpoint("receiver", host, ADDRESS["b"], host.spec.app_core)
+        return Endpoint("receiver", self.guest_hosts["b"], ADDRESS["b"], GUEST_CORE)
+
+    @property
+    def roles(self) -> dict[str, int]:
+        return {"sender": self.sender_core, "receiver": self.receiver_core}
+
+    @property
+    def role_hosts(self) -> dict[str, str]:
+        return {"sender": "tx", "receiver": "rx"}
+
+    def cpu_machines(self) -> dict[str, SshHost]:  # type: ignore[override]
+        """Both servers' cores (the guests' vCPU threads, QEMU's I/O, vhost run there)."""
+        return dict(self.remote)
+
+    def inner_cpu_hosts(self) -> dict[str, GuestHost]:  # type: ignore[override]
+        return dict(self.guest_hosts)
+
+    def counter_hosts(self) -> dict[str, object]:  # type: ignore[override]
+        return {**self.remote, **{f"guest-{r}": h for r, h in self.guest_hosts.items()}}
+
+    def offload_interfaces(self) -> list[Interface]:
+        """Seed 000's toggles: in the guests (their virtio-net drivers) and on the
+        servers' test interfaces (and VXLAN devices) — each side's together."""
+        found = [Interface("tx", self.guest_hosts["a"], GUEST_DEVICE)]
+        if self.path == "vm2vm":
+            found.append(Interface("rx", self.guest_hosts["b"], GUEST_DEVICE))
+        for name, side in (("tx", "tx"), ("rx", "rx")):
+            host = self.remote[name]
+            if self.overlay == "vxlan":
+                found.append(Interface(side, host, VXLAN_DEV))
+            found.append(Interface(side, host, host.spec.interface))
+        return found
+
+    def apply_datapath(self, setting):  # type: ignore[no-untyped-def]
+        """The state in force: each server's accelerator and backend, and each guest's
+        negotiated virtio features read inside it. TCG on either server marks the
+        sample as emulated (nothing advised from it)."""
+        if setting is not None:
+            raise TopologyError(f"qemu: the datapath is the topology's (backend), not a case's ({setting.label})")
+        requested = virtio_options(self.virtio_profile)
+        tcg = any(self.nodes[NODE[role]].accel == "tcg" for role in self.guests)
+        state: dict[str, dict[str, FeatureState]] = {
+            GUEST_ENTRY: {TCG: FeatureState(tcg), "accel.kvm": FeatureState(not tcg),
+                          **{f"backend.{b}": FeatureState(b == self.backend, requested=b == self.backend)
+                             for b in vm.profile.BACKENDS}},
+        }
+        for name, facts in self.nodes.items():
+            state[f"hypervisor@{name}"] = {"accel.kvm": FeatureState(facts.accel == "kvm"),
+                                           "accel.tcg": FeatureState(facts.accel == "tcg"),
+                                           "vhost-net": FeatureState(self.backend == "tap-vhost",
+                                                                     requested=self.backend == "tap-vhost")}
+        for role, guest in self.guests.items():
+            negotiated = set(vm.read_guest_nic(guest).virtio)
+            state[f"virtio:{role}"] = {name.lower(): FeatureState(name in negotiated,
+                                                                  requested=requested.get(name.lower()))
+                                       for name in RECORDED_FEATURES}
+        return state
+
+    def hypervisor_facts(self) -> dict[str, dict[str, str]]:
+        """Per server, what a report names beside its NIC facts."""
+        found = {}
+        for name, facts in self.nodes.items():
+            guests = [r for r in self.guests if NODE[r] == name]
+            found[name] = {"qemu": facts.qemu, "accelerator": f"{facts.accel} ({facts.why})",
+                           "backend": self.backend + (" (vhost-net)" if self.backend == "tap-vhost" else ""),
+                           "guests": ", ".join(f"{r}: 1 vCPU on core {self.remote[name].spec.app_core}"
+                                               for r in guests) or "none (the receiving host itself)"}
+        return found
+
+    def teardown(self) -> None:
+        """Guests first (QEMU holds the TAPs), then every journaled change undone."""
+        try:
+            for role, guest in list(self.guests.items()):
+                try:
+                    guest.stop()
+                except Exception:  # the journal's process entry kills it in any case
+                    continue
+                host = self.remote[NODE[role]]
+                if role in self._taps and not host.has_link(TAP[role]):
+                    self.journals[host.name].forget(self._taps.pop(role))  # gone with QEMU
+            self.guest_hosts.clear()
+        finally:
+            self.guests.clear()
+            super().teardown()
