@@ -6,10 +6,10 @@
   server's boot id (a directory from before a reboot holds nothing: the reboot undid
   every change, so it is cleared);
 * a copy of each journal there, as a shell script of undo commands (journal.py);
-* a watchdog, a small POSIX shell loop started over SSH in a session of its own, that
-  restores the server from those scripts and releases it when the controller's
-  heartbeat (`touch heartbeat` over the SSH connection every `delay / 4` s) is older
-  than `delay` seconds — the controller was killed, its machine went away, or the
+* a watchdog per journal, a small POSIX shell loop started over SSH in a session of its
+  own, that restores the server from that script (and releases the server once no
+  script is left) when the controller's heartbeat (`touch heartbeat` over the SSH
+  connection every `delay / 4` s) is older than `delay` seconds — the controller was killed, its machine went away, or the
   network between them did. It runs the undo scripts (processes killed by process
   group, devices removed, MTUs, link states, files and features put back), logs to
   syslog (`logger -t offlab`) and exits; it also exits as soon as the run directory
@@ -44,17 +44,18 @@ fi
 
 _WATCHDOG = r"""
 exec </dev/null >/dev/null 2>&1
-d=$1; delay=$2
+d=$1; delay=$2; undo=$1/$3.undo.sh
 while [ -d "$d" ]; do
   sleep 1
   beat=$(stat -c %Y "$d/heartbeat" 2>/dev/null) || continue
   [ $(( $(date +%s) - beat )) -gt "$delay" ] || continue
-  logger -t offlab "no heartbeat from the controller for ${delay} s: restoring this server" 2>/dev/null
-  for undo in "$d"/*.undo.sh; do
-    [ -f "$undo" ] || continue
+  if [ -f "$undo" ]; then
+    logger -t offlab "no heartbeat from the controller for ${delay} s: restoring from $undo" 2>/dev/null
     said=$(sh "$undo" 2>&1)
     [ -z "$said" ] || logger -t offlab "$said" 2>/dev/null
-  done
+    rm -f "$undo"
+  fi
+  for other in "$d"/*.undo.sh; do [ -e "$other" ] && exit 0; done
   rm -rf "$d"
   logger -t offlab "restored and released" 2>/dev/null
   exit 0
@@ -102,7 +103,6 @@ class ServerRun(Mirror):
                                   self.identity.boot_id], timeout=20).stdout.splitlines()
             if said[:1] == ["acquired"]:
                 self.held = True
-                self._start_watchdog()
                 return note
             owner = said[1] if len(said) > 1 else "an unknown controller"
             boot = said[2] if len(said) > 2 else ""
@@ -117,9 +117,11 @@ class ServerRun(Mirror):
                             "of its last heartbeat")
         raise HostError(f"{self.host.name}: could not hold {self.directory}; remove it by hand")
 
-    def _start_watchdog(self) -> None:
-        self.host.run(["setsid", "-f", "sh", "-c", _WATCHDOG, "offlab-watchdog", self.directory,
-                       str(self.delay_s)], timeout=20)
+    def watch(self, host: Host, key: str) -> None:
+        """Start the watchdog of one journal, through the connection of its role (roles
+        that share a kernel may not share a network namespace: each undoes its own)."""
+        host.run(["setsid", "-f", "sh", "-c", _WATCHDOG, "offlab-watchdog", self.directory,
+                  str(self.delay_s), key], timeout=20)
 
     def beat(self) -> None:
         self.host.run(["touch", f"{self.directory}/heartbeat"], check=False, timeout=10)

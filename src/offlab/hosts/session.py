@@ -55,6 +55,7 @@ class RemoteSession:
                 notes += [note] if note else []
                 by_kernel[identity.boot_id] = server
             self.servers[role] = server
+            server.watch(host, identity.key)
         self._heartbeat = Heartbeat(list(by_kernel.values()), max(1.0, self.file.watchdog_s / 4)).start()
         return notes
 
