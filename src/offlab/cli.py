@@ -27,6 +27,8 @@ from .hosts.guard import OVERRIDE_FLAG, check_servers
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks
+from .hosts.dryrun import describe_hosts
+from .hosts.router import check_router, router_checks, router_facts
 from .hosts.session import RemoteSession
 from .hosts.ssh import AuditLog
 from .plan import PlanError, load
@@ -106,7 +108,8 @@ def run_cmd(
     runs: Optional[int] = typer.Option(None, "--runs", help="repetitions per case (overrides the plan)"),
     duration: Optional[float] = typer.Option(None, "--duration", help="measured seconds per repetition"),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="warm-up seconds, excluded from every figure"),
-    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="directory of the store and the reports"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory of the reports (and of the store "
+                                           "without --store) [default: results]"),
     store_path: Optional[Path] = typer.Option(None, "--store", help="results database [default: OUT/offlab.sqlite]"),
     resume_id: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted run of the store"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
@@ -121,9 +124,11 @@ def run_cmd(
     wait: bool = typer.Option(False, "--wait", help="if another run is measuring, start when it ends"),
     hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="a hosts file: run on your own servers over SSH (docs/real-hosts.md)"),
     allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: run even on a test interface that carries other traffic (the SSH session, the default route, upper devices, other addresses)"),
+    allow_forwarding: bool = typer.Option(False, "--allow-forwarding", help="with --hosts and a [router]: turn on the router's IP forwarding if it is off (journaled, put back after)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    store_file = store_path or out_dir / STORE_NAME
+    store_file = store_path or (out_dir or DEFAULT_OUT) / STORE_NAME
+    report_root = out_dir or store_file.parent  # --out is where the report goes whenever given
     hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
     if resume_id is not None:
         given = [name for name, value in (("--plan", plan), ("--duration", duration), ("--warmup", warmup),
@@ -152,7 +157,9 @@ def run_cmd(
         plan_name = chosen.source if chosen.source.endswith(".toml") else chosen.name
     eta = preflight.estimate(cases, settings, done)
     if dry_run:
-        for line in preflight.describe(cases, settings, eta):
+        for line in preflight.describe(cases, settings, eta, local=hosts is None):
+            print(line)
+        for line in describe_hosts(hosts, cases, settings.steer_rx_softirq) if hosts is not None else []:
             print(line)
         return
     if not max_eta > 0:
@@ -165,7 +172,7 @@ def run_cmd(
         preflight.check_guests(cases)
     else:
         preflight.check_remote(cases, hosts)
-        for warning in check_servers(hosts, allow_shared):
+        for warning in check_servers(hosts, allow_shared) + check_router(hosts, cases, allow_forwarding, allow_shared):
             err.print(f"[yellow]warning[/]: {warning}")
         _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
 
@@ -177,6 +184,8 @@ def run_cmd(
         err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
 
     facts = remote_facts(hosts, settings.steer_rx_softirq) if hosts is not None and resume_id is None else {}
+    if hosts is not None and resume_id is None and any(c.scenario == "middlebox" for c in cases):
+        facts.update(router_facts(hosts))
 
     def prepare(store: Store):
         if resume_id is not None:
@@ -184,7 +193,7 @@ def run_cmd(
         return begin(store, plan_name, cases, settings, notes, facts)
 
     err.print(f"{len(cases)} cases, about {eta.text}; store {store_file}")
-    session = RemoteSession(hosts, audit=AuditLog()) if hosts is not None else None
+    session = RemoteSession(hosts, audit=AuditLog(), allow_forwarding=allow_forwarding) if hosts is not None else None
     remote = {} if session is None else {"build": remote_builder(session), "before_start": session.start}
     try:
         outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
@@ -202,7 +211,7 @@ def run_cmd(
         if not result.reached:
             err.print(f"[yellow]{result.case_key}[/]: {result.sentence()}")
     with Store(store_file, readonly=True) as store:
-        _write_report(store, outcome.run_id, store_file.parent / outcome.run_id)
+        _write_report(store, outcome.run_id, report_root / outcome.run_id)
 
 
 def _confirm(changes: list[str], yes: bool) -> None:
@@ -328,6 +337,23 @@ def restore_cmd() -> None:
                        "run offlab restore again")
 
 
+def _clean_hosts() -> None:
+    """`doctor --clean --hosts`: what killed runs left on servers — their journaled
+    processes (killed by process group), devices, MTUs, features, sysctls — put back as
+    `offlab restore` does, each host tried."""
+    lock = MachineLock()
+    lock.acquire("offlab doctor --clean --hosts")
+    try:
+        results = restore_pending()
+    finally:
+        lock.release()
+    for result in results:
+        for line in result.lines if result.ok else (f"NOT restored {result.host}: {result.lines[0]}",):
+            print(f"restored {line}" if result.ok else line)
+    if not results:
+        print("restored nothing: no server was left changed")
+
+
 @app.command("doctor")
 def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
                                           "their processes, namespaces and temporary files"),
@@ -335,7 +361,10 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
                allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: accept a test interface that carries other traffic")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
     if hosts_path is not None:
-        checks = remote_checks(hostsfile.load(hosts_path), allow_shared)
+        hosts = hostsfile.load(hosts_path)
+        if clean:
+            _clean_hosts()
+        checks = remote_checks(hosts, allow_shared) + router_checks(hosts, allow_shared)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
                                 [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
             print(line)

@@ -160,7 +160,8 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     if shutil.which("ssh") is None:
         raise PreflightError("missing ssh (apt-get install openssh-client)")
     cases = list(cases)
-    local = sorted({c.scenario for c in cases if c.scenario not in REMOTE_SCENARIOS})
+    local = sorted({c.scenario for c in cases if c.scenario not in REMOTE_SCENARIOS
+                    and not (c.scenario == "middlebox" and hosts.router is not None)})
     if local:
         raise PreflightError(f"scenarios {local} need local namespaces; on real hosts use "
                              f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
@@ -206,9 +207,10 @@ def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:
     return foreign.busy_percent(before, foreign.snapshot(None), time.monotonic() - start)
 
 
-def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) -> list[str]:
-    """What `--dry-run` prints: the cases in order, the time it would take, and what the
-    run would change on this machine."""
+def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate, local: bool = True) -> list[str]:
+    """What `--dry-run` prints: the cases in order, the time it would take, and (`local`)
+    what the run would change on this machine — on real hosts hosts/dryrun.py says what
+    it would change on each server instead."""
     lines = [f"{len(cases)} cases × {settings.repetitions if settings.ci_target is None else f'{settings.min_runs}–{settings.max_runs}'} "
              f"runs = {eta.samples} samples in {eta.topologies} topologies, about {eta.text}"]
     for number, case in enumerate(cases, start=1):
@@ -216,6 +218,8 @@ def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate) ->
         if case.datapath is not None:
             extra.append(f"datapath: {case.datapath.label}")
         lines.append(f"{number:4d}  {case.key}" + (f"  ({'; '.join(extra)})" if extra else ""))
+    if not local:
+        return lines
     features = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
     lines.append("would change: network namespaces ofl-<pid>-* with veth/VXLAN devices and TAPs "
                  "(all removed at the end), and in them the ethtool features "

@@ -290,7 +290,9 @@ class IperfServer:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read() if self._proc.stderr else ""
-                raise ProcessError(self.args, f"exited at start: {err.strip() or 'no output'}")
+                from .hosts.ports import port_taken_text
+                said = port_taken_text(self.host, self.port, err.strip() or "no output")
+                raise ProcessError(self.args, f"exited at start: {said}")
             try:
                 # Until the host's launcher has exec'd iperf3 the tables are not its own.
                 execd = self.host.read_file(f"/proc/{pid}/comm").strip() == "iperf3"

@@ -10,6 +10,7 @@ Kinds (each with how its current value is read back):
   link     a device's administrative state          up / down
   file     a value under /proc/sys or /sys (sysctls, RPS masks, IRQ affinity)
   route    a route offlab added                     present / absent
+  neigh    a permanent neighbour entry offlab added ("ADDRESS dev DEVICE")  present / absent
   process  a process group offlab started ("PID command"): its leader's start time
            (clock ticks since boot) / gone
   master   a device's master (the test interface enslaved to a guests' bridge)
@@ -84,6 +85,13 @@ def route(spec: tuple[str, ...]) -> Change:
     return Change("route", " ".join(spec), ABSENT, PRESENT, (("ip", "route", "del", *spec),))
 
 
+def neigh(address: str, dev: str, mac: str) -> Change:
+    """A permanent neighbour entry (the middlebox with offlab-fwd as R: A and B address
+    each other's MAC directly); the undo deletes it, and the kernel resolves anew."""
+    return Change("neigh", f"{address} dev {dev}", ABSENT, mac,
+                  (("ip", "neigh", "del", address, "dev", dev),))
+
+
 def process(pid: int, start: str, command: str) -> Change:
     """A process group (its leader's pid is the group id) and its leader's start time:
     the kill is aimed only at that group while its leader is the same process, never at
@@ -133,6 +141,10 @@ def current(host: Host, change: Change) -> Any:
     if change.kind == "route":
         shown = host.ip("route", "show", *change.target.split()[:1], check=False).stdout
         return PRESENT if shown.strip() else ABSENT
+    if change.kind == "neigh":
+        address, _, dev = change.target.partition(" dev ")
+        shown = host.ip("neigh", "show", "to", address, "dev", dev, check=False).stdout
+        return change.new if "PERMANENT" in shown and str(change.new).lower() in shown.lower() else ABSENT
     if change.kind == "process":
         return start_time(host, int(change.target.split()[0])) or GONE
     if change.kind == "master":

@@ -15,6 +15,15 @@ role, each reached with the OpenSSH client exactly as `ssh DESTINATION` would re
     [receiver]
     …
 
+A third table, `[router]`, makes R of the middlebox plan (A = the sender, B = the
+receiver, R between them, topology/remote_middlebox.py):
+
+    [router]
+    ssh = "lab@server3"
+    interfaces = ["ens1f0", "ens1f1"]   # toward the sender, toward the receiver
+    app_core = 2                 # iperf3 (terminated paths) and offlab-fwd run here
+    sudo = false
+
 Top-level keys: `ssh_config = "path"` passes `-F path` to every ssh (the file must be
 owned by root or by the user ssh runs as, and writable by nobody else: ssh executes what
 it says, ProxyCommand included); `same_kernel = true` lets two roles share one kernel
@@ -36,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 ROLES = ("sender", "receiver")
+ROUTER = "router"
+ROUTER_KEYS = {"ssh", "interfaces", "app_core", "sudo"}
 KEYS = {"ssh", "interface", "address", "peer", "app_core", "irq_core", "pin_irqs", "sudo"}
 REQUIRED = ("ssh", "interface", "address", "peer", "app_core")
 TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s"}
@@ -61,6 +72,9 @@ class HostSpec:
     irq_core: int | None = None
     pin_irqs: bool = False
     sudo: bool = False
+    interfaces: tuple[str, ...] = ()
+    """The router's two test interfaces, toward the sender and toward the receiver
+    (`interface` is then the first); empty for the sender and the receiver."""
 
 
 @dataclass(frozen=True)
@@ -70,10 +84,17 @@ class HostsFile:
     ssh_config: str | None = None
     same_kernel: bool = False
     watchdog_s: int = DEFAULT_WATCHDOG_S
+    router: HostSpec | None = None
+    """R of the middlebox plan, when the file has a [router] table."""
+
+    def roles(self) -> dict[str, HostSpec]:
+        """Every server of the file by role: the sender, the receiver and the router."""
+        return {**self.hosts, **({ROUTER: self.router} if self.router is not None else {})}
 
     def describe(self) -> str:
         """For RunSettings.hosts: "ssh: sender lab@server1 (ens1f0), receiver …"."""
-        parts = [f"{spec.role} {spec.ssh} ({spec.interface})" for spec in self.hosts.values()]
+        parts = [f"{spec.role} {spec.ssh} ({', '.join(spec.interfaces or (spec.interface,))})"
+                 for spec in self.roles().values()]
         return "ssh: " + ", ".join(parts)
 
 
@@ -108,10 +129,10 @@ def check_ssh_config(config: str, source: str, runs_as: int | None = None) -> No
 
 def parse(doc: dict[str, Any], source: str) -> HostsFile:
     config = doc.get("ssh_config")
-    unknown = set(doc) - set(ROLES) - TOP_KEYS
+    unknown = set(doc) - set(ROLES) - {ROUTER} - TOP_KEYS
     if unknown:
         raise HostsFileError(f"{source}: unknown table or key {sorted(unknown)[0]!r}; "
-                             f"use [{'], ['.join(ROLES)}], {', '.join(sorted(TOP_KEYS))}")
+                             f"use [{'], ['.join((*ROLES, ROUTER))}], {', '.join(sorted(TOP_KEYS))}")
     if config is not None and not isinstance(config, str):
         raise HostsFileError(f"{source}: ssh_config must be the path of an ssh config file")
     if not isinstance(doc.get("same_kernel", False), bool):
@@ -128,7 +149,43 @@ def parse(doc: dict[str, Any], source: str) -> HostsFile:
     if hosts["sender"].peer != hosts["receiver"].address or hosts["receiver"].peer != hosts["sender"].address:
         raise HostsFileError(f"{source}: each host's peer must be the other's address "
                              f"(sender peer {hosts['sender'].peer}, receiver address {hosts['receiver'].address})")
-    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog)
+    router = _router(source, doc[ROUTER]) if ROUTER in doc else None
+    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog, router)
+
+
+def _router(source: str, table: Any) -> HostSpec:
+    """[router]: ssh, interfaces (toward the sender, toward the receiver), app_core, sudo."""
+    where = f"{source}: [{ROUTER}]"
+    if not isinstance(table, dict):
+        raise HostsFileError(f"{where} must be a table (ssh, interfaces, app_core, sudo)")
+    for key in table:
+        if key not in ROUTER_KEYS:
+            raise HostsFileError(f"{where}: unknown key {key!r}; allowed: {', '.join(sorted(ROUTER_KEYS))}")
+    for key in ("ssh", "interfaces", "app_core"):
+        if key not in table:
+            raise HostsFileError(f"{where}: missing key {key!r}; add it (see docs/real-hosts.md)")
+    if not isinstance(table["ssh"], str) or not table["ssh"] or table["ssh"].startswith("-"):
+        raise HostsFileError(f"{where}: ssh = {table['ssh']!r} must be a non-empty name")
+    names = table["interfaces"]
+    if not isinstance(names, list) or len(names) != 2 or len(set(map(str, names))) != 2:
+        raise HostsFileError(f'{where}: interfaces = {names!r} must be two different interfaces: '
+                             '["<toward the sender>", "<toward the receiver>"]')
+    for name in names:
+        _check_interface(where, name)
+    value = table["app_core"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise HostsFileError(f"{where}: app_core = {value!r} must be a core number (0, 1, …)")
+    if not isinstance(table.get("sudo", False), bool):
+        raise HostsFileError(f"{where}: sudo must be true or false")
+    # address/peer: R's own addresses are read from its interfaces when a run needs them.
+    return HostSpec(ROUTER, table["ssh"], names[0], "", "", value, sudo=table.get("sudo", False),
+                    interfaces=tuple(names))
+
+
+def _check_interface(where: str, name: Any) -> None:
+    if not isinstance(name, str) or len(name) > IFNAMSIZ or not _INTERFACE.fullmatch(name) or name in (".", ".."):
+        raise HostsFileError(f"{where}: interface {name!r} is not a Linux interface name "
+                             f"(at most {IFNAMSIZ} of letters, digits and _.:@-)")
 
 
 def _host(source: str, role: str, table: dict[str, Any]) -> HostSpec:

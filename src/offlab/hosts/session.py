@@ -16,11 +16,16 @@ from .ssh import AuditLog, SshHost
 
 HOST_NAMES = {"sender": "tx", "receiver": "rx"}
 """The role's host name in samples (counter prefixes, CPU shares)."""
+ROLE_NAMES = {**HOST_NAMES, "router": "r"}
+"""With the router of a [router] table (the middlebox plan names its hosts a, r, b)."""
 
 
 class RemoteSession:
-    def __init__(self, hosts: HostsFile, journal_dir: Path = JOURNAL_DIR, audit: AuditLog | None = None):
+    def __init__(self, hosts: HostsFile, journal_dir: Path = JOURNAL_DIR, audit: AuditLog | None = None,
+                 allow_forwarding: bool = False):
         self.file = hosts
+        self.allow_forwarding = allow_forwarding
+        """--allow-forwarding: the router's IP forwarding may be turned on (journaled)."""
         self.journal_dir = journal_dir
         self.audit = audit
         self.token = controller_token()
@@ -43,8 +48,8 @@ class RemoteSession:
     def _hold(self) -> list[str]:
         notes = []
         by_kernel: dict[str, ServerRun] = {}
-        for role, spec in self.file.hosts.items():
-            host = SshHost(HOST_NAMES[role], spec, self.file.ssh_config, audit=self.audit)
+        for role, spec in self.file.roles().items():
+            host = SshHost(ROLE_NAMES[role], spec, self.file.ssh_config, audit=self.audit)
             self.hosts[role] = host
             identity = read_identity(host, spec.interface)
             self.identities[role] = identity

@@ -5,7 +5,7 @@ as deltas since the previous sample, stopped before its namespaces go."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from ..fwd import MODES, PORT_OFFLOADS, VHOST_USER_FEATURES, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta, port_roles
 from ..records import DatapathSetting, FeatureState
@@ -16,10 +16,13 @@ LABEL = "fwd"
 
 
 class ForwarderComponent:
-    def __init__(self, scenario: str, core: int):
+    def __init__(self, scenario: str, core: int, make: Callable[[FwdConfig], Any] | None = None):
+        """`make`: how a forwarder is made from its config (default: a local process;
+        remote_fwd.py's runs it on a server)."""
         self.scenario = scenario
         self.core = core
-        self.process: Forwarder | None = None
+        self.make = make or Forwarder
+        self.process: Any = None
         self._ports: dict[str, str] = {}
         self._last: dict[str, float] = {}
 
@@ -31,7 +34,7 @@ class ForwarderComponent:
         """(Re)start offlab-fwd in the setting's mode with these ports (role → port)."""
         self.stop()
         try:
-            self.process = Forwarder(FwdConfig(setting.mode, tuple(ports.values()), self.core)).start()  # type: ignore[arg-type]
+            self.process = self.make(FwdConfig(setting.mode, tuple(ports.values()), self.core)).start()  # type: ignore[arg-type]
         except FwdError as err:  # missing binary, refused arguments: one line for the CLI
             raise TopologyError(f"{self.scenario}: {err}") from err
         self._ports = port_roles(self.process.ready, tuple(ports))

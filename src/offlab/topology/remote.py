@@ -230,6 +230,9 @@ def remote_builder(session: RemoteSession):
     def build(scenario: str, mtu: int, topology: Params | None = None, **options: object) -> Topology:
         if scenario == GUESTS:
             return RemoteGuestPath(scenario, mtu, topology, session, **options)
+        if scenario == "middlebox":
+            from .remote_middlebox import RemoteMiddlebox
+            return RemoteMiddlebox(mtu, topology, session, **options)
         return RemotePair(scenario, mtu, topology, session, **options)
 
     return build

@@ -1,0 +1,151 @@
+"""`offlab run --hosts FILE --dry-run`: per server, what the run would change — each test
+interface with its MTU from → to and every ethtool feature it would toggle (as it is now
+→ the values the profiles set), the devices it would create, the sysctls and routes it
+would set, the processes it would start and the files it would copy. "Now" is read over
+SSH with read-only commands (`cat`, `ethtool -k`, `sha256sum`); a server that cannot be
+reached is said so and the plan's side is still listed. Nothing is changed."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..offloads import TOGGLED, parse_features
+from ..records import CaseSpec
+from .base import HostError
+from .hostsfile import HostsFile, HostSpec
+from .ssh import SshHost
+
+
+def describe_hosts(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softirq: bool) -> list[str]:
+    """The `--dry-run` lines for real hosts, one block per server."""
+    cases = list(cases)
+    pair = [c for c in cases if c.scenario != "middlebox"]
+    middlebox = [c for c in cases if c.scenario == "middlebox"]
+    lines = ["would change on these servers (each change journaled first and put back at the end; "
+             "nothing else on them):"]
+    for role, spec in hosts.roles().items():
+        mine = middlebox + (pair if role != "router" else [])
+        if not mine:
+            continue
+        host = SshHost(role, spec, hosts.ssh_config)
+        try:
+            lines += _server(host, spec, role, pair, middlebox, hosts, steer_rx_softirq)
+        finally:
+            host.close()
+    return lines
+
+
+def _server(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec], middlebox: list[CaseSpec],
+            hosts: HostsFile, steer_rx_softirq: bool) -> list[str]:
+    lines = [f"  {role} {spec.ssh}:"]
+    side = {"sender": "tx", "receiver": "rx", "router": "router"}[role]
+    toggled = pair if role != "router" else []
+    toggled += middlebox if role == "router" else []
+    for interface in spec.interfaces or (spec.interface,):
+        lines.append(f"    interface {interface}: {_mtu(host, interface, pair + middlebox)}")
+        features = _features(host, interface, toggled, side)
+        lines.append(f"      ethtool -K: {features}" if features else "      ethtool -K: none")
+    lines += [f"    {line}" for line in _other_changes(host, spec, role, pair, middlebox, hosts, steer_rx_softirq)]
+    return lines
+
+
+def _now(host: SshHost, args: list[str]) -> str | None:
+    """A read-only command's output, None if the server cannot be asked."""
+    try:
+        done = host.run(args, check=False, timeout=15)
+    except HostError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _mtu(host: SshHost, interface: str, cases: list[CaseSpec]) -> str:
+    now = _now(host, ["cat", f"/sys/class/net/{interface}/mtu"])
+    wanted = sorted({c.mtu for c in cases})
+    shown = now.strip() if now is not None else "? (not reachable now)"
+    return f"MTU {shown} -> {', '.join(map(str, wanted))} (one per topology), then {shown} again"
+
+
+def _features(host: SshHost, interface: str, cases: list[CaseSpec], side: str) -> str:
+    """"tcp-segmentation-offload on -> on/off, …": each feature the run sets here."""
+    if not cases:
+        return ""
+    listing = _now(host, ["ethtool", "-k", interface])
+    features = parse_features(listing).features if listing is not None else {}
+    values: dict[str, set[bool]] = {name: {True} for name in TOGGLED}  # every profile's all-on baseline
+    for case in cases:
+        if case.profile.side in ("both", side):
+            for name, on in case.profile.features.items():
+                values.setdefault(name, set()).add(on)
+    said = []
+    for name, wanted in sorted(values.items()):
+        found = features.get(name)
+        if listing is not None and (found is None or found.fixed):
+            continue  # the interface has no such feature to switch, or cannot switch it
+        now = "?" if found is None else ("on" if found.on else "off")
+        said.append(f"{name} {now} -> {'/'.join('on' if v else 'off' for v in sorted(wanted, reverse=True))}")
+    return ", ".join(said)
+
+
+def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec], middlebox: list[CaseSpec],
+                   hosts: HostsFile, steer_rx_softirq: bool) -> list[str]:
+    from ..topology.remote import steering_text
+    from ..topology.tunnel import KINDS, TX_TUNNEL
+    said = []
+    tunnels = sorted({c.scenario for c in pair if c.scenario in KINDS})
+    if tunnels and role != "router":
+        said.append(f"device {TX_TUNNEL} created and removed ({', '.join(tunnels)})")
+    steering = steering_text(spec, steer_rx_softirq)
+    if pair and role != "router" and not steering.startswith("none"):
+        said.append(steering)
+    processes = _processes(role, pair, middlebox)
+    said.append("processes started and ended: " + (", ".join(processes) or "none"))
+    if role == "router":
+        said += _router_changes(host, hosts, middlebox)
+    elif any(c.topology.get("router") == "offlab-fwd" for c in middlebox):
+        peer = hosts.hosts["receiver" if role == "sender" else "sender"]
+        said.append(f"while R is offlab-fwd: route {peer.address} dev {spec.interface} and a permanent "
+                    f"neighbour entry for it (the peer's MAC), removed after")
+    return said
+
+
+def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec]) -> list[str]:
+    node = {"sender": "a", "receiver": "b", "router": "r"}[role]
+    found = set()
+    for case in pair:
+        if role != "router":
+            found.add("iperf3 -c" if role == "sender" else "iperf3 -s")
+            if case.traffic.latency_probe:
+                found.add("irtt client" if role == "sender" else "irtt server")
+            if case.traffic.mode == "rr":
+                found.add("sockperf ping-pong" if role == "sender" else "sockperf server")
+    for case in middlebox:
+        path = str(case.topology.get("path", ""))
+        ends = path.split("-")
+        if node in ends:
+            found.add("iperf3 -c" if ends[0] == node else "iperf3 -s")
+        if node == "r" and case.topology.get("router") == "offlab-fwd":
+            found.add("offlab-fwd (AF_PACKET on both interfaces)")
+    return sorted(found)
+
+
+def _router_changes(host: SshHost, hosts: HostsFile, middlebox: list[CaseSpec]) -> list[str]:
+    from ..topology.remote_fwd import binary_hash, remote_binary_path
+    from ..fwd import FwdError, find_binary
+    from .router import forwarding_key, forwarding_path
+    said = []
+    if any(c.topology.get("router", "kernel") == "kernel" for c in middlebox):
+        path = forwarding_path(hosts)
+        now = _now(host, ["cat", path])
+        state = "? (not reachable now)" if now is None else now.strip()
+        said.append(f"{forwarding_key(path)} {state} -> 1 only with --allow-forwarding (refused otherwise "
+                    "when 0), then back" if state != "1" else f"{forwarding_key(path)} already 1: left as is")
+    if any(c.topology.get("router") == "offlab-fwd" for c in middlebox):
+        try:
+            digest = binary_hash(find_binary())
+        except FwdError as err:
+            return said + [f"offlab-fwd cannot be copied: {err}"]
+        target = remote_binary_path(digest)
+        there = (_now(host, ["sha256sum", target]) or "").split()[:1] == [digest]
+        said.append(f"file {target}: " + ("already there (same hash), nothing copied" if there else
+                                          "copied from this machine's offlab-fwd (kept, by hash)"))
+    return said

@@ -1,0 +1,227 @@
+"""`middlebox` on three servers (`offlab run --hosts` with a `[router]` table): seed 003's
+"Host A — router — Host B" with the user's own machines and NICs.
+
+    A (sender) iface ─── iface[0]  R  iface[1] ─── iface B (receiver)
+
+A and B are the hosts file's sender and receiver, R its router. The addressing is the
+user's and stays as it is: A and B on two networks, each with a route to the other
+through R (A's `peer` is B's address). Terminated paths (A → R, R → A, …) use R's own
+address on the interface toward that host, read from R.
+
+* **R as the kernel** routes between its two interfaces. Its IP forwarding (IPv4, or
+  IPv6 when the test addresses are) must be on: `offlab doctor --hosts` says whether it
+  is; a run refuses when it is off unless `--allow-forwarding`, which turns it on,
+  journaled, and puts it back at the end.
+* **R as offlab-fwd** bridges its two interfaces with two AF_PACKET ports (promiscuous)
+  — the controller's build, copied to R by hash (remote_fwd.py). A bridge carries a
+  frame as it came, so A must address B's MAC, not R's: while the topology stands, A gets
+  a host route to B on its test interface and a permanent neighbour entry with B's MAC
+  (and B the same toward A), each journaled and removed at the end. R's kernel sees
+  those frames as another host's and leaves them alone. Forwarded paths only.
+
+The offload matrix is applied to R's two interfaces; A's and B's are left as configured.
+Every change — the MTU of the four interfaces, R's features, forwarding, routes and
+neighbour entries, iperf3/offlab-fwd processes — is journaled before it is made
+(hosts/journal.py), one journal per server and interface. Counters (`/proc/net/snmp`,
+`ethtool -S` of the test interfaces) and CPU per core × class are read on all three;
+the roles' cores are the hosts' `app_core`s. No RPS steering is applied here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..fwd import PortSpec
+from ..hosts import changes
+from ..hosts.hostsfile import HostSpec
+from ..hosts.journal import Journal, read_identity
+from ..hosts.router import forwarding_path, forwarding_refusal, own_address
+from ..hosts.session import RemoteSession
+from ..hosts.ssh import SshHost
+from ..offloads import Interface
+from ..records import DatapathSetting, FeatureState, Params
+from .base import Endpoint, Topology, TopologyError
+from .forwarder import ForwarderComponent
+from .middlebox import FWD, KERNEL, PATHS, ROUTER_SIDE
+from .remote_fwd import RemoteForwarder, install_binary
+
+NODES = {"a": "sender", "r": "router", "b": "receiver"}
+"""Node of the middlebox → role of the hosts file."""
+
+
+class RemoteMiddlebox(Topology):
+    scenario = "middlebox"
+
+    def __init__(self, mtu: int, params: Params | None, session: RemoteSession, **options: object):
+        super().__init__(mtu, params)
+        path, router = self.params.get("path"), self.params.get("router", KERNEL)
+        if path not in PATHS or router not in (KERNEL, FWD):
+            raise TopologyError(f"middlebox needs path (one of {', '.join(PATHS)}) and router "
+                                f"(kernel or offlab-fwd); got {dict(self.params)}")
+        self.path, self.router = PATHS[str(path)], str(router)
+        if self.router == FWD and not self.path.forwarded:
+            raise TopologyError(f"offlab-fwd as R only forwards; path {self.path.name} ends on R")
+        if session.file.router is None:
+            raise TopologyError(f"the middlebox on real hosts needs a [router] table in {session.file.source}")
+        self.session = session
+        self.specs = {node: session.file.roles()[role] for node, role in NODES.items()}
+        self.remote: dict[str, SshHost] = {}
+        self.journals: list[Journal] = []
+        self.r_address: dict[str, str] = {}
+        """R's own address toward "a" and toward "b" (terminated paths)."""
+        r_spec = self.specs["r"]
+        self.forwarder = ForwarderComponent(f"middlebox {self.path.name} via offlab-fwd on R ({r_spec.ssh})",
+                                            r_spec.app_core, make=self._remote_forwarder)
+        self._binary = ""
+
+    # --- building ---------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.remote = {node: self.session.hosts[role] for node, role in NODES.items()}
+        for node, role in NODES.items():
+            for interface in self.interfaces(node):
+                self._journal(node, role, interface)
+        for node in NODES:
+            for interface in self.interfaces(node):
+                self.set_mtu(self.remote[node], interface, self.mtu)
+        r_interfaces = self.interfaces("r")
+        like = self.specs["a"].address
+        self.r_address = {"a": own_address(self.remote["r"], r_interfaces[0], like),
+                          "b": own_address(self.remote["r"], r_interfaces[1], like)}
+        if self.router == KERNEL:
+            self._forwarding_on()
+        else:
+            self._binary, _ = install_binary(self.remote["r"])
+            self._direct("a", "b")
+            self._direct("b", "a")
+
+    def interfaces(self, node: str) -> tuple[str, ...]:
+        spec = self.specs[node]
+        return tuple(spec.interfaces) or (spec.interface,)
+
+    def _journal(self, node: str, role: str, interface: str) -> None:
+        """A journal per server and interface (R has two); R's first one is where its
+        other changes (processes, forwarding) are written."""
+        host = self.remote[node]
+        spec = replace(self.specs[node], interface=interface)
+        identity = self.session.identities[role]
+        if interface != self.specs[node].interface:  # the session read it with the first
+            identity = read_identity(host, interface)
+        journal = Journal(host, spec, self.session.file.ssh_config, identity, self.session.journal_dir,
+                          mirror=self.session.servers[role])
+        self.journals.append(journal)
+        if host.journal is None:
+            host.journal = journal
+
+    def set_mtu(self, host, device: str, mtu: int) -> None:
+        host.journal.before_link(device, mtu, True)
+        super().set_mtu(host, device, mtu)
+
+    def _forwarding_on(self) -> None:
+        r, path = self.remote["r"], forwarding_path(self.session.file)
+        if r.read_file(path).strip() == "1":
+            return
+        if not self.session.allow_forwarding:
+            raise TopologyError(forwarding_refusal(self.session.file))
+        r.write_file(path, "1\n")  # journaled by the host (before_write)
+
+    def _direct(self, node: str, other: str) -> None:
+        """`node` sends to `other` on its own link with `other`'s MAC (a host route and a
+        permanent neighbour entry, both journaled): the frames offlab-fwd bridges."""
+        host, spec, peer = self.remote[node], self.specs[node], self.specs[other]
+        mac = self.remote[other].read_file(f"/sys/class/net/{peer.interface}/address").strip()
+        prefix = f"{peer.address}/{128 if ':' in peer.address else 32}"
+        route = (prefix, "dev", spec.interface)
+        host.journal.add(changes.route(route))
+        done = host.ip("route", "add", *route, check=False)
+        if done.returncode != 0:
+            raise TopologyError(f"{node} ({spec.ssh}): cannot add the route {' '.join(route)} for offlab-fwd "
+                                f"as R: {done.stderr.strip()}")
+        host.journal.add(changes.neigh(peer.address, spec.interface, mac))
+        host.ip("neigh", "replace", peer.address, "lladdr", mac, "dev", spec.interface, "nud", "permanent")
+
+    # --- R as offlab-fwd --------------------------------------------------------------
+
+    def _remote_forwarder(self, config) -> RemoteForwarder:
+        return RemoteForwarder(self.remote["r"], config, self._binary)
+
+    def apply_datapath(self, setting: DatapathSetting | None) -> dict[str, dict[str, FeatureState]]:
+        if self.router == KERNEL:
+            return super().apply_datapath(setting)
+        if setting is None or not setting.forwarder:
+            raise TopologyError("the middlebox with R as offlab-fwd needs the forwarder's setting")
+        toward_a, toward_b = self.interfaces("r")
+        ports = {"a": PortSpec("packet", toward_a, "", setting.port("a").offloads),
+                 "b": PortSpec("packet", toward_b, "", setting.port("b").offloads)}
+        self.forwarder.start(setting, ports)
+        return self.forwarder.state(setting)
+
+    def datapath_counters(self) -> dict[str, float]:
+        return self.forwarder.counters()
+
+    # --- what the runner reads --------------------------------------------------------
+
+    def _endpoint(self, role: str, node: str, other: str) -> Endpoint:
+        if node == "r":
+            address = self.r_address.get(other, "")
+            if not address:
+                interface = self.interfaces("r")[0 if other == "a" else 1]
+                raise TopologyError(f"router ({self.specs['r'].ssh}): {interface} has no address for the "
+                                    f"terminated path {self.path.label}; address it (offlab never does)")
+        else:
+            address = self.specs[node].address
+        return Endpoint(role, self.remote[node], address, self.specs[node].app_core)
+
+    @property
+    def sender(self) -> Endpoint:
+        return self._endpoint("sender", self.path.sender, self.path.receiver)
+
+    @property
+    def receiver(self) -> Endpoint:
+        return self._endpoint("receiver", self.path.receiver, self.path.sender)
+
+    @property
+    def roles(self) -> dict[str, int]:
+        roles = {"sender": self.specs[self.path.sender].app_core,
+                 "receiver": self.specs[self.path.receiver].app_core}
+        if self.path.forwarded:
+            roles["forwarder"] = self.specs["r"].app_core
+        return roles
+
+    @property
+    def role_hosts(self) -> dict[str, str]:
+        found = {"sender": self.path.sender, "receiver": self.path.receiver}
+        return {**found, "forwarder": "r"} if self.path.forwarded else found
+
+    def cpu_machines(self) -> dict[str, SshHost]:  # type: ignore[override]
+        return dict(self.remote)
+
+    def counter_hosts(self) -> dict[str, SshHost]:  # type: ignore[override]
+        return dict(self.remote)
+
+    def nic_interfaces(self) -> dict[str, list[str]]:
+        return {node: list(self.interfaces(node)) for node in NODES}
+
+    def offload_interfaces(self) -> list[Interface]:
+        r = self.remote["r"]
+        return [Interface(ROUTER_SIDE, r, device) for device in self.interfaces("r")]
+
+    def teardown(self) -> None:
+        """offlab-fwd first, then every server as its journals say; a server that fails
+        does not keep the others changed (its journal stays for `offlab restore`)."""
+        failed = []
+        try:
+            self.forwarder.stop()
+        except Exception as err:  # its process group is in the journal: the restore ends it
+            failed.append(f"offlab-fwd: {err}")
+        for journal in reversed(self.journals):
+            try:
+                journal.restore()
+            except Exception as err:  # one server's failure must not keep another changed
+                failed.append(str(err))
+        self.journals.clear()
+        for host in self.remote.values():
+            host.journal = None
+        if failed:
+            raise TopologyError("could not restore " + "; ".join(failed) + "; run `offlab restore`")
+
