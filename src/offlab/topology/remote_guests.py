@@ -126,7 +126,9 @@ class RemoteGuestPath(RemotePair):
                 kernel, _ = files.ensure(host, image.kernel)
                 initramfs, _ = files.ensure(host, image.initramfs)
                 self._remote_images[name] = vm.GuestImage(image.directory, kernel, initramfs, image.manifest)  # type: ignore[arg-type]
-                accel, why = probe_accelerator(host, self._remote_images[name], self._runtime(name, "probe"))
+                identity = self.session.identities[self._role(name)]
+                accel, why = probe_accelerator(host, self._remote_images[name], self._runtime(name, "probe"),
+                                               f"{identity.machine_id}-{identity.boot_id}")
                 vhost = host.run(["test", "-c", vm.profile.VHOST_NET], check=False).returncode == 0
                 self.nodes[name] = NodeFacts(accel, why, qemu_version(host), vhost)
             except Exception as err:  # reported with the host's name below

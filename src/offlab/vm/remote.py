@@ -71,15 +71,29 @@ class Hypervisor:
     qemu_version: str
 
 
-def probe_accelerator(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
+_probed: dict[str, tuple[str, str]] = {}
+"""Answers by server kernel (machine-id and boot id): probed once per process."""
+
+
+def probe_accelerator(host: SshHost, image: GuestImage, scratch: str, kernel: str = "") -> tuple[str, str]:
     """(accelerator, why) on `host`: the probe guest booted under KVM there (its init
     powers off at once), bounded by `timeout` on the server itself, so a probe whose
-    controller died ends on its own. OFFLAB_VM_ACCEL forces the answer as locally."""
+    controller died ends on its own; kept for the process by `kernel` (the server's
+    identity) when given. OFFLAB_VM_ACCEL forces the answer as locally."""
     forced = os.environ.get(ENV_ACCEL)
     if forced:
         if forced not in ACCELERATORS:
             raise ValueError(f"{ENV_ACCEL}={forced!r}: use kvm or tcg")
         return forced, f"{ENV_ACCEL}={forced}"
+    if kernel and kernel in _probed:
+        return _probed[kernel]
+    answer = _probe(host, image, scratch)
+    if kernel:
+        _probed[kernel] = answer
+    return answer
+
+
+def _probe(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
     log = f"{scratch}/kvm-probe.log"
     argv = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-machine", "pc", *accel_args("kvm"), "-m", "128", "-kernel", str(image.kernel),
