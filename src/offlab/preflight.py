@@ -190,10 +190,16 @@ def _check_remote_guests(cases: list[CaseSpec]) -> None:
         find_image()
     except GuestImageMissing as missing:
         raise PreflightError(str(missing)) from None
-    other = sorted({str(c.topology.get("backend", "tap")) for c in cases} - set(BACKENDS))
+    backends = {str(c.topology.get("backend", "tap")) for c in cases}
+    other = sorted(backends - set(BACKENDS))
     if other:
-        raise PreflightError(f"backend {', '.join(other)} does not run on real hosts yet; use backends "
-                             f"{' and '.join(BACKENDS)} with --hosts (vhost-user runs in local namespaces)")
+        raise PreflightError(f"backend {', '.join(other)} is not one of {', '.join(BACKENDS)} on real hosts")
+    if "vhost-user" in backends:
+        from .fwd import FwdError, find_binary
+        try:
+            find_binary()  # copied to the servers by hash
+        except FwdError as err:
+            raise PreflightError(str(err)) from None
 
 
 def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:

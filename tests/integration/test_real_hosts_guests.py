@@ -15,13 +15,14 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from offlab.hosts import hostsfile
+from offlab.hosts import files, hostsfile
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.session import RemoteSession
@@ -113,21 +114,25 @@ def assert_as_before(lab, before: dict) -> None:
     assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
 
 
-@pytest.mark.parametrize("overlay", ["none", "vxlan"])
-def test_vm_to_vm_across_the_two_servers(lab, overlay):
+@pytest.mark.parametrize("overlay, backend", [("none", "tap"), ("vxlan", "tap"), ("none", "vhost-user")])
+def test_vm_to_vm_across_the_two_servers(lab, overlay, backend):
     """A 4 MiB file crosses byte-exact from guest A (sender) to guest B (receiver),
-    iperf3 runs between them, both guests' negotiated features are read; on `none` the
-    servers keep their test addresses on the bridge meanwhile."""
+    iperf3 runs between them, both guests' negotiated features are read; on `none` with
+    TAPs the servers keep their test addresses on the bridge meanwhile; with vhost-user
+    offlab-fwd on each server joins its guest to the test interface itself."""
     before = {role: interface_state(lab, role) for role in ("sender", "receiver")}
     session = RemoteSession(hostsfile.load(lab.hosts_file))
     session.start()
     try:
-        with RemoteGuestPath("qemu", 1500, {"path": "vm2vm", "overlay": overlay, "backend": "tap"},
+        with RemoteGuestPath("qemu", 1500, {"path": "vm2vm", "overlay": overlay, "backend": backend},
                              session) as topo:
             a, b = topo.guests["a"], topo.guests["b"]
             assert a.accel in ("kvm", "tcg") and topo.nodes["tx"].why
             during = interface_state(lab, "sender")
-            if overlay == "none":
+            if backend == "vhost-user":
+                assert during["master"] is None and during["addresses"] == before["sender"]["addresses"]
+                assert set(topo.forwarders) == {"tx", "rx"}
+            elif overlay == "none":
                 assert during["master"] == BRIDGE and during["addresses"] == []
                 assert topo.remote["tx"].addresses(BRIDGE)[:1] == ["10.241.0.1"]
             else:
@@ -140,17 +145,21 @@ def test_vm_to_vm_across_the_two_servers(lab, overlay):
                 assert {"CSUM", "HOST_TSO4", "GUEST_TSO4"} <= set(read_guest_nic(guest).virtio)
             state = topo.apply_datapath(None)
             assert state["virtio:a"]["host_tso4"].on and state["virtio:b"]["guest_tso4"].on
+            if backend == "vhost-user":  # what the guest negotiated, as offlab-fwd saw it
+                assert state["vhost-user:a@a"]["host_tso4"].on and topo.datapath_counters()
     finally:
         session.close()
     assert_as_before(lab, before)
 
 
-def test_vm_to_host_over_vxlan_through_offlab_run(lab, tmp_path):
+def test_vm_to_host_over_vxlan_with_vhost_user_through_offlab_run(lab, tmp_path):
     """The whole pipeline: `offlab run --hosts` with guest A to the receiver itself over
-    VXLAN; the report names each server's hypervisor and keeps the TCG rule."""
+    VXLAN, offlab-fwd (gro) as guest A's vhost-user backend on the sender; the report
+    names each server's hypervisor, the thread classes' CPU, and keeps the TCG rule."""
     before = {role: interface_state(lab, role) for role in ("sender", "receiver")}
     plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN.format(runs=1, path="vm2host", overlay="vxlan"))
+    plan.write_text(PLAN.format(runs=1, path="vm2host", overlay="vxlan").replace(
+        'backends = ["tap"]', 'backends = ["vhost-user"]\nfwd_modes = ["gro"]'))
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
                            "--out", str(tmp_path / "r"), "--no-progress", "--yes"], capture_output=True,
                           text=True, timeout=300, env=TCG)
@@ -158,8 +167,26 @@ def test_vm_to_host_over_vxlan_through_offlab_run(lab, tmp_path):
     report = next((tmp_path / "r").glob("*/report.md")).read_text()
     assert "| hypervisor@tx | accel.tcg | on |" in report or "| hypervisor@tx | accel.kvm | on |" in report
     assert "not performance figures" in report or "| hypervisor@tx | accel.kvm | on |" in report
-    assert "is a software device, not a NIC" in report
+    assert "is a software device, not a NIC" in report and "hypervisor: QEMU" in report
+    assert "| fwd@a | mode.gro | on |" in report
+    with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
+        names = {n for (n,) in conn.execute("SELECT name FROM sample_counter")}
+    assert {"qemu-a:vcpu_usr_pct", "qemu-a:other_usr_pct"} <= names, sorted(names)[:40]
+    assert any(n.startswith("fwd@a:") for n in names)
     assert_as_before(lab, before)
+    # The guest's files stayed cached on the servers (by hash) until purged.
+    assert list(Path(files.CACHE_DIR).glob("*/vmlinuz"))
+    doctor = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file), "--guests"], capture_output=True,
+                            text=True, timeout=120, env=TCG)
+    rows = [line for line in doctor.stdout.splitlines() if line.startswith("sender (hosta)")]
+    for check in ("qemu-system-x86_64", "KVM (a guest boots under it)", "/dev/vhost-net (tap-vhost)",
+                  "memfd or hugepages (vhost-user)", "bridge support", "free cores"):
+        assert any(check in row for row in rows), doctor.stdout
+    assert any("KVM" in row and "tcg: OFFLAB_VM_ACCEL=tcg" in row for row in rows), doctor.stdout
+    purged = subprocess.run([*OFFLAB, "restore", "--purge", "--hosts", str(lab.hosts_file)], capture_output=True,
+                            text=True, timeout=120)
+    assert purged.returncode == 0 and f"purged sender: removed {files.CACHE_DIR}" in purged.stdout, purged.stderr
+    assert not Path(files.CACHE_DIR).exists()
 
 
 @pytest.mark.parametrize("moment", ["boot", "case"])

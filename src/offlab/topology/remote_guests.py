@@ -18,7 +18,12 @@ interface's MTU leaves room for the 50 bytes of encapsulation, so the guests kee
 case's MTU and the NIC carries the tunnel (its tunnel offloads are in the path).
 
 Backends: `tap` (QEMU's own virtio-net over a TAP it opens) and `tap-vhost` (the same
-TAP with the kernel's vhost-net, where the server has /dev/vhost-net).
+TAP with the kernel's vhost-net, where the server has /dev/vhost-net) join the bridge;
+`vhost-user` puts offlab-fwd on the guest's server between the guest's vhost-user
+socket and an AF_PACKET port on the wire's device — the test interface itself on
+`none` (no bridge: the interface keeps its addresses), the VXLAN device on `vxlan` —
+in the case's mode (pass, gso, gro): seed 004's guest ⇄ backend GRO/GSO ⇄ NIC. Its
+binary is copied by hash (remote_fwd.py) and its process journaled like QEMU's.
 
 Every change — bridge, TAP, VXLAN device, the interface's master, each address moved,
 MTUs, QEMU's process group — is journaled (hosts/journal.py) before it is made, on
@@ -42,12 +47,15 @@ from ..hosts.guest import GuestHost
 from ..hosts.session import HOST_NAMES, RemoteSession
 from ..hosts.ssh import SshHost
 from ..offloads import Interface
-from ..records import GUEST_ENTRY, TCG, FeatureState, Params
+from ..fwd import PortSpec
+from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, PortSetting
 from ..studies.guests.plan import virtio_options
 from ..vm.remote import RemoteGuest, probe_accelerator, qemu_version
 from .base import Endpoint, TopologyError
 from .guests import ADDRESS, GUEST_CORE, GUEST_DEVICE, MAC, PREFIXLEN, RECORDED_FEATURES, VNI, VXLAN_OVERHEAD, DSTPORT
+from .forwarder import ForwarderComponent
 from .remote import RemotePair
+from .remote_fwd import RemoteForwarder, install_binary
 
 SCENARIO = "qemu"
 BRIDGE = "ofl-br0"
@@ -55,7 +63,9 @@ VXLAN_DEV = "ofl-vx0"
 TAP = {"a": "ofl-ga", "b": "ofl-gb"}
 NODE = {"a": "tx", "b": "rx"}
 """Guest A on the sender, guest B on the receiver."""
-BACKENDS = ("tap", "tap-vhost")
+BACKENDS = ("tap", "tap-vhost", "vhost-user")
+PORT_OFFLOADS = frozenset({"csum", "tso4", "tso6", "ecn"})
+"""What the forwarder's AF_PACKET port on the wire is offered: a NIC with TSO."""
 PARAMS = {"path", "overlay", "backend", "virtio", "fwd"}
 
 
@@ -78,9 +88,12 @@ class RemoteGuestPath(RemotePair):
         p = self.params
         self.path, self.overlay = str(p.get("path", "vm2vm")), str(p.get("overlay", "none"))
         self.backend, self.virtio_profile = str(p.get("backend", "tap")), str(p.get("virtio", "all-on"))
+        self.fwd_mode = str(p.get("fwd", "pass"))
+        self.forwarders: dict[str, ForwarderComponent] = {}
         self.guests: dict[str, RemoteGuest] = {}
         self.guest_hosts: dict[str, GuestHost] = {}
         self.nodes: dict[str, NodeFacts] = {}
+        self._threads: dict[str, dict[str, tuple[tuple[int, int], ...]]] = {}
         self._taps: dict[str, changes.Change] = {}
         """The journal's entry of each guest's TAP (QEMU makes it, and it goes with QEMU)."""
 
@@ -93,8 +106,8 @@ class RemoteGuestPath(RemotePair):
             raise TopologyError(f"qemu: unknown path {self.params.get('path')!r} or overlay "
                                 f"{self.params.get('overlay')!r}")
         if self.params.get("backend", "tap") not in BACKENDS:
-            raise TopologyError(f"qemu on real hosts: backend {self.params.get('backend')!r} is not built there "
-                                f"yet; use {' or '.join(BACKENDS)} (vhost-user runs in local namespaces)")
+            raise TopologyError(f"qemu on real hosts: backend {self.params.get('backend')!r}; use one of "
+                                f"{', '.join(BACKENDS)}")
 
     # --- building ---------------------------------------------------------------------
 
@@ -104,10 +117,12 @@ class RemoteGuestPath(RemotePair):
         image = self._image()
         self._prepare_nodes(image)
         for name, host in self.remote.items():
-            if name == "tx" or self.path == "vm2vm":
-                self._bridge(host)
-            else:
+            if name == "rx" and self.path == "vm2host":
                 self._host_address(host)
+            elif self.backend == "vhost-user":
+                self._start_forwarder(name, host)
+            else:
+                self._bridge(host)
         self._boot(roles, image)
 
     def _image(self) -> vm.GuestImage:
@@ -175,6 +190,24 @@ class RemoteGuestPath(RemotePair):
             host.ip("addr", "del", prefix, "dev", spec.interface)
             host.ip("addr", "add", prefix, "dev", BRIDGE)
 
+    def _start_forwarder(self, name: str, host: SshHost) -> None:
+        """vhost-user: offlab-fwd listening on the guest's socket before QEMU connects,
+        its other port AF_PACKET on the wire's device."""
+        if self.overlay == "vxlan":
+            self._vxlan(host)
+        device = VXLAN_DEV if self.overlay == "vxlan" else host.spec.interface
+        binary, _ = install_binary(host)
+        directory = self._runtime(name, "vhost")
+        host.run(["mkdir", "-p", directory], timeout=20)
+        component = ForwarderComponent(f"qemu ({name}: offlab-fwd on {host.spec.ssh})", host.spec.app_core,
+                                       make=lambda config: RemoteForwarder(host, config, binary))
+        self.forwarders[name] = component
+        component.start(self._fwd_setting(), {"a": PortSpec("vhost-user", f"{directory}/guest.sock", ""),
+                                               "b": PortSpec("packet", device, "", PORT_OFFLOADS)})
+
+    def _fwd_setting(self) -> DatapathSetting:
+        return DatapathSetting(True, self.fwd_mode, (("a", PortSetting()), ("b", PortSetting(PORT_OFFLOADS))))
+
     def _vxlan(self, host: SshHost) -> None:
         spec = host.spec
         self.set_mtu(host, spec.interface, self.mtu + VXLAN_OVERHEAD)
@@ -210,16 +243,35 @@ class RemoteGuestPath(RemotePair):
         for role in roles:
             name = NODE[role]
             host = self.remote[name]
-            nic = vm.NicProfile(backend=self.backend, features=features, mac=MAC[role], tap=TAP[role])
+            user = self.backend == "vhost-user"
+            nic = vm.NicProfile(backend=self.backend, features=features, mac=MAC[role],
+                                tap=None if user else TAP[role],
+                                socket=f"{self._runtime(name, 'vhost')}/guest.sock" if user else None)
             spec = vm.GuestSpec(role, nic, f"{ADDRESS[role]}/{PREFIXLEN}", mtu=self.mtu)
-            self._taps[role] = self.journals[name].add(changes.device(TAP[role]))
+            if not user:
+                self._taps[role] = self.journals[name].add(changes.device(TAP[role]))
             guest = RemoteGuest(spec, host, self._remote_images[name], self.nodes[name].accel,
-                                self._runtime(name, f"guest-{role}"), bridge=BRIDGE, core=host.spec.app_core)
+                                self._runtime(name, f"guest-{role}"), bridge=None if user else BRIDGE,
+                                core=host.spec.app_core)
             self.guests[role] = guest  # first: a failed launch still stops its QEMU
             guest.launch()
         for role in roles:
             self.guests[role].wait_ready()
             self.guest_hosts[role] = GuestHost(role, self.guests[role])
+            self._threads[role] = self._read_threads(self.guests[role])
+
+    @staticmethod
+    def _read_threads(guest: RemoteGuest) -> dict[str, tuple[tuple[int, int], ...]]:
+        """QEMU's threads on its server by class (vm/threads.py: vCPU, vhost, other),
+        read there once the guest is up (its vhost worker exists by then)."""
+        script = (f'for t in /proc/{guest.pid}/task/*; do printf "%s %s\\n" "${{t##*/}}" '
+                  f'"$(cat "$t/comm" 2>/dev/null)"; done')
+        found: dict[str, list[tuple[int, int]]] = {kind: [] for kind in vm.threads.CLASSES}
+        for line in guest.host.run(["sh", "-c", script], timeout=15).stdout.splitlines():
+            tid, _, name = line.partition(" ")
+            if tid.isdigit():
+                found[vm.threads.classify(name, guest.pid)].append((guest.pid, int(tid)))
+        return {kind: tuple(threads) for kind, threads in found.items()}
 
     # --- what the runner reads --------------------------------------------------------
 
@@ -248,6 +300,14 @@ class RemoteGuestPath(RemotePair):
 
     def inner_cpu_hosts(self) -> dict[str, GuestHost]:  # type: ignore[override]
         return dict(self.guest_hosts)
+
+    def remote_window_threads(self) -> dict[str, tuple[SshHost, tuple[tuple[int, int], ...]]]:  # type: ignore[override]
+        """Each QEMU's threads by class, read on its server over the measured window:
+        "qemu-a:vcpu" (guest A's vCPU on the sender), "qemu-a:other" (QEMU's I/O and main
+        loop), "qemu-a:vhost" (the vhost-net worker), the same for guest B."""
+        return {f"qemu-{role}:{kind}": (self.guests[role].host, threads)
+                for role, classes in self._threads.items() if role in self.guests
+                for kind, threads in classes.items()}
 
     def counter_hosts(self) -> dict[str, object]:  # type: ignore[override]
         return {**self.remote, **{f"guest-{r}": h for r, h in self.guest_hosts.items()}}
@@ -288,18 +348,19 @@ class RemoteGuestPath(RemotePair):
             state[f"virtio:{role}"] = {name.lower(): FeatureState(name in negotiated,
                                                                   requested=requested.get(name.lower()))
                                        for name in RECORDED_FEATURES}
+        for name, component in self.forwarders.items():
+            role = next(r for r, node in NODE.items() if node == name)
+            for label, entry in component.state(self._fwd_setting()).items():
+                # "fwd@a" as on one machine (the guest's forwarder), ports keyed by role.
+                state[f"{label}@{role}" if label != "fwd" else f"fwd@{role}"] = entry
         return state
 
-    def hypervisor_facts(self) -> dict[str, dict[str, str]]:
-        """Per server, what a report names beside its NIC facts."""
-        found = {}
-        for name, facts in self.nodes.items():
-            guests = [r for r in self.guests if NODE[r] == name]
-            found[name] = {"qemu": facts.qemu, "accelerator": f"{facts.accel} ({facts.why})",
-                           "backend": self.backend + (" (vhost-net)" if self.backend == "tap-vhost" else ""),
-                           "guests": ", ".join(f"{r}: 1 vCPU on core {self.remote[name].spec.app_core}"
-                                               for r in guests) or "none (the receiving host itself)"}
-        return found
+    def datapath_counters(self) -> dict[str, float]:
+        grown: dict[str, float] = {}
+        for name, component in self.forwarders.items():
+            role = next(r for r, node in NODE.items() if node == name)
+            grown.update({k.replace("fwd:", f"fwd@{role}:", 1): v for k, v in component.counters().items()})
+        return grown
 
     def teardown(self) -> None:
         """Guests first (QEMU holds the TAPs), then every journaled change undone."""
@@ -313,6 +374,12 @@ class RemoteGuestPath(RemotePair):
                 if role in self._taps and not host.has_link(TAP[role]):
                     self.journals[host.name].forget(self._taps.pop(role))  # gone with QEMU
             self.guest_hosts.clear()
+            for component in self.forwarders.values():
+                try:
+                    component.stop()
+                except Exception:  # the journal's process entry kills it in any case
+                    continue
         finally:
             self.guests.clear()
+            self.forwarders.clear()
             super().teardown()
