@@ -34,6 +34,7 @@ class RemoteSession:
         self.servers: dict[str, ServerRun] = {}
         """By role; roles on one kernel share one."""
         self._heartbeat: Heartbeat | None = None
+        self._watched: set[str] = set()
 
     def start(self) -> list[str]:
         """Restore what killed runs left, then hold every server; lines to print."""
@@ -63,6 +64,12 @@ class RemoteSession:
             server.watch(host, identity.key)
         self._heartbeat = Heartbeat(list(by_kernel.values()), max(1.0, self.file.watchdog_s / 4)).start()
         return notes
+
+    def watch_interface(self, role: str, host: SshHost, key: str) -> None:
+        """A watchdog for a role's second test interface (the router's), once a run."""
+        if key not in self._watched:
+            self.servers[role].watch(host, key)
+            self._watched.add(key)
 
     def close(self) -> list[str]:
         """Stop the heartbeat and release every held server; what stayed held, by line."""

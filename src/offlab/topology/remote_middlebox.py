@@ -105,8 +105,9 @@ class RemoteMiddlebox(Topology):
         host = self.remote[node]
         spec = replace(self.specs[node], interface=interface)
         identity = self.session.identities[role]
-        if interface != self.specs[node].interface:  # the session read it with the first
+        if interface != self.specs[node].interface:  # the session read (and watches) the first
             identity = read_identity(host, interface)
+            self.session.watch_interface(role, host, identity.key)
         journal = Journal(host, spec, self.session.file.ssh_config, identity, self.session.journal_dir,
                           mirror=self.session.servers[role])
         self.journals.append(journal)

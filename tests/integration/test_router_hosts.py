@@ -1,0 +1,168 @@
+"""The middlebox plan on three "servers" (routerlab.py: A ⇄ R ⇄ B, each an OpenSSH server
+in a namespace), through `offlab run --hosts` as a user would run it.
+
+First `kill -9` of offlab in each phase — right after the journals are written, mid-case
+with offlab-fwd forwarding on R, during the restore — each followed by `offlab restore`:
+no process of offlab left in any server's namespace, every interface, route, neighbour
+entry and sysctl as before. Then the next run, the whole small plan, succeeds: R as the
+kernel (forwarding turned on with --allow-forwarding and put back) and as offlab-fwd
+(copied to R, AF_PACKET on its two interfaces), forwarded and terminated paths. One rig
+for the module; tests run in file order (the second is the first's "next run")."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from offlab.fwd import FwdError, find_binary
+from offlab.hosts.journal import JOURNAL_DIR
+from offlab.hosts.server import SERVER_DIR
+
+from .routerlab import router_lab
+from .runs import OFFLAB, samples, start_run
+
+PLAN = """
+name = "router-hosts"
+runs = {runs}
+duration = 0.5
+warmup = 0.5
+scenarios = ["middlebox"]
+paths = {paths}
+router = {routers}
+matrix = ["tso"]
+mtus = [{mtu}]
+traffic = ["tcp"]
+"""
+JOURNALS = 4
+"""A, R toward A, R toward B, B: one journal per server and test interface."""
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.skip("openssh-server is not installed (make setup)")
+    try:
+        find_binary()
+    except FwdError:
+        pytest.skip("offlab-fwd is not built (make build)")
+    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
+    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
+    started = router_lab()
+    try:
+        yield started
+    finally:
+        started.stop()
+        for journal in JOURNAL_DIR.glob("*.json"):  # a failed test's, for the next one
+            journal.unlink()
+        subprocess.run(["rm", "-rf", SERVER_DIR], check=False)
+
+
+def _plan(tmp_path: Path, name: str, runs: int, paths: list[str], routers: list[str], mtu: int = 1500) -> Path:
+    plan = tmp_path / f"{name}.toml"
+    plan.write_text(PLAN.format(runs=runs, paths=paths, routers=routers, mtu=mtu).replace("'", '"'))
+    return plan
+
+
+def _run_args(lab, plan: Path, out: Path) -> list[str]:
+    return ["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(out), "--yes", "--allow-forwarding"]
+
+
+def _nothing_left(lab, before: dict) -> None:
+    """No offlab process in any server's namespace (the servers' watchdogs end within
+    a second of their release), every interface, route, neighbour entry and sysctl as
+    before, no journal on the controller and no hold on the servers."""
+    deadline = time.monotonic() + 5
+    while any(lab.processes().values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert lab.processes() == {"a": [], "r": [], "b": []}
+    after = lab.state()
+    assert [k for k in before if before[k] != after.get(k)] == []
+    assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
+
+
+def _wait_for_journals(run: subprocess.Popen, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list(JOURNAL_DIR.glob("*.json"))) < count:
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1]
+        time.sleep(0.002)
+
+
+def test_kill_9_in_each_phase_then_restore_leaves_nothing(lab, tmp_path):
+    before = lab.state()
+    killed = []
+    for phase in ("after the journal", "mid-case", "during restore"):
+        routers = ["offlab-fwd"] if phase == "mid-case" else ["kernel"]
+        plan = _plan(tmp_path, phase.replace(" ", "-"), 20, ["a-b"], routers, mtu=4000)
+        db = tmp_path / phase.replace(" ", "-") / "offlab.sqlite"
+        if phase == "after the journal":
+            run = subprocess.Popen([*OFFLAB, "run", *_run_args(lab, plan, db.parent), "--no-progress"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            _wait_for_journals(run, JOURNALS)
+        else:
+            run = start_run([*_run_args(lab, plan, db.parent)], db, wait_for=1)
+            assert run.poll() is None, run.communicate()[1]
+        if phase == "mid-case":  # offlab-fwd restarts per case: kill while it forwards
+            deadline = time.monotonic() + 20
+            while not any(p.startswith("offlab-fwd") for p in lab.processes()["r"]):
+                assert time.monotonic() < deadline and run.poll() is None, lab.processes()
+                time.sleep(0.01)
+        if phase == "during restore":
+            run.send_signal(signal.SIGTERM)  # the run starts putting the servers back ...
+            deadline = time.monotonic() + 30
+            while len(list(JOURNAL_DIR.glob("*.json"))) == JOURNALS and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert 0 < len(list(JOURNAL_DIR.glob("*.json"))) < JOURNALS  # ... and is killed half-way
+        run.send_signal(signal.SIGKILL)
+        run.communicate(timeout=10)
+        left = [p for found in lab.processes().values() for p in found]
+        restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
+        assert restored.returncode == 0, restored.stdout + restored.stderr
+        _nothing_left(lab, before)
+        killed.append((phase, left))
+    assert any("offlab-fwd" in p for p in dict(killed)["mid-case"])  # running on R when offlab died
+
+
+def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
+    before = lab.state()
+    assert before["r:ip_forward"] == "0"
+    plan = _plan(tmp_path, "both", 1, ["a-b", "a-r"], ["kernel", "offlab-fwd"])
+    dry = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--dry-run"],
+                         capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert "nothing outside those namespaces" not in dry.stdout
+    for said in ("router hostr:", "interface ofl-3r1: MTU 1500 ->", "tcp-segmentation-offload on -> on/off",
+                 "net.ipv4.ip_forward 0 -> 1 only with --allow-forwarding", "offlab-fwd (AF_PACKET",
+                 "route 10.243.2.2 dev ofl-3a0"):
+        assert said in dry.stdout, dry.stdout
+    assert lab.state() == before  # the dry run changed nothing
+
+    refused = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan), "--out",
+                              str(tmp_path / "r"), "--yes", "--no-progress"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "pass --allow-forwarding" in refused.stderr.strip().splitlines()[-1]
+    assert lab.state() == before
+
+    done = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--no-progress"],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
+        keys = {row[0] for row in conn.execute("SELECT case_key FROM sample")}
+        names = {row[0] for row in conn.execute("SELECT DISTINCT name FROM sample_counter")}
+        hosts = {row[0] for row in conn.execute("SELECT DISTINCT host FROM sample_cpu")}
+        forwarded = conn.execute("SELECT MIN(value) FROM sample_counter WHERE name = 'r:Ip.ForwDatagrams'").fetchone()[0]
+        segments = conn.execute("SELECT MIN(value) FROM sample_counter WHERE name = 'fwd:a>b:segments'").fetchone()[0]
+    assert len(keys) == 6 and {k.split("/")[0] for k in keys} == {"middlebox-ab", "middlebox-ar", "middlebox-fwd-ab"}
+    assert hosts == {"a", "r", "b"}  # CPU per core x class on all three
+    for node, device in (("a", "ofl-3a0"), ("r", "ofl-3r0"), ("r", "ofl-3r1"), ("b", "ofl-3b0")):
+        # /proc/net/snmp and interface deltas on all three (veth's `ethtool -S` has
+        # only XDP counters, which do not grow here)
+        assert f"{node}:Ip.InReceives" in names and f"{node}:dev.{device}.rx_packets" in names
+    assert forwarded > 1000  # R's kernel forwarded A -> B
+    assert segments > 1000  # offlab-fwd on R forwarded A -> B
+    report = next((tmp_path / "r").glob("*/report.md")).read_text()
+    assert "(seed 003 shape)" in report and "collapsed" in report
+    _nothing_left(lab, before)
