@@ -75,3 +75,20 @@ def test_a_copy_whose_hash_differs_on_arrival_is_refused_and_not_left(tmp_path, 
     with pytest.raises(HostError, match="expected 0000"):
         files.ensure(Shell(), source, root=str(tmp_path / "cache"))
     assert not list((tmp_path / "cache").rglob("*initramfs*"))
+
+
+def test_the_confirmation_names_what_the_guests_plan_does_to_each_server():
+    from offlab.hosts import hostsfile
+    from offlab.plan import load
+    from offlab.topology.remote_guests import planned_changes
+    hosts = hostsfile.parse({
+        "sender": {"ssh": "s1", "interface": "eth9", "address": "10.241.0.1", "peer": "10.241.0.2", "app_core": 0},
+        "receiver": {"ssh": "s2", "interface": "eth9", "address": "10.241.0.2", "peer": "10.241.0.1", "app_core": 1},
+    }, "hosts.toml")
+    cases = load("guests").cases
+    sender = " ".join(planned_changes("sender", hosts.hosts["sender"], cases))
+    receiver = " ".join(planned_changes("receiver", hosts.hosts["receiver"], cases))
+    assert "bridge ofl-br0 (TAP ofl-ga in it)" in sender and "eth9 is its port" in sender
+    assert "device ofl-vx0 (VNI 42, UDP 4789) over eth9" in sender and "offlab-fwd" in sender
+    assert "address 10.214.0.2/24 added on vm2host" in receiver and "10.214.0.2" not in sender
+    assert planned_changes("sender", hosts.hosts["sender"], load("quick").cases) == []

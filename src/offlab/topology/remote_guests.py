@@ -383,3 +383,27 @@ class RemoteGuestPath(RemotePair):
             self.guests.clear()
             self.forwarders.clear()
             super().teardown()
+
+
+def planned_changes(role: str, spec, cases) -> list[str]:
+    """What the plan's qemu topologies do to one server (sender or receiver), for
+    `--dry-run` and the confirmation: devices, addresses, processes, files."""
+    mine = [c for c in cases if c.scenario == SCENARIO]
+    node = "a" if role == "sender" else "b"
+    guests = [c for c in mine if node == "a" or c.topology.get("path", "vm2vm") == "vm2vm"]
+    said = []
+    if any(str(c.topology.get("backend", "tap")) != "vhost-user" for c in guests):
+        said.append(f"bridge {BRIDGE} (TAP {TAP[node]} in it) created and removed; over overlay none "
+                    f"{spec.interface} is its port for the topology, its addresses on {BRIDGE}, then back")
+    if any(c.topology.get("overlay") == "vxlan" for c in mine):
+        said.append(f"device {VXLAN_DEV} (VNI {VNI}, UDP {DSTPORT}) over {spec.interface}, whose MTU is the "
+                    f"case's + {VXLAN_OVERHEAD} meanwhile")
+    if role == "receiver" and any(c.topology.get("path") == "vm2host" for c in mine):
+        said.append(f"address {ADDRESS['b']}/{PREFIXLEN} added on vm2host (on {spec.interface}, or {VXLAN_DEV}) and removed")
+    if guests:
+        fwd = any(str(c.topology.get("backend")) == "vhost-user" for c in guests)
+        said.append("processes: QEMU guest " + node.upper() + (", offlab-fwd (vhost-user, AF_PACKET on the wire's "
+                                                               "device)" if fwd else "") + ", the KVM probe")
+        said.append(f"files copied by hash into {files.CACHE_DIR} (guest kernel and initramfs; kept until "
+                    "offlab restore --purge)")
+    return said
