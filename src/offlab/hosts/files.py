@@ -49,17 +49,19 @@ def cached_path(digest: str, name: str, root: str = CACHE_DIR) -> str:
     return f"{root}/{digest}/{name}"
 
 
-# Receives the file on stdin, checks its hash, then renames it into place (atomic).
+# Receives the file on stdin under a name of its own (two copies at once — two roles on
+# one machine — never mix), checks its hash, then renames it into place (atomic).
 _RECEIVE = r"""
 set -e
 umask 022
 dir=$1; name=$2; want=$3; mode=$4
 mkdir -p "$dir"
-cat > "$dir/.$name.part"
-got=$(sha256sum "$dir/.$name.part" | cut -d' ' -f1)
-if [ "$got" != "$want" ]; then rm -f "$dir/.$name.part"; echo "hash $got, expected $want" >&2; exit 3; fi
-chmod "$mode" "$dir/.$name.part"
-mv "$dir/.$name.part" "$dir/$name"
+part="$dir/.$name.part.$$"
+cat > "$part"
+got=$(sha256sum "$part" | cut -d' ' -f1)
+if [ "$got" != "$want" ]; then rm -f "$part"; echo "hash $got, expected $want" >&2; exit 3; fi
+chmod "$mode" "$part"
+mv "$part" "$dir/$name"
 """
 
 

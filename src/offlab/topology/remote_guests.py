@@ -50,7 +50,7 @@ from ..offloads import Interface
 from ..fwd import PortSpec
 from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, PortSetting
 from ..studies.guests.plan import virtio_options
-from ..vm.remote import RemoteGuest, probe_accelerator, qemu_version
+from ..vm.remote import RemoteGuest, probe_accelerator
 from .base import Endpoint, TopologyError
 from .guests import ADDRESS, GUEST_CORE, GUEST_DEVICE, MAC, PREFIXLEN, RECORDED_FEATURES, VNI, VXLAN_OVERHEAD, DSTPORT
 from .forwarder import ForwarderComponent
@@ -71,11 +71,10 @@ PARAMS = {"path", "overlay", "backend", "virtio", "fwd"}
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """One server as a hypervisor, for the report."""
+    """One server as a hypervisor: its accelerator (and why) and vhost-net."""
 
     accel: str
     why: str
-    qemu: str
     vhost_net: bool
 
 
@@ -133,7 +132,7 @@ class RemoteGuestPath(RemotePair):
 
     def _prepare_nodes(self, image: vm.GuestImage) -> None:
         """On both servers at once: the guest's files copied (by hash), the accelerator
-        probed, QEMU's version and /dev/vhost-net read."""
+        probed, /dev/vhost-net looked for."""
         failures: list[str] = []
 
         def prepare(name: str, host: SshHost) -> None:
@@ -145,7 +144,7 @@ class RemoteGuestPath(RemotePair):
                 accel, why = probe_accelerator(host, self._remote_images[name], self._runtime(name, "probe"),
                                                f"{identity.machine_id}-{identity.boot_id}")
                 vhost = host.run(["test", "-c", vm.profile.VHOST_NET], check=False).returncode == 0
-                self.nodes[name] = NodeFacts(accel, why, qemu_version(host), vhost)
+                self.nodes[name] = NodeFacts(accel, why, vhost)
             except Exception as err:  # reported with the host's name below
                 failures.append(f"{name} ({host.spec.ssh}): {err}")
 

@@ -20,7 +20,6 @@ import os
 import select
 import shlex
 import time
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ..hosts.ssh import RemoteProcess, SshHost
@@ -62,15 +61,6 @@ class PipeAgentChannel(AgentChannel):
         """The channel closes with QEMU's ssh client (RemoteGuest.stop)."""
 
 
-@dataclass(frozen=True)
-class Hypervisor:
-    """What one server runs guests with, for the report."""
-
-    accel: str
-    why: str
-    qemu_version: str
-
-
 _probed: dict[str, tuple[str, str]] = {}
 """Answers by server kernel (machine-id and boot id): probed once per process."""
 
@@ -109,12 +99,6 @@ def _probe(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
     said = host.run(["sh", "-c", script], timeout=PROBE_TIMEOUT_S + 30).stdout.strip().splitlines()
     accel, _, why = (said[-1] if said else "tcg probe said nothing").partition(" ")
     return (accel, why) if accel in ACCELERATORS else ("tcg", f"probe said {said[-1:]}")
-
-
-def qemu_version(host: SshHost) -> str:
-    done = host.run(["qemu-system-x86_64", "--version"], check=False, timeout=15)
-    first = done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else ""
-    return first.replace("QEMU emulator version ", "") or "n/a"
 
 
 class RemoteGuest:
