@@ -153,6 +153,11 @@ def check_devices(cases: Iterable[CaseSpec]) -> None:
         probe.remove()
 
 
+REMOTE_PACKAGES = {"qemu-system-x86_64": "qemu-system-x86", "sha256sum": "coreutils", "timeout": "coreutils",
+                   "taskset": "util-linux"}
+"""The Debian package of a tool a server lacks, where its name is not the tool's."""
+
+
 def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     """A plan on real hosts: scenarios that need local namespaces cannot run there, and
     the local machine needs the OpenSSH client."""
@@ -177,7 +182,7 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
         missing = missing_tools(hosts, role, wanted)
         if missing:
             raise PreflightError(f"{role} ({spec.ssh}): {', '.join(missing)} not found there; install it on "
-                                 f"{spec.ssh} (apt-get install {' '.join(missing)}), or check with "
+                                 f"{spec.ssh} (apt-get install {' '.join(REMOTE_PACKAGES.get(m, m) for m in missing)}), or check with "
                                  f"offlab doctor --hosts {hosts.source}")
 
 
