@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from offlab.hosts import changes
-from offlab.hosts.guard import InterfaceUse, check, findings, foreign_devices
+from offlab.hosts.guard import InterfaceUse, check, check_udp_rates, findings, foreign_devices
 from offlab.hosts.hostsfile import HostsFileError, check_ssh_config, parse
 from offlab.hosts.journal import Record, undo_script
 from offlab.hosts.ssh import ssh_command
@@ -149,3 +149,26 @@ def test_a_process_undo_kills_only_the_same_process_group():
     finally:
         if sleeper.poll() is None:
             sleeper.kill()
+
+
+def test_udp_on_real_hosts_is_capped_unless_raised():
+    from offlab.plan import parse as parse_plan
+    plan = 'name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["udp1472"]\nsequences = ["all-on"]\nudp_rate = "{}"\n'
+    capacity = parse_plan(plan.format("capacity"), "p").cases
+    with pytest.raises(HostError, match="a capacity search .* above the cap of 1 Gbit/s.*udp_max_rate"):
+        check_udp_rates(HOSTS, capacity)
+    with pytest.raises(HostError, match="UDP at 2.5 Gbit/s"):
+        check_udp_rates(HOSTS, parse_plan(plan.format("2.5G"), "p").cases)
+    check_udp_rates(HOSTS, parse_plan(plan.format("500M"), "p").cases)
+    check_udp_rates(parse({**DOC, "udp_max_rate": "unlimited"}, "h.toml"), capacity)
+    with pytest.raises(HostsFileError, match="udp_max_rate = 'fast'"):
+        parse({**DOC, "udp_max_rate": "fast"}, "h.toml")
+
+
+def test_a_taken_iperf3_port_and_a_clashing_vxlan_are_named():
+    taken = rx(listening=('LISTEN 0 5 10.0.0.2:5201 0.0.0.0:* users:(("iperf3",pid=4242,fd=3))',))
+    with pytest.raises(HostError, match=r"TCP port 5201, iperf3's, is taken by iperf3 \(pid 4242\)"):
+        check(HOSTS, {"sender": use(), "receiver": taken}, allow_shared=False)
+    vxlan = {"ifname": "vx0", "linkinfo": {"info_kind": "vxlan", "info_data": {"id": 42, "port": 4789}}}
+    with pytest.raises(HostError, match="vx0 already uses VXLAN VNI 42 on UDP port 4789"):
+        check(HOSTS, {"sender": use(links=(*LINKS, vxlan)), "receiver": rx()}, allow_shared=False)

@@ -55,3 +55,19 @@ def test_the_dut_layout_on_real_hosts_uses_the_app_and_irq_cores():
         RemotePair("bare", 1500, Params(dut="snd"), RemoteSession(hosts))
     with pytest.raises(TopologyError, match="needs local namespaces"):
         RemotePair("middlebox", 1500, Params(path="a-b"), RemoteSession(hosts))
+
+
+def test_the_mtu_wire_on_real_hosts_holds_the_senders_segmentation_off():
+    """The receiver sequence over --hosts: the sender's TSO/USO held off as in the lab
+    (and, under VXLAN, the tunnel's segmentation on the test interface), the receiver free."""
+    from types import SimpleNamespace
+    hosts = parse(_doc(), "h.toml")
+    pair = RemotePair("vxlan", 1500, Params(wire="mtu"), RemoteSession(hosts))
+    pair.remote = {name: SimpleNamespace(spec=hosts.hosts[role]) for name, role in (("tx", "sender"), ("rx", "receiver"))}
+    held = {(i.side, i.device): dict(i.pinned) for i in pair.offload_interfaces()}
+    assert held[("tx", "ofl-tn0")] == {"tcp-segmentation-offload": False, "tx-udp-segmentation": False}
+    assert held[("tx", "ens1f0")]["tx-udp_tnl-segmentation"] is False
+    assert held[("rx", "ofl-tn0")] == {} and held[("rx", "ens1f0")] == {}
+    bare = RemotePair("bare", 1500, Params(), RemoteSession(hosts))
+    bare.remote = pair.remote
+    assert all(not i.pinned for i in bare.offload_interfaces())

@@ -23,14 +23,14 @@ from . import foreign, preflight
 from .adaptive import Adaptive, TargetError, parse_target
 from .hosts import HostError, hostsfile
 from .hosts.confirm import planned_changes
-from .hosts.guard import OVERRIDE_FLAG, check_servers
+from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
 from .hosts.journal import restore_pending
 from .hosts.remote_doctor import purge_files
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks, remote_guest_checks
 from .hosts.dryrun import describe_hosts
-from .hosts.router import check_router, router_checks, router_facts
-from .hosts.session import RemoteSession
+from .hosts.router import check_router, planned_router_changes, router_checks, router_facts
+from .hosts.session import RemoteSession, restore_first
 from .hosts.ssh import AuditLog
 from .plan import PlanError, load
 from .proc import ProcessError
@@ -173,9 +173,13 @@ def run_cmd(
         preflight.check_guests(cases)
     else:
         preflight.check_remote(cases, hosts)
+        check_udp_rates(hosts, cases)
+        for line in restore_first(wait):
+            err.print(f"restored {line}")
         for warning in check_servers(hosts, allow_shared) + check_router(hosts, cases, allow_forwarding, allow_shared):
             err.print(f"[yellow]warning[/]: {warning}")
-        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq), yes)
+        _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq)
+                 + planned_router_changes(hosts, cases, allow_forwarding), yes)
 
     busy, top = preflight.foreign_load()
     notes = ""
@@ -347,23 +351,6 @@ def restore_cmd(purge: bool = typer.Option(False, "--purge", help="also remove t
                        "run offlab restore again")
 
 
-def _clean_hosts() -> None:
-    """`doctor --clean --hosts`: what killed runs left on servers — their journaled
-    processes (killed by process group), devices, MTUs, features, sysctls — put back as
-    `offlab restore` does, each host tried."""
-    lock = MachineLock()
-    lock.acquire("offlab doctor --clean --hosts")
-    try:
-        results = restore_pending()
-    finally:
-        lock.release()
-    for result in results:
-        for line in result.lines if result.ok else (f"NOT restored {result.host}: {result.lines[0]}",):
-            print(f"restored {line}" if result.ok else line)
-    if not results:
-        print("restored nothing: no server was left changed")
-
-
 @app.command("doctor")
 def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove what killed runs left: "
                                           "their processes, namespaces and temporary files"),
@@ -377,7 +364,7 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
     if hosts_path is not None:
         hosts = hostsfile.load(hosts_path)
         if clean:
-            _clean_hosts()
+            restore_cmd()  # what killed runs left on servers: processes, devices, settings
         checks = remote_checks(hosts, allow_shared) + router_checks(hosts, allow_shared)
         if guests:
             checks += remote_guest_checks(hosts)

@@ -93,6 +93,9 @@ class Interface:
     pinned: Mapping[str, bool] = field(default_factory=dict)
     """Features the topology holds in a state whatever the profile asks (the MTU wire:
     the sender's segmentation offloads off, so the wire carries MTU frames)."""
+    baseline: Mapping[str, bool] | None = None
+    """What a profile starts from on this device: None is all on; a real host's
+    `baseline = "as-configured"` gives its features as the operator left them."""
 
     @property
     def label(self) -> str:
@@ -132,9 +135,11 @@ class OffloadControl:
         self, profile: OffloadProfile, interfaces: Sequence[Interface]
     ) -> dict[str, dict[str, FeatureState]]:
         """Put every interface in the profile's state; return what is actually in force."""
-        baseline = {name: True for name in TOGGLED}
+        all_on = {name: True for name in TOGGLED}
         for iface in interfaces:
-            wanted = dict(baseline)
+            wanted = dict(all_on)
+            if iface.baseline is not None:
+                wanted.update({name: on for name, on in iface.baseline.items() if name in all_on})
             if _targets(profile, iface):
                 wanted.update(profile.features)
             wanted.update(iface.pinned)

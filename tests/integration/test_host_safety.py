@@ -2,11 +2,12 @@
 namespaces (sshlab.py), each test failing without its guard: the SSH session or the
 default route on the test interface refused; an upper device's MTU put back; a failing
 undo not stopping the others; a second controller refused while a run holds the
-servers; SIGHUP restoring like SIGTERM; and, after `kill -9` of the controller, the
-servers' own watchdog restoring them (MTU, processes, the hold) with nobody's help."""
+servers; SIGHUP restoring like SIGTERM. (`kill -9` of the controller and the servers'
+own watchdog restoring them: test_real_hosts.py.)"""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -20,10 +21,12 @@ from offlab.hosts.base import HostError
 from offlab.hosts.journal import JOURNAL_DIR, Journal, read_identity
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.session import RemoteSession
-from offlab.hosts.ssh import SshHost
+from offlab.hosts.ssh import AUDIT_LOG, SshHost
+from offlab.offloads import GRO, TSO, Interface, OffloadControl
+from offlab.records import OffloadProfile
 
 from .runs import OFFLAB, start_run
-from .sshlab import WATCHDOG_S, ssh_lab
+from .sshlab import ssh_lab
 
 PLAN = """
 name = "safety"
@@ -33,7 +36,7 @@ warmup = 0.5
 scenarios = ["bare"]
 mtus = [{mtu}]
 traffic = ["tcp"]
-sequences = ["tx"]
+sequences = ["all-on"]
 """
 
 
@@ -58,6 +61,9 @@ def clean(lab):
     """After each test: no journal, no hold, nothing of offlab running on the servers."""
     yield lab
     assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
+    deadline = time.monotonic() + 5  # a released server's watchdog sees it within a second
+    while _offlab_processes(lab) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not _offlab_processes(lab)
 
 
@@ -108,6 +114,19 @@ def test_the_ssh_session_on_the_test_interface_is_refused(clean, tmp_path):
     assert doctor.returncode == 1 and "offlab's own SSH session" in doctor.stdout
 
 
+def test_without_a_terminal_or_yes_nothing_changes_and_the_servers_are_named(clean, tmp_path):
+    lab = clean
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(runs=1, mtu=1400))
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan), "--out",
+                           str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True, timeout=180,
+                          stdin=subprocess.DEVNULL)
+    line = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and "pass --yes" in line, done.stderr
+    assert "sender hosta, interface ofl-ta0: MTU set to 1400" in line and "receiver hostb" in line
+    assert _mtu(lab, "a", "ofl-ta0") == 1500 and not (tmp_path / "r").exists()
+
+
 def test_the_default_route_on_the_test_interface_is_refused(clean, tmp_path):
     lab = clean
     server = lab.servers["a"]
@@ -129,8 +148,11 @@ def test_an_upper_device_is_refused_and_with_the_override_its_mtu_is_put_back(cl
         refused = _run(lab, tmp_path, lab.hosts_file)
         assert refused.returncode == 1 and "mv7 (macvlan) sits on ofl-ta0" in refused.stderr.splitlines()[-1]
         # Allowed: the run lowers ofl-ta0 to 1400, the kernel lowers mv7 with it; both go back.
+        audited = AUDIT_LOG.read_text().count("\n") if AUDIT_LOG.exists() else 0
         done = _run(lab, tmp_path, lab.hosts_file, "--allow-shared-interface")
         assert done.returncode == 0, done.stderr
+        new = [json.loads(line) for line in AUDIT_LOG.read_text().splitlines()[audited:]]
+        assert any(e["host"] == "tx" and "ip link set dev ofl-ta0 mtu 1400" in e["command"] for e in new)
         assert "mv7 (macvlan) sits on ofl-ta0" in done.stderr  # said as a warning
         assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "a", "mv7") == 1500
     finally:
@@ -181,24 +203,17 @@ def test_a_second_controller_is_refused_and_sighup_restores(clean, tmp_path):
     assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "b", "ofl-tb0") == 1500
 
 
-def test_a_killed_controller_is_restored_by_the_servers_watchdog(clean, tmp_path):
-    lab = clean
-    plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN.format(runs=20, mtu=4000))
-    db = tmp_path / "r" / "offlab.sqlite"
-    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent), "--yes"], db)
-    assert run.poll() is None, run.communicate()[1]
-    assert _mtu(lab, "a", "ofl-ta0") == 4000 and _offlab_processes(lab)
-    run.send_signal(signal.SIGKILL)
-    run.wait(timeout=10)
-    deadline = time.monotonic() + WATCHDOG_S + 30
-    while Path(SERVER_DIR).exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not Path(SERVER_DIR).exists(), "the watchdog did not restore the servers"
-    assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "b", "ofl-tb0") == 1500
-    assert not _offlab_processes(lab)  # iperf3 killed by process group, the watchdog gone
-    # The controller's own journals are still here: `offlab restore` finds nothing to undo.
-    assert len(list(JOURNAL_DIR.glob("*.json"))) == 2
-    restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
-    assert restored.returncode == 0, restored.stderr
-    assert "mtu ofl-ta0 already 1500" in restored.stdout
+def test_an_as_configured_baseline_keeps_what_the_operator_turned_off(clean):
+    """`baseline = "as-configured"`: the all-on profile leaves GRO off where the operator
+    had it off; the default baseline turns it on. The kernel's read-back is the oracle."""
+    server = clean.servers["a"]
+    control = OffloadControl()
+    server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", "off"])
+    try:
+        all_on = OffloadProfile("all-on", "both")
+        control.apply(all_on, [Interface("tx", server, "ofl-ta0", {}, {GRO: False, TSO: True})])
+        assert control.read(Interface("tx", server, "ofl-ta0"))[GRO].on is False
+        control.apply(all_on, [Interface("tx", server, "ofl-ta0")])
+        assert control.read(Interface("tx", server, "ofl-ta0"))[GRO].on is True
+    finally:
+        server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", "on"])

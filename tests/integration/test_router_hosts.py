@@ -2,8 +2,8 @@
 in a namespace), through `offlab run --hosts` as a user would run it.
 
 First `kill -9` of offlab in each phase — right after the journals are written, mid-case
-with offlab-fwd forwarding on R, during the restore — each followed by `offlab restore`:
-no process of offlab left in any server's namespace, every interface, route, neighbour
+with offlab-fwd forwarding on R, during the restore — each followed by `offlab restore`
+(`offlab doctor --clean --hosts` after the last): no process of offlab left in any server's namespace, every interface, route, neighbour
 entry and sysctl as before. Then the next run, the whole small plan, succeeds: R as the
 kernel (forwarding turned on with --allow-forwarding and put back) and as offlab-fwd
 (copied to R, AF_PACKET on its two interfaces), forwarded and terminated paths. One rig
@@ -120,8 +120,15 @@ def test_kill_9_in_each_phase_then_restore_leaves_nothing(lab, tmp_path):
         run.send_signal(signal.SIGKILL)
         run.communicate(timeout=10)
         left = [p for found in lab.processes().values() for p in found]
-        restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
-        assert restored.returncode == 0, restored.stdout + restored.stderr
+        if phase == "during restore":  # what a user reaching for doctor does: the same replay
+            cleaned = subprocess.run([*OFFLAB, "doctor", "--clean", "--hosts", str(lab.hosts_file)],
+                                     capture_output=True, text=True, timeout=120)
+            assert cleaned.stdout.startswith("restored "), cleaned.stdout + cleaned.stderr
+            failing = [line.split()[2:4] for line in cleaned.stdout.splitlines() if "  NO  " in line]
+            assert failing == [["IP", "forwarding"]], cleaned.stdout  # R's, off as before the run
+        else:
+            restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
+            assert restored.returncode == 0, restored.stdout + restored.stderr
         _nothing_left(lab, before)
         killed.append((phase, left))
     assert any("offlab-fwd" in p for p in dict(killed)["mid-case"])  # running on R when offlab died
@@ -146,10 +153,11 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
     assert refused.returncode == 1 and "pass --allow-forwarding" in refused.stderr.strip().splitlines()[-1]
     assert lab.state() == before
 
-    done = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--no-progress"],
-                          capture_output=True, text=True, timeout=240)
+    store = tmp_path / "store" / "offlab.sqlite"  # --store and --out apart: the report goes under --out
+    done = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--store", str(store),
+                           "--no-progress"], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
-    with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
+    with sqlite3.connect(store) as conn:
         keys = {row[0] for row in conn.execute("SELECT case_key FROM sample")}
         names = {row[0] for row in conn.execute("SELECT DISTINCT name FROM sample_counter")}
         hosts = {row[0] for row in conn.execute("SELECT DISTINCT host FROM sample_cpu")}

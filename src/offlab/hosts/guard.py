@@ -12,8 +12,11 @@ its fix:
 * **one kernel, one role** — two roles whose servers report the same boot id are one
   kernel: their CPU and counters are not two hosts'. Refused unless the hosts file says
   `same_kernel = true`;
+* **UDP within a cap** — no congestion control on a network others may use: at most
+  `udp_max_rate` (1 Gbit/s unless the hosts file raises it);
 * **nothing of another offlab** — `ofl-` devices already there (another run's, or a
-  killed one's) are refused.
+  killed one's) are refused, and so are iperf3's TCP port taken on the receiver (named
+  with the process holding it) and a VXLAN device already on offlab's VNI and port.
 """
 
 from __future__ import annotations
@@ -21,15 +24,21 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
+from ..topology.tunnel import VNI
+from ..traffic import DEFAULT_PORT
 from .base import HostError
 from .hostsfile import HostsFile, HostSpec
 
 if TYPE_CHECKING:
+    from ..records import CaseSpec
     from .ssh import SshHost
 
 OVERRIDE_FLAG = "--allow-shared-interface"
+IPERF3_PORT = DEFAULT_PORT
+VXLAN_VNI, VXLAN_PORT = VNI, 4789
+"""The VXLAN kind's dstport (topology/tunnel.py spells it in its `ip link` arguments)."""
 OUR_PREFIX = "ofl-"
 
 
@@ -46,6 +55,8 @@ class InterfaceUse:
     """`addr_info` of the test interface."""
     default_routes: tuple[dict[str, Any], ...]
     boot_id: str
+    listening: tuple[str, ...] = ()
+    """`ss -Hltnp` lines: the TCP ports taken, with the process holding each."""
 
 
 def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
@@ -61,8 +72,30 @@ def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
     defaults = [route for family in ("-4", "-6")
                 for route in json.loads(host.ip("-j", family, "route", "show", "default", check=False).stdout or "[]")]
     boot = host.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout=15).stdout.strip()
+    listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()
     return InterfaceUse(session, route_dev, tuple(links),
-                        tuple(a for link in addresses for a in link.get("addr_info", [])), tuple(defaults), boot)
+                        tuple(a for link in addresses for a in link.get("addr_info", [])), tuple(defaults), boot,
+                        tuple(listening))
+
+
+def port_holder(use: InterfaceUse, port: int) -> str | None:
+    """The process (or "a process") listening on TCP `port`, from `ss -Hltnp` lines."""
+    for line in use.listening:
+        fields = line.split()
+        if len(fields) >= 4 and fields[3].rsplit(":", 1)[-1] == str(port):
+            users = line.split("users:((", 1)[-1].split(")")[0] if "users:((" in line else ""
+            name, _, rest = users.partition(",")
+            pid = rest.split("pid=", 1)[-1].split(",")[0] if "pid=" in rest else ""
+            return f"{name.strip(chr(34))} (pid {pid})" if name else "a process"
+    return None
+
+
+def tunnel_conflicts(use: InterfaceUse, vni: int, port: int) -> list[str]:
+    """VXLAN devices already using offlab's VNI on its UDP port (the kernel would refuse ours)."""
+    return [link.get("ifname", "?") for link in use.links
+            if link.get("linkinfo", {}).get("info_kind") == "vxlan"
+            and link["linkinfo"].get("info_data", {}).get("id") == vni
+            and link["linkinfo"].get("info_data", {}).get("port") == port]
 
 
 def findings(spec: HostSpec, use: InterfaceUse) -> list[str]:
@@ -122,6 +155,14 @@ def check(hosts: HostsFile, uses: dict[str, InterfaceUse], allow_shared: bool) -
                             f"could cut the server off; use a dedicated test interface, or pass "
                             f"{OVERRIDE_FLAG} to take that risk")
         warnings += [f"{where}: {finding} ({OVERRIDE_FLAG})" for finding in shared]
+        holder = port_holder(use, IPERF3_PORT) if role == "receiver" else None
+        if holder is not None:
+            raise HostError(f"{where}: TCP port {IPERF3_PORT}, iperf3's, is taken by {holder}; end it "
+                            "(a killed run's server: `offlab restore`) and run again")
+        clash = tunnel_conflicts(use, VXLAN_VNI, VXLAN_PORT)
+        if clash:
+            raise HostError(f"{where}: {', '.join(clash)} already uses VXLAN VNI {VXLAN_VNI} on UDP port "
+                            f"{VXLAN_PORT}, which offlab's ofl-tn0 needs; remove it or run without vxlan")
         leftovers = foreign_devices(hosts, use)
         if leftovers:
             raise HostError(f"{where}: {', '.join(leftovers)} already there (another offlab run's, or a "
@@ -148,3 +189,22 @@ def check_servers(hosts: HostsFile, allow_shared: bool) -> list[str]:
         finally:
             host.close()
     return check(hosts, uses, allow_shared)
+
+
+def check_udp_rates(hosts: HostsFile, cases: "Iterable[CaseSpec]") -> None:
+    """UDP on real hosts at most at the hosts file's `udp_max_rate` (1 Gbit/s unless
+    raised): an unlimited rate, a rate above it or a capacity search (whose first probe
+    is unlimited) is refused before the run."""
+    cap = hosts.udp_max_bps
+    if cap is None:
+        return
+    for case in cases:
+        traffic = case.traffic
+        if traffic.protocol != "udp":
+            continue
+        if traffic.mode == "capacity" or traffic.rate_bps is None or traffic.rate_bps > cap:
+            offered = ("a capacity search (unlimited probes)" if traffic.mode == "capacity" else
+                       "an unlimited rate" if traffic.rate_bps is None else f"{traffic.rate_bps / 1e9:g} Gbit/s")
+            raise HostError(f"{case.key}: UDP at {offered} over your servers' network, above the cap of "
+                            f"{cap / 1e9:g} Gbit/s; set the plan's udp_rate to at most that, or raise the cap "
+                            f"with udp_max_rate = \"10G\" (or \"unlimited\") in {hosts.source}")

@@ -28,7 +28,9 @@ Top-level keys: `ssh_config = "path"` passes `-F path` to every ssh (the file mu
 owned by root or by the user ssh runs as, and writable by nobody else: ssh executes what
 it says, ProxyCommand included); `same_kernel = true` lets two roles share one kernel
 (refused otherwise); `watchdog_s` is how long a server waits for the controller's
-heartbeat before it restores itself (server.py). Every mistake is one line naming the
+heartbeat before it restores itself (server.py); `udp_max_rate` caps UDP ("1G" unless
+raised, "unlimited"); `baseline = "as-configured"` makes every profile start from the
+test interfaces' features as they were, instead of all on. Every mistake is one line naming the
 file, the host and the fix.
 """
 
@@ -49,7 +51,12 @@ ROUTER = "router"
 ROUTER_KEYS = {"ssh", "interfaces", "app_core", "sudo"}
 KEYS = {"ssh", "interface", "address", "peer", "app_core", "irq_core", "pin_irqs", "sudo"}
 REQUIRED = ("ssh", "interface", "address", "peer", "app_core")
-TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s"}
+TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s", "udp_max_rate", "baseline"}
+BASELINES = ("all-on", "as-configured")
+DEFAULT_UDP_MAX_BPS = 1e9
+"""UDP offered on real hosts at most (bit/s) unless the hosts file raises it: their
+network may be shared, and UDP has no congestion control."""
+_RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 DEFAULT_WATCHDOG_S = 60
 MIN_WATCHDOG_S = 5
 IFNAMSIZ = 15
@@ -84,6 +91,11 @@ class HostsFile:
     ssh_config: str | None = None
     same_kernel: bool = False
     watchdog_s: int = DEFAULT_WATCHDOG_S
+    udp_max_bps: float | None = DEFAULT_UDP_MAX_BPS
+    """None: "unlimited" (the capacity search's unlimited probe included)."""
+    baseline: str = "all-on"
+    """What every profile starts from on the test interfaces: every toggled feature on,
+    or each as the operator configured it (read before the run changes anything)."""
     router: HostSpec | None = None
     """R of the middlebox plan, when the file has a [router] table."""
 
@@ -149,8 +161,28 @@ def parse(doc: dict[str, Any], source: str) -> HostsFile:
     if hosts["sender"].peer != hosts["receiver"].address or hosts["receiver"].peer != hosts["sender"].address:
         raise HostsFileError(f"{source}: each host's peer must be the other's address "
                              f"(sender peer {hosts['sender'].peer}, receiver address {hosts['receiver'].address})")
+    baseline = doc.get("baseline", "all-on")
+    if baseline not in BASELINES:
+        raise HostsFileError(f"{source}: baseline = {baseline!r}; use \"all-on\" or \"as-configured\"")
     router = _router(source, doc[ROUTER]) if ROUTER in doc else None
-    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog, router)
+    return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog,
+                     _udp_max(doc.get("udp_max_rate", "1G"), source), baseline, router)
+
+
+def _udp_max(value: Any, source: str) -> float | None:
+    """"unlimited", or a rate such as "2.5G" (bit/s)."""
+    if value == "unlimited":
+        return None
+    text = str(value).strip().upper()
+    number, unit = (text[:-1], text[-1]) if text[-1:] in _RATE_UNITS and text[-1:] else (text, "")
+    try:
+        bps = float(number) * _RATE_UNITS[unit]
+    except ValueError:
+        bps = -1.0
+    if isinstance(value, bool) or not 1e3 <= bps <= 1e12:
+        raise HostsFileError(f"{source}: udp_max_rate = {value!r} must be \"unlimited\" or a rate such "
+                             "as \"2.5G\" (bit/s)")
+    return bps
 
 
 def _router(source: str, table: Any) -> HostSpec:

@@ -132,6 +132,24 @@ def check_router(hosts: HostsFile, cases: Iterable[CaseSpec], allow_forwarding: 
         host.close()
 
 
+def planned_router_changes(hosts: HostsFile, cases: Iterable[CaseSpec], allow_forwarding: bool) -> list[str]:
+    """The confirmation's line for R (hosts/confirm.py has the sender's and receiver's)."""
+    cases = [c for c in cases if c.scenario == "middlebox"]
+    if hosts.router is None or not cases:
+        return []
+    router = hosts.router
+    off = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
+    parts = [f"MTU set to {', '.join(str(m) for m in sorted({c.mtu for c in cases}))} (and put back)",
+             f"ethtool features turned off and back on: {', '.join(off) or 'none'}",
+             "iperf3 started and ended on terminated paths"]
+    if any(c.topology.get("router") == "offlab-fwd" for c in cases):
+        parts.append("offlab-fwd copied (by hash, kept) and run on both interfaces; on the sender and "
+                     "the receiver a host route and a permanent neighbour entry for the other meanwhile")
+    if allow_forwarding and any(c.topology.get("router", "kernel") == "kernel" for c in cases):
+        parts.append(f"{forwarding_key(forwarding_path(hosts))} set to 1 if it is 0 (and put back)")
+    return [f"router {router.ssh}, interfaces {', '.join(router.interfaces)}: " + "; ".join(parts)]
+
+
 def router_facts(hosts: HostsFile) -> dict[str, dict[str, str]]:
     """R's facts for "What was measured" (hosts/facts.py), per test interface."""
     if hosts.router is None:

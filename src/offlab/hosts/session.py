@@ -10,7 +10,8 @@ from pathlib import Path
 
 from .base import HostError
 from .hostsfile import HostsFile
-from .journal import JOURNAL_DIR, Identity, read_identity, restore_pending
+from ..runscope import MachineLock
+from .journal import JOURNAL_DIR, Identity, pending, read_identity, restore_pending
 from .server import Heartbeat, ServerRun, controller_token
 from .ssh import AuditLog, SshHost
 
@@ -101,3 +102,17 @@ def restore_journals(journal_dir: Path = JOURNAL_DIR) -> list[str]:
     if failed:
         raise HostError("could not restore " + "; ".join(failed) + "; fix that, then `offlab restore`")
     return [line for r in results for line in r.lines]
+
+
+def restore_first(wait: bool, journal_dir: Path = JOURNAL_DIR) -> list[str]:
+    """Journals a killed run left, restored before the guards read the servers (its
+    devices and its iperf3 would be refused there as another offlab's); under this
+    machine's lock, so a live run's journals are never touched."""
+    if not pending(journal_dir):
+        return []
+    lock = MachineLock()
+    lock.acquire("offlab restore", wait=wait)
+    try:
+        return restore_journals(journal_dir)
+    finally:
+        lock.release()

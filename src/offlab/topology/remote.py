@@ -194,8 +194,16 @@ class RemotePair(Topology):
             host = self.remote[name]
             if self.kind is not None:
                 found.append(Interface(side, host, TX_TUNNEL, self._held(side)))
-            found.append(Interface(side, host, host.spec.interface, self._held(side, underlay=True)))
+            found.append(Interface(side, host, host.spec.interface, self._held(side, underlay=True),
+                                   self._baseline(name)))
         return found
+
+    def _baseline(self, name: str) -> dict[str, bool] | None:
+        """`baseline = "as-configured"`: the test interface's features as the journal
+        found them before this run changed anything; None: all on."""
+        if self.file.baseline != "as-configured":
+            return None
+        return dict(self.journals[name].original_features)
 
     def _held(self, side: str, underlay: bool = False) -> dict[str, bool]:
         """The MTU wire: the sender's segmentation offloads off (and, under a tunnel,

@@ -19,7 +19,9 @@ address on the interface toward that host, read from R.
   (and B the same toward A), each journaled and removed at the end. R's kernel sees
   those frames as another host's and leaves them alone. Forwarded paths only.
 
-The offload matrix is applied to R's two interfaces; A's and B's are left as configured.
+The offload matrix is applied to R's two interfaces, starting from all on or, with the
+hosts file's `baseline = "as-configured"`, from R's features as the journal found them;
+A's and B's are left as configured.
 Every change — the MTU of the four interfaces, R's features, forwarding, routes and
 neighbour entries, iperf3/offlab-fwd processes — is journaled before it is made
 (hosts/journal.py), one journal per server and interface. Counters (`/proc/net/snmp`,
@@ -67,6 +69,8 @@ class RemoteMiddlebox(Topology):
         self.specs = {node: session.file.roles()[role] for node, role in NODES.items()}
         self.remote: dict[str, SshHost] = {}
         self.journals: list[Journal] = []
+        self._original: dict[tuple[str, str], dict[str, bool]] = {}
+        """(node, interface) → its features as the journal found them (baseline)."""
         self.r_address: dict[str, str] = {}
         """R's own address toward "a" and toward "b" (terminated paths)."""
         r_spec = self.specs["r"]
@@ -111,6 +115,7 @@ class RemoteMiddlebox(Topology):
         journal = Journal(host, spec, self.session.file.ssh_config, identity, self.session.journal_dir,
                           mirror=self.session.servers[role])
         self.journals.append(journal)
+        self._original[(node, interface)] = dict(journal.original_features)
         if host.journal is None:
             host.journal = journal
 
@@ -204,8 +209,9 @@ class RemoteMiddlebox(Topology):
         return {node: list(self.interfaces(node)) for node in NODES}
 
     def offload_interfaces(self) -> list[Interface]:
-        r = self.remote["r"]
-        return [Interface(ROUTER_SIDE, r, device) for device in self.interfaces("r")]
+        r, as_configured = self.remote["r"], self.session.file.baseline == "as-configured"
+        return [Interface(ROUTER_SIDE, r, device, baseline=self._original[("r", device)] if as_configured else None)
+                for device in self.interfaces("r")]
 
     def teardown(self) -> None:
         """offlab-fwd first, then every server as its journals say; a server that fails

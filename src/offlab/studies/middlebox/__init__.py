@@ -35,4 +35,6 @@ class MiddleboxStudy(Study):
 
     def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
         from .report import middlebox_sections
-        return [Section(*parts) for parts in middlebox_sections(rows, report.adaptive)]
+        settings = report.info.settings
+        real_hosts = bool(settings is not None and settings.hosts)
+        return [Section(*parts) for parts in middlebox_sections(rows, report.adaptive, real_hosts)]

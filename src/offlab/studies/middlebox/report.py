@@ -55,6 +55,25 @@ INTRO = (
     "Forwarding runs on the sender's core (the kernel's softirq, or the pinned offlab-fwd "
     "process; the role \"forwarder\" in the CPU tables)."
 )
+ON_HOSTS = (
+    ("R routing in its kernel (three namespaces, two veth pairs)",
+     "R routing in its kernel (three servers of the hosts file, R's two test interfaces)"),
+    ("bridging its two veth ends with AF_PACKET ports", "bridging R's two interfaces with AF_PACKET ports"),
+    ("A and B keep all offloads on", "A and B keep their offloads as configured"),
+    ("kernel's GRO on R's veths", "kernel's GRO on R's interfaces"),
+    ("Forwarding runs on the sender's core (the kernel's softirq, or the pinned offlab-fwd process; "
+     "the role \"forwarder\" in the CPU tables).",
+     "Forwarding runs on R: its softirq where R's NIC IRQs put it, or offlab-fwd pinned to R's app_core "
+     "(the role \"forwarder\" on host r in the CPU tables)."),
+)
+"""The introduction's sentences that differ when A, R and B are real hosts."""
+
+
+def intro(real_hosts: bool) -> str:
+    text = INTRO
+    for lab, hosts in ON_HOSTS if real_hosts else ():
+        text = text.replace(lab, hosts)
+    return text
 
 
 @dataclass(frozen=True)
@@ -297,8 +316,8 @@ Section = tuple[str, str, tuple[tuple[str, Table], ...]]
 """(title, introduction, captioned tables): what `report.views.View` is built from."""
 
 
-def middlebox_sections(rows: Sequence[ProfileRow],
-                       adaptive: Mapping[str, AdaptiveOutcome]) -> list[Section]:
+def middlebox_sections(rows: Sequence[ProfileRow], adaptive: Mapping[str, AdaptiveOutcome],
+                       real_hosts: bool = False) -> list[Section]:
     sections = []
     for table in middlebox_tables(rows):
         tables = [(f"{table.title}: throughput by router offloads and path", seed_table(table, adaptive))]
@@ -308,6 +327,6 @@ def middlebox_sections(rows: Sequence[ProfileRow],
         versus = router_table(table)
         if versus is not None:
             tables.append((f"{table.title}: kernel router vs offlab-fwd, forwarded paths", versus))
-        intro = f"{INTRO} Features per letter: {dimension_features()}."
-        sections.append((f"{table.title} (seed 003 shape)", intro, tuple(tables)))
+        text = f"{intro(real_hosts)} Features per letter: {dimension_features()}."
+        sections.append((f"{table.title} (seed 003 shape)", text, tuple(tables)))
     return sections

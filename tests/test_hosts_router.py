@@ -1,0 +1,76 @@
+"""The [router] table of a hosts file and what the middlebox on real hosts makes of it
+before it connects: one line with the fix for every mistake, R's roles and cores, the
+paths offlab-fwd as R refuses."""
+
+import pytest
+
+from offlab.hosts.hostsfile import HostsFileError, parse
+from offlab.hosts.session import RemoteSession
+from offlab.records import Params
+from offlab.topology import TopologyError
+from offlab.topology.remote_middlebox import RemoteMiddlebox
+
+
+def _doc(**router):
+    return {"sender": {"ssh": "lab@a", "interface": "ens1f0", "address": "192.0.2.1", "peer": "198.51.100.2",
+                       "app_core": 2},
+            "receiver": {"ssh": "lab@b", "interface": "ens1f0", "address": "198.51.100.2", "peer": "192.0.2.1",
+                         "app_core": 3},
+            "router": {"ssh": "lab@r", "interfaces": ["ens1f0", "ens1f1"], "app_core": 1, **router}}
+
+
+def test_a_router_table_makes_a_third_role():
+    hosts = parse(_doc(sudo=True), "h.toml")
+    assert hosts.router is not None and hosts.router.interfaces == ("ens1f0", "ens1f1")
+    assert hosts.router.interface == "ens1f0" and hosts.router.sudo is True
+    assert list(hosts.roles()) == ["sender", "receiver", "router"]
+    assert hosts.describe().endswith("router lab@r (ens1f0, ens1f1)")
+    assert parse({k: v for k, v in _doc().items() if k != "router"}, "h.toml").router is None
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"interfaces": ["ens1f0"]}, "[router]: interfaces = ['ens1f0'] must be two different interfaces"),
+    ({"interfaces": ["ens1f0", "ens1f0"]}, "must be two different interfaces"),
+    ({"interfaces": ["ens1f0", "../etc"]}, "interface '../etc' is not a Linux interface name"),
+    ({"interface": "ens1f0"}, "[router]: unknown key 'interface'; allowed: app_core, interfaces, ssh, sudo"),
+    ({"app_core": "1"}, "[router]: app_core = '1' must be a core number"),
+    ({"sudo": "yes"}, "[router]: sudo must be true or false"),
+])
+def test_router_mistakes_are_one_line_with_the_fix(change, text):
+    with pytest.raises(HostsFileError) as caught:
+        parse(_doc(**change), "h.toml")
+    assert "\n" not in str(caught.value) and text in str(caught.value)
+
+
+def test_the_middlebox_roles_are_the_hosts_app_cores():
+    hosts = parse(_doc(), "h.toml")
+    forwarded = RemoteMiddlebox(1500, Params(path="a-b", router="kernel"), RemoteSession(hosts))
+    assert forwarded.roles == {"sender": 2, "receiver": 3, "forwarder": 1}
+    assert forwarded.role_hosts == {"sender": "a", "receiver": "b", "forwarder": "r"}
+    assert forwarded.nic_interfaces() == {"a": ["ens1f0"], "r": ["ens1f0", "ens1f1"], "b": ["ens1f0"]}
+    terminated = RemoteMiddlebox(1500, Params(path="r-a", router="kernel"), RemoteSession(hosts))
+    assert terminated.roles == {"sender": 1, "receiver": 2}
+    with pytest.raises(TopologyError, match="offlab-fwd as R only forwards; path a-r ends on R"):
+        RemoteMiddlebox(1500, Params(path="a-r", router="offlab-fwd"), RemoteSession(hosts))
+    with pytest.raises(TopologyError, match="needs a \\[router\\] table in h.toml"):
+        RemoteMiddlebox(1500, Params(path="a-b"), RemoteSession(parse({k: v for k, v in _doc().items()
+                                                                         if k != "router"}, "h.toml")))
+
+
+def test_the_middlebox_report_says_what_r_is_on_real_hosts():
+    from offlab.studies.middlebox.report import INTRO, intro
+    assert intro(False) == INTRO and "veth" in INTRO
+    assert "veth" not in intro(True) and "offlab-fwd pinned to R's app_core" in intro(True)
+
+
+def test_the_confirmation_names_the_router_and_what_changes_there():
+    from offlab.hosts.router import planned_router_changes
+    from offlab.plan import load
+    cases = load("middlebox").cases
+    [line] = planned_router_changes(parse(_doc(), "h.toml"), cases, allow_forwarding=True)
+    assert line.startswith("router lab@r, interfaces ens1f0, ens1f1: MTU set to 1500")
+    assert "tcp-segmentation-offload" in line and "offlab-fwd copied" in line
+    assert "net.ipv4.ip_forward set to 1 if it is 0" in line
+    assert "ip_forward" not in planned_router_changes(parse(_doc(), "h.toml"), cases, allow_forwarding=False)[0]
+    assert planned_router_changes(parse({k: v for k, v in _doc().items() if k != "router"}, "h.toml"),
+                                  cases, True) == []
