@@ -27,8 +27,9 @@ from .campaign import Fleet, load_hosts, new_campaign_id, run_waves
 from .hosts.confirm import planned_changes
 from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
 from .hosts.journal import restore_pending
+from .hosts.remote_doctor import purge_files
 from .hosts.remote_doctor import remote_facts
-from .hosts.remote_doctor import remote_checks
+from .hosts.remote_doctor import remote_checks, remote_guest_checks
 from .hosts.dryrun import describe_hosts
 from .hosts.router import check_router, planned_router_changes, router_checks, router_facts
 from .hosts.session import RemoteSession, restore_first, restore_journals
@@ -207,7 +208,8 @@ def run_cmd(
         notes = f"machine not idle before the run: {busy:.0f}% of a core used by other processes ({names})"
         err.print(f"[yellow]warning[/]: {notes}; figures will carry that load (see other_busy_pct)")
 
-    facts = remote_facts(hosts, settings.steer_rx_softirq) if hosts is not None and resume_id is None else {}
+    facts = remote_facts(hosts, settings.steer_rx_softirq, guests=any(c.scenario == "qemu" for c in cases)) \
+        if hosts is not None and resume_id is None else {}
     if hosts is not None and resume_id is None and any(c.scenario == "middlebox" for c in cases):
         facts.update(router_facts(hosts))
 
@@ -446,15 +448,23 @@ def history_cmd(
 
 
 @app.command("restore")
-def restore_cmd() -> None:
+def restore_cmd(purge: bool = typer.Option(False, "--purge", help="also remove the files offlab copied to the "
+                                           "servers of --hosts (guest kernel and initramfs, offlab-fwd)"),
+                hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="with --purge: the servers to purge")) -> None:
     """Put back every real host a killed run left changed (offloads, MTU, devices)."""
+    if purge and hosts_path is None:
+        raise LabError("--purge removes offlab's files from servers: name them with --hosts hosts.toml")
+    hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
     lock = MachineLock()
     lock.acquire("offlab restore")
     try:
         results = restore_pending()
+        purged = purge_files(hosts) if purge and hosts is not None else []
     finally:
         lock.release()
-    if not results:
+    for line in purged:
+        print(f"purged {line}")
+    if not results and not purged:
         print("restored nothing: no host was left changed")
     for result in results:
         for line in result.lines if result.ok else ():
@@ -473,9 +483,13 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
                hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="check the hosts of a hosts file instead"),
                store_path: Optional[str] = typer.Option(None, "--store", help="check a store instead: " + STORE_HELP),
                allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: accept a test interface that carries other traffic"),
+               guests: bool = typer.Option(False, "--guests", help="with --hosts: also what the qemu scenario needs "
+                                           "there (QEMU, a KVM boot probe, vhost-net, memfd, bridge, free cores)"),
                upgrade_store: bool = typer.Option(False, "--upgrade-store", help="with --store: bring the store's "
                                                   "schema to this offlab's revision")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
+    if guests and hosts_path is None:
+        raise LabError("--guests checks servers: give them with --hosts hosts.toml")
     if upgrade_store and store_path is None:
         raise LabError("--upgrade-store needs --store FILE|URL: the store to upgrade")
     if store_path is not None:
@@ -487,6 +501,8 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         if clean:
             restore_cmd()  # what killed runs left on servers: processes, devices, settings
         checks = remote_checks(hosts, allow_shared) + router_checks(hosts, allow_shared)
+        if guests:
+            checks += remote_guest_checks(hosts)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),
                                 [(c.host, c.name, "yes" if c.ok else "NO", c.detail, c.fix) for c in checks]):
             print(line)

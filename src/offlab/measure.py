@@ -92,13 +92,16 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
             if beside is not None:
                 finish_beside = beside()
             _sleep_until(start + spec.warmup_s)
+            remote_threads = topology.remote_window_threads()
             before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
             others_before = foreign.snapshot(context.own_cgroup)
             apps_before, threads_before, inner_before = _app_times(apps), _thread_times(threads), _cpu(inner)
+            threads_before.update(_remote_thread_times(remote_threads))
             _sleep_until(start + spec.warmup_s + spec.duration_s)
             after, closed = _cpu(machines), time.monotonic()
             others_after = foreign.snapshot(context.own_cgroup)
             apps_after, threads_after, inner_after = _app_times(apps), _thread_times(threads), _cpu(inner)
+            threads_after.update(_remote_thread_times(remote_threads))
         try:
             out, err = client.communicate(timeout=CLIENT_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -236,6 +239,27 @@ def _thread_times(groups: Mapping[str, tuple[tuple[int, int], ...]]) -> dict[str
     summed: dict[str, cpu.ProcessTimes | None] = {}
     for label, threads in groups.items():
         found = [t for t in (cpu.thread_times(pid, tid) for pid, tid in threads) if t is not None]
+        summed[label] = cpu.ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
+    return summed
+
+
+def _remote_thread_times(groups: Mapping[str, tuple[Host, tuple[tuple[int, int], ...]]]
+                         ) -> dict[str, cpu.ProcessTimes | None]:
+    """As `_thread_times` for threads of another machine (a server's QEMU), each host's
+    read in one command there."""
+    by_host: dict[int, tuple[Host, list[tuple[int, int]]]] = {}
+    for host, threads in groups.values():
+        by_host.setdefault(id(host), (host, []))[1].extend(threads)
+    times: dict[int, cpu.ProcessTimes] = {}
+    for host, threads in by_host.values():
+        paths = " ".join(f"/proc/{pid}/task/{tid}/stat" for pid, tid in threads)
+        said = host.run(["sh", "-c", f"cat {paths} 2>/dev/null; true"], check=False, timeout=15).stdout
+        for line in said.splitlines():
+            if line.split(" ", 1)[0].isdigit():
+                times[int(line.split(" ", 1)[0])] = cpu.parse_pid_stat(line)
+    summed: dict[str, cpu.ProcessTimes | None] = {}
+    for label, (_, threads) in groups.items():
+        found = [times[tid] for _, tid in threads if tid in times]
         summed[label] = cpu.ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
     return summed
 

@@ -163,6 +163,11 @@ def check_devices(cases: Iterable[CaseSpec]) -> None:
         probe.remove()
 
 
+REMOTE_PACKAGES = {"qemu-system-x86_64": "qemu-system-x86", "sha256sum": "coreutils", "timeout": "coreutils",
+                   "taskset": "util-linux"}
+"""The Debian package of a tool a server lacks, where its name is not the tool's."""
+
+
 def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     """A plan on real hosts: scenarios that need local namespaces cannot run there, and
     the local machine needs the OpenSSH client."""
@@ -181,14 +186,39 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
                              f"only so far; on real hosts drop it from the plan's traffic ({hosts.source})")
     from .hosts.remote_doctor import missing_tools
     wanted = {"iperf3", "ethtool", "ip"}
+    guests = [c for c in cases if c.scenario == GUEST_SCENARIO]
+    if guests:
+        _check_remote_guests(guests)
+        wanted |= {"qemu-system-x86_64", "sha256sum", "taskset", "timeout"}
     wanted |= {"irtt"} if any(c.traffic.latency_probe for c in cases) else set()
     wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) else set()
     for role, spec in hosts.hosts.items():
         missing = missing_tools(hosts, role, wanted)
         if missing:
             raise PreflightError(f"{role} ({spec.ssh}): {', '.join(missing)} not found there; install it on "
-                                 f"{spec.ssh} (apt-get install {' '.join(missing)}), or check with "
+                                 f"{spec.ssh} (apt-get install {' '.join(REMOTE_PACKAGES.get(m, m) for m in missing)}), or check with "
                                  f"offlab doctor --hosts {hosts.source}")
+
+
+def _check_remote_guests(cases: list[CaseSpec]) -> None:
+    """Guests on real hosts: the guest image here (it is copied to the servers) and
+    only the backends built there."""
+    from .topology.remote_guests import BACKENDS
+    from .vm import GuestImageMissing, find_image
+    try:
+        find_image()
+    except GuestImageMissing as missing:
+        raise PreflightError(str(missing)) from None
+    backends = {str(c.topology.get("backend", "tap")) for c in cases}
+    other = sorted(backends - set(BACKENDS))
+    if other:
+        raise PreflightError(f"backend {', '.join(other)} is not one of {', '.join(BACKENDS)} on real hosts")
+    if "vhost-user" in backends:
+        from .fwd import FwdError, find_binary
+        try:
+            find_binary()  # copied to the servers by hash
+        except FwdError as err:
+            raise PreflightError(str(err)) from None
 
 
 def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:

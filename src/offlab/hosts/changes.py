@@ -13,6 +13,10 @@ Kinds (each with how its current value is read back):
   neigh    a permanent neighbour entry offlab added ("ADDRESS dev DEVICE")  present / absent
   process  a process group offlab started ("PID command"): its leader's start time
            (clock ticks since boot) / gone
+  master   a device's master (the test interface enslaved to a guests' bridge)
+                                                   none / the bridge
+  address  an address and the device holding it ("10.1.0.1/24"), moved to a bridge or
+           added for a guest path                  the device / absent
   features the interface's changeable ethtool features (old = every one as it was)
 """
 
@@ -27,6 +31,7 @@ from ..offloads import parse_features
 from .base import Host
 
 GONE = "gone"
+NONE = "none"
 ABSENT = "absent"
 PRESENT = "present"
 
@@ -96,6 +101,23 @@ def process(pid: int, start: str, command: str) -> Change:
                   (("sh", "-c", f"{guard} && kill -s KILL -- -{pid} || true"),))
 
 
+def master(dev: str, old: str, new: str) -> Change:
+    """`dev` made a port of `new` (a bridge offlab created); `old` is "none" or its
+    previous master, which the undo puts back."""
+    back = ("ip", "link", "set", "dev", dev, "nomaster") if old == NONE else ("ip", "link", "set", "dev", dev, "master", old)
+    return Change("master", dev, old, new, (back,))
+
+
+def address(prefix: str, old: str, new: str) -> Change:
+    """`prefix` ("10.1.0.1/24") moved from device `old` to device `new` (a bridge), or
+    added on `new` when `old` is "absent". The undo removes it from `new` (whether or not
+    that device is still there) and puts it back where it was."""
+    script = f"ip addr del {shlex.quote(prefix)} dev {shlex.quote(new)} 2>/dev/null; true"
+    if old != ABSENT:
+        script = f"{script}; ip addr replace {shlex.quote(prefix)} dev {shlex.quote(old)}"
+    return Change("address", prefix, old, new, (("sh", "-c", script),))
+
+
 def features(dev: str, old: dict[str, bool]) -> Change:
     pairs = [word for name, on in sorted(old.items()) for word in (name, "on" if on else "off")]
     # Twice: a feature that depends on another (TSO on a checksum) takes on the second pass.
@@ -125,6 +147,16 @@ def current(host: Host, change: Change) -> Any:
         return change.new if "PERMANENT" in shown and str(change.new).lower() in shown.lower() else ABSENT
     if change.kind == "process":
         return start_time(host, int(change.target.split()[0])) or GONE
+    if change.kind == "master":
+        found = json.loads(host.ip("-j", "link", "show", "dev", change.target, check=False).stdout or "[{}]")
+        return found[0].get("master", NONE) if found else NONE
+    if change.kind == "address":
+        shown = json.loads(host.ip("-j", "addr", "show", check=False).stdout or "[]")
+        local, _, length = change.target.partition("/")
+        for link in shown:
+            if any(a.get("local") == local and str(a.get("prefixlen")) == length for a in link.get("addr_info", [])):
+                return link.get("ifname", ABSENT)
+        return ABSENT
     if change.kind == "features":
         listing = parse_features(host.run(["ethtool", "-k", change.target], check=False).stdout)
         return {name: f.on for name, f in listing.features.items() if name in change.old}

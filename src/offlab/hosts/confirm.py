@@ -28,5 +28,7 @@ def planned_changes(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softir
         if not steering.startswith("none"):
             parts.append(steering)
         parts.append("iperf3 (and the plan's probes) started and ended")
+        from ..topology.remote_guests import planned_changes
+        parts += planned_changes(role, spec, cases)
         lines.append(f"{role} {spec.ssh}, interface {spec.interface}: " + "; ".join(parts))
     return lines

@@ -99,6 +99,9 @@ def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec
         said.append(steering)
     processes = _processes(role, pair, middlebox)
     said.append("processes started and ended: " + (", ".join(processes) or "none"))
+    if role != "router":
+        from ..topology.remote_guests import planned_changes
+        said += planned_changes(role, spec, pair)
     if role == "router":
         said += _router_changes(host, hosts, middlebox)
     elif any(c.topology.get("router") == "offlab-fwd" for c in middlebox):

@@ -15,6 +15,8 @@ from .facts import read_facts
 from .hostsfile import HostsFile, HostSpec
 from .ssh import SshHost
 
+FWD_BIN_DIR = "/var/lib/offlab/bin"
+"""Where a run copies offlab-fwd (topology/remote_fwd.py)."""
 TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2", "irtt": "irtt", "sockperf": "sockperf"}
 
 
@@ -27,15 +29,18 @@ class RemoteCheck:
     fix: str = ""
 
 
-def remote_facts(hosts: HostsFile, steer_rx_softirq: bool = True) -> dict[str, dict[str, str]]:
+def remote_facts(hosts: HostsFile, steer_rx_softirq: bool = True, guests: bool = False) -> dict[str, dict[str, str]]:
     """Each host's facts (hosts/facts.py), by role, with its core layout and the receive
-    steering the run applies there (only what is applied)."""
+    steering the run applies there (only what is applied); with `guests` (a plan with
+    the qemu scenario) also what each server runs them with (`hypervisor_facts`)."""
     from ..topology.remote import steering_text
     found = {}
     for role, spec in hosts.hosts.items():
         host = SshHost(role, spec, hosts.ssh_config)
         try:
             facts = read_facts(host, spec.interface)
+            if guests:
+                facts.update(hypervisor_facts(host, spec))
         finally:
             host.close()
         facts["ssh"] = spec.ssh
@@ -137,3 +142,48 @@ def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
                              governor or "no cpufreq (a VM, or fixed)",
                              "" if governor in ("", "performance") else "cpupower frequency-set -g performance"))
     return found
+
+
+def remote_guest_checks(hosts: HostsFile) -> list[RemoteCheck]:
+    """`doctor --hosts --guests`: what the qemu scenario needs on each server."""
+    from .guest_doctor import guest_checks
+    checks: list[RemoteCheck] = []
+    for role, spec in hosts.hosts.items():
+        host = SshHost(role, spec, hosts.ssh_config)
+        try:
+            checks += guest_checks(host, f"{spec.role} ({spec.ssh})", RemoteCheck)  # type: ignore[arg-type]
+        except HostError as err:
+            checks.append(RemoteCheck(f"{spec.role} ({spec.ssh})", "guests", False, str(err), ""))
+        finally:
+            host.close()
+    return checks
+
+
+def purge_files(hosts: HostsFile) -> list[str]:
+    """`offlab restore --purge`: offlab's copied files off every server of the hosts
+    file (the guest's files cache and the offlab-fwd binaries); each server tried."""
+    from . import files
+    lines = []
+    for role, spec in hosts.hosts.items():
+        host = SshHost(role, spec, hosts.ssh_config)
+        try:
+            lines.append(files.purge(host))
+            lines.append(files.purge(host, FWD_BIN_DIR))
+        except HostError as err:
+            lines.append(f"{role}: not purged: {err}")
+        finally:
+            host.close()
+    return lines
+
+
+def hypervisor_facts(host: SshHost, spec: HostSpec) -> dict[str, str]:
+    """QEMU's version, KVM and vhost-net as the server offers them, and where its guest
+    runs; the accelerator each topology used is probed when it boots (in the samples'
+    `hypervisor@tx`/`@rx` state)."""
+    version = host.run(["qemu-system-x86_64", "--version"], check=False, timeout=15).stdout.splitlines()
+    devices = host.run(["sh", "-c", "for d in /dev/kvm /dev/vhost-net; do [ -c $d ] && echo $d; done"],
+                       check=False, timeout=15).stdout.split()
+    guest = "guest A (1 vCPU, 256 MiB)" if spec.role == "sender" else "guest B on vm2vm (1 vCPU, 256 MiB)"
+    return {"hypervisor": (version[0].replace("QEMU emulator version ", "QEMU ") if version else "no QEMU found"),
+            "hypervisor devices": ", ".join(devices) or "neither /dev/kvm nor /dev/vhost-net",
+            "guest cores": f"{guest}: QEMU pinned to core {spec.app_core}; offlab-fwd (vhost-user) there too"}

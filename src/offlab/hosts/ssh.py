@@ -188,11 +188,14 @@ class SshHost(Host):
                             f"{done.returncode}: {done.stderr.strip()[-200:] or 'no error output'}")
         return Completed(tuple(args), done.returncode, done.stdout, done.stderr)
 
-    def spawn(self, args: Sequence[str], *, capture_stdout: bool = False) -> RemoteProcess:  # type: ignore[override]
+    def spawn(self, args: Sequence[str], *, capture_stdout: bool = False,  # type: ignore[override]
+              keep_stdin: bool = False) -> RemoteProcess:
+        """`keep_stdin`: the command reads what is written to the local process's stdin
+        after it started (a QEMU guest's agent on its stdio, vm/remote.py)."""
         # A session of its own (setsid -w: ssh still ends when it does); the shell prints
         # its pid on stderr, waits for "go" (sent once the journal has it), then becomes
         # the command. Without "go" (offlab died first) it exits without running it.
-        inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)} </dev/null"
+        inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)}" + ("" if keep_stdin else " </dev/null")
         remote = self._remote(["setsid", "-w", "sh", "-c", inner])
         if self.audit is not None:
             self.audit.add(self.name, self.spec.ssh, remote, None)
@@ -216,8 +219,11 @@ class SshHost(Host):
             local.wait()
             raise
         local.stdin.write("go\n")
-        local.stdin.close()
-        local.stdin = None  # communicate() must not flush it again
+        if keep_stdin:
+            local.stdin.flush()
+        else:
+            local.stdin.close()
+            local.stdin = None  # communicate() must not flush it again
         return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry))
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
@@ -255,6 +261,20 @@ class SshHost(Host):
         if self.journal is not None:
             self.journal.before_route((network, "via", gateway))
         super().add_route(network, gateway)
+
+    def send_file(self, source: Path, command: Sequence[str], timeout: float = 300.0) -> Completed:
+        """Run `command` on the host with the bytes of the local file `source` on its
+        stdin (a copy over the same connection, hosts/files.py)."""
+        remote = self._remote(command)
+        if self.audit is not None:
+            self.audit.add(self.name, self.spec.ssh, remote, None)
+        with open(source, "rb") as data:
+            done = subprocess.run([*self._base, "--", remote], stdin=data, capture_output=True, timeout=timeout)
+        stderr = done.stderr.decode(errors="replace").strip()
+        if done.returncode != 0:
+            raise HostError(f"{self.name} ({self.spec.ssh}): could not copy {source.name} "
+                            f"(`{shlex.join(command)}` exited with status {done.returncode}: {stderr[-200:]})")
+        return Completed(tuple(command), done.returncode, done.stdout.decode(errors="replace"), stderr)
 
     def close(self) -> None:
         """End the multiplexed connection and remove its socket's directory."""

@@ -152,6 +152,11 @@ class Topology:
         groups by label ("qemu-a:vcpu" → (pid, tid) of guest A's vCPU threads)."""
         return {}
 
+    def remote_window_threads(self) -> dict[str, tuple[Host, tuple[tuple[int, int], ...]]]:
+        """As `window_threads`, for threads of another machine (a server's QEMU), read
+        on the host given: label → (host, (pid, tid) …)."""
+        return {}
+
     def counter_hosts(self) -> dict[str, Host]:
         """Hosts whose kernel counters a sample keeps, by name (the counters' prefix)."""
         return dict(self.hosts)

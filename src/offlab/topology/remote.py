@@ -33,7 +33,8 @@ from .bare import MTU_WIRE_SENDER, WIRES
 from .base import Endpoint, Topology, TopologyError
 from .tunnel import INNER_V4, INNER_V6, KINDS, TX_TUNNEL
 
-REMOTE_SCENARIOS = ("bare", *KINDS)
+REMOTE_SCENARIOS = ("bare", *KINDS, "qemu")
+"""`qemu`: real guests on the servers (remote_guests.py)."""
 
 
 def steering_text(spec: HostSpec, steer_rx_softirq: bool) -> str:
@@ -51,12 +52,7 @@ class RemotePair(Topology):
     def __init__(self, scenario: str, mtu: int, params: Params | None, session: RemoteSession, *,
                  steer_rx_softirq: bool = True, **options: object):
         super().__init__(mtu, params, steer_rx_softirq=steer_rx_softirq)
-        if scenario not in REMOTE_SCENARIOS:
-            raise TopologyError(f"{scenario} needs local namespaces; on real hosts use "
-                                f"{', '.join(REMOTE_SCENARIOS)}")
-        unsupported = set(self.params) - {"underlay", "wire", "dut"}
-        if unsupported:
-            raise TopologyError(f"{scenario} on real hosts takes no {', '.join(sorted(unsupported))}")
+        self._check(scenario)
         self.wire = self.params.get("wire")
         if self.wire is not None and self.wire not in WIRES:
             raise TopologyError(f"wire {self.wire!r}: use \"mtu\" (or leave it out for the NICs' own wire)")
@@ -76,6 +72,15 @@ class RemotePair(Topology):
                 raise TopologyError(f"a DUT layout on real hosts needs the DUT's IRQs on a core of "
                                     f"their own: set irq_core and pin_irqs = true for [{spec.role}] "
                                     f"in {hosts.source}")
+
+    def _check(self, scenario: str) -> None:
+        """Refuse a scenario or parameter this class cannot build on real hosts."""
+        if scenario not in REMOTE_SCENARIOS:
+            raise TopologyError(f"{scenario} needs local namespaces; on real hosts use "
+                                f"{', '.join(REMOTE_SCENARIOS)}")
+        unsupported = set(self.params) - {"underlay", "wire", "dut"}
+        if unsupported:
+            raise TopologyError(f"{scenario} on real hosts takes no {', '.join(sorted(unsupported))}")
 
     def _build(self) -> None:
         for role, name in HOST_NAMES.items():
@@ -228,7 +233,11 @@ class RemotePair(Topology):
 def remote_builder(session: RemoteSession):
     """A `build` for the runner that makes scenarios on the servers the session holds."""
 
+    from .remote_guests import SCENARIO as GUESTS, RemoteGuestPath
+
     def build(scenario: str, mtu: int, topology: Params | None = None, **options: object) -> Topology:
+        if scenario == GUESTS:
+            return RemoteGuestPath(scenario, mtu, topology, session, **options)
         if scenario == "middlebox":
             from .remote_middlebox import RemoteMiddlebox
             return RemoteMiddlebox(mtu, topology, session, **options)

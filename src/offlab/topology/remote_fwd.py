@@ -101,6 +101,9 @@ class RemoteForwarder:
         """offlab-fwd's arguments: AF_PACKET ports in the server's own namespace."""
         args = [self.binary]
         for port in self.config.ports:
+            if port.kind == "vhost-user":  # a guest's socket (remote_guests.py): no offloads of its own
+                args += ["--port", port.argument()]
+                continue
             listed = "+".join(o for o in PORT_OFFLOADS if o in port.offloads) or "none"
             args += ["--port", f"{port.kind}:{port.ifname},offloads={listed}"]
         args += ["--mode", self.config.mode, "--stats-file", f"{self._dir}/stats.json"]

@@ -82,7 +82,10 @@ def _decode(lines: list[str]) -> str:
 
 
 class AgentChannel:
-    """One connection to the agent's socket; requests are answered one at a time."""
+    """One connection to the agent's serial port; requests are answered one at a time.
+    This one is a unix socket QEMU listens on; a subclass carries the same frames over
+    another byte stream (vm/remote.py: QEMU's stdio over SSH) by overriding `_write`,
+    `_read` and `close`."""
 
     def __init__(self, path: str):
         self.path = path
@@ -95,10 +98,21 @@ class AgentChannel:
         self._parser = FrameParser()
         self._serial = 0
 
+    def _write(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def _read(self, timeout: float) -> bytes | None:
+        """Bytes from the guest, b"" when the other end closed, None when none came in time."""
+        self._sock.settimeout(timeout)
+        try:
+            return self._sock.recv(65536)
+        except socket.timeout:
+            return None
+
     def send(self, script: str, timeout_s: int, prefix: str = "r") -> str:
         self._serial += 1
         request_id = f"{prefix}{self._serial}"
-        self._sock.sendall(encode_request(request_id, timeout_s, script))
+        self._write(encode_request(request_id, timeout_s, script))
         return request_id
 
     def wait(self, request_ids: set[str] | str, deadline: float) -> tuple[str, AgentResult] | None:
@@ -111,10 +125,8 @@ class AgentChannel:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            self._sock.settimeout(min(left, 1.0))
-            try:
-                data = self._sock.recv(65536)
-            except socket.timeout:
+            data = self._read(min(left, 1.0))
+            if data is None:
                 continue
             if not data:
                 raise AgentError("the guest closed the agent's serial port (QEMU exited?)")

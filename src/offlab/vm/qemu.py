@@ -58,9 +58,12 @@ def kernel_cmdline(spec: GuestSpec) -> str:
     return f"console=ttyS0 panic=-1 ofl.ip={spec.address} ofl.mtu={spec.mtu}"
 
 
-def qemu_argv(spec: GuestSpec, image: GuestImage, accel: str, runtime: Path) -> list[str]:
+def qemu_argv(spec: GuestSpec, image: GuestImage, accel: str, runtime: Path, *,
+              agent: str | None = None) -> list[str]:
     """The whole QEMU command line: first serial port the console (to a file), second
-    the agent (a unix socket QEMU listens on), the NIC from its profile."""
+    the agent (a unix socket QEMU listens on, or the chardev backend `agent` names:
+    "stdio" on a server reached over SSH), the NIC from its profile."""
+    agent = agent or f"socket,id=agent,path={runtime / 'agent.sock'},server=on,wait=off"
     machine, memory = "pc", ["-m", str(spec.memory_mb)]
     if spec.nic.shared_memory:
         machine += f",memory-backend={MEMORY_ID}"
@@ -70,7 +73,7 @@ def qemu_argv(spec: GuestSpec, image: GuestImage, accel: str, runtime: Path) -> 
             "-smp", str(spec.cpus), *memory,
             "-kernel", str(image.kernel), "-initrd", str(image.initramfs), "-append", kernel_cmdline(spec),
             "-chardev", f"file,id=console,path={runtime / 'console.log'}", "-serial", "chardev:console",
-            "-chardev", f"socket,id=agent,path={runtime / 'agent.sock'},server=on,wait=off",
+            "-chardev", agent,
             "-serial", "chardev:agent",
             *spec.nic.netdev_args(), *_device_args(spec.nic, accel)]
 

@@ -1,0 +1,71 @@
+"""`offlab doctor --hosts`: what a server needs to run the `qemu` scenario, each row
+with its fix — QEMU itself, KVM that actually boots a guest (the same probe a run uses,
+vm/remote.py, with the guest's files copied by hash first), the kernel's vhost-net for
+`tap-vhost`, memfd (or hugepages) for a vhost-user backend's shared guest memory, bridge
+support, and free cores for the guest beside the test's own."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from . import files
+from .ssh import SshHost
+
+QEMU = "qemu-system-x86_64"
+
+
+def guest_checks(host: SshHost, name: str, row: Callable[..., object]) -> list[object]:
+    """Doctor rows (made by `row(host, check, ok, detail, fix)`) for one server."""
+    found = []
+    where = host.run(["sh", "-c", f"command -v {QEMU}"], check=False).stdout.strip()
+    found.append(row(name, QEMU, bool(where), where or "not found",
+                     "" if where else "apt-get install qemu-system-x86 (dnf install qemu-kvm)"))
+    if where:
+        found.append(_kvm(host, name, row))
+        memfd = host.run(["sh", "-c", f"{QEMU} -object help | grep -c memory-backend-memfd"], check=False)
+        huge = host.run(["sh", "-c", "grep -E '^HugePages_Total' /proc/meminfo | tr -s ' ' | cut -d' ' -f2"],
+                        check=False).stdout.strip() or "0"
+        has_memfd = memfd.stdout.strip() not in ("", "0")
+        found.append(row(name, "memfd or hugepages (vhost-user)", has_memfd or huge != "0",
+                         f"memory-backend-memfd {'yes' if has_memfd else 'no'}, {huge} hugepages",
+                         "" if has_memfd or huge != "0" else "a QEMU with memfd, or reserve hugepages "
+                         "(vm.nr_hugepages)"))
+    vhost = host.run(["test", "-c", "/dev/vhost-net"], check=False).returncode == 0
+    found.append(row(name, "/dev/vhost-net (tap-vhost)", vhost, "present" if vhost else "missing",
+                     "" if vhost else "modprobe vhost_net (else use backend tap)"))
+    bridge = host.run(["sh", "-c", "[ -d /sys/module/bridge ] || modinfo bridge >/dev/null 2>&1"],
+                      check=False).returncode == 0
+    found.append(row(name, "bridge support", bridge, "bridge module there" if bridge else "no bridge module",
+                     "" if bridge else "a kernel with CONFIG_BRIDGE (modprobe bridge)"))
+    found.append(_cores(host, name, row))
+    return found
+
+
+def _kvm(host: SshHost, name: str, row: Callable[..., object]) -> object:
+    """KVM usable = a KVM guest reaches init there within the probe's bound."""
+    from ..vm import GuestImageMissing, GuestImage, find_image
+    from ..vm.remote import probe_accelerator
+    try:
+        image = find_image()
+    except GuestImageMissing as missing:
+        return row(name, "KVM (a guest boots under it)", False, str(missing), "make guest, then doctor again")
+    kernel, _ = files.ensure(host, image.kernel)
+    initramfs, _ = files.ensure(host, image.initramfs)
+    remote = GuestImage(image.directory, kernel, initramfs, image.manifest)  # type: ignore[arg-type]
+    accel, why = probe_accelerator(host, remote, f"{files.CACHE_DIR}/probe-{host.name}")
+    return row(name, "KVM (a guest boots under it)", accel == "kvm", f"{accel}: {why}",
+               "" if accel == "kvm" else "guests run under TCG there (no performance figures, nothing "
+               "advised): load kvm_intel/kvm_amd, enable virtualization in the firmware, or add the user "
+               "to group kvm")
+
+
+def _cores(host: SshHost, name: str, row: Callable[..., object]) -> object:
+    """The guest's vCPU runs on the role's app_core: a server busy on every core would
+    make the guest's rates the load's."""
+    said = host.run(["sh", "-c", "nproc; cut -d' ' -f1 /proc/loadavg"], check=False).stdout.split()
+    if len(said) != 2:
+        return row(name, "free cores", False, "could not read nproc and the load", "")
+    cores, load = int(said[0]), float(said[1])
+    free = cores - load
+    return row(name, "free cores", free >= 1, f"{cores} cores, load {load:.1f} (about {max(free, 0):.1f} free)",
+               "" if free >= 1 else "stop what keeps the server busy before measuring guests there")

@@ -1,0 +1,233 @@
+"""A QEMU guest on a server reached over SSH (`offlab run --hosts` with the `qemu`
+scenario): the same guest, NIC profile and agent as vm/qemu.py's, started by the
+host's ssh connection instead of in a local namespace.
+
+* The agent's serial port is QEMU's **stdio**, carried by the SSH channel that started
+  QEMU: nothing has to listen or be installed on the server (no socat, no forwarded
+  socket — offlab's connections allow no forwardings), and the channel is the guest's
+  only way in.
+* QEMU is started through `SshHost.spawn`: in a process group of its own, recorded in
+  the host's journal (pid and start time) before it runs, so a stop, a restore or the
+  server's watchdog kills the whole group; its stderr and the guest's console go to
+  files in the run's directory on the server, which goes with the server's hold.
+* The accelerator is probed on each server as on this machine (vm/accel.py): KVM only
+  when a KVM guest actually reaches init there within the bound, TCG otherwise, named.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import time
+from pathlib import PurePosixPath
+
+from ..hosts.ssh import RemoteProcess, SshHost
+from .accel import ACCELERATORS, ENV_ACCEL, PROBE_MARK, PROBE_TIMEOUT_S, accel_args
+from .agent import AgentChannel, AgentError, AgentResult, FrameParser
+from .image import GuestImage
+from .qemu import BOOT_TIMEOUT_S, PING_EVERY_S, GuestError, GuestSpec, qemu_argv
+
+STOP_GRACE_S = 5.0
+TAP_GONE_S = 3.0
+
+
+class PipeAgentChannel(AgentChannel):
+    """The agent's frames over the local ssh client's stdin and stdout."""
+
+    def __init__(self, process: RemoteProcess):
+        self.path = "stdio"
+        self._process = process
+        assert process.local.stdin is not None and process.local.stdout is not None
+        self._out = process.local.stdout.fileno()
+        self._parser = FrameParser()
+        self._serial = 0
+
+    def _write(self, data: bytes) -> None:
+        stdin = self._process.local.stdin
+        if stdin is None or stdin.closed:
+            raise AgentError("the agent's channel is closed")
+        try:
+            stdin.write(data.decode("ascii"))
+            stdin.flush()
+        except (BrokenPipeError, ValueError) as err:
+            raise AgentError(f"the guest's ssh channel closed ({err})") from None
+
+    def _read(self, timeout: float) -> bytes | None:
+        ready, _, _ = select.select([self._out], [], [], timeout)
+        return os.read(self._out, 65536) if ready else None
+
+    def close(self) -> None:
+        """The channel closes with QEMU's ssh client (RemoteGuest.stop)."""
+
+
+_probed: dict[str, tuple[str, str]] = {}
+"""Answers by server kernel (machine-id and boot id): probed once per process."""
+
+
+def probe_accelerator(host: SshHost, image: GuestImage, scratch: str, kernel: str = "") -> tuple[str, str]:
+    """(accelerator, why) on `host`: the probe guest booted under KVM there (its init
+    powers off at once), bounded by `timeout` on the server itself, so a probe whose
+    controller died ends on its own; kept for the process by `kernel` (the server's
+    identity) when given. OFFLAB_VM_ACCEL forces the answer as locally."""
+    forced = os.environ.get(ENV_ACCEL)
+    if forced:
+        if forced not in ACCELERATORS:
+            raise ValueError(f"{ENV_ACCEL}={forced!r}: use kvm or tcg")
+        return forced, f"{ENV_ACCEL}={forced}"
+    if kernel and kernel in _probed:
+        return _probed[kernel]
+    answer = _probe(host, image, scratch)
+    if kernel:
+        _probed[kernel] = answer
+    return answer
+
+
+def _probe(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
+    log = f"{scratch}/kvm-probe.log"
+    argv = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-machine", "pc", *accel_args("kvm"), "-m", "128", "-kernel", str(image.kernel),
+            "-initrd", str(image.initramfs), "-append", "console=ttyS0 panic=-1 ofl.probe",
+            "-chardev", f"file,id=con,path={log}", "-serial", "chardev:con"]
+    script = (f"[ -r /dev/kvm ] && [ -w /dev/kvm ] || {{ echo 'tcg no usable /dev/kvm'; exit 0; }}\n"
+              f"mkdir -p {shlex.quote(scratch)}\n"
+              f"timeout -s KILL {PROBE_TIMEOUT_S:g} {shlex.join(argv)} >/dev/null 2>{shlex.quote(log)}.err; rc=$?\n"
+              f"if [ $rc = 0 ] && grep -q {shlex.quote(PROBE_MARK)} {shlex.quote(log)}; then echo 'kvm KVM guest booted in the probe'\n"
+              f"elif [ $rc = 137 ]; then echo 'tcg a KVM guest did not reach init within {PROBE_TIMEOUT_S:g} s'\n"
+              f"else echo \"tcg KVM probe failed: $(head -n 1 {shlex.quote(log)}.err || echo exit $rc)\"; fi\n"
+              f"rm -f {shlex.quote(log)} {shlex.quote(log)}.err\n")
+    said = host.run(["sh", "-c", script], timeout=PROBE_TIMEOUT_S + 30).stdout.strip().splitlines()
+    accel, _, why = (said[-1] if said else "tcg probe said nothing").partition(" ")
+    return (accel, why) if accel in ACCELERATORS else ("tcg", f"probe said {said[-1:]}")
+
+
+class RemoteGuest:
+    """`launch()` then `wait_ready()`; `run()` commands; `stop()` — vm.Guest's interface
+    on a server. `image` holds the kernel and initramfs paths *on the server*."""
+
+    def __init__(self, spec: GuestSpec, host: SshHost, image: GuestImage, accel: str, runtime: str, *,
+                 bridge: str | None = None, core: int | None = None):
+        self.spec = spec
+        self.host = host
+        self.image = image
+        self.accel = accel
+        self.runtime = runtime
+        self.bridge = bridge
+        self.core = core
+        self.boot_s: float | None = None
+        self.process: RemoteProcess | None = None
+        self._agent: PipeAgentChannel | None = None
+        self._launched_at = 0.0
+
+    @property
+    def tap(self) -> str | None:
+        return self.spec.nic.tap
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise GuestError(f"guest {self.spec.name} is not running")
+        return self.process.pid
+
+    def launch(self) -> None:
+        try:
+            self.host.run(["mkdir", "-p", self.runtime], timeout=20)
+            argv = qemu_argv(self.spec, self.image, self.accel, PurePosixPath(self.runtime),
+                             agent="stdio,id=agent,signal=off")
+            if self.core is not None:
+                argv = ["taskset", "-c", str(self.core), *argv]
+            # QEMU's stderr to a file there: a pipe nobody drains could stall it.
+            command = ["sh", "-c", 'exec "$@" 2>"$0"', f"{self.runtime}/qemu.stderr", *argv]
+            self._launched_at = time.monotonic()
+            self.process = self.host.spawn(command, capture_stdout=True, keep_stdin=True)
+            self._agent = PipeAgentChannel(self.process)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
+        """Until the agent answers; the TAP joins the bridge meanwhile. Any failure stops
+        QEMU before it is raised."""
+        try:
+            self._wait_ready(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, deadline: float) -> None:
+        assert self._agent is not None
+        if self.tap:
+            self._attach_tap(deadline)
+        pings: set[str] = set()
+        while True:
+            try:
+                pings.add(self._agent.send("echo ready", 5, prefix="ping"))
+                answer = self._agent.wait(pings, min(deadline, time.monotonic() + PING_EVERY_S))
+            except AgentError as err:
+                raise GuestError(self._failure(str(err))) from None
+            if answer is not None:
+                break
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise GuestError(self._failure("the agent did not answer"))
+        self.boot_s = time.monotonic() - self._launched_at
+        if self.run("test -e /sys/class/net/eth0", check=False).status != 0:
+            raise GuestError(self._failure("the guest has no eth0"))
+
+    def _attach_tap(self, deadline: float) -> None:
+        assert self.tap is not None
+        while not self.host.has_link(self.tap):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise GuestError(self._failure(f"QEMU did not create {self.tap}"))
+            time.sleep(0.1)
+        self.host.set_link(self.tap, mtu=self.spec.mtu)
+        if self.bridge:
+            self.host.ip("link", "set", "dev", self.tap, "master", self.bridge)
+
+    def _check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise GuestError(self._failure(f"QEMU exited with status {self.process.returncode}"))
+
+    def _failure(self, what: str) -> str:
+        """One message with what QEMU and the guest's console said last, read there."""
+        tails = []
+        for name in ("qemu.stderr", "console.log"):
+            done = self.host.run(["tail", "-n", "5", f"{self.runtime}/{name}"], check=False, timeout=15)
+            if done.returncode == 0 and done.stdout.strip():
+                tails.append(f"{name}: " + " | ".join(done.stdout.strip().splitlines()))
+        return (f"{self.host.name}: guest {self.spec.name} ({self.accel}): {what}"
+                + ("; " + "; ".join(tails) if tails else ""))
+
+    def stop(self) -> None:
+        """TERM QEMU's process group there, KILL it after a grace period (SshHost.stop);
+        then its TAP is gone and its files in the run directory are removed."""
+        self._agent = None
+        if self.process is not None:
+            process, self.process = self.process, None
+            if process.local.stdin is not None:
+                try:
+                    process.local.stdin.close()
+                except OSError:
+                    pass
+                process.local.stdin = None
+            self.host.stop(process, grace_s=STOP_GRACE_S)  # type: ignore[arg-type]
+            deadline = time.monotonic() + TAP_GONE_S
+            while self.tap and time.monotonic() < deadline and self.host.has_link(self.tap):
+                time.sleep(0.1)
+        self.host.run(["rm", "-rf", self.runtime], check=False, timeout=20)
+
+    def run(self, script: str, *, timeout: int = 30, check: bool = True) -> AgentResult:
+        if self._agent is None:
+            raise GuestError(f"guest {self.spec.name} on {self.host.name} is not running")
+        try:
+            result = self._agent.request(script, timeout)
+        except AgentError as err:
+            raise GuestError(self._failure(f"`{script}`: {err}")) from None
+        if check and result.status != 0:
+            raise GuestError(f"guest {self.spec.name} on {self.host.name}: `{script}` exited with status "
+                             f"{result.status}: {result.stderr.strip()[-300:] or 'no error output'}")
+        return result
+
+    def __repr__(self) -> str:
+        return f"RemoteGuest({self.spec.name!r}, {self.host.name!r}, {self.spec.nic.backend}, {self.accel})"
