@@ -499,7 +499,7 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
     if hosts_path is not None:
         hosts = hostsfile.load(hosts_path)
         if clean:
-            restore_cmd()  # what killed runs left on servers: processes, devices, settings
+            restore_cmd(purge=False, hosts_path=None)  # what killed runs left on servers: processes, devices, settings
         checks = remote_checks(hosts, allow_shared) + router_checks(hosts, allow_shared)
         if guests:
             checks += remote_guest_checks(hosts)

@@ -50,7 +50,7 @@ def test_a_run_over_ssh_keeps_drops_windows_and_stacks(lab, tmp_path):  # noqa: 
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
-                           "--out", str(tmp_path / "r"), "--no-progress"], capture_output=True, text=True,
+                           "--out", str(tmp_path / "r"), "--no-progress", "--yes"], capture_output=True, text=True,
                           timeout=240)
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
