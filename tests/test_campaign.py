@@ -45,7 +45,7 @@ def test_a_plain_hosts_file_is_still_one_pair(tmp_path):
     (_pair("ab", "a", "b") + _pair("ab", "c", "d"), "two pairs are named 'ab'"),
     (_pair("ab", "a", "b").replace('name = "ab"\n', ""), "pair 1 needs name"),
     (_pair("ab", "a", "b").replace("[pair.receiver]", "[pair.other]"), "unknown key 'other'"),
-    ('[sender]\nssh = "a"\n' + _pair("ab", "a", "b"), "'sender' beside [[pair]] tables"),
+    ('[sender]\nssh = "a"\n' + _pair("ab", "a", "b"), "[sender] beside [[pair]] tables"),
     (_pair("ab", "a", "b").replace("app_core = 1", "app_core = -1", 1), "pair ab: [sender]: app_core"),
     ('pair = "x"\n', "pair must be [[pair]] tables"),
 ])
@@ -87,3 +87,11 @@ def test_the_campaign_report_sets_the_pairs_side_by_side(store_at):
     assert text.startswith("# offlab campaign campaign-x") and "software devices" not in text
     veth = [(pair, replace(r, info=replace(r.info, host_facts={"sender": {"nic driver": "veth"}}))) for pair, r in runs]
     assert "Pairs ice, mlx5 test over software devices" in render_markdown("campaign-x", veth)
+
+
+def test_file_wide_settings_apply_to_every_pair():
+    fleet = parse_fleet(tomllib.loads("same_kernel = true\nwatchdog_s = 10\n" + _pair("ab", "a", "b")
+                                      + _pair("cd", "c", "d")), "fleet.toml")
+    assert all(p.hosts.same_kernel and p.hosts.watchdog_s == 10 for p in fleet.pairs)
+    with pytest.raises(HostsFileError, match="watchdog_s"):
+        parse_fleet(tomllib.loads("watchdog_s = -1\n" + _pair("ab", "a", "b")), "fleet.toml")

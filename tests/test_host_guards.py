@@ -172,3 +172,30 @@ def test_a_taken_iperf3_port_and_a_clashing_vxlan_are_named():
     vxlan = {"ifname": "vx0", "linkinfo": {"info_kind": "vxlan", "info_data": {"id": 42, "port": 4789}}}
     with pytest.raises(HostError, match="vx0 already uses VXLAN VNI 42 on UDP port 4789"):
         check(HOSTS, {"sender": use(links=(*LINKS, vxlan)), "receiver": rx()}, allow_shared=False)
+
+
+def test_the_configured_test_network_is_what_the_guard_checks():
+    """[test_network]: iperf3's port, the VNI/port of a clashing VXLAN device and the
+    prefixes are the configured ones; the defaults no longer clash."""
+    net = {"vni": 4242, "vxlan_port": 8472, "prefix": "172.30.8.0/29", "iperf3_port": 5301}
+    hosts = parse({**DOC, "test_network": net}, "h.toml")
+    default_vxlan = {"ifname": "vx0", "linkinfo": {"info_kind": "vxlan", "info_data": {"id": 42, "port": 4789}}}
+    default_iperf3 = ('LISTEN 0 5 10.0.0.2:5201 0.0.0.0:* users:(("iperf3",pid=4242,fd=3))',)
+    check(hosts, {"sender": use(links=(*LINKS, default_vxlan)), "receiver": rx(listening=default_iperf3)},
+          allow_shared=False)
+    theirs = {"ifname": "vx9", "linkinfo": {"info_kind": "vxlan", "info_data": {"id": 4242, "port": 8472}}}
+    with pytest.raises(HostError, match="vx9 already uses VXLAN VNI 4242 on UDP port 8472.*set another vni"):
+        check(hosts, {"sender": use(links=(*LINKS, theirs)), "receiver": rx()}, allow_shared=False)
+    taken = rx(listening=('LISTEN 0 5 *:5301 *:* users:(("nginx",pid=7,fd=3))',))
+    with pytest.raises(HostError, match=r"TCP port 5301, iperf3's, is taken by nginx \(pid 7\).*iperf3_port"):
+        check(hosts, {"sender": use(), "receiver": taken}, allow_shared=False)
+
+
+@pytest.mark.parametrize("table, text", [
+    ({"prefix": "192.0.2.0/29"}, "ens1f0 holds 192.0.2.1/24, overlapping prefix 192.0.2.0/29; set another prefix"),
+    ({"guest_prefix": "192.0.0.0/16"}, "holds 192.0.2.1/24, overlapping guest_prefix 192.0.0.0/16"),
+])
+def test_a_prefix_over_an_address_of_the_test_interface_is_refused(table, text):
+    hosts = parse({**DOC, "test_network": table}, "h.toml")
+    with pytest.raises(HostError, match=text.replace(".", r"\.")):
+        check(hosts, {"sender": use(), "receiver": rx()}, allow_shared=True)

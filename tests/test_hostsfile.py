@@ -71,3 +71,99 @@ def test_the_mtu_wire_on_real_hosts_holds_the_senders_segmentation_off():
     bare = RemotePair("bare", 1500, Params(), RemoteSession(hosts))
     bare.remote = pair.remote
     assert all(not i.pinned for i in bare.offload_interfaces())
+
+
+def test_the_test_network_defaults_to_the_labs_values():
+    from offlab.topology import guests, tunnel
+    from offlab.traffic import DEFAULT_PORT
+    net = parse(_doc(), "h.toml").test_network
+    assert (net.vni, net.vxlan_port, net.iperf3_port) == (tunnel.VNI, tunnel.VXLAN_PORT, DEFAULT_PORT)
+    assert net.inner_v4 == tunnel.INNER_V4
+    assert net.guest_addresses == guests.ADDRESS and net.guest_prefixlen == guests.PREFIXLEN
+    assert (guests.VNI, guests.DSTPORT) == (net.vni, net.vxlan_port)
+
+
+@pytest.mark.parametrize("table, text", [
+    ({"vni": 0}, "[test_network]: vni = 0 must be a whole number from 1 to 16777215"),
+    ({"vni": 16777216}, "vni = 16777216 must be a whole number from 1 to 16777215"),
+    ({"vni": True}, "vni = True must be a whole number"),
+    ({"vxlan_port": 65536}, "vxlan_port = 65536 must be a whole number from 1 to 65535"),
+    ({"iperf3_port": "5201"}, "iperf3_port = '5201' must be a whole number from 1 to 65535"),
+    ({"prefix": "10.202.0.1/24"}, "prefix = '10.202.0.1/24' must be an IPv4 network from /8 to /30"),
+    ({"prefix": "10.0.0.0/31"}, "prefix = '10.0.0.0/31' must be an IPv4 network from /8 to /30"),
+    ({"prefix": "fd00::/64"}, "prefix = 'fd00::/64' must be an IPv4 network"),
+    ({"guest_prefix": 10}, "guest_prefix = 10 must be an IPv4 network"),
+    ({"prefix": "10.214.0.0/16"}, "prefix 10.214.0.0/16 and guest_prefix 10.214.0.0/24 overlap"),
+    ({"vnid": 7}, "[test_network]: unknown key 'vnid'; allowed: vni, vxlan_port, prefix"),
+])
+def test_test_network_mistakes_are_one_line_naming_the_key(table, text):
+    with pytest.raises(HostsFileError) as caught:
+        parse({**_doc(), "test_network": table}, "h.toml")
+    assert "\n" not in str(caught.value) and text in str(caught.value)
+
+
+CUSTOM = {"vni": 4242, "vxlan_port": 8472, "prefix": "172.30.8.0/29", "guest_prefix": "172.30.9.0/24",
+          "iperf3_port": 5301}
+
+
+class _Host:
+    """Records the `ip` commands a topology runs (each succeeds)."""
+
+    def __init__(self, spec):
+        from types import SimpleNamespace
+        self.spec, self.commands = spec, []
+        self.journal = SimpleNamespace(before_link=lambda *args: None)
+
+    def ip(self, *args, check=True):
+        from types import SimpleNamespace
+        self.commands.append(" ".join(args))
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    def add_address(self, device, address, prefixlen):
+        self.ip("addr", "add", f"{address}/{prefixlen}", "dev", device)
+
+    def set_link(self, device):
+        self.ip("link", "set", "dev", device, "up")
+
+
+def test_the_remote_tunnel_uses_the_configured_vni_port_and_prefix():
+    from types import SimpleNamespace
+    hosts = parse({**_doc(), "test_network": CUSTOM}, "h.toml")
+    pair = RemotePair("vxlan", 1500, Params(), RemoteSession(hosts))
+    pair.remote = {name: _Host(hosts.hosts[role]) for name, role in (("tx", "sender"), ("rx", "receiver"))}
+    pair.journals = {name: SimpleNamespace(add=lambda change: None) for name in pair.remote}
+    pair._build_tunnel()
+    tx = pair.remote["tx"].commands
+    assert any("type vxlan id 4242 " in c and "dstport 8472" in c for c in tx)
+    assert "addr add 172.30.8.1/29 dev ofl-tn0" in tx
+    assert "addr add 172.30.8.2/29 dev ofl-tn0" in pair.remote["rx"].commands
+    assert (pair.sender.address, pair.receiver.address) == ("172.30.8.1", "172.30.8.2")
+    assert pair.iperf3_port == 5301
+    assert RemotePair("bare", 1500, Params(), RemoteSession(parse(_doc(), "h.toml"))).iperf3_port == 5201
+
+
+def test_the_confirmation_and_the_guests_plan_name_the_configured_values():
+    from offlab.hosts.confirm import planned_changes
+    from offlab.plan import load
+    from offlab.topology.remote_guests import planned_changes as guest_changes
+    hosts = parse({**_doc(), "test_network": CUSTOM}, "h.toml")
+    cases = load("guests").cases
+    said = " ".join(planned_changes(hosts, [*cases, *_vxlan_cases()], True))
+    assert "inner 172.30.8.0/29, VXLAN VNI 4242 on UDP 8472" in said and "iperf3 (port 5301" in said
+    receiver = " ".join(guest_changes("receiver", hosts.hosts["receiver"], cases, hosts.test_network))
+    assert "device ofl-vx0 (VNI 4242, UDP 8472)" in receiver and "address 172.30.9.2/24 added" in receiver
+
+
+def _vxlan_cases():
+    from offlab.plan import parse as parse_plan
+    plan = ('name = "v"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["vxlan"]\n'
+            'traffic = ["tcp"]\nsequences = ["all-on"]\n')
+    return parse_plan(plan, "p").cases
+
+
+def test_the_dry_run_names_the_configured_values():
+    from offlab.hosts.dryrun import _other_changes
+    hosts = parse({**_doc(), "test_network": CUSTOM}, "h.toml")
+    said = " ".join(_other_changes(None, hosts.hosts["receiver"], "receiver", _vxlan_cases(), [], hosts, True))
+    assert "device ofl-tn0 created and removed (vxlan; inner 172.30.8.0/29, VXLAN VNI 4242 on UDP 8472)" in said
+    assert "iperf3 -s (port 5301)" in said

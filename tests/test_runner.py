@@ -55,6 +55,8 @@ def _answer(args: list[str]) -> str:
 class FakeTopology:
     """A topology that builds nothing: two recording hosts."""
 
+    iperf3_port = 5201
+
     def __init__(self, log: list[str], scenario: str):
         self.log, self.scenario = log, scenario
         self.tx, self.rx = RecordingHost("tx", _answer), RecordingHost("rx", _answer)

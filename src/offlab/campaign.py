@@ -95,10 +95,14 @@ def load_hosts(path: str | Path) -> HostsFile | Fleet:
 
 
 def parse_fleet(doc: dict[str, Any], source: str) -> Fleet:
-    other = set(doc) - {"pair", "ssh_config"}
-    if other:
-        raise HostsFileError(f"{source}: {sorted(other)[0]!r} beside [[pair]] tables; put each "
-                             "pair's [pair.sender] and [pair.receiver] in its [[pair]] (docs/team-store.md)")
+    """`[[pair]]` tables; every other key of the file (ssh_config, watchdog_s, baseline,
+    [test_network], …) is a setting of every pair, checked by hostsfile.parse as in a
+    hosts file of one pair."""
+    shared = {key: value for key, value in doc.items() if key != "pair"}
+    roles = sorted(set(shared) & {"sender", "receiver", "router"})
+    if roles:
+        raise HostsFileError(f"{source}: [{roles[0]}] beside [[pair]] tables; put each pair's "
+                             "[pair.sender] and [pair.receiver] in its [[pair]] (docs/team-store.md)")
     tables = doc["pair"]
     if not isinstance(tables, list) or not tables:
         raise HostsFileError(f"{source}: pair must be [[pair]] tables, one per sender/receiver pair")
@@ -113,9 +117,7 @@ def parse_fleet(doc: dict[str, Any], source: str) -> Fleet:
         if unknown:
             raise HostsFileError(f"{source}: pair {name}: unknown key {sorted(unknown)[0]!r}; a pair has "
                                  "name, [pair.sender] and [pair.receiver]")
-        single = {role: table.get(role) for role in ("sender", "receiver")}
-        if "ssh_config" in doc:
-            single["ssh_config"] = doc["ssh_config"]
+        single = {**shared, **{role: table.get(role) for role in ("sender", "receiver")}}
         pairs.append(Pair(name, hostsfile.parse(single, f"{source}: pair {name}")))
         names.add(name)
     return Fleet(source, tuple(pairs))

@@ -144,7 +144,7 @@ class Runner:
                         self._raise_socket_limits(topo)
                     self._record_stack(topo, f"{group[0][0].scenario_label} · MTU {mtu}")
                     receiver = topo.receiver
-                    with IperfServer(receiver.host, receiver.address, receiver.core) as server:
+                    with IperfServer(receiver.host, receiver.address, receiver.core, topo.iperf3_port) as server:
                         self._run_group(topo, server, saturated, progress, task)
                         # paced after every saturated sibling is measured: their rates set the pace
                         paced = self._paced([w for w in group if w not in saturated], cases)

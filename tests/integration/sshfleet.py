@@ -15,13 +15,14 @@ from pathlib import Path
 from offlab.hosts import LocalNamespace, connect_veth
 from offlab.proc import run
 
-from .sshlab import SshLab
+from .sshlab import WATCHDOG_S, SshLab
 
 PAIRS = {"pair-ab": ("a", "b"), "pair-cd": ("c", "d")}
 
 
 def _mgmt(index: int, name: str) -> tuple[str, str, str, str]:
-    return f"ofl-mf{name}", f"ofl-mf{name}0", f"10.242.{index}.1", f"10.242.{index}.2"
+    # The server's end is not ofl-: offlab refuses a server with ofl- devices it did not name.
+    return f"ofl-mf{name}", "mgmt0", f"10.242.{index}.1", f"10.242.{index}.2"
 
 
 class SshFleet(SshLab):
@@ -56,8 +57,25 @@ class SshFleet(SshLab):
         self.hosts_file.write_text(self.hosts_toml())
         return self
 
+    def _sshd(self, name: str, server: LocalNamespace, address: str) -> None:
+        """Each pair's servers get a /var/lib/offlab of their own (a private mount for
+        their sshd and all it starts), as two real servers have two disks: the servers'
+        run holds and journals of the two pairs must not meet in one directory."""
+        state = self.folder / f"state-{_pair_of(name)}"
+        state.mkdir(exist_ok=True)
+        Path("/var/lib/offlab").mkdir(parents=True, exist_ok=True)
+        real = server.spawn
+        server.spawn = lambda args, **kw: real(  # type: ignore[method-assign]
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             f'mount --bind "{state}" /var/lib/offlab && exec "$@"', "sh", *args], **kw)
+        try:
+            super()._sshd(name, server, address)
+        finally:
+            server.spawn = real  # type: ignore[method-assign]
+
     def hosts_toml(self) -> str:
-        text = f'ssh_config = "{self.ssh_config}"\n'
+        # Every "server" is a namespace of one kernel: said, as a user with such a setup must.
+        text = f'ssh_config = "{self.ssh_config}"\nsame_kernel = true\nwatchdog_s = {WATCHDOG_S}\n'
         for number, (pair, (left, right)) in enumerate(PAIRS.items(), 1):
             text += f'\n[[pair]]\nname = "{pair}"\n'
             for role, name, host, peer, core in (("sender", left, 1, 2, 0), ("receiver", right, 2, 1, 1)):
@@ -80,6 +98,10 @@ class SshFleet(SshLab):
         for index, name in enumerate("abcd", 1):
             run(["ip", "link", "del", _mgmt(index, name)[0]], check=False)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _pair_of(name: str) -> str:
+    return next(pair for pair, names in PAIRS.items() if name in names)
 
 
 def ssh_fleet() -> SshFleet:

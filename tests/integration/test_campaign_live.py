@@ -47,7 +47,7 @@ def test_a_campaign_runs_both_pairs_at_once_and_reports_them_side_by_side(fleet,
     plan.write_text(PLAN)
     out = tmp_path / "r"
     done = subprocess.run([*OFFLAB, "run", "--hosts", str(fleet.hosts_file), "--plan", str(plan),
-                           "--out", str(out), "--no-progress"], capture_output=True, text=True, timeout=400)
+                           "--out", str(out), "--no-progress", "--yes"], capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "2 pairs in 1 waves" in done.stderr
     planned = parse(PLAN, "p").cases

@@ -12,6 +12,7 @@ from typing import Iterable
 from ..offloads import TOGGLED, parse_features
 from ..records import CaseSpec
 from .base import HostError
+from .confirm import tunnel_text
 from .hostsfile import HostsFile, HostSpec
 from .ssh import SshHost
 
@@ -93,15 +94,15 @@ def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec
     said = []
     tunnels = sorted({c.scenario for c in pair if c.scenario in KINDS})
     if tunnels and role != "router":
-        said.append(f"device {TX_TUNNEL} created and removed ({', '.join(tunnels)})")
+        said.append(f"device {TX_TUNNEL} created and removed ({', '.join(tunnels)}; {tunnel_text(hosts, tunnels)})")
     steering = steering_text(spec, steer_rx_softirq)
     if pair and role != "router" and not steering.startswith("none"):
         said.append(steering)
-    processes = _processes(role, pair, middlebox)
+    processes = _processes(role, pair, middlebox, hosts.test_network.iperf3_port)
     said.append("processes started and ended: " + (", ".join(processes) or "none"))
     if role != "router":
         from ..topology.remote_guests import planned_changes
-        said += planned_changes(role, spec, pair)
+        said += planned_changes(role, spec, pair, hosts.test_network)
     if role == "router":
         said += _router_changes(host, hosts, middlebox)
     elif any(c.topology.get("router") == "offlab-fwd" for c in middlebox):
@@ -111,12 +112,12 @@ def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec
     return said
 
 
-def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec]) -> list[str]:
+def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec], port: int) -> list[str]:
     node = {"sender": "a", "receiver": "b", "router": "r"}[role]
     found = set()
     for case in pair:
         if role != "router":
-            found.add("iperf3 -c" if role == "sender" else "iperf3 -s")
+            found.add(f"iperf3 -c (port {port})" if role == "sender" else f"iperf3 -s (port {port})")
             if case.traffic.latency_probe:
                 found.add("irtt client" if role == "sender" else "irtt server")
             if case.traffic.mode == "rr":
@@ -125,7 +126,7 @@ def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec]) -> li
         path = str(case.topology.get("path", ""))
         ends = path.split("-")
         if node in ends:
-            found.add("iperf3 -c" if ends[0] == node else "iperf3 -s")
+            found.add(f"iperf3 -c (port {port})" if ends[0] == node else f"iperf3 -s (port {port})")
         if node == "r" and case.topology.get("router") == "offlab-fwd":
             found.add("offlab-fwd (AF_PACKET on both interfaces)")
     return sorted(found)

@@ -16,7 +16,8 @@ its fix:
   `udp_max_rate` (1 Gbit/s unless the hosts file raises it);
 * **nothing of another offlab** — `ofl-` devices already there (another run's, or a
   killed one's) are refused, and so are iperf3's TCP port taken on the receiver (named
-  with the process holding it) and a VXLAN device already on offlab's VNI and port.
+  with the process holding it), a VXLAN device already on offlab's VNI and port, and an
+  address of the test interface inside offlab's prefixes (all of [test_network]).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..topology.tunnel import VNI
-from ..traffic import DEFAULT_PORT
 from .base import HostError
 from .hostsfile import HostsFile, HostSpec
 
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
     from .ssh import SshHost
 
 OVERRIDE_FLAG = "--allow-shared-interface"
-IPERF3_PORT = DEFAULT_PORT
-VXLAN_VNI, VXLAN_PORT = VNI, 4789
-"""The VXLAN kind's dstport (topology/tunnel.py spells it in its `ip link` arguments)."""
 OUR_PREFIX = "ofl-"
 
 
@@ -133,6 +129,38 @@ def _test_prefix(spec: HostSpec, addresses: tuple[dict[str, Any], ...]):
     return None
 
 
+def prefix_overlaps(use: InterfaceUse, prefix: str) -> list[str]:
+    """The test interface's addresses whose networks overlap `prefix` ("192.0.2.1/24")."""
+    ours = ipaddress.ip_network(prefix)
+    found = []
+    for entry in use.addresses:
+        network = ipaddress.ip_network(f"{entry.get('local', '::')}/{entry.get('prefixlen', 128)}", strict=False)
+        if network.version == ours.version and network.overlaps(ours):
+            found.append(f"{entry.get('local')}/{entry.get('prefixlen')}")
+    return found
+
+
+def _check_test_network(hosts: HostsFile, role: str, where: str, use: InterfaceUse) -> None:
+    """Refuse what [test_network] would put on the test link that is already taken there:
+    iperf3's port, a VXLAN device on the VNI and port, an address in a prefix."""
+    net = hosts.test_network
+    holder = port_holder(use, net.iperf3_port) if role == "receiver" else None
+    if holder is not None:
+        raise HostError(f"{where}: TCP port {net.iperf3_port}, iperf3's, is taken by {holder}; end it "
+                        "(a killed run's server: `offlab restore`) and run again, or set another "
+                        f"iperf3_port in [test_network] of {hosts.source}")
+    clash = tunnel_conflicts(use, net.vni, net.vxlan_port)
+    if clash:
+        raise HostError(f"{where}: {', '.join(clash)} already uses VXLAN VNI {net.vni} on UDP port "
+                        f"{net.vxlan_port}, which offlab's VXLAN devices need; remove it, or set another vni "
+                        f"in [test_network] of {hosts.source}")
+    for key in ("prefix", "guest_prefix"):
+        taken = prefix_overlaps(use, getattr(net, key))
+        if taken:
+            raise HostError(f"{where}: {hosts.hosts[role].interface} holds {taken[0]}, overlapping {key} "
+                            f"{getattr(net, key)}; set another {key} in [test_network] of {hosts.source}")
+
+
 def foreign_devices(hosts: HostsFile, use: InterfaceUse) -> list[str]:
     """`ofl-` devices on a server that are not a test interface of the hosts file."""
     ours = {spec.interface for spec in hosts.hosts.values()}
@@ -155,14 +183,7 @@ def check(hosts: HostsFile, uses: dict[str, InterfaceUse], allow_shared: bool) -
                             f"could cut the server off; use a dedicated test interface, or pass "
                             f"{OVERRIDE_FLAG} to take that risk")
         warnings += [f"{where}: {finding} ({OVERRIDE_FLAG})" for finding in shared]
-        holder = port_holder(use, IPERF3_PORT) if role == "receiver" else None
-        if holder is not None:
-            raise HostError(f"{where}: TCP port {IPERF3_PORT}, iperf3's, is taken by {holder}; end it "
-                            "(a killed run's server: `offlab restore`) and run again")
-        clash = tunnel_conflicts(use, VXLAN_VNI, VXLAN_PORT)
-        if clash:
-            raise HostError(f"{where}: {', '.join(clash)} already uses VXLAN VNI {VXLAN_VNI} on UDP port "
-                            f"{VXLAN_PORT}, which offlab's ofl-tn0 needs; remove it or run without vxlan")
+        _check_test_network(hosts, role, where, use)
         leftovers = foreign_devices(hosts, use)
         if leftovers:
             raise HostError(f"{where}: {', '.join(leftovers)} already there (another offlab run's, or a "

@@ -32,6 +32,16 @@ heartbeat before it restores itself (server.py); `udp_max_rate` caps UDP ("1G" u
 raised, "unlimited"); `baseline = "as-configured"` makes every profile start from the
 test interfaces' features as they were, instead of all on. Every mistake is one line naming the
 file, the host and the fix.
+
+A `[test_network]` table moves what offlab puts on the servers' test link off a range
+another user of it holds (each key optional; the defaults shown):
+
+    [test_network]
+    vni = 42                     # the VXLAN devices' VNI (ofl-tn0, the guests' ofl-vx0)
+    vxlan_port = 4789            # their UDP port
+    prefix = "10.202.0.0/24"     # the tunnels' inner addresses (.1 sender, .2 receiver)
+    guest_prefix = "10.214.0.0/24"  # the qemu guests' segment (.1 guest A, .2 guest B)
+    iperf3_port = 5201           # iperf3's server port on the receiver
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ ROUTER_KEYS = {"ssh", "interfaces", "app_core", "sudo"}
 KEYS = {"ssh", "interface", "address", "peer", "app_core", "irq_core", "pin_irqs", "sudo"}
 REQUIRED = ("ssh", "interface", "address", "peer", "app_core")
 TOP_KEYS = {"ssh_config", "same_kernel", "watchdog_s", "udp_max_rate", "baseline"}
+TEST_NETWORK = "test_network"
 BASELINES = ("all-on", "as-configured")
 DEFAULT_UDP_MAX_BPS = 1e9
 """UDP offered on real hosts at most (bit/s) unless the hosts file raises it: their
@@ -85,6 +96,42 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class TestNetwork:
+    """What offlab puts on the test link, as the hosts file's [test_network] sets it;
+    the defaults are the local lab's (topology/tunnel.py, guests.py, traffic.py)."""
+
+    __test__ = False  # not a pytest class
+    vni: int = 42
+    vxlan_port: int = 4789
+    prefix: str = "10.202.0.0/24"
+    guest_prefix: str = "10.214.0.0/24"
+    iperf3_port: int = 5201
+
+    @staticmethod
+    def pair(prefix: str) -> tuple[str, str, int]:
+        """(".1", ".2", prefix length) of a prefix: the two ends' addresses in it."""
+        network = ipaddress.ip_network(prefix)
+        return str(network.network_address + 1), str(network.network_address + 2), network.prefixlen
+
+    @property
+    def inner_v4(self) -> tuple[str, str, int]:
+        return self.pair(self.prefix)
+
+    @property
+    def guest_addresses(self) -> dict[str, str]:
+        """The guests' addresses by node ("a", "b"), as topology/guests.py's ADDRESS."""
+        first, second, _ = self.pair(self.guest_prefix)
+        return {"a": first, "b": second}
+
+    @property
+    def guest_prefixlen(self) -> int:
+        return self.pair(self.guest_prefix)[2]
+
+
+_TEST_NETWORK_RANGES = {"vni": (1, 16777215), "vxlan_port": (1, 65535), "iperf3_port": (1, 65535)}
+
+
+@dataclass(frozen=True)
 class HostsFile:
     source: str
     hosts: dict[str, HostSpec]
@@ -98,6 +145,7 @@ class HostsFile:
     or each as the operator configured it (read before the run changes anything)."""
     router: HostSpec | None = None
     """R of the middlebox plan, when the file has a [router] table."""
+    test_network: TestNetwork = TestNetwork()
 
     def roles(self) -> dict[str, HostSpec]:
         """Every server of the file by role: the sender, the receiver and the router."""
@@ -141,10 +189,10 @@ def check_ssh_config(config: str, source: str, runs_as: int | None = None) -> No
 
 def parse(doc: dict[str, Any], source: str) -> HostsFile:
     config = doc.get("ssh_config")
-    unknown = set(doc) - set(ROLES) - {ROUTER} - TOP_KEYS
+    unknown = set(doc) - set(ROLES) - {ROUTER, TEST_NETWORK} - TOP_KEYS
     if unknown:
         raise HostsFileError(f"{source}: unknown table or key {sorted(unknown)[0]!r}; "
-                             f"use [{'], ['.join((*ROLES, ROUTER))}], {', '.join(sorted(TOP_KEYS))}")
+                             f"use [{'], ['.join((*ROLES, ROUTER, TEST_NETWORK))}], {', '.join(sorted(TOP_KEYS))}")
     if config is not None and not isinstance(config, str):
         raise HostsFileError(f"{source}: ssh_config must be the path of an ssh config file")
     if not isinstance(doc.get("same_kernel", False), bool):
@@ -166,7 +214,40 @@ def parse(doc: dict[str, Any], source: str) -> HostsFile:
         raise HostsFileError(f"{source}: baseline = {baseline!r}; use \"all-on\" or \"as-configured\"")
     router = _router(source, doc[ROUTER]) if ROUTER in doc else None
     return HostsFile(source, hosts, config, doc.get("same_kernel", False), watchdog,
-                     _udp_max(doc.get("udp_max_rate", "1G"), source), baseline, router)
+                     _udp_max(doc.get("udp_max_rate", "1G"), source), baseline, router,
+                     _test_network(source, doc.get(TEST_NETWORK, {})))
+
+
+def _test_network(source: str, table: Any) -> TestNetwork:
+    """[test_network]: vni, vxlan_port, prefix, guest_prefix, iperf3_port (each optional)."""
+    where = f"{source}: [{TEST_NETWORK}]"
+    allowed = ", ".join(TestNetwork.__dataclass_fields__)
+    if not isinstance(table, dict):
+        raise HostsFileError(f"{where} must be a table ({allowed})")
+    for key, value in table.items():
+        if key not in TestNetwork.__dataclass_fields__:
+            raise HostsFileError(f"{where}: unknown key {key!r}; allowed: {allowed}")
+        if key in _TEST_NETWORK_RANGES:
+            low, high = _TEST_NETWORK_RANGES[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise HostsFileError(f"{where}: {key} = {value!r} must be a whole number from {low} to {high}")
+        else:
+            _check_prefix(where, key, value)
+    found = TestNetwork(**table)
+    if ipaddress.ip_network(found.prefix).overlaps(ipaddress.ip_network(found.guest_prefix)):
+        raise HostsFileError(f"{where}: prefix {found.prefix} and guest_prefix {found.guest_prefix} overlap; "
+                             "give them separate ranges")
+    return found
+
+
+def _check_prefix(where: str, key: str, value: Any) -> None:
+    try:
+        network = ipaddress.IPv4Network(value) if isinstance(value, str) else None
+    except ValueError:
+        network = None
+    if network is None or not 8 <= network.prefixlen <= 30:
+        raise HostsFileError(f'{where}: {key} = {value!r} must be an IPv4 network from /8 to /30 '
+                             'with no host bits, such as "10.202.0.0/24"')
 
 
 def _udp_max(value: Any, source: str) -> float | None:

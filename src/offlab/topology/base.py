@@ -17,6 +17,7 @@ from typing import ClassVar, Iterator
 from ..hosts import Host, LocalNamespace, connect_veth
 from ..offloads import Interface
 from ..records import DatapathSetting, FeatureState, Params
+from ..traffic import DEFAULT_PORT
 
 
 class TopologyError(Exception):
@@ -91,6 +92,8 @@ class Topology:
     tunnel: ClassVar[bool] = False
     datapath: ClassVar[bool] = False
     """Whether a case of this scenario may carry a userspace datapath setting."""
+    iperf3_port: int = DEFAULT_PORT
+    """iperf3's server port (real hosts: the hosts file's [test_network] iperf3_port)."""
 
     def __init__(self, mtu: int, params: Params | None = None, *, sender_core: int = 0,
                  receiver_core: int = 1, steer_rx_softirq: bool = True, pid: int | None = None):

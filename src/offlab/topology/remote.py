@@ -3,8 +3,9 @@ the receiver of the hosts file, their test interfaces as they are.
 
 * `bare` uses the interfaces and their addresses as they are;
 * a tunnel scenario (`vxlan`, …) builds the tunnel device `ofl-tn0` over each test
-  interface (local = its address, remote = its peer) with inner addresses from
-  10.202.0.0/24, removed at the end;
+  interface (local = its address, remote = its peer) with inner addresses from the
+  hosts file's [test_network] prefix (10.202.0.0/24 unless set; its VNI and UDP port
+  too), removed at the end;
 * an MTU other than the interface's is set on both ends and put back at the end;
 * `wire = "mtu"` (the receiver sequence) holds the sender's segmentation offloads off
   as in the lab, so the receiver gets MTU frames whatever the profile;
@@ -31,7 +32,7 @@ from ..offloads import Interface
 from ..records import Params
 from .bare import MTU_WIRE_SENDER, WIRES
 from .base import Endpoint, Topology, TopologyError
-from .tunnel import INNER_V4, INNER_V6, KINDS, TX_TUNNEL
+from .tunnel import INNER_V6, KINDS, TX_TUNNEL
 
 REMOTE_SCENARIOS = ("bare", *KINDS, "qemu")
 """`qemu`: real guests on the servers (remote_guests.py)."""
@@ -61,6 +62,8 @@ class RemotePair(Topology):
         self.session = session
         hosts = session.file
         self.file = hosts
+        self.net = hosts.test_network
+        self.iperf3_port = self.net.iperf3_port
         self.remote: dict[str, SshHost] = {}
         self.journals: dict[str, Journal] = {}
         self.sender_core = hosts.hosts["sender"].app_core
@@ -131,18 +134,23 @@ class RemotePair(Topology):
 
     def _build_tunnel(self) -> None:
         assert self.kind is not None
-        inner = INNER_V6 if self.kind.inner_ipv6 else INNER_V4
+        inner = self._inner()
         for (name, host), address in zip(self.remote.items(), inner[:2]):
             spec = host.spec
             underlay = "ipv6" if ":" in spec.address else "ipv4"
             self.journals[name].add(changes.device(TX_TUNNEL))
-            done = host.ip(*self.kind.link_args(TX_TUNNEL, underlay, spec.address, spec.peer, spec.interface),
-                           check=False)
+            done = host.ip(*self.kind.link_args(TX_TUNNEL, underlay, spec.address, spec.peer, spec.interface,
+                                                self.net.vni, self.net.vxlan_port), check=False)
             if done.returncode != 0:
                 raise TopologyError(f"{name} ({spec.ssh}): cannot make {self.scenario} over {underlay}: "
                                     f"{done.stderr.strip()} (needs {self.kind.config})")
             self.set_mtu(host, TX_TUNNEL, self.mtu - self.kind.overhead(underlay))
             host.add_address(TX_TUNNEL, address, inner[2])
+
+    def _inner(self) -> tuple[str, str, int]:
+        """The tunnel's inner addresses: the [test_network] prefix's .1 and .2 (IPv4)."""
+        assert self.kind is not None
+        return INNER_V6 if self.kind.inner_ipv6 else self.net.inner_v4
 
     @property
     def hosts_by_name(self) -> dict[str, SshHost]:
@@ -157,7 +165,7 @@ class RemotePair(Topology):
     def _endpoint(self, role: str, name: str) -> Endpoint:
         host = self.remote[name]
         if self.kind is not None:
-            inner = INNER_V6 if self.kind.inner_ipv6 else INNER_V4
+            inner = self._inner()
             address = inner[0] if name == "tx" else inner[1]
         else:
             address = host.spec.address

@@ -8,12 +8,14 @@ real QEMU guests started on the two servers over SSH (vm/remote.py).
     vm2host, vxlan: guest A ⇄ TAP ⇄ [sender: ofl-br0 ⇄ ofl-vx0] ═ wire ═ [receiver: ofl-vx0, 10.214.0.2 on it]
 
 The guests' segment is plain L2 on the test link: each guest has an address of its own
-in 10.214.0.0/24 (guest A .1, guest B .2, the receiver itself .2 on vm2host), beside
+in 10.214.0.0/24 (guest A .1, guest B .2, the receiver itself .2 on vm2host; the hosts
+file's [test_network] guest_prefix moves it), beside
 the servers' own test addresses; no VLAN, nothing routed. On `none` the test interface
 becomes a port of the bridge ofl-br0 (with the interface's MAC) and its addresses move
 to the bridge, so the server keeps answering on its test address throughout; at the
 end they move back and the interface leaves the bridge. On `vxlan` the test interface
-is left unbridged: a VXLAN device (VNI 42, UDP 4789) over it joins the bridge, and the
+is left unbridged: a VXLAN device (VNI 42, UDP 4789 unless
+[test_network] says otherwise) over it joins the bridge, and the
 interface's MTU leaves room for the 50 bytes of encapsulation, so the guests keep the
 case's MTU and the NIC carries the tunnel (its tunnel offloads are in the path).
 
@@ -44,6 +46,7 @@ from dataclasses import dataclass
 from .. import vm
 from ..hosts import changes, files
 from ..hosts.guest import GuestHost
+from ..hosts.hostsfile import TestNetwork
 from ..hosts.session import HOST_NAMES, RemoteSession
 from ..hosts.ssh import SshHost
 from ..offloads import Interface
@@ -52,7 +55,7 @@ from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, P
 from ..studies.guests.plan import virtio_options
 from ..vm.remote import RemoteGuest, probe_accelerator
 from .base import Endpoint, TopologyError
-from .guests import ADDRESS, GUEST_CORE, GUEST_DEVICE, MAC, PREFIXLEN, RECORDED_FEATURES, VNI, VXLAN_OVERHEAD, DSTPORT
+from .guests import GUEST_CORE, GUEST_DEVICE, MAC, RECORDED_FEATURES, VXLAN_OVERHEAD
 from .forwarder import ForwarderComponent
 from .remote import RemotePair
 from .remote_fwd import RemoteForwarder, install_binary
@@ -211,7 +214,8 @@ class RemoteGuestPath(RemotePair):
         spec = host.spec
         self.set_mtu(host, spec.interface, self.mtu + VXLAN_OVERHEAD)
         self.journals[host.name].add(changes.device(VXLAN_DEV))
-        host.add_vxlan(VXLAN_DEV, VNI, spec.address, spec.peer, DSTPORT, underlay=spec.interface, udp_csum=True)
+        host.add_vxlan(VXLAN_DEV, self.net.vni, spec.address, spec.peer, self.net.vxlan_port,
+                       underlay=spec.interface, udp_csum=True)
         self.set_mtu(host, VXLAN_DEV, self.mtu)
 
     def _enslave(self, host: SshHost, device: str) -> None:
@@ -226,7 +230,7 @@ class RemoteGuestPath(RemotePair):
         if self.overlay == "vxlan":
             self._vxlan(host)
             device = VXLAN_DEV
-        prefix = f"{ADDRESS['b']}/{PREFIXLEN}"
+        prefix = f"{self.net.guest_addresses['b']}/{self.net.guest_prefixlen}"
         self.journals[host.name].add(changes.address(prefix, changes.ABSENT, device))
         host.ip("addr", "add", prefix, "dev", device)
 
@@ -246,7 +250,8 @@ class RemoteGuestPath(RemotePair):
             nic = vm.NicProfile(backend=self.backend, features=features, mac=MAC[role],
                                 tap=None if user else TAP[role],
                                 socket=f"{self._runtime(name, 'vhost')}/guest.sock" if user else None)
-            spec = vm.GuestSpec(role, nic, f"{ADDRESS[role]}/{PREFIXLEN}", mtu=self.mtu)
+            spec = vm.GuestSpec(role, nic, f"{self.net.guest_addresses[role]}/{self.net.guest_prefixlen}",
+                                mtu=self.mtu)
             if not user:
                 self._taps[role] = self.journals[name].add(changes.device(TAP[role]))
             guest = RemoteGuest(spec, host, self._remote_images[name], self.nodes[name].accel,
@@ -276,14 +281,14 @@ class RemoteGuestPath(RemotePair):
 
     @property
     def sender(self) -> Endpoint:
-        return Endpoint("sender", self.guest_hosts["a"], ADDRESS["a"], GUEST_CORE)
+        return Endpoint("sender", self.guest_hosts["a"], self.net.guest_addresses["a"], GUEST_CORE)
 
     @property
     def receiver(self) -> Endpoint:
         if self.path == "vm2host":
             host = self.remote["rx"]
-            return Endpoint("receiver", host, ADDRESS["b"], host.spec.app_core)
-        return Endpoint("receiver", self.guest_hosts["b"], ADDRESS["b"], GUEST_CORE)
+            return Endpoint("receiver", host, self.net.guest_addresses["b"], host.spec.app_core)
+        return Endpoint("receiver", self.guest_hosts["b"], self.net.guest_addresses["b"], GUEST_CORE)
 
     @property
     def roles(self) -> dict[str, int]:
@@ -384,7 +389,7 @@ class RemoteGuestPath(RemotePair):
             super().teardown()
 
 
-def planned_changes(role: str, spec, cases) -> list[str]:
+def planned_changes(role: str, spec, cases, net: TestNetwork = TestNetwork()) -> list[str]:
     """What the plan's qemu topologies do to one server (sender or receiver), for
     `--dry-run` and the confirmation: devices, addresses, processes, files."""
     mine = [c for c in cases if c.scenario == SCENARIO]
@@ -395,10 +400,11 @@ def planned_changes(role: str, spec, cases) -> list[str]:
         said.append(f"bridge {BRIDGE} (TAP {TAP[node]} in it) created and removed; over overlay none "
                     f"{spec.interface} is its port for the topology, its addresses on {BRIDGE}, then back")
     if any(c.topology.get("overlay") == "vxlan" for c in mine):
-        said.append(f"device {VXLAN_DEV} (VNI {VNI}, UDP {DSTPORT}) over {spec.interface}, whose MTU is the "
+        said.append(f"device {VXLAN_DEV} (VNI {net.vni}, UDP {net.vxlan_port}) over {spec.interface}, whose MTU is the "
                     f"case's + {VXLAN_OVERHEAD} meanwhile")
     if role == "receiver" and any(c.topology.get("path") == "vm2host" for c in mine):
-        said.append(f"address {ADDRESS['b']}/{PREFIXLEN} added on vm2host (on {spec.interface}, or {VXLAN_DEV}) and removed")
+        said.append(f"address {net.guest_addresses['b']}/{net.guest_prefixlen} added on vm2host "
+                    f"(on {spec.interface}, or {VXLAN_DEV}) and removed")
     if guests:
         fwd = any(str(c.topology.get("backend")) == "vhost-user" for c in guests)
         said.append("processes: QEMU guest " + node.upper() + (", offlab-fwd (vhost-user, AF_PACKET on the wire's "

@@ -66,6 +66,7 @@ class RemoteMiddlebox(Topology):
         if session.file.router is None:
             raise TopologyError(f"the middlebox on real hosts needs a [router] table in {session.file.source}")
         self.session = session
+        self.iperf3_port = session.file.test_network.iperf3_port
         self.specs = {node: session.file.roles()[role] for node, role in NODES.items()}
         self.remote: dict[str, SshHost] = {}
         self.journals: list[Journal] = []

@@ -18,6 +18,7 @@ from .bare import RX_DEV, TX_DEV, Bare, underlay_addresses
 from .base import TopologyError
 
 VNI = 42
+VXLAN_PORT = 4789
 TX_TUNNEL = device_name("tn0")
 RX_TUNNEL = device_name("tn1")
 INNER_V4 = ("10.202.0.1", "10.202.0.2", 24)
@@ -43,17 +44,18 @@ class TunnelKind:
     def overhead(self, underlay: str) -> int:
         return self.overhead6 if underlay == "ipv6" else self.overhead4
 
-    def link_args(self, device: str, underlay: str, local: str, remote: str, under_dev: str) -> list[str]:
+    def link_args(self, device: str, underlay: str, local: str, remote: str, under_dev: str,
+                  vni: int = VNI, port: int = VXLAN_PORT) -> list[str]:
         template = self.ipv6 if underlay == "ipv6" else self.ipv4
-        fields = {"local": local, "remote": remote, "dev": under_dev, "vni": str(VNI)}
+        fields = {"local": local, "remote": remote, "dev": under_dev, "vni": str(vni), "port": str(port)}
         return ["link", "add", device, "type", *(part.format(**fields) for part in template)]
 
 
 UDP_TUNNEL = (UDP_TNL,)
 KINDS = {kind.name: kind for kind in (
-    TunnelKind("vxlan", ("vxlan", "id", "{vni}", "local", "{local}", "remote", "{remote}", "dstport", "4789",
+    TunnelKind("vxlan", ("vxlan", "id", "{vni}", "local", "{local}", "remote", "{remote}", "dstport", "{port}",
                          "dev", "{dev}", "noudpcsum"),
-               ("vxlan", "id", "{vni}", "local", "{local}", "remote", "{remote}", "dstport", "4789",
+               ("vxlan", "id", "{vni}", "local", "{local}", "remote", "{remote}", "dstport", "{port}",
                 "dev", "{dev}", "udp6zerocsumtx", "udp6zerocsumrx"),
                50, 70, "CONFIG_VXLAN", UDP_TUNNEL),
     TunnelKind("geneve", ("geneve", "id", "{vni}", "remote", "{remote}"),
