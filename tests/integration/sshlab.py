@@ -105,10 +105,12 @@ class SshLab:
         """The host goes away: its sshd and every session it carries."""
         self.sshd[name].send_signal(signal.SIGKILL)
         self.sshd[name].wait()
-        run(["ip", "netns", "pids", self.servers[name].namespace], check=False)
         for pid in run(["ip", "netns", "pids", self.servers[name].namespace], check=False).stdout.split():
-            if "sshd" in Path(f"/proc/{pid}/comm").read_text():
-                os.kill(int(pid), signal.SIGKILL)
+            try:
+                if "sshd" in Path(f"/proc/{pid}/comm").read_text():
+                    os.kill(int(pid), signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # it ended between the listing and here: gone is what we want
 
     def stop(self) -> None:
         for name, process in self.sshd.items():
