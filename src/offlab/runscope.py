@@ -158,7 +158,7 @@ def reclaim_stale(runtime_root: Path = RUNTIME_ROOT, cgroup_root: Path | None = 
                   alive=None) -> list[str]:
     """Kill the processes of runs whose offlab is gone and remove their cgroups and
     runtime directories; one line per thing reclaimed. Call holding the machine lock."""
-    alive = alive or _pid_alive
+    alive = alive or pid_alive
     root = cgroup_root if cgroup_root is not None else cgroup2_root()
     reclaimed = []
     if root is not None and (root / CGROUP_GROUP).is_dir():
@@ -225,7 +225,8 @@ def _pid_of(name: str) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this pid exists (one of another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -37,6 +37,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from . import codec
 from .adaptive import AdaptiveOutcome
 from .records import CaseSpec, RunInfo, Sample
+from .runscope import pid_alive
 from .storage import location as locations
 from .storage import schema, writer
 from .storage.errors import StoreError
@@ -296,7 +297,7 @@ class Store:
         me = writer.current()
         rows = conn.execute(select(run.c.id, run.c.writer, run.c.host)
                             .where(run.c.status == "running").order_by(run.c.id)).all()
-        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me, writer.pid_alive)]
+        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me, pid_alive)]
 
     def _require_run(self, conn: Connection, run_id: str) -> None:
         if conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is None:

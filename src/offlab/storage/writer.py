@@ -50,12 +50,3 @@ def killed_here(writer_json: str | None, run_host: str, me: dict[str, object],
         return True
     return not alive(int(writer["pid"]))
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
