@@ -7,7 +7,8 @@ alternately on CPU 0 (DPDK, engine, engine via C, DPDK, ...), and prints one tab
 workload's DPDK and engine figures (medians over the runs), the engine/DPDK ratio of
 each pair (median and min-max), the merge depth of each side, the goal and whether it
 is met; a second table sets the engine through its C API beside the engine called
-from Rust and DPDK (the cost of the C boundary). The same tables, the machine and the exact commands go into
+from Rust and DPDK (the cost of the C boundary, and with the mbuf work of DPDK's rows
+the cost an adopter on DPDK's mbufs pays). The same tables, the machine and the exact commands go into
 docs/benchmarks.md between the generated-section markers; the rest of that file is
 kept as written. Python standard library only.
 """
@@ -261,34 +262,48 @@ def compared_rows(groups: dict) -> tuple[list[list[str]], list[str]]:
     return rows, problems
 
 
+# The C API's sides (benches/peer/capi_bench): count-only callbacks, frame by frame and
+# a burst per call, and the same engine calls doing the mbuf work of DPDK's rows.
+CAPI_SIDES = ("engine_c", "engine_c_burst", "engine_c_mbuf")
+
+
 def capi_rows(groups: dict) -> tuple[list[list[str]], list[str]]:
     """The engine through its C API beside the engine called from Rust and DPDK, for
-    every compared workload the C harness ran (ratios are medians of same-pair ratios)."""
+    every compared workload the C harness ran (ratios are medians of same-pair ratios):
+    without mbuf work (frame by frame, and a burst per call) and with DPDK's mbuf work."""
     rows, problems = [], []
     for workload, label, _ in COMPARED:
         capi = groups.get(("engine_c", workload))
         if capi is None:
             continue
         dpdk, engine = groups.get(("dpdk", workload)), groups.get(("engine", workload))
-        for other in (dpdk, engine):
-            if other and {l["digest"] for l in other.lines} != {l["digest"] for l in capi.lines}:
-                problems.append(f"{workload}: input digests differ between the C API side "
-                                f"and {other.lines[0]['side']}")
-        c_rust = pair_ratios(engine, capi) if engine else []
-        c_dpdk = pair_ratios(dpdk, capi) if dpdk else []
-        burst = groups.get(("engine_c_burst", workload))
-        b_rust = pair_ratios(engine, burst) if engine and burst else []
+        for side in CAPI_SIDES:
+            mine = groups.get((side, workload))
+            for other in (dpdk, engine):
+                if mine and other and \
+                        {l["digest"] for l in other.lines} != {l["digest"] for l in mine.lines}:
+                    problems.append(f"{workload}: input digests differ between the C API side "
+                                    f"{side} and {other.lines[0]['side']}")
+        burst, mbuf = groups.get(("engine_c_burst", workload)), groups.get(("engine_c_mbuf", workload))
         unit = capi.lines[0]["unit"]
         rows.append([label,
                      f"{fmt(dpdk.median(), 2)} {unit}" if dpdk else "–",
                      f"{fmt(engine.median(), 2)} {unit}" if engine else "–",
                      f"{fmt(capi.median(), 2)} {unit}",
-                     f"{statistics.median(c_rust):.2f}×" if c_rust else "–",
-                     f"{statistics.median(c_dpdk):.2f}×" if c_dpdk else "–",
+                     median_ratio(engine, capi), median_ratio(dpdk, capi),
                      fmt(capi.median("depth"), 2),
                      f"{fmt(burst.median(), 2)} {unit}" if burst else "–",
-                     f"{statistics.median(b_rust):.2f}×" if b_rust else "–"])
+                     median_ratio(engine, burst),
+                     f"{fmt(mbuf.median(), 2)} {unit}" if mbuf else "–",
+                     median_ratio(dpdk, mbuf),
+                     fmt(mbuf.median("depth"), 2) if mbuf else "–"])
     return rows, problems
+
+
+def median_ratio(base: Samples | None, side: Samples | None) -> str:
+    """The median of `side`/`base` over the pairs both ran, or "–"."""
+    ratios = pair_ratios(base, side) if base and side else []
+    return f"{statistics.median(ratios):.2f}×" if ratios else "–"
 
 
 def without_reprime(dpdk: Samples, engine: Samples) -> str:
@@ -401,20 +416,24 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
         markdown_table(["workload", "DPDK", "engine", "ratio (median)", "ratio min–max",
                         "ratio w/o re-prime", "depth DPDK", "depth engine", "goal", "met?"], rows),
         "",
-        "The engine through its C API (`benches/peer/capi_bench`, side `engine_c`, run "
-        "third in each pair) beside the engine called from Rust and DPDK; C/Rust below 1 "
-        "is the cost of the C boundary (GSO via C also validates the virtio-net header). "
-        "GRO via C pushes frame by frame in the Rust side's loop (a burst re-primed, "
-        "then pushed); the burst column (side `engine_c_burst`) pushes 32 frames per "
-        "`ofl_gro_push_burst` call, as a DPDK receive loop would. These rows do none of "
-        "the mbuf work DPDK's rows do: the C harness hands contiguous frames in (no chain "
-        "to walk or linearise) and its delivery callback only counts parts and segments "
-        "(no header mbuf, no indirect attach per segment or payload), so C/DPDK is the "
-        "engine's share of an adopter's cost, not an adopter's whole cost:",
-        "",
-        markdown_table(["workload", "DPDK", "engine (Rust)", "engine via C API",
+        "The engine through its C API (`benches/peer/capi_bench`, run third in each "
+        "pair) beside the engine called from Rust and DPDK. Without mbuf work (sides "
+        "`engine_c`, frame by frame with `ofl_gro_push` in the Rust side's loop, and "
+        "`engine_c_burst`, 32 frames per `ofl_gro_push_burst`): contiguous frames in, a "
+        "delivery callback that only counts, so C/Rust below 1 is the cost of the C "
+        "boundary (GSO via C also validates the virtio-net header). With mbuf work (side "
+        "`engine_c_mbuf`, `benches/peer/capi_mbuf.c`, DPDK's own librte_mbuf): GRO frames "
+        "in pool mbufs re-primed as DPDK's are, pushed a burst at a time, each delivery "
+        "built into an mbuf chain (merged header written into the first mbuf, the other "
+        "mbufs trimmed to their payload and linked on); GSO segments each a header mbuf "
+        "(engine header copied in) plus an indirect mbuf attached to the input's payload, "
+        "then freed, as DPDK's rows free theirs. C+mbufs/DPDK is what an adopter gets "
+        "against DPDK doing the same mbuf work:",
+        markdown_table(["workload", "DPDK", "engine (Rust)", "via C, no mbuf work",
                         "C/Rust (median)", "C/DPDK (median)", "depth via C",
-                        "via C, burst push", "burst/Rust (median)"], c_rows)
+                        "via C, burst push, no mbuf work", "burst/Rust (median)",
+                        "via C + mbuf work", "C+mbufs/DPDK (median)", "depth via C + mbufs"],
+                       c_rows)
         if c_rows else "(C API side not run)",
         "",
         "Engine-only rows (W4), compared with the engine's own IPv4 row:",
@@ -437,11 +456,7 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
         size = state[-1]["value"]
         parts.append(f"- GRO state for 1024 flows: {size:,.0f} bytes "
                      f"({'within' if size <= GRO_STATE_LIMIT else '**over**'} the 1 MiB goal).")
-    reprime = [groups[k].median("reprime_ns_per_pkt") for k in
-               (("dpdk", "gro_tcp4_f1_burst"), ("engine", "gro_tcp4_f1_burst")) if k in groups]
-    if len(reprime) == 2:
-        parts.append(f"- Re-priming alone (in every GRO figure): DPDK {reprime[0]:.1f} ns/packet, "
-                     f"engine {reprime[1]:.1f} ns/packet.")
+    parts += reprime_lines(groups)
     parts += [f"- Problem: {p}" for p in problems]
     engine_path = engine_bin.relative_to(ROOT) if engine_bin.is_relative_to(ROOT) else engine_bin
     parts += ["", "Commands:", "", "```",
@@ -459,6 +474,17 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
               f"taskset -c 0 {CAPI_BIN.relative_to(ROOT)} --seconds {args.seconds}",
               "```", f"Raw lines: `{RAW.relative_to(ROOT)}`."]
     return "\n".join(parts)
+
+
+def reprime_lines(groups: dict) -> list[str]:
+    """The re-priming cost inside every GRO figure, per side that measured it."""
+    names = {"dpdk": "DPDK", "engine": "engine", "engine_c_mbuf": "engine via C with mbufs "
+             "(the same mbuf reset as DPDK's)"}
+    costs = [f"{name} {groups[(side, 'gro_tcp4_f1_burst')].median('reprime_ns_per_pkt'):.1f} "
+             "ns/packet" for side, name in names.items()
+             if (side, "gro_tcp4_f1_burst") in groups
+             and groups[(side, "gro_tcp4_f1_burst")].median("reprime_ns_per_pkt") is not None]
+    return [f"- Re-priming alone (in every GRO figure): {', '.join(costs)}."] if costs else []
 
 
 def write_doc(section: str, begin: str = BEGIN, end: str = END) -> None:

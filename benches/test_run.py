@@ -105,10 +105,34 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0][4], "0.82×")  # median of 0.75 and 0.9
         self.assertEqual(rows[0][5], "3.30×")  # median of 3.0 and 3.6
-        self.assertEqual(rows[0][7:], ["–", "–"])  # no burst side in these lines
+        self.assertEqual(rows[0][7:], ["–"] * 5)  # no burst or mbuf side in these lines
         lines.append(line("engine_c_burst", w, 50.0, 0, depth=32.0))
         rows, _ = run.capi_rows(run.group(lines))
-        self.assertEqual(rows[0][7:], ["50.00 Mpps", "1.25×"])
+        self.assertEqual(rows[0][7:9], ["50.00 Mpps", "1.25×"])
+
+    def test_mbuf_side_is_compared_with_dpdk_and_its_digest_checked(self):
+        w = "gso_tcp4_partial"
+        lines = [line("dpdk", w, 10.0, 0), line("engine", w, 100.0, 0),
+                 line("engine_c", w, 80.0, 0), line("engine_c_mbuf", w, 9.0, 0),
+                 line("dpdk", w, 10.0, 1), line("engine", w, 100.0, 1),
+                 line("engine_c", w, 80.0, 1), line("engine_c_mbuf", w, 11.0, 1)]
+        rows, problems = run.capi_rows(run.group(lines))
+        self.assertEqual(problems, [])
+        self.assertEqual(rows[0][9:], ["10.00 Mpps", "1.00×", "–"])  # median of 0.9 and 1.1
+        lines.append(line("engine_c_mbuf", w, 9.0, 2, digest="other"))
+        _, problems = run.capi_rows(run.group(lines))
+        self.assertEqual(len(problems), 2)  # against DPDK and against the Rust side
+        self.assertIn("engine_c_mbuf", problems[0])
+
+    def test_reprime_costs_are_listed_per_side_that_measured_them(self):
+        w = "gro_tcp4_f1_burst"
+        lines = [line("dpdk", w, 1.0, 0, reprime=11.0), line("engine_c_mbuf", w, 1.0, 0, reprime=12.0),
+                 line("engine", w, 1.0, 0)]
+        text = run.reprime_lines(run.group(lines))[0]
+        self.assertIn("DPDK 11.0 ns/packet", text)
+        self.assertIn("with mbufs (the same mbuf reset as DPDK's) 12.0 ns/packet", text)
+        self.assertNotIn("engine 1", text)
+        self.assertEqual(run.reprime_lines({}), [])
 
     def test_c_side_digest_mismatch_and_absence(self):
         w = "csum_1500"

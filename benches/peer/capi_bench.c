@@ -1,18 +1,23 @@
 /* The engine through its C API (crates/capi, libofflab_engine_c.a) on the workloads of
  * benches/workloads.md: W1 GRO, W2 GSO, W3 checksum. Same packets, same measuring
  * loop and the same JSON lines as dpdk_bench.c, with side "engine_c", so
- * benches/run.py can set engine-via-C beside engine-via-Rust and DPDK. No DPDK needed.
- * GRO runs twice: frame by frame with ofl_gro_push, in the same loop as the Rust side
- * (side "engine_c": the cost of the C boundary), and a burst of 32 at a time with
- * ofl_gro_push_burst, as a DPDK receive loop would (side "engine_c_burst"). Both
- * re-prime a burst's headers first, then push the burst.
- * Usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] [--push single|burst|both] */
+ * benches/run.py can set engine-via-C beside engine-via-Rust and DPDK.
+ * GRO runs twice without mbufs: frame by frame with ofl_gro_push, in the same loop as
+ * the Rust side (side "engine_c": the cost of the C boundary), and a burst of 32 at a
+ * time with ofl_gro_push_burst (side "engine_c_burst"). Both re-prime a burst's headers
+ * first, then push the burst, and their callbacks only count: no mbuf work.
+ * Side "engine_c_mbuf" (capi_mbuf.c) adds the mbuf work DPDK's rows do, on DPDK's own
+ * librte_mbuf: GRO deliveries built into mbuf chains, GSO segments as a header mbuf plus
+ * an indirect mbuf each, freed after. --no-mbuf skips it (and the EAL).
+ * Usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] [--push single|burst|both]
+ *                   [--no-mbuf] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "offlab_engine.h"
+#include "capi_mbuf.h"
 #include "measure.h"
 #include "packets.h"
 
@@ -319,7 +324,7 @@ int main(int argc, char **argv)
 {
 	double seconds = 0.3;
 	const char *only = "";
-	int i;
+	int i, mbufs = 1;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -336,12 +341,22 @@ int main(int argc, char **argv)
 								      : 0;
 			if (!push_modes)
 				die("--push takes single, burst or both");
-		} else
+		} else if (strcmp(argv[i], "--no-mbuf") == 0)
+			mbufs = 0;
+		else
 			die("usage: capi_bench [--seconds S] [--only PREFIX] [--rounds N] "
-			    "[--push single|burst|both]");
+			    "[--push single|burst|both] [--no-mbuf]");
 	}
+	if (mbufs)
+		capi_mbuf_init(argv[0]);
 	run_gro(seconds, only);
+	if (mbufs)
+		capi_mbuf_run_gro(seconds, only);
 	run_gso(seconds, only);
+	if (mbufs)
+		capi_mbuf_run_gso(seconds, only);
 	run_csum(seconds, only);
+	if (mbufs)
+		capi_mbuf_cleanup();
 	return 0;
 }
