@@ -76,6 +76,7 @@ impl GsoOutput {
     }
 
     /// The `i`-th segment, if there is one.
+    #[inline]
     pub fn segment(&self, i: usize) -> Option<SegmentRef<'_>> {
         self.entries.get(i).map(|e| self.make_ref(e))
     }
@@ -95,6 +96,7 @@ impl GsoOutput {
         self.headers.len()
     }
 
+    #[inline]
     fn make_ref<'s>(&'s self, e: &Entry) -> SegmentRef<'s> {
         SegmentRef {
             header: self.headers.get(e.header.clone()).unwrap_or(&[]),
