@@ -11,10 +11,11 @@ APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh
 # dpdk-dev ships dpdk-testpmd (W5: testpmd as the vhost-user backend); make test never needs it
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 
-.PHONY: setup deps venv build guest demo test test-rust test-engine-checks test-python bench fuzz install clean
+.PHONY: setup deps venv build capi-so engine-tools guest demo test test-rust test-engine-checks test-python bench fuzz install clean
 
-## setup: system tools (apt), the Python venv with offlab installed, and the Rust build
-setup: deps venv build guest
+## setup: system tools (apt), the Python venv with offlab installed, the Rust build,
+## and the engine checks' tools
+setup: deps venv build guest engine-tools
 
 ## guest: the lab's QEMU guest (kernel + initramfs from Debian packages, docs/vms.md),
 ## rebuilt when its recipe changes; `make guest GUEST_FORCE=1` rebuilds it anyway
@@ -47,6 +48,21 @@ venv: $(VENV)/.installed
 
 build:
 	$(CARGO) build --release --workspace --quiet
+	@$(MAKE) --no-print-directory capi-so
+
+## capi-so: the C API's shared library, linked from its static library with symbol
+## versions (crates/capi/offlab_engine.map; scripts/capi-so.sh says why cargo's cdylib
+## cannot carry them), and its SONAME links, in target/release
+CAPI_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' crates/capi/Cargo.toml)
+CAPI_ABI := $(shell sed -n 's/^pub const OFL_ABI_MAJOR: u32 = \([0-9]*\);/\1/p' crates/capi/src/lib.rs)
+CAPI_SO := libofflab_engine_c.so.$(CAPI_VERSION)
+CAPI_SONAME := libofflab_engine_c.so.$(CAPI_ABI)
+capi-so:
+	$(CARGO) build --release -p offlab-engine-capi --quiet
+	scripts/capi-so.sh target/release/libofflab_engine_c.a crates/capi/offlab_engine.map \
+	  target/release/$(CAPI_SO) $(CAPI_SONAME)
+	ln -sf $(CAPI_SO) target/release/$(CAPI_SONAME)
+	ln -sf $(CAPI_SONAME) target/release/libofflab_engine_c.so
 
 ## demo: install what is missing, build, run the quick plan, write the report
 demo: setup
@@ -65,7 +81,28 @@ test-rust:
 ## the MSRV toolchain are used where installed (a fresh machine cannot be assumed to
 ## download toolchains); each missing one prints a one-line skip.
 MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+CARGO_FUZZ_VERSION := 0.13.2
 FUZZ_SMOKE_SECONDS ?= 3
+
+## engine-tools: what test-engine-checks needs beyond stable Rust: nightly with Miri
+## (and its sysroot), cargo-fuzz $(CARGO_FUZZ_VERSION), the MSRV toolchain. Each is
+## installed only when missing (a second run takes about a second); one that cannot be
+## installed (no network) prints one line, and its check prints its skip line.
+engine-tools:
+	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || { \
+	  echo "installing: nightly rust with miri, rust-src"; \
+	  rustup toolchain install nightly --profile minimal --component miri,rust-src >/dev/null 2>&1 \
+	  && $(CARGO) +nightly miri setup >/dev/null 2>&1 \
+	  || echo "engine-tools: could not install Miri (rustup toolchain install nightly --component miri,rust-src)"; }
+	@$(CARGO) +nightly fuzz --version >/dev/null 2>&1 || { \
+	  echo "installing: cargo-fuzz $(CARGO_FUZZ_VERSION)"; \
+	  $(CARGO) install --locked --quiet cargo-fuzz --version $(CARGO_FUZZ_VERSION) >/dev/null 2>&1 \
+	  || echo "engine-tools: could not install cargo-fuzz (cargo install --locked cargo-fuzz --version $(CARGO_FUZZ_VERSION))"; }
+	@rustup run $(MSRV) cargo --version >/dev/null 2>&1 || { \
+	  echo "installing: rust $(MSRV) (the MSRV)"; \
+	  rustup toolchain install $(MSRV) --profile minimal >/dev/null 2>&1 \
+	  || echo "engine-tools: could not install rust $(MSRV) (rustup toolchain install $(MSRV) --profile minimal)"; }
+
 MIRI_TESTS := gso::tests:: gro::tests::rules:: gro::tests::fast_path:: gro::tests::table_udp_refusals::
 test-engine-checks:
 	@# checksum:: is skipped here: its exhaustive kernel-vs-reference tests take minutes
@@ -81,22 +118,20 @@ test-engine-checks:
 	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV): ok"; \
 	else echo "msrv $(MSRV): skipped (toolchain not installed: rustup toolchain install $(MSRV))"; fi
 
-## install: the C library (static, and shared with its SONAME), its header and a
+## install: the C library (static, and shared with its SONAME and symbol versions), its header and a
 ## pkg-config file under PREFIX (default /usr/local); DESTDIR for staging
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
-CAPI_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' crates/capi/Cargo.toml)
-CAPI_ABI := $(shell sed -n 's/^pub const OFL_ABI_MAJOR: u32 = \([0-9]*\);/\1/p' crates/capi/src/lib.rs)
 install:
 	@case "$(PREFIX)" in /*) ;; *) echo "make install: PREFIX must be an absolute path (got '$(PREFIX)')" >&2; exit 2;; esac
-	$(CARGO) build --release -p offlab-engine-capi --quiet
+	@$(MAKE) --no-print-directory capi-so
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 644 crates/capi/include/offlab_engine.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 target/release/libofflab_engine_c.a $(DESTDIR)$(LIBDIR)/
-	install -m 755 target/release/libofflab_engine_c.so $(DESTDIR)$(LIBDIR)/libofflab_engine_c.so.$(CAPI_VERSION)
-	ln -sf libofflab_engine_c.so.$(CAPI_VERSION) $(DESTDIR)$(LIBDIR)/libofflab_engine_c.so.$(CAPI_ABI)
-	ln -sf libofflab_engine_c.so.$(CAPI_ABI) $(DESTDIR)$(LIBDIR)/libofflab_engine_c.so
+	install -m 755 target/release/$(CAPI_SO) $(DESTDIR)$(LIBDIR)/$(CAPI_SO)
+	ln -sf $(CAPI_SO) $(DESTDIR)$(LIBDIR)/$(CAPI_SONAME)
+	ln -sf $(CAPI_SONAME) $(DESTDIR)$(LIBDIR)/libofflab_engine_c.so
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(CAPI_VERSION)|' \
 	  crates/capi/offlab-engine.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/offlab-engine.pc
 	@echo "installed under $(DESTDIR)$(PREFIX): cc app.c \$$(pkg-config --cflags --libs offlab-engine)"

@@ -1,4 +1,8 @@
-//! Frames shared by the C API's integration tests.
+//! What the C API's integration tests share: frames, and the libraries cargo built.
+#![allow(dead_code)] // each test binary uses part of it
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 use offlab_engine_c::ofl_csum_of;
 
 /// A TCP/IPv4 frame of flow `flow`, packet `k`, with a pseudo-header-only checksum
@@ -25,4 +29,51 @@ pub fn tcp4(flow: u16, k: u32, payload: usize, flags: u8) -> Vec<u8> {
     f[47] = flags;
     f[48..50].copy_from_slice(&0xffffu16.to_be_bytes());
     f
+}
+
+/// The static library cargo built with this test. `cargo test` leaves it in the
+/// `deps/` directory next to this test's executable (only `cargo build` copies it up
+/// to `<target>/<profile>/`, which may be older), so that one comes first.
+pub fn static_lib() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let mut candidates = Vec::new();
+    if let Some(deps) = exe.parent() {
+        candidates.push(deps.join("libofflab_engine_c.a"));
+        if let Some(profile_dir) = deps.parent() {
+            candidates.push(profile_dir.join("libofflab_engine_c.a"));
+        }
+    }
+    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
+        candidates.push(Path::new(&dir).join("release/libofflab_engine_c.a"));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    candidates.push(root.join("target/release/libofflab_engine_c.a"));
+    if let Some(found) = candidates.iter().find(|p| p.exists()) {
+        return found.clone();
+    }
+    // Not built yet (e.g. a debug `cargo test` of another crate): build it.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", "offlab-engine-capi"])
+        .current_dir(&root)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build of the C API failed");
+    root.join("target/release/libofflab_engine_c.a")
+}
+
+/// The shared library as `make build` links it (scripts/capi-so.sh, symbol versions
+/// from `map`), into `dir` under its SONAME. The script's output and status.
+pub fn link_shared(map: &Path, dir: &Path) -> (PathBuf, std::process::Output) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let soname = format!("libofflab_engine_c.so.{}", offlab_engine_c::OFL_ABI_MAJOR);
+    let so = dir.join(&soname);
+    let out = Command::new(root.join("scripts/capi-so.sh"))
+        .arg(static_lib())
+        .arg(map)
+        .arg(&so)
+        .arg(&soname)
+        .output()
+        .expect("run scripts/capi-so.sh");
+    (so, out)
 }
