@@ -198,7 +198,7 @@ fn growth_allocations_inside_a_call_all_go_to_the_hook() {
 fn a_hook_returning_null_gives_a_clean_error() {
     let ledger = Ledger::new();
     ledger.refuse.set(true);
-    let sentinel = 0x1 as *mut ofl_gro;
+    let sentinel = core::ptr::NonNull::<ofl_gro>::dangling().as_ptr();
     let mut gro = sentinel;
     assert_eq!(unsafe { ofl_gro_new_ex(&gro_params(&ledger), &mut gro) }, ofl_status::OFL_ERR_NO_MEMORY as i32);
     assert_eq!(gro, sentinel, "*gro was written on failure");
