@@ -180,7 +180,7 @@ impl Router {
         if ptr.is_null() {
             return core::ptr::null_mut();
         }
-        if (ptr as usize) % block.align() != 0 {
+        if !ptr.addr().is_multiple_of(block.align()) {
             // The hook broke its contract; give the block back and treat it as a refusal.
             unrouted(|| unsafe { (hook.free)(hook.user, ptr, block.size(), block.align()) });
             return core::ptr::null_mut();
