@@ -2,21 +2,21 @@
 //! header test compares with the committed file).
 use std::path::PathBuf;
 
-/// The ABI major version: the SONAME's number (`OFL_ABI_MAJOR` in the header).
-const ABI_MAJOR: u32 = 1;
-
 fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it"));
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
-    // The shared library's ABI contract: a SONAME that changes only with the ABI major
-    // version. Symbol versions are not set: rustc links a cdylib with its own anonymous
-    // version script, which GNU ld refuses to combine with a named one ("anonymous
-    // version tag cannot be combined with other version tags") and rust-lld lets
-    // override it (the symbols stay unversioned).
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libofflab_engine_c.so.{ABI_MAJOR}");
+    // A packaged crate (crates.io, `cargo publish` verification; cargo adds
+    // Cargo.toml.orig) ships the header as committed: cbindgen would run `cargo
+    // metadata` on it, which resolves the engine from the registry, and a build script
+    // must not rewrite a package's sources.
+    if dir.join("Cargo.toml.orig").exists() {
+        std::fs::copy(dir.join("include/offlab_engine.h"), out_dir.join("offlab_engine.h"))
+            .expect("the packaged header");
+        return;
+    }
     let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
     let bindings = cbindgen::Builder::new()
         .with_crate(&dir)

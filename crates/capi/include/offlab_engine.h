@@ -32,9 +32,13 @@
 // the minor it needs. ABI 1.1 added `ofl_abi_version`, `ofl_version_number`,
 // `ofl_gro_get_reason_counts`, `OFL_GRO_REPORT_RESTART` / `OFL_GRO_RESTARTED`,
 // `ofl_gro_merged.end` / `end_reason`, and the IPv6 GSO and virtio status codes.
+// ABI 1.2 added `ofl_gro_new_ex` / `ofl_gso_new_ex` with caller-sized parameter
+// structs (`ofl_gro_params`, `ofl_gso_params`: first field `size`), the allocator
+// hook `ofl_allocator`, `OFL_ERR_NO_MEMORY`, and symbol versions (OFL_1.0, OFL_1.1,
+// OFL_1.2) on the shared library.
 #define OFL_ABI_MAJOR 1
 
-#define OFL_ABI_MINOR 1
+#define OFL_ABI_MINOR 2
 
 // Number of `ofl_gro_reason` values this header knows. A newer library may know more:
 // `ofl_gro_get_reason_counts` tells how many and fills a caller-sized array.
@@ -54,6 +58,9 @@
 // (`OFL_ERR_INVALID_ARGUMENT`).
 #define OFL_GRO_REPORT_RESTART 2
 
+// The smallest `ofl_gro_params.size` accepted: the struct as ABI 1.2 defines it.
+#define OFL_GRO_PARAMS_SIZE_1_2 56
+
 // Compute each segment's full L4 checksum even when the header says NEEDS_CSUM
 // (otherwise NEEDS_CSUM leaves it partial, for a NIC or virtio peer to finish).
 #define OFL_GSO_FULL_CSUM 1
@@ -70,6 +77,9 @@
 
 // The most segments one call produces.
 #define OFL_GSO_MAX_SEGMENTS 511
+
+// The smallest `ofl_gso_params.size` accepted: the struct as ABI 1.2 defines it.
+#define OFL_GSO_PARAMS_SIZE_1_2 48
 
 // `flags`: the checksum from `csum_start` on is partial (finish and store it at
 // `csum_start + csum_offset`).
@@ -145,6 +155,9 @@ enum ofl_status
   // An engine refusal this version of the C API has no code of its own for (the
   // engine's error enums are non-exhaustive; every current one has a code).
   OFL_ERR_OTHER = -7,
+  // The handle's `ofl_allocator` returned NULL (ABI 1.2); the call made no change
+  // that needs memory (a handle is not created, a GSO call gives no segments).
+  OFL_ERR_NO_MEMORY = -8,
   // Frame parse: truncated.
   OFL_ERR_PARSE_TRUNCATED = -100,
   // Frame parse: bad ip version.
@@ -466,6 +479,40 @@ typedef struct ofl_gro_config {
   struct ofl_parse_opts parse;
 } ofl_gro_config;
 
+// Allocates `size` bytes aligned to `align` (a power of two, at most 4096 in
+// practice), preferably on `numa_node`; returns NULL on failure. `user` is the
+// `ofl_allocator`'s.
+typedef void *(*ofl_alloc_fn)(void *user, size_t size, size_t align, int32_t numa_node);
+
+// Frees a block from the same allocator's `alloc`, with the `size` and `align` it was
+// allocated with.
+typedef void (*ofl_free_fn)(void *user, void *ptr, size_t size, size_t align);
+
+// Where a handle's memory comes from (ABI 1.2). Both functions NULL: the system
+// allocator. Every allocation a handle makes (at creation, and when GSO's output grows
+// to a larger super-packet) goes through `alloc`, and is given back through `free`,
+// possibly from `ofl_*_free`. Both are called on the thread that called into the
+// handle (or frees it); `user` must stay valid until every block is freed.
+typedef struct ofl_allocator {
+  ofl_alloc_fn alloc;
+  ofl_free_fn free;
+  void *user;
+  // Passed to every `alloc` (e.g. the lcore's socket for `rte_malloc_socket`); -1
+  // for "any".
+  int32_t numa_node;
+} ofl_allocator;
+
+// Parameters of `ofl_gro_new_ex` (ABI 1.2). Set `size` to `sizeof(ofl_gro_params)`,
+// fill `config` with `ofl_gro_config_default` and change what you need; a zero
+// `allocator` is the system allocator.
+typedef struct ofl_gro_params {
+  // The caller's `sizeof(ofl_gro_params)`; at least `OFL_GRO_PARAMS_SIZE_1_2`.
+  uint32_t size;
+  struct ofl_gro_config config;
+  // Where the table's memory comes from (all of it is allocated at creation).
+  struct ofl_allocator allocator;
+} ofl_gro_params;
+
 // One piece of a merged packet's payload: `payload_len` bytes at `payload_offset` of
 // the caller's frame `id`.
 typedef struct ofl_gro_part {
@@ -545,6 +592,18 @@ typedef struct ofl_gro_stats {
   uint64_t refused[OFL_GRO_STATS_REASONS];
 } ofl_gro_stats;
 
+// Parameters of `ofl_gso_new_ex` (ABI 1.2). Set `size` to `sizeof(ofl_gso_params)`
+// and zero what you do not use: zero `parse` is the default tunnel ports, a zero
+// `allocator` the system allocator.
+typedef struct ofl_gso_params {
+  // The caller's `sizeof(ofl_gso_params)`; at least `OFL_GSO_PARAMS_SIZE_1_2`.
+  uint32_t size;
+  struct ofl_parse_opts parse;
+  // Where the handle's memory comes from: the handle itself and the segment output,
+  // which grows to the largest super-packet seen.
+  struct ofl_allocator allocator;
+} ofl_gso_params;
+
 // One produced segment, zero-copy: `header_len` bytes at `header` (owned by the
 // handle), then `payload_len` bytes of the input frame from `payload_offset`.
 typedef struct ofl_gso_seg {
@@ -620,7 +679,7 @@ typedef struct ofl_layout {
 } ofl_layout;
 
 // Every code, for tests and tools.
-#define ofl_status_ALL { OFL_OK, OFL_ERR_NULL, OFL_ERR_BUFFER_TOO_SMALL, OFL_ERR_INVALID_ARGUMENT, OFL_ERR_PANIC, OFL_ERR_BUSY, OFL_ERR_POISONED, OFL_ERR_OTHER, OFL_ERR_PARSE_TRUNCATED, OFL_ERR_PARSE_BAD_IP_VERSION, OFL_ERR_PARSE_BAD_HEADER_LENGTH, OFL_ERR_PARSE_LENGTH_MISMATCH, OFL_ERR_PARSE_TOO_MANY_EXTENSION_HEADERS, OFL_ERR_PARSE_MISPLACED_HOP_BY_HOP, OFL_ERR_PARSE_TOO_MANY_VLAN_TAGS, OFL_ERR_PARSE_UNSUPPORTED_ETHERTYPE, OFL_ERR_PARSE_BAD_TUNNEL_HEADER, OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD, OFL_ERR_GSO_NOT_TCP, OFL_ERR_GSO_NOT_UDP, OFL_ERR_GSO_SEGMENT_SIZE_ZERO, OFL_ERR_GSO_FRAGMENT_SIZE_TOO_SMALL, OFL_ERR_GSO_TOO_MANY_SEGMENTS, OFL_ERR_GSO_TOO_LARGE, OFL_ERR_GSO_HEADERS_TOO_LONG, OFL_ERR_GSO_FRAGMENTED_INPUT, OFL_ERR_GSO_UFO_NEEDS_IPV4, OFL_ERR_GSO_FIXED_ID_WITHOUT_DF, OFL_ERR_GSO_GRE_SEQUENCE_NUMBER, OFL_ERR_GSO_TRAILING_BYTES, OFL_ERR_GSO_LAYOUT_MISMATCH, OFL_ERR_GSO_VIRTIO_TYPE_MISMATCH, OFL_ERR_GSO_VIRTIO_NO_GSO, OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE, OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH, OFL_ERR_GSO_AUTHENTICATION_HEADER, OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED, OFL_ERR_VNET_TRUNCATED, OFL_ERR_VNET_BUFFER_TOO_SMALL, OFL_ERR_VNET_UNKNOWN_FLAGS, OFL_ERR_VNET_RSC_INFO_NOT_ALLOWED, OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS, OFL_ERR_VNET_UNKNOWN_GSO_TYPE, OFL_ERR_VNET_ECN_WITHOUT_TCP, OFL_ERR_VNET_GSO_WITHOUT_NEEDS_CSUM, OFL_ERR_VNET_GSO_SIZE_ZERO, OFL_ERR_VNET_GSO_SIZE_TOO_LARGE, OFL_ERR_VNET_GSO_SIZE_WITHOUT_GSO, OFL_ERR_VNET_GSO_IP_VERSION_MISMATCH, OFL_ERR_VNET_GSO_TRANSPORT_MISMATCH, OFL_ERR_VNET_GSO_ON_FRAGMENT, OFL_ERR_VNET_CHECKSUM_OUTSIDE_FRAME, OFL_ERR_VNET_CHECKSUM_START_MISMATCH, OFL_ERR_VNET_CHECKSUM_OFFSET_MISMATCH, OFL_ERR_VNET_NOT_TCP_OR_UDP, OFL_ERR_VNET_OFFSET_TOO_LARGE, OFL_ERR_VNET_LAYOUT_OUTSIDE_FRAME, OFL_ERR_VNET_TUNNEL_BOTH_IP_VERSIONS, OFL_ERR_VNET_TUNNEL_CHECKSUM_WITHOUT_TUNNEL, OFL_ERR_VNET_TUNNEL_WITHOUT_GSO, OFL_ERR_VNET_TUNNEL_NOT_IN_FRAME, OFL_ERR_VNET_TUNNEL_IP_VERSION_MISMATCH, OFL_ERR_VNET_TUNNEL_OUTER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM, OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS, }
+#define ofl_status_ALL { OFL_OK, OFL_ERR_NULL, OFL_ERR_BUFFER_TOO_SMALL, OFL_ERR_INVALID_ARGUMENT, OFL_ERR_PANIC, OFL_ERR_BUSY, OFL_ERR_POISONED, OFL_ERR_OTHER, OFL_ERR_NO_MEMORY, OFL_ERR_PARSE_TRUNCATED, OFL_ERR_PARSE_BAD_IP_VERSION, OFL_ERR_PARSE_BAD_HEADER_LENGTH, OFL_ERR_PARSE_LENGTH_MISMATCH, OFL_ERR_PARSE_TOO_MANY_EXTENSION_HEADERS, OFL_ERR_PARSE_MISPLACED_HOP_BY_HOP, OFL_ERR_PARSE_TOO_MANY_VLAN_TAGS, OFL_ERR_PARSE_UNSUPPORTED_ETHERTYPE, OFL_ERR_PARSE_BAD_TUNNEL_HEADER, OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD, OFL_ERR_GSO_NOT_TCP, OFL_ERR_GSO_NOT_UDP, OFL_ERR_GSO_SEGMENT_SIZE_ZERO, OFL_ERR_GSO_FRAGMENT_SIZE_TOO_SMALL, OFL_ERR_GSO_TOO_MANY_SEGMENTS, OFL_ERR_GSO_TOO_LARGE, OFL_ERR_GSO_HEADERS_TOO_LONG, OFL_ERR_GSO_FRAGMENTED_INPUT, OFL_ERR_GSO_UFO_NEEDS_IPV4, OFL_ERR_GSO_FIXED_ID_WITHOUT_DF, OFL_ERR_GSO_GRE_SEQUENCE_NUMBER, OFL_ERR_GSO_TRAILING_BYTES, OFL_ERR_GSO_LAYOUT_MISMATCH, OFL_ERR_GSO_VIRTIO_TYPE_MISMATCH, OFL_ERR_GSO_VIRTIO_NO_GSO, OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE, OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH, OFL_ERR_GSO_AUTHENTICATION_HEADER, OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED, OFL_ERR_VNET_TRUNCATED, OFL_ERR_VNET_BUFFER_TOO_SMALL, OFL_ERR_VNET_UNKNOWN_FLAGS, OFL_ERR_VNET_RSC_INFO_NOT_ALLOWED, OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS, OFL_ERR_VNET_UNKNOWN_GSO_TYPE, OFL_ERR_VNET_ECN_WITHOUT_TCP, OFL_ERR_VNET_GSO_WITHOUT_NEEDS_CSUM, OFL_ERR_VNET_GSO_SIZE_ZERO, OFL_ERR_VNET_GSO_SIZE_TOO_LARGE, OFL_ERR_VNET_GSO_SIZE_WITHOUT_GSO, OFL_ERR_VNET_GSO_IP_VERSION_MISMATCH, OFL_ERR_VNET_GSO_TRANSPORT_MISMATCH, OFL_ERR_VNET_GSO_ON_FRAGMENT, OFL_ERR_VNET_CHECKSUM_OUTSIDE_FRAME, OFL_ERR_VNET_CHECKSUM_START_MISMATCH, OFL_ERR_VNET_CHECKSUM_OFFSET_MISMATCH, OFL_ERR_VNET_NOT_TCP_OR_UDP, OFL_ERR_VNET_OFFSET_TOO_LARGE, OFL_ERR_VNET_LAYOUT_OUTSIDE_FRAME, OFL_ERR_VNET_TUNNEL_BOTH_IP_VERSIONS, OFL_ERR_VNET_TUNNEL_CHECKSUM_WITHOUT_TUNNEL, OFL_ERR_VNET_TUNNEL_WITHOUT_GSO, OFL_ERR_VNET_TUNNEL_NOT_IN_FRAME, OFL_ERR_VNET_TUNNEL_IP_VERSION_MISMATCH, OFL_ERR_VNET_TUNNEL_OUTER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM, OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -707,6 +766,17 @@ int32_t ofl_gro_config_default(struct ofl_gro_config *cfg);
 // # Safety
 // `cfg` NULL or valid; `gro` points to an `ofl_gro *`.
 int32_t ofl_gro_new(const struct ofl_gro_config *cfg, struct ofl_gro **gro);
+
+// `ofl_gro_new` with a caller-sized parameter struct and an optional allocator hook
+// (ABI 1.2). Returns `OFL_OK`, `OFL_ERR_NULL`, `OFL_ERR_INVALID_ARGUMENT` (as
+// `ofl_gro_new`, or `size` below `OFL_GRO_PARAMS_SIZE_1_2`, non-zero bytes past what
+// this library knows, one of `alloc`/`free` NULL) or `OFL_ERR_NO_MEMORY` (the
+// allocator returned NULL; nothing is kept, `*gro` is left unchanged).
+//
+// # Safety
+// `params` readable for its `size` bytes; `gro` points to an `ofl_gro *`; the
+// allocator's functions callable with its `user` until the table is freed.
+int32_t ofl_gro_new_ex(const struct ofl_gro_params *params, struct ofl_gro **gro);
 
 // Frees a table; runs still held are dropped (flush first to deliver them). NULL is
 // ignored; so is a call from inside the table's own callback.
@@ -808,6 +878,17 @@ const char *ofl_gro_reason_name(uint32_t reason);
 // # Safety
 // `opts` NULL or valid; `gso` points to an `ofl_gso *`.
 int32_t ofl_gso_new(const struct ofl_parse_opts *opts, struct ofl_gso **gso);
+
+// `ofl_gso_new` with a caller-sized parameter struct and an optional allocator hook
+// (ABI 1.2). Returns `OFL_OK`, `OFL_ERR_NULL`, `OFL_ERR_INVALID_ARGUMENT` (`size`
+// below `OFL_GSO_PARAMS_SIZE_1_2`, non-zero bytes past what this library knows, one
+// of `alloc`/`free` NULL, bad parse options) or `OFL_ERR_NO_MEMORY` (the allocator
+// returned NULL; nothing is kept, `*gso` is left unchanged).
+//
+// # Safety
+// `params` readable for its `size` bytes; `gso` points to an `ofl_gso *`; the
+// allocator's functions callable with its `user` until the handle is freed.
+int32_t ofl_gso_new_ex(const struct ofl_gso_params *params, struct ofl_gso **gso);
 
 // Frees a handle from `ofl_gso_new`; NULL is ignored.
 //

@@ -18,7 +18,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use engine::gro::{FlushCause, Gro, GroConfig, GroStats, Held, Merged, Reason, RxMeta};
 
-use crate::{bytes, guard, input, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out};
+use crate::allocator::{read_sized, routed, unrouted, Hook};
+use crate::{bytes, guard, input, ofl_allocator, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out};
 
 /// Number of `ofl_gro_reason` values this header knows. A newer library may know more:
 /// `ofl_gro_get_reason_counts` tells how many and fills a caller-sized array.
@@ -296,6 +297,8 @@ const POISONED: u8 = 2;
 pub struct ofl_gro {
     state: Cell<u8>,
     inner: UnsafeCell<Inner>,
+    /// Where the table's memory comes from (`ofl_gro_new_ex`); None: the system.
+    hook: Option<Hook>,
 }
 
 struct Inner {
@@ -341,38 +344,97 @@ pub unsafe extern "C" fn ofl_gro_new(cfg: *const ofl_gro_config, gro: *mut *mut 
         // SAFETY: caller contract, NULL checked inside.
         let gro = unsafe { out(gro) }?;
         let cfg = if cfg.is_null() {
-            let mut d = core::mem::MaybeUninit::uninit();
-            // SAFETY: writes a whole config into `d`.
-            unsafe { ofl_gro_config_default(d.as_mut_ptr()) };
-            unsafe { d.assume_init() }
+            default_config()
         } else {
             *unsafe { input(cfg) }?
         };
-        let segments_ok = |n: u16| (1..=MAX_SEGMENTS).contains(&n);
-        if !(1..=MAX_FLOWS).contains(&cfg.max_flows)
-            || !segments_ok(cfg.max_segments_tcp)
-            || !segments_ok(cfg.max_segments_udp)
-            || cfg.max_bytes == 0
-        {
-            return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
-        }
-        let parse = cfg.parse.to_engine()?;
-        let engine_cfg = GroConfig {
-            max_flows: cfg.max_flows as usize,
-            max_segments_tcp: cfg.max_segments_tcp,
-            max_segments_udp: cfg.max_segments_udp,
-            max_bytes: (cfg.max_bytes as usize).min(65535),
-        };
-        let cap = usize::from(cfg.max_segments_tcp.max(cfg.max_segments_udp));
-        *gro = Box::into_raw(Box::new(ofl_gro {
-            state: Cell::new(IDLE),
-            inner: UnsafeCell::new(Inner {
-                gro: Gro::with_parse_options(engine_cfg, parse),
-                parts: Vec::with_capacity(cap),
-            }),
-        }));
+        *gro = create(&cfg, None)?;
         Ok(0)
     })
+}
+
+fn default_config() -> ofl_gro_config {
+    let mut d = core::mem::MaybeUninit::uninit();
+    // SAFETY: writes a whole config into `d`.
+    unsafe { ofl_gro_config_default(d.as_mut_ptr()) };
+    unsafe { d.assume_init() }
+}
+
+/// Parameters of `ofl_gro_new_ex` (ABI 1.2). Set `size` to `sizeof(ofl_gro_params)`,
+/// fill `config` with `ofl_gro_config_default` and change what you need; a zero
+/// `allocator` is the system allocator.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ofl_gro_params {
+    /// The caller's `sizeof(ofl_gro_params)`; at least `OFL_GRO_PARAMS_SIZE_1_2`.
+    pub size: u32,
+    pub config: ofl_gro_config,
+    /// Where the table's memory comes from (all of it is allocated at creation).
+    pub allocator: ofl_allocator,
+}
+
+/// The smallest `ofl_gro_params.size` accepted: the struct as ABI 1.2 defines it.
+pub const OFL_GRO_PARAMS_SIZE_1_2: usize = 56;
+const _: () = assert!(OFL_GRO_PARAMS_SIZE_1_2 == core::mem::size_of::<ofl_gro_params>());
+
+/// `ofl_gro_new` with a caller-sized parameter struct and an optional allocator hook
+/// (ABI 1.2). Returns `OFL_OK`, `OFL_ERR_NULL`, `OFL_ERR_INVALID_ARGUMENT` (as
+/// `ofl_gro_new`, or `size` below `OFL_GRO_PARAMS_SIZE_1_2`, non-zero bytes past what
+/// this library knows, one of `alloc`/`free` NULL) or `OFL_ERR_NO_MEMORY` (the
+/// allocator returned NULL; nothing is kept, `*gro` is left unchanged).
+///
+/// # Safety
+/// `params` readable for its `size` bytes; `gro` points to an `ofl_gro *`; the
+/// allocator's functions callable with its `user` until the table is freed.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gro_new_ex(params: *const ofl_gro_params, gro: *mut *mut ofl_gro) -> i32 {
+    guard(|| {
+        // SAFETY: caller contract, NULL checked inside.
+        let gro = unsafe { out(gro) }?;
+        let params = unsafe { read_sized(params, OFL_GRO_PARAMS_SIZE_1_2) }?;
+        let hook = params.allocator.to_hook()?;
+        *gro = create(&params.config, hook)?;
+        Ok(0)
+    })
+}
+
+/// A new table after checking `cfg`, allocated through `hook` when there is one.
+fn create(cfg: &ofl_gro_config, hook: Option<Hook>) -> Result<*mut ofl_gro, ofl_status> {
+    let segments_ok = |n: u16| (1..=MAX_SEGMENTS).contains(&n);
+    if !(1..=MAX_FLOWS).contains(&cfg.max_flows)
+        || !segments_ok(cfg.max_segments_tcp)
+        || !segments_ok(cfg.max_segments_udp)
+        || cfg.max_bytes == 0
+    {
+        return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
+    }
+    let parse = cfg.parse.to_engine()?;
+    let engine_cfg = GroConfig {
+        max_flows: cfg.max_flows as usize,
+        max_segments_tcp: cfg.max_segments_tcp,
+        max_segments_udp: cfg.max_segments_udp,
+        max_bytes: (cfg.max_bytes as usize).min(65535),
+    };
+    let cap = usize::from(cfg.max_segments_tcp.max(cfg.max_segments_udp));
+    routed(
+        hook,
+        || {
+            Ok(Box::into_raw(Box::new(ofl_gro {
+                state: Cell::new(IDLE),
+                inner: UnsafeCell::new(Inner {
+                    gro: Gro::with_parse_options(engine_cfg, parse),
+                    parts: Vec::with_capacity(cap),
+                }),
+                hook,
+            })))
+        },
+        |built| {
+            if let Ok(handle) = built {
+                // SAFETY: just made by Box::into_raw, never handed out.
+                drop(unsafe { Box::from_raw(handle) });
+            }
+        },
+    )
 }
 
 /// Frees a table; runs still held are dropped (flush first to deliver them). NULL is
@@ -414,7 +476,9 @@ unsafe fn with_gro(
         handle.state.set(BUSY);
         // SAFETY: the BUSY state makes this the only live borrow of `inner`.
         let inner = unsafe { &mut *handle.inner.get() };
-        match catch_unwind(AssertUnwindSafe(|| body(inner))) {
+        // A table allocates only at creation; the route is there so that anything the
+        // engine might allocate in a call still comes from the table's allocator.
+        match catch_unwind(AssertUnwindSafe(|| routed(handle.hook, || body(inner), |_| ()))) {
             Ok(result) => {
                 handle.state.set(IDLE);
                 result
@@ -455,7 +519,8 @@ fn deliverer<'a>(
             },
         };
         // SAFETY: the caller's callback, given a pointer valid for this call.
-        unsafe { cb(user, &merged) };
+        // The caller's own allocations in the callback are not the table's.
+        unrouted(|| unsafe { cb(user, &merged) });
         *delivered = delivered.saturating_add(1);
     }
 }

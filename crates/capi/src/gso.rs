@@ -14,9 +14,10 @@
 use engine::gso::{self, GsoOutput, GsoParams, L4Checksum};
 use engine::wire::{parse_frame_with, ParseOptions};
 
+use crate::allocator::{read_sized, routed, Hook};
 use crate::{
-    bytes, bytes_mut, gso_status, guard, input, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out,
-    parse_status, virtio_status,
+    bytes, bytes_mut, gso_status, guard, input, ofl_allocator, ofl_parse_opts, ofl_status,
+    ofl_vnet_hdr, out, parse_status, virtio_status,
 };
 
 /// Compute each segment's full L4 checksum even when the header says NEEDS_CSUM
@@ -42,6 +43,8 @@ pub struct ofl_gso {
     out: GsoOutput,
     /// Segments of the last call that succeeded up to segmentation (0 after a failure).
     valid: usize,
+    /// Where the output's memory comes from (`ofl_gso_new_ex`); None: the system.
+    hook: Option<Hook>,
 }
 
 impl ofl_gso {
@@ -90,13 +93,70 @@ pub unsafe extern "C" fn ofl_gso_new(opts: *const ofl_parse_opts, gso: *mut *mut
         } else {
             unsafe { input(opts) }?.to_engine()?
         };
-        *gso = Box::into_raw(Box::new(ofl_gso {
-            parse,
-            out: GsoOutput::new(),
-            valid: 0,
-        }));
+        *gso = create(parse, None)?;
         Ok(0)
     })
+}
+
+/// Parameters of `ofl_gso_new_ex` (ABI 1.2). Set `size` to `sizeof(ofl_gso_params)`
+/// and zero what you do not use: zero `parse` is the default tunnel ports, a zero
+/// `allocator` the system allocator.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ofl_gso_params {
+    /// The caller's `sizeof(ofl_gso_params)`; at least `OFL_GSO_PARAMS_SIZE_1_2`.
+    pub size: u32,
+    pub parse: ofl_parse_opts,
+    /// Where the handle's memory comes from: the handle itself and the segment output,
+    /// which grows to the largest super-packet seen.
+    pub allocator: ofl_allocator,
+}
+
+/// The smallest `ofl_gso_params.size` accepted: the struct as ABI 1.2 defines it.
+pub const OFL_GSO_PARAMS_SIZE_1_2: usize = 48;
+const _: () = assert!(OFL_GSO_PARAMS_SIZE_1_2 == core::mem::size_of::<ofl_gso_params>());
+
+/// `ofl_gso_new` with a caller-sized parameter struct and an optional allocator hook
+/// (ABI 1.2). Returns `OFL_OK`, `OFL_ERR_NULL`, `OFL_ERR_INVALID_ARGUMENT` (`size`
+/// below `OFL_GSO_PARAMS_SIZE_1_2`, non-zero bytes past what this library knows, one
+/// of `alloc`/`free` NULL, bad parse options) or `OFL_ERR_NO_MEMORY` (the allocator
+/// returned NULL; nothing is kept, `*gso` is left unchanged).
+///
+/// # Safety
+/// `params` readable for its `size` bytes; `gso` points to an `ofl_gso *`; the
+/// allocator's functions callable with its `user` until the handle is freed.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gso_new_ex(params: *const ofl_gso_params, gso: *mut *mut ofl_gso) -> i32 {
+    guard(|| {
+        // SAFETY: caller contract, NULL checked inside.
+        let gso = unsafe { out(gso) }?;
+        let params = unsafe { read_sized(params, OFL_GSO_PARAMS_SIZE_1_2) }?;
+        let parse = params.parse.to_engine()?;
+        let hook = params.allocator.to_hook()?;
+        *gso = create(parse, hook)?;
+        Ok(0)
+    })
+}
+
+/// A new handle, allocated through `hook` when there is one.
+fn create(parse: ParseOptions, hook: Option<Hook>) -> Result<*mut ofl_gso, ofl_status> {
+    routed(
+        hook,
+        || {
+            Ok(Box::into_raw(Box::new(ofl_gso {
+                parse,
+                out: GsoOutput::new(),
+                valid: 0,
+                hook,
+            })))
+        },
+        |built| {
+            if let Ok(handle) = built {
+                // SAFETY: just made by Box::into_raw, never handed out.
+                drop(unsafe { Box::from_raw(handle) });
+            }
+        },
+    )
 }
 
 /// Frees a handle from `ofl_gso_new`; NULL is ignored.
@@ -136,7 +196,14 @@ fn run(
     if outer != 0 {
         params.outer_udp_checksum = outer == OFL_GSO_OUTER_UDP_CSUM;
     }
-    gso::segment(frame, &layout, &params, &mut gso.out).map_err(|e| gso_status(&e))?;
+    let out = &mut gso.out;
+    let result = routed(gso.hook, || gso::segment(frame, &layout, &params, out).map_err(|e| gso_status(&e)), |_| ());
+    if result == Err(ofl_status::OFL_ERR_NO_MEMORY) {
+        // The output grew partly from the system after the hook refused: give that back
+        // now (each block goes where its tag says); the next call grows it again.
+        gso.out = GsoOutput::new();
+    }
+    result?;
     gso.valid = gso.out.len();
     Ok(gso.valid)
 }

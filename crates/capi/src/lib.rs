@@ -13,13 +13,15 @@
 //! `catch_unwind` and a panic becomes [`ofl_status::OFL_ERR_PANIC`]); every pointer and
 //! length is checked; errors are negative [`ofl_status`] codes named by
 //! [`ofl_strerror`]; nothing allocates after a handle is created, beyond what the Rust
-//! engine itself does (GSO's output grows to the largest super-packet seen).
+//! engine itself does (GSO's output grows to the largest super-packet seen). A handle
+//! made with an [`ofl_allocator`] takes all its memory from it ([`allocator`]).
 #![allow(non_camel_case_types)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use core::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+pub mod allocator;
 pub mod csum;
 pub mod gro;
 pub mod gso;
@@ -27,6 +29,7 @@ pub mod parse;
 pub mod status;
 pub mod vnet;
 
+pub use allocator::{ofl_alloc_fn, ofl_allocator, ofl_free_fn};
 pub use csum::*;
 pub use gro::*;
 pub use gso::*;
@@ -55,8 +58,12 @@ pub const OFL_VERSION_PATCH: u32 = 0;
 /// the minor it needs. ABI 1.1 added `ofl_abi_version`, `ofl_version_number`,
 /// `ofl_gro_get_reason_counts`, `OFL_GRO_REPORT_RESTART` / `OFL_GRO_RESTARTED`,
 /// `ofl_gro_merged.end` / `end_reason`, and the IPv6 GSO and virtio status codes.
+/// ABI 1.2 added `ofl_gro_new_ex` / `ofl_gso_new_ex` with caller-sized parameter
+/// structs (`ofl_gro_params`, `ofl_gso_params`: first field `size`), the allocator
+/// hook `ofl_allocator`, `OFL_ERR_NO_MEMORY`, and symbol versions (OFL_1.0, OFL_1.1,
+/// OFL_1.2) on the shared library.
 pub const OFL_ABI_MAJOR: u32 = 1;
-pub const OFL_ABI_MINOR: u32 = 1;
+pub const OFL_ABI_MINOR: u32 = 2;
 
 /// The library's ABI: `OFL_ABI_MAJOR << 16 | OFL_ABI_MINOR` as it was built.
 #[no_mangle]

@@ -30,6 +30,9 @@ pub enum ofl_status {
     /// An engine refusal this version of the C API has no code of its own for (the
     /// engine's error enums are non-exhaustive; every current one has a code).
     OFL_ERR_OTHER = -7,
+    /// The handle's `ofl_allocator` returned NULL (ABI 1.2); the call made no change
+    /// that needs memory (a handle is not created, a GSO call gives no segments).
+    OFL_ERR_NO_MEMORY = -8,
     /// Frame parse: truncated.
     OFL_ERR_PARSE_TRUNCATED = -100,
     /// Frame parse: bad ip version.
@@ -150,7 +153,7 @@ pub enum ofl_status {
 
 impl ofl_status {
     /// Every code, for tests and tools.
-    pub const ALL: [ofl_status; 66] = [
+    pub const ALL: [ofl_status; 67] = [
         ofl_status::OFL_OK,
         ofl_status::OFL_ERR_NULL,
         ofl_status::OFL_ERR_BUFFER_TOO_SMALL,
@@ -159,6 +162,7 @@ impl ofl_status {
         ofl_status::OFL_ERR_BUSY,
         ofl_status::OFL_ERR_POISONED,
         ofl_status::OFL_ERR_OTHER,
+        ofl_status::OFL_ERR_NO_MEMORY,
         ofl_status::OFL_ERR_PARSE_TRUNCATED,
         ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION,
         ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH,
@@ -230,6 +234,7 @@ impl ofl_status {
             ofl_status::OFL_ERR_BUSY => c"handle busy (called from its own callback)",
             ofl_status::OFL_ERR_POISONED => c"handle poisoned by an earlier panic",
             ofl_status::OFL_ERR_OTHER => c"engine error without a code of its own",
+            ofl_status::OFL_ERR_NO_MEMORY => c"the handle's allocator returned NULL",
             ofl_status::OFL_ERR_PARSE_TRUNCATED => c"parse: truncated",
             ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION => c"parse: bad ip version",
             ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH => c"parse: bad header length",

@@ -2,39 +2,11 @@
 //! runs them: the C API works end to end from C (example.c: parse, checksum, GSO, GRO,
 //! the merged payload equals the original; mbuf_chain.c: the same as a DPDK-style
 //! datapath does it with mbuf chains, header mbufs and indirect payload mbufs).
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// The static library cargo built with this test. `cargo test` leaves it in the
-/// `deps/` directory next to this test's executable (only `cargo build` copies it up
-/// to `<target>/<profile>/`, which may be older), so that one comes first.
-fn static_lib() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let mut candidates = Vec::new();
-    if let Some(deps) = exe.parent() {
-        candidates.push(deps.join("libofflab_engine_c.a"));
-        if let Some(profile_dir) = deps.parent() {
-            candidates.push(profile_dir.join("libofflab_engine_c.a"));
-        }
-    }
-    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
-        candidates.push(Path::new(&dir).join("release/libofflab_engine_c.a"));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    candidates.push(root.join("target/release/libofflab_engine_c.a"));
-    if let Some(found) = candidates.iter().find(|p| p.exists()) {
-        return found.clone();
-    }
-    // Not built yet (e.g. a debug `cargo test` of another crate): build it.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "offlab-engine-capi"])
-        .current_dir(&root)
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build of the C API failed");
-    root.join("target/release/libofflab_engine_c.a")
-}
+mod common;
+use common::static_lib;
 
 /// Builds `examples/c/<name>.c` against the static library, runs it, and returns its
 /// standard output; fails the test when it does not build or exits non-zero.

@@ -1,5 +1,5 @@
 //! `make install PREFIX=…` puts the header, the static and the shared library (with its
-//! SONAME links) and a pkg-config file under the prefix, and a C program built with
+//! SONAME links and symbol versions) and a pkg-config file under the prefix, and a C program built with
 //! `pkg-config --cflags --libs offlab-engine` links against it and runs.
 use std::path::Path;
 use std::process::Command;
@@ -29,6 +29,14 @@ fn make_install_gives_a_pkg_config_package_a_c_program_builds_against() {
         assert!(lib.join(file).exists(), "{file} not installed");
     }
     assert!(prefix.join("include/offlab_engine.h").exists());
+    // The real file is the versioned library; the SONAME and dev names are links to it.
+    let real = format!("libofflab_engine_c.so.{}", env!("CARGO_PKG_VERSION"));
+    assert!(lib.join(&real).symlink_metadata().unwrap().file_type().is_file(), "{real}");
+    for link in ["libofflab_engine_c.so", "libofflab_engine_c.so.1"] {
+        assert!(lib.join(link).symlink_metadata().unwrap().file_type().is_symlink(), "{link}");
+    }
+    let symbols = run(Command::new("readelf").args(["--dyn-syms", "-W"]).arg(lib.join(&real)));
+    assert!(symbols.contains("ofl_gro_new@@OFL_1.0") && symbols.contains("ofl_gro_new_ex@@OFL_1.2"), "{symbols}");
     let flags = run(Command::new("pkg-config")
         .args(["--cflags", "--libs", "offlab-engine"])
         .env("PKG_CONFIG_PATH", lib.join("pkgconfig")));

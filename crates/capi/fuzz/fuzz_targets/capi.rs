@@ -7,7 +7,8 @@
 //! Input: a control byte, a 12-byte virtio-net header, then frames as (u16
 //! little-endian length, bytes). The first frame is parsed, summed, validated against
 //! the header and segmented, also with the header in its 24-byte tunnel form; all
-//! frames are pushed into a small GRO table.
+//! frames are pushed into a small GRO table. The tunnel-form GSO handle takes its
+//! memory from an allocator hook, which must get every byte back.
 #![no_main]
 
 use core::ffi::{c_void, CStr};
@@ -343,10 +344,49 @@ fn tunnel_form(frame: &[u8], vnet12: &[u8; 12], offsets: &[u8]) {
     if check_code(unsafe { ofl_vnet_validate(&vnet, frame.as_ptr(), frame.len()) }) < 0 {
         return;
     }
+    // This handle takes its memory from a counting allocator hook (ABI 1.2): every
+    // byte it allocates, growing to this frame, comes back when it is freed.
+    let ledger = Ledger::default();
+    let params = ofl_gso_params {
+        size: core::mem::size_of::<ofl_gso_params>() as u32,
+        parse: ofl_parse_opts::default(),
+        allocator: ofl_allocator {
+            alloc: Some(ledger_alloc),
+            free: Some(ledger_free),
+            user: &ledger as *const Ledger as *mut c_void,
+            numa_node: 0,
+        },
+    };
     let mut handle = null_mut();
-    assert_eq!(unsafe { ofl_gso_new(null(), &mut handle) }, 0);
+    assert_eq!(unsafe { ofl_gso_new_ex(&params, &mut handle) }, 0);
     check_code(unsafe { ofl_gso_segment(handle, frame.as_ptr(), frame.len(), &vnet, 0) });
     unsafe { ofl_gso_free(handle) };
+    assert!(ledger.allocs.get() > 0);
+    assert_eq!((ledger.allocs.get(), ledger.bytes.get()), (ledger.frees.get(), 0));
+}
+
+/// What a counting allocator hook saw: blocks allocated and freed, bytes outstanding.
+#[derive(Default)]
+struct Ledger {
+    allocs: core::cell::Cell<u64>,
+    frees: core::cell::Cell<u64>,
+    bytes: core::cell::Cell<usize>,
+}
+
+unsafe extern "C" fn ledger_alloc(user: *mut c_void, size: usize, align: usize, _node: i32) -> *mut c_void {
+    let ledger = unsafe { &*(user as *const Ledger) };
+    ledger.allocs.set(ledger.allocs.get() + 1);
+    ledger.bytes.set(ledger.bytes.get() + size);
+    let layout = std::alloc::Layout::from_size_align(size, align).unwrap();
+    unsafe { std::alloc::GlobalAlloc::alloc(&std::alloc::System, layout) }.cast()
+}
+
+unsafe extern "C" fn ledger_free(user: *mut c_void, ptr: *mut c_void, size: usize, align: usize) {
+    let ledger = unsafe { &*(user as *const Ledger) };
+    ledger.frees.set(ledger.frees.get() + 1);
+    ledger.bytes.set(ledger.bytes.get() - size);
+    let layout = std::alloc::Layout::from_size_align(size, align).unwrap();
+    unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, ptr.cast(), layout) };
 }
 
 fuzz_target!(|input: &[u8]| {

@@ -412,7 +412,10 @@ const YES: u8 = 2;
 #[cold]
 fn cpu_halves_256_bit_ops() -> bool {
     // Vendor string (leaf 0: EBX, EDX, ECX) and family/model signature (leaf 1: EAX).
-    let (vendor, signature) = (__cpuid(0), __cpuid(1).eax);
+    // SAFETY: leaves 0 and 1 exist on every x86_64 CPU. `__cpuid` is an `unsafe fn` in
+    // the MSRV's std (1.89) and safe in newer ones; the block keeps both building.
+    #[allow(unused_unsafe)]
+    let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
     let vendor = [vendor.ebx, vendor.edx, vendor.ecx];
     let base_family = (signature >> 8) & 0xf;
     let family = if base_family == 0xf { base_family + ((signature >> 20) & 0xff) } else { base_family };
