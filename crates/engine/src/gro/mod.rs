@@ -115,6 +115,7 @@ pub use reason::Reason;
 pub use stats::{FlushCause, GroStats};
 pub use kind::HEADER_CAP;
 
+use crate::chain::{ChainScratch, Payload};
 use crate::virtio;
 use crate::wire::parse::ParseOptions;
 use coalesce::{can_coalesce, Limits, Run, RunL4, Verdict};
@@ -226,6 +227,8 @@ pub struct Gro {
     /// `TEMPLATES_KEPT`, allocated up front), and which one a frame tries first.
     templates: Vec<Template>,
     hint: usize,
+    /// Header bytes of chained frames (`push_chain`), allocated by the first.
+    chain_scratch: ChainScratch,
 }
 
 /// What `Gro::push` learned of a frame before `Gro::push_rest` takes it over.
@@ -262,6 +265,7 @@ impl Gro {
             fast_path: true,
             templates: Vec::with_capacity(TEMPLATES_KEPT),
             hint: 0,
+            chain_scratch: ChainScratch::new(),
         }
     }
 
@@ -271,6 +275,44 @@ impl Gro {
         &mut self,
         id: u64,
         frame: &[u8],
+        meta: RxMeta,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        self.push_from(id, frame, Payload::InView, meta, out)
+    }
+
+    /// [`Gro::push`] for a frame held in several buffers: `chain` is the frame's pieces
+    /// in order (Ethernet header first; pieces may be empty, headers may span them).
+    /// Decides exactly as `push` on the concatenated bytes; the parts of a delivered
+    /// run give payload offsets in the concatenated frame. Only header bytes are copied
+    /// (into a scratch allocated by the first chained frame; `chain.rs` says when a
+    /// whole frame is copied instead); checksums are summed over the pieces.
+    pub fn push_chain(
+        &mut self,
+        id: u64,
+        chain: &[&[u8]],
+        meta: RxMeta,
+        out: &mut impl FnMut(Merged<'_>),
+    ) -> Result<Held, Refusal> {
+        // Taken out of `self` (a move, no allocation) so the view can borrow it while
+        // the table changes.
+        let mut scratch = core::mem::take(&mut self.chain_scratch);
+        let result = {
+            let frame = scratch.view(chain, &self.parse);
+            self.push_from(id, frame.view(), frame.payload(), meta, out)
+        };
+        self.chain_scratch = scratch;
+        result
+    }
+
+    /// `push` with the checksummed bytes read as `payload` says (from `frame`, or from
+    /// the pieces of a chained frame whose headers `frame` holds).
+    #[inline(always)]
+    fn push_from(
+        &mut self,
+        id: u64,
+        frame: &[u8],
+        payload: Payload<'_>,
         meta: RxMeta,
         out: &mut impl FnMut(Merged<'_>),
     ) -> Result<Held, Refusal> {
@@ -291,7 +333,7 @@ impl Gro {
                 Err(other) => looked = other,
             }
         }
-        self.push_rest(id, frame, meta, looked, out)
+        self.push_rest(id, frame, payload, meta, looked, out)
     }
 
     /// Appends the next segment of the run in `slot`, as `continues` decided.
@@ -364,6 +406,7 @@ impl Gro {
         &mut self,
         id: u64,
         frame: &[u8],
+        payload: Payload<'_>,
         meta: RxMeta,
         looked: Looked,
         out: &mut impl FnMut(Merged<'_>),
@@ -388,7 +431,7 @@ impl Gro {
                 return result;
             }
         }
-        let facts = match facts::classify(frame, meta.csum_validated, HEADER_CAP, &self.parse) {
+        let facts = match facts::classify_from(frame, payload, meta.csum_validated, HEADER_CAP, &self.parse) {
             Ok(facts) => facts,
             Err(refused) => return Err(self.refuse_in_order(frame, refused, out)),
         };
