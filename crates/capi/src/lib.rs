@@ -20,6 +20,7 @@
 use core::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+pub mod chain;
 pub mod csum;
 pub mod gro;
 pub mod gso;
@@ -27,6 +28,7 @@ pub mod parse;
 pub mod status;
 pub mod vnet;
 
+pub use chain::*;
 pub use csum::*;
 pub use gro::*;
 pub use gso::*;
@@ -55,8 +57,11 @@ pub const OFL_VERSION_PATCH: u32 = 0;
 /// the minor it needs. ABI 1.1 added `ofl_abi_version`, `ofl_version_number`,
 /// `ofl_gro_get_reason_counts`, `OFL_GRO_REPORT_RESTART` / `OFL_GRO_RESTARTED`,
 /// `ofl_gro_merged.end` / `end_reason`, and the IPv6 GSO and virtio status codes.
+/// ABI 1.2 added chained input: `ofl_iovec`, `ofl_gro_push_chain`,
+/// `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
+/// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS`.
 pub const OFL_ABI_MAJOR: u32 = 1;
-pub const OFL_ABI_MINOR: u32 = 1;
+pub const OFL_ABI_MINOR: u32 = 2;
 
 /// The library's ABI: `OFL_ABI_MAJOR << 16 | OFL_ABI_MINOR` as it was built.
 #[no_mangle]

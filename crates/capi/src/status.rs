@@ -30,6 +30,8 @@ pub enum ofl_status {
     /// An engine refusal this version of the C API has no code of its own for (the
     /// engine's error enums are non-exhaustive; every current one has a code).
     OFL_ERR_OTHER = -7,
+    /// A chained frame has more than `OFL_CHAIN_MAX_IOV` iovecs (added in ABI 1.2).
+    OFL_ERR_TOO_MANY_IOVECS = -8,
     /// Frame parse: truncated.
     OFL_ERR_PARSE_TRUNCATED = -100,
     /// Frame parse: bad ip version.
@@ -150,7 +152,7 @@ pub enum ofl_status {
 
 impl ofl_status {
     /// Every code, for tests and tools.
-    pub const ALL: [ofl_status; 66] = [
+    pub const ALL: [ofl_status; 67] = [
         ofl_status::OFL_OK,
         ofl_status::OFL_ERR_NULL,
         ofl_status::OFL_ERR_BUFFER_TOO_SMALL,
@@ -159,6 +161,7 @@ impl ofl_status {
         ofl_status::OFL_ERR_BUSY,
         ofl_status::OFL_ERR_POISONED,
         ofl_status::OFL_ERR_OTHER,
+        ofl_status::OFL_ERR_TOO_MANY_IOVECS,
         ofl_status::OFL_ERR_PARSE_TRUNCATED,
         ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION,
         ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH,
@@ -230,6 +233,7 @@ impl ofl_status {
             ofl_status::OFL_ERR_BUSY => c"handle busy (called from its own callback)",
             ofl_status::OFL_ERR_POISONED => c"handle poisoned by an earlier panic",
             ofl_status::OFL_ERR_OTHER => c"engine error without a code of its own",
+            ofl_status::OFL_ERR_TOO_MANY_IOVECS => c"more iovecs than OFL_CHAIN_MAX_IOV",
             ofl_status::OFL_ERR_PARSE_TRUNCATED => c"parse: truncated",
             ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION => c"parse: bad ip version",
             ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH => c"parse: bad header length",
