@@ -118,22 +118,45 @@ impl<'a> ChainFrame<'a> {
     }
 }
 
-impl Payload<'_> {
+/// Where GRO and GSO read payload sums from: a trait rather than the `Payload` enum
+/// alone, so that the contiguous paths pass `Contiguous` (zero-sized) and compile to
+/// what they were before chains existed, with no variant tested per sum.
+pub(crate) trait Sums: Copy {
     /// Partial sum of the frame's bytes `range` (inside `view`) added to `seed`.
-    #[inline]
-    pub(crate) fn sum(self, view: &[u8], range: Range<usize>, seed: u32) -> u32 {
+    fn sum(self, view: &[u8], range: Range<usize>, seed: u32) -> u32;
+
+    /// `checksum::sum_pieces` over the frame's bytes `range`: the sum of each
+    /// `size`-byte chunk into `sums`, stopping when either runs out.
+    fn sum_chunks(self, view: &[u8], range: Range<usize>, size: usize, sums: &mut [u32]);
+}
+
+/// The view is the whole frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Contiguous;
+
+impl Sums for Contiguous {
+    #[inline(always)]
+    fn sum(self, view: &[u8], range: Range<usize>, seed: u32) -> u32 {
+        checksum::sum(&view[range], seed)
+    }
+
+    #[inline(always)]
+    fn sum_chunks(self, view: &[u8], range: Range<usize>, size: usize, sums: &mut [u32]) {
+        checksum::sum_pieces(&view[range], size, sums)
+    }
+}
+
+impl Sums for Payload<'_> {
+    fn sum(self, view: &[u8], range: Range<usize>, seed: u32) -> u32 {
         match self {
-            Payload::InView => checksum::sum(&view[range], seed),
+            Payload::InView => Contiguous.sum(view, range, seed),
             Payload::Pieces(pieces) => Cursor::new(pieces).sum(range, seed),
         }
     }
 
-    /// `checksum::sum_pieces` over the frame's bytes `range`: the sum of each
-    /// `size`-byte chunk into `sums`, stopping when either runs out.
-    #[inline]
-    pub(crate) fn sum_chunks(self, view: &[u8], range: Range<usize>, size: usize, sums: &mut [u32]) {
+    fn sum_chunks(self, view: &[u8], range: Range<usize>, size: usize, sums: &mut [u32]) {
         match self {
-            Payload::InView => checksum::sum_pieces(&view[range], size, sums),
+            Payload::InView => Contiguous.sum_chunks(view, range, size, sums),
             Payload::Pieces(pieces) => {
                 let mut cursor = Cursor::new(pieces);
                 let mut start = range.start;

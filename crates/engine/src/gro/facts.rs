@@ -9,7 +9,7 @@ use super::reason::Reason;
 use super::tcp::{self, TcpFacts};
 use super::tunnel::{self, OuterFacts};
 use super::udp::{self, UdpFacts};
-use crate::chain::Payload;
+use crate::chain::Sums;
 use crate::wire::layout::Layout;
 use crate::wire::parse::{parse_frame_with, ParseOptions};
 
@@ -58,7 +58,7 @@ pub(crate) fn classify(
     header_cap: usize,
     parse: &ParseOptions,
 ) -> Result<Facts, Refused> {
-    classify_from(frame, Payload::InView, validated, header_cap, parse)
+    classify_from(frame, crate::chain::Contiguous, validated, header_cap, parse)
 }
 
 /// `classify` with the checksummed bytes read as `payload` says (from `frame`, or from
@@ -66,7 +66,7 @@ pub(crate) fn classify(
 #[inline(always)]
 pub(crate) fn classify_from(
     frame: &[u8],
-    payload: Payload<'_>,
+    payload: impl Sums,
     validated: bool,
     header_cap: usize,
     parse: &ParseOptions,
@@ -95,7 +95,7 @@ pub(crate) fn classify_from(
 #[inline(always)]
 fn read_facts(
     frame: &[u8],
-    payload: Payload<'_>,
+    payload: impl Sums,
     layout: &Layout,
     shape: Shape,
     hash: u64,

@@ -2,7 +2,7 @@
 //! `inet_gro_flush`, `ipv6_gro_receive`, `ipv6_gro_flush`).
 
 use super::reason::Reason;
-use crate::chain::Payload;
+use crate::chain::Sums;
 use crate::checksum;
 use crate::wire::layout::{IpLayer, IpVersion};
 use crate::wire::{Ipv4Packet, Ipv6Packet};
@@ -188,7 +188,7 @@ pub(crate) fn can_join(
 
 /// Whether the transport checksum of `layer` (header + payload + pseudo-header) verifies,
 /// the bytes summed read as `payload` says (from `frame`, or from a chain's pieces).
-pub(crate) fn l4_checksum_ok(frame: &[u8], payload: Payload<'_>, layer: &IpLayer, protocol: u8) -> bool {
+pub(crate) fn l4_checksum_ok(frame: &[u8], payload: impl Sums, layer: &IpLayer, protocol: u8) -> bool {
     let (Some(segment), Some(header)) = (
         frame.get(layer.l4_offset..layer.end),
         frame.get(layer.offset..layer.l4_offset),

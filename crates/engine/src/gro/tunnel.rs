@@ -8,7 +8,7 @@
 
 use super::ip::{self, l4_checksum_ok, IpFacts};
 use super::reason::Reason;
-use crate::chain::Payload;
+use crate::chain::Sums;
 use crate::wire::layout::{L4Proto, TunnelKind, TunnelLayer};
 use crate::wire::{GeneveHeader, UdpPacket};
 
@@ -27,7 +27,7 @@ const UDP_PROTOCOL: u8 = 17;
 /// outer UDP checksum that does not verify (unless `validated`).
 pub(crate) fn read(
     frame: &[u8],
-    payload: Payload<'_>,
+    payload: impl Sums,
     tunnel: &TunnelLayer,
     validated: bool,
 ) -> Result<OuterFacts, Reason> {

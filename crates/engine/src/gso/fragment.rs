@@ -1,7 +1,7 @@
 //! UDP fragmentation offload (UFO): one UDP datagram becomes IPv4 fragments. Only the
 //! first fragment carries the UDP header, whose checksum covers the whole datagram.
 
-use crate::chain::Payload;
+use crate::chain::Sums;
 use crate::checksum;
 
 use super::be;
@@ -20,7 +20,7 @@ const FRAGMENT_UNIT: usize = 8;
 /// (as Linux does): no device can finish a checksum spread over several fragments.
 pub(super) fn segment(
     frame: &[u8],
-    source: Payload<'_>,
+    source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,
@@ -74,7 +74,7 @@ pub(super) fn segment(
 }
 
 /// The UDP checksum of the whole datagram (header with its length, data, pseudo-header).
-fn datagram_checksum(frame: &[u8], source: Payload<'_>, plan: &Plan, datagram_len: usize) -> u16 {
+fn datagram_checksum(frame: &[u8], source: impl Sums, plan: &Plan, datagram_len: usize) -> u16 {
     let at = plan.l4_offset;
     let length = datagram_len as u32;
     let ports = checksum::sum(&frame[at..at + udp::LENGTH], 0);

@@ -47,7 +47,7 @@ pub use error::GsoError;
 pub use output::{GsoOutput, PartialChecksum, SegmentRef};
 pub use params::{GsoKind, GsoParams, L4Checksum};
 
-use crate::chain::{ChainFrame, Payload};
+use crate::chain::{ChainFrame, Contiguous, Sums};
 use crate::wire::layout::Layout;
 use plan::Plan;
 
@@ -71,7 +71,7 @@ pub fn segment(
     params: &GsoParams,
     out: &mut GsoOutput,
 ) -> Result<(), GsoError> {
-    segment_from(frame, Payload::InView, layout, params, out)
+    segment_from(frame, Contiguous, layout, params, out)
 }
 
 /// [`segment`] for a frame held in several buffers (`chain::ChainScratch::view`),
@@ -92,7 +92,7 @@ pub fn segment_chain(
 #[inline(always)]
 fn segment_from(
     frame: &[u8],
-    payload: Payload<'_>,
+    payload: impl Sums,
     layout: &Layout,
     params: &GsoParams,
     out: &mut GsoOutput,

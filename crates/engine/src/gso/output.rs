@@ -3,7 +3,7 @@
 
 use core::ops::Range;
 
-use crate::chain::Payload;
+use crate::chain::Sums;
 
 /// Where the caller (or NIC) must finish a checksum left partial: the virtio-net
 /// `csum_start` / `csum_offset` pair, identical for every segment of one call.
@@ -132,7 +132,7 @@ impl GsoOutput {
     /// while reading it; give it back with `put_payload_sums`.
     pub(super) fn payload_sums(
         &mut self,
-        (frame, source): (&[u8], Payload<'_>),
+        (frame, source): (&[u8], impl Sums),
         payload: Range<usize>,
         size: usize,
         count: usize,

@@ -1,7 +1,7 @@
 //! TCP segmentation (TSO in software): every segment repeats the headers with its own
 //! sequence number, flags, lengths, IPv4 ID and checksums.
 
-use crate::chain::Payload;
+use crate::chain::Sums;
 use crate::checksum;
 
 use super::be;
@@ -15,7 +15,7 @@ use super::{segment_count, GsoError, GsoParams, L4Checksum};
 /// Segments a TCP super-packet described by `plan` into `out`.
 pub(super) fn segment(
     frame: &[u8],
-    source: Payload<'_>,
+    source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,

@@ -1,7 +1,7 @@
 //! UDP segmentation offload (USO, Linux's UDP_L4): the payload is cut into datagrams of
 //! `segment_size` bytes, each with its own UDP header, length and checksum.
 
-use crate::chain::Payload;
+use crate::chain::Sums;
 use crate::checksum;
 
 use super::be;
@@ -16,7 +16,7 @@ pub(super) const ZERO_CHECKSUM_SUBSTITUTE: u16 = 0xffff;
 /// Segments a UDP super-packet described by `plan` into one datagram per segment.
 pub(super) fn segment(
     frame: &[u8],
-    source: Payload<'_>,
+    source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,
