@@ -8,6 +8,8 @@
 //! of the concatenated frame. Only header bytes are copied (the engine's
 //! `chain.rs` says when a whole frame is).
 
+use core::mem::MaybeUninit;
+
 use crate::ofl_status;
 
 /// One piece of a frame held in several buffers (a chain segment): `len` bytes at
@@ -33,16 +35,23 @@ pub struct ofl_chain_piece {
 /// 64 KiB super-packet in 512-byte segments fits. Added in ABI 1.2.
 pub const OFL_CHAIN_MAX_IOV: usize = 128;
 
-/// The pieces of a C chain as Rust slices, in `slots` (on the caller's stack: no
-/// allocation). Refuses `n_iov` 0 or above `OFL_CHAIN_MAX_IOV`, a NULL `iov`, and a
-/// NULL `base` with a non-zero `len`.
+/// Room for the slices of one chain, on the caller's stack (no allocation), left
+/// uninitialised: only the `n_iov` entries used are written, not 2 KiB per call.
+pub(crate) type Slots<'a> = [MaybeUninit<&'a [u8]>; OFL_CHAIN_MAX_IOV];
+
+pub(crate) const fn slots<'a>() -> Slots<'a> {
+    [const { MaybeUninit::uninit() }; OFL_CHAIN_MAX_IOV]
+}
+
+/// The pieces of a C chain as Rust slices, written into `slots`. Refuses `n_iov` 0 or
+/// above `OFL_CHAIN_MAX_IOV`, a NULL `iov`, and a NULL `base` with a non-zero `len`.
 ///
 /// # Safety
 /// `iov` NULL or readable for `n_iov` entries, each `base` readable for its `len`.
 pub(crate) unsafe fn pieces<'a>(
     iov: *const ofl_iovec,
     n_iov: usize,
-    slots: &'a mut [&'a [u8]; OFL_CHAIN_MAX_IOV],
+    slots: &'a mut Slots<'a>,
 ) -> Result<&'a [&'a [u8]], ofl_status> {
     if n_iov == 0 {
         return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
@@ -58,13 +67,16 @@ pub(crate) unsafe fn pieces<'a>(
     let mut total = 0usize;
     for (slot, v) in slots.iter_mut().zip(iov) {
         // SAFETY: `len` readable bytes at `base` by contract; NULL checked inside.
-        *slot = unsafe { crate::bytes(v.base, v.len) }?;
+        slot.write(unsafe { crate::bytes(v.base, v.len) }?);
         total = total.checked_add(v.len).ok_or(ofl_status::OFL_ERR_INVALID_ARGUMENT)?;
     }
     if total > isize::MAX as usize {
         return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
     }
-    Ok(&slots[..n_iov])
+    let written = &slots[..n_iov];
+    // SAFETY: the loop wrote each of the first `n_iov` slots (`iov` has `n_iov` entries,
+    // at most `OFL_CHAIN_MAX_IOV`), and `MaybeUninit<T>` has `T`'s layout.
+    Ok(unsafe { &*(core::ptr::from_ref(written) as *const [&'a [u8]]) })
 }
 
 /// Where each iovec of the last GSO input starts in the concatenated frame, to cut a

@@ -18,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use engine::gro::{FlushCause, Gro, GroConfig, GroStats, Held, Merged, Reason, RxMeta};
 
-use crate::chain::{self, ofl_iovec, OFL_CHAIN_MAX_IOV};
+use crate::chain::{self, ofl_iovec};
 use crate::{bytes, guard, input, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out};
 
 /// Number of `ofl_gro_reason` values this header knows. A newer library may know more:
@@ -522,7 +522,7 @@ pub unsafe extern "C" fn ofl_gro_push_chain(
     // SAFETY: caller contract, NULLs checked inside.
     unsafe {
         with_gro(gro, |inner| {
-            let mut slots = [&[][..]; OFL_CHAIN_MAX_IOV];
+            let mut slots = chain::slots();
             let chain = chain::pieces(iov, n_iov, &mut slots)?;
             push_one(inner, id, Frame::Chain(chain), (flags, now), (cb, user), reason)
         })

@@ -20,7 +20,7 @@ use engine::chain::{ChainFrame, ChainScratch};
 use engine::gso::{self, GsoOutput, GsoParams, L4Checksum};
 use engine::wire::{parse_frame_with, ParseOptions};
 
-use crate::chain::{self, ofl_chain_piece, ofl_iovec, PieceBounds, OFL_CHAIN_MAX_IOV};
+use crate::chain::{self, ofl_chain_piece, ofl_iovec, PieceBounds};
 use crate::{
     bytes, bytes_mut, gso_status, guard, input, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out,
     parse_status, virtio_status,
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn ofl_gso_segment_chain(
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let gso = unsafe { out(gso) }?;
-        let mut slots = [&[][..]; OFL_CHAIN_MAX_IOV];
+        let mut slots = chain::slots();
         let pieces = unsafe { chain::pieces(iov, n_iov, &mut slots) }?;
         let vnet = unsafe { input(vnet) }?;
         run(gso, Input::Chain(pieces), vnet, flags).map(|n| n as i32)
