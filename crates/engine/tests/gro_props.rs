@@ -484,3 +484,17 @@ fn gro_chain_steady_state_does_not_allocate() {
     assert_eq!(counting::count(), before, "push_chain allocated after the first chained frame");
     assert_eq!(segments, frames.len() as u64);
 }
+
+/// Frames longer than the chain view (`chain::VIEW_MAX`: a 64 KiB packet followed by
+/// padding), validated or verified, get what the same bytes get in one buffer.
+#[test]
+fn gro_of_a_chain_longer_than_the_view_is_gro_of_its_bytes() {
+    let mut frame = Pkt::tcp4(1, 65_000).build();
+    frame.extend(std::iter::repeat_n(0xa5, 1_000));
+    assert!(frame.len() > offlab_engine::chain::VIEW_MAX);
+    let frames = vec![frame, Pkt::tcp4(1, 65_000).build()];
+    for validated in [false, true] {
+        let cuts = [31, 40_001, 65_990];
+        assert_eq!(gro_transcript(&frames, validated, Some(&cuts)), gro_transcript(&frames, validated, None));
+    }
+}

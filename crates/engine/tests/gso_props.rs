@@ -253,3 +253,17 @@ fn gso_chain_steady_state_allocates_nothing() {
     assert_eq!(n, 0, "segment_chain allocated after the first call");
     assert_eq!(out.len(), 43);
 }
+
+/// A frame longer than the chain view (`chain::VIEW_MAX`: a 64 KiB packet followed by
+/// padding) is segmented, or refused, as the same bytes in one buffer.
+#[test]
+fn gso_of_a_chain_longer_than_the_view_is_gso_of_its_bytes() {
+    let mut frame = build(&Spec::tcp4(65_000));
+    frame.extend(std::iter::repeat_n(0xa5, 1_000));
+    assert!(frame.len() > offlab_engine::chain::VIEW_MAX);
+    for checksum in [L4Checksum::Full, L4Checksum::Partial] {
+        let params = GsoParams { checksum, ..GsoParams::tcp(1448) };
+        let pieces = split(&frame, &[31, 40_001, 65_990]);
+        assert_eq!(gso_transcript(&frame, Some(&pieces), &params), gso_transcript(&frame, None, &params));
+    }
+}
