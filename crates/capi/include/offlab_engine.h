@@ -35,10 +35,16 @@
 // ABI 1.2 added `ofl_gro_new_ex` / `ofl_gso_new_ex` with caller-sized parameter
 // structs (`ofl_gro_params`, `ofl_gso_params`: first field `size`), the allocator
 // hook `ofl_allocator`, `OFL_ERR_NO_MEMORY`, and symbol versions (OFL_1.0, OFL_1.1,
-// OFL_1.2) on the shared library.
+// OFL_1.2) on the shared library; and chained input: `ofl_iovec`, `ofl_gro_push_chain`,
+// `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
+// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9).
 #define OFL_ABI_MAJOR 1
 
 #define OFL_ABI_MINOR 2
+
+// The most iovecs one chained frame may have (`OFL_ERR_TOO_MANY_IOVECS` above). A
+// 64 KiB super-packet in 512-byte segments fits. Added in ABI 1.2.
+#define OFL_CHAIN_MAX_IOV 128
 
 // Number of `ofl_gro_reason` values this header knows. A newer library may know more:
 // `ofl_gro_get_reason_counts` tells how many and fills a caller-sized array.
@@ -158,6 +164,8 @@ enum ofl_status
   // The handle's `ofl_allocator` returned NULL (ABI 1.2); the call made no change
   // that needs memory (a handle is not created, a GSO call gives no segments).
   OFL_ERR_NO_MEMORY = -8,
+  // A chained frame has more than `OFL_CHAIN_MAX_IOV` iovecs (added in ABI 1.2).
+  OFL_ERR_TOO_MANY_IOVECS = -9,
   // Frame parse: truncated.
   OFL_ERR_PARSE_TRUNCATED = -100,
   // Frame parse: bad ip version.
@@ -567,6 +575,13 @@ typedef struct ofl_gro_merged {
 // return `OFL_ERR_BUSY`) and must not unwind or longjmp out.
 typedef void (*ofl_gro_deliver_fn)(void *user, const struct ofl_gro_merged *merged);
 
+// One piece of a frame held in several buffers (a chain segment): `len` bytes at
+// `base`. `base` may be NULL when `len` is 0. Added in ABI 1.2.
+typedef struct ofl_iovec {
+  const uint8_t *base;
+  size_t len;
+} ofl_iovec;
+
 // One received frame for `ofl_gro_push_burst`: `len` bytes at `data` (from the
 // Ethernet header), pushed under `id` (e.g. the mbuf pointer).
 typedef struct ofl_rx_frame {
@@ -603,6 +618,14 @@ typedef struct ofl_gso_params {
   // which grows to the largest super-packet seen.
   struct ofl_allocator allocator;
 } ofl_gso_params;
+
+// Part of a GSO segment's payload in the input chain: `len` bytes of
+// `iov[iov_index]` from `offset` (`ofl_gso_segment_pieces`). Added in ABI 1.2.
+typedef struct ofl_chain_piece {
+  uint32_t iov_index;
+  uint32_t offset;
+  uint32_t len;
+} ofl_chain_piece;
 
 // One produced segment, zero-copy: `header_len` bytes at `header` (owned by the
 // handle), then `payload_len` bytes of the input frame from `payload_offset`.
@@ -679,7 +702,7 @@ typedef struct ofl_layout {
 } ofl_layout;
 
 // Every code, for tests and tools.
-#define ofl_status_ALL { OFL_OK, OFL_ERR_NULL, OFL_ERR_BUFFER_TOO_SMALL, OFL_ERR_INVALID_ARGUMENT, OFL_ERR_PANIC, OFL_ERR_BUSY, OFL_ERR_POISONED, OFL_ERR_OTHER, OFL_ERR_NO_MEMORY, OFL_ERR_PARSE_TRUNCATED, OFL_ERR_PARSE_BAD_IP_VERSION, OFL_ERR_PARSE_BAD_HEADER_LENGTH, OFL_ERR_PARSE_LENGTH_MISMATCH, OFL_ERR_PARSE_TOO_MANY_EXTENSION_HEADERS, OFL_ERR_PARSE_MISPLACED_HOP_BY_HOP, OFL_ERR_PARSE_TOO_MANY_VLAN_TAGS, OFL_ERR_PARSE_UNSUPPORTED_ETHERTYPE, OFL_ERR_PARSE_BAD_TUNNEL_HEADER, OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD, OFL_ERR_GSO_NOT_TCP, OFL_ERR_GSO_NOT_UDP, OFL_ERR_GSO_SEGMENT_SIZE_ZERO, OFL_ERR_GSO_FRAGMENT_SIZE_TOO_SMALL, OFL_ERR_GSO_TOO_MANY_SEGMENTS, OFL_ERR_GSO_TOO_LARGE, OFL_ERR_GSO_HEADERS_TOO_LONG, OFL_ERR_GSO_FRAGMENTED_INPUT, OFL_ERR_GSO_UFO_NEEDS_IPV4, OFL_ERR_GSO_FIXED_ID_WITHOUT_DF, OFL_ERR_GSO_GRE_SEQUENCE_NUMBER, OFL_ERR_GSO_TRAILING_BYTES, OFL_ERR_GSO_LAYOUT_MISMATCH, OFL_ERR_GSO_VIRTIO_TYPE_MISMATCH, OFL_ERR_GSO_VIRTIO_NO_GSO, OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE, OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH, OFL_ERR_GSO_AUTHENTICATION_HEADER, OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED, OFL_ERR_VNET_TRUNCATED, OFL_ERR_VNET_BUFFER_TOO_SMALL, OFL_ERR_VNET_UNKNOWN_FLAGS, OFL_ERR_VNET_RSC_INFO_NOT_ALLOWED, OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS, OFL_ERR_VNET_UNKNOWN_GSO_TYPE, OFL_ERR_VNET_ECN_WITHOUT_TCP, OFL_ERR_VNET_GSO_WITHOUT_NEEDS_CSUM, OFL_ERR_VNET_GSO_SIZE_ZERO, OFL_ERR_VNET_GSO_SIZE_TOO_LARGE, OFL_ERR_VNET_GSO_SIZE_WITHOUT_GSO, OFL_ERR_VNET_GSO_IP_VERSION_MISMATCH, OFL_ERR_VNET_GSO_TRANSPORT_MISMATCH, OFL_ERR_VNET_GSO_ON_FRAGMENT, OFL_ERR_VNET_CHECKSUM_OUTSIDE_FRAME, OFL_ERR_VNET_CHECKSUM_START_MISMATCH, OFL_ERR_VNET_CHECKSUM_OFFSET_MISMATCH, OFL_ERR_VNET_NOT_TCP_OR_UDP, OFL_ERR_VNET_OFFSET_TOO_LARGE, OFL_ERR_VNET_LAYOUT_OUTSIDE_FRAME, OFL_ERR_VNET_TUNNEL_BOTH_IP_VERSIONS, OFL_ERR_VNET_TUNNEL_CHECKSUM_WITHOUT_TUNNEL, OFL_ERR_VNET_TUNNEL_WITHOUT_GSO, OFL_ERR_VNET_TUNNEL_NOT_IN_FRAME, OFL_ERR_VNET_TUNNEL_IP_VERSION_MISMATCH, OFL_ERR_VNET_TUNNEL_OUTER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM, OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS, }
+#define ofl_status_ALL { OFL_OK, OFL_ERR_NULL, OFL_ERR_BUFFER_TOO_SMALL, OFL_ERR_INVALID_ARGUMENT, OFL_ERR_PANIC, OFL_ERR_BUSY, OFL_ERR_POISONED, OFL_ERR_OTHER, OFL_ERR_NO_MEMORY, OFL_ERR_TOO_MANY_IOVECS, OFL_ERR_PARSE_TRUNCATED, OFL_ERR_PARSE_BAD_IP_VERSION, OFL_ERR_PARSE_BAD_HEADER_LENGTH, OFL_ERR_PARSE_LENGTH_MISMATCH, OFL_ERR_PARSE_TOO_MANY_EXTENSION_HEADERS, OFL_ERR_PARSE_MISPLACED_HOP_BY_HOP, OFL_ERR_PARSE_TOO_MANY_VLAN_TAGS, OFL_ERR_PARSE_UNSUPPORTED_ETHERTYPE, OFL_ERR_PARSE_BAD_TUNNEL_HEADER, OFL_ERR_PARSE_UNSUPPORTED_TUNNEL_PAYLOAD, OFL_ERR_GSO_NOT_TCP, OFL_ERR_GSO_NOT_UDP, OFL_ERR_GSO_SEGMENT_SIZE_ZERO, OFL_ERR_GSO_FRAGMENT_SIZE_TOO_SMALL, OFL_ERR_GSO_TOO_MANY_SEGMENTS, OFL_ERR_GSO_TOO_LARGE, OFL_ERR_GSO_HEADERS_TOO_LONG, OFL_ERR_GSO_FRAGMENTED_INPUT, OFL_ERR_GSO_UFO_NEEDS_IPV4, OFL_ERR_GSO_FIXED_ID_WITHOUT_DF, OFL_ERR_GSO_GRE_SEQUENCE_NUMBER, OFL_ERR_GSO_TRAILING_BYTES, OFL_ERR_GSO_LAYOUT_MISMATCH, OFL_ERR_GSO_VIRTIO_TYPE_MISMATCH, OFL_ERR_GSO_VIRTIO_NO_GSO, OFL_ERR_GSO_VIRTIO_UNSUPPORTED_TYPE, OFL_ERR_GSO_VIRTIO_CHECKSUM_MISMATCH, OFL_ERR_GSO_AUTHENTICATION_HEADER, OFL_ERR_GSO_ROUTING_HEADER_UNSUPPORTED, OFL_ERR_VNET_TRUNCATED, OFL_ERR_VNET_BUFFER_TOO_SMALL, OFL_ERR_VNET_UNKNOWN_FLAGS, OFL_ERR_VNET_RSC_INFO_NOT_ALLOWED, OFL_ERR_VNET_CONFLICTING_CHECKSUM_FLAGS, OFL_ERR_VNET_UNKNOWN_GSO_TYPE, OFL_ERR_VNET_ECN_WITHOUT_TCP, OFL_ERR_VNET_GSO_WITHOUT_NEEDS_CSUM, OFL_ERR_VNET_GSO_SIZE_ZERO, OFL_ERR_VNET_GSO_SIZE_TOO_LARGE, OFL_ERR_VNET_GSO_SIZE_WITHOUT_GSO, OFL_ERR_VNET_GSO_IP_VERSION_MISMATCH, OFL_ERR_VNET_GSO_TRANSPORT_MISMATCH, OFL_ERR_VNET_GSO_ON_FRAGMENT, OFL_ERR_VNET_CHECKSUM_OUTSIDE_FRAME, OFL_ERR_VNET_CHECKSUM_START_MISMATCH, OFL_ERR_VNET_CHECKSUM_OFFSET_MISMATCH, OFL_ERR_VNET_NOT_TCP_OR_UDP, OFL_ERR_VNET_OFFSET_TOO_LARGE, OFL_ERR_VNET_LAYOUT_OUTSIDE_FRAME, OFL_ERR_VNET_TUNNEL_BOTH_IP_VERSIONS, OFL_ERR_VNET_TUNNEL_CHECKSUM_WITHOUT_TUNNEL, OFL_ERR_VNET_TUNNEL_WITHOUT_GSO, OFL_ERR_VNET_TUNNEL_NOT_IN_FRAME, OFL_ERR_VNET_TUNNEL_IP_VERSION_MISMATCH, OFL_ERR_VNET_TUNNEL_OUTER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_INNER_OFFSET_MISMATCH, OFL_ERR_VNET_TUNNEL_NEEDS_TUNNEL_FORM, OFL_ERR_VNET_CHECKSUM_START_IN_HEADERS, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -805,6 +828,31 @@ int32_t ofl_gro_push(struct ofl_gro *gro,
                      void *user,
                      uint32_t *reason);
 
+// `ofl_gro_push` for a frame held in several buffers (e.g. an mbuf chain): the frame
+// is the concatenation of `iov[0..n_iov]`, Ethernet header first; an iovec may be
+// empty (`base` NULL allowed then) and headers may span iovecs. The verdict, the
+// reason and every delivered run are those `ofl_gro_push` gives for the concatenated
+// bytes; `ofl_gro_part.payload_offset` counts from the start of the concatenated
+// frame (walk the chain by the iovecs' lengths to find the bytes). Only header bytes
+// are copied (into scratch allocated by the table's first chained frame); checksums
+// are verified across iovec boundaries of any length. Returns as `ofl_gro_push`, or
+// `OFL_ERR_INVALID_ARGUMENT` for `n_iov` 0, `OFL_ERR_TOO_MANY_IOVECS` above
+// `OFL_CHAIN_MAX_IOV`, `OFL_ERR_NULL` for a NULL `iov` or a NULL `base` with a
+// non-zero `len`. Added in ABI 1.2.
+//
+// # Safety
+// `gro` a live handle; `iov` readable for `n_iov` entries, each `base` readable for
+// its `len`; `cb` non-NULL; `reason` NULL or pointing to a `uint32_t`.
+int32_t ofl_gro_push_chain(struct ofl_gro *gro,
+                           uint64_t id,
+                           const struct ofl_iovec *iov,
+                           size_t n_iov,
+                           uint32_t flags,
+                           uint64_t now,
+                           ofl_gro_deliver_fn cb,
+                           void *user,
+                           uint32_t *reason);
+
 // `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
 // and `now`. Every frame pointer is checked before any frame is pushed (a NULL
 // `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
@@ -909,6 +957,45 @@ int32_t ofl_gso_segment(struct ofl_gso *gso,
                         size_t len,
                         const struct ofl_vnet_hdr *vnet,
                         uint32_t flags);
+
+// `ofl_gso_segment` for a super-packet held in several buffers (e.g. an mbuf chain):
+// the frame is the concatenation of `iov[0..n_iov]`, Ethernet header first; an iovec
+// may be empty (`base` NULL allowed then) and headers may span iovecs. The segments,
+// their headers and checksums, and every refusal are those `ofl_gso_segment` gives
+// for the concatenated bytes; `ofl_gso_seg.payload_offset` counts from the start of
+// the concatenated frame, and `ofl_gso_segment_pieces` cuts a segment's payload into
+// pieces of the chain. Only header bytes are copied (into scratch allocated by the
+// handle's first chained call); software checksums are summed across iovec
+// boundaries of any length. Returns the number of segments or a negative code as
+// `ofl_gso_segment`, or `OFL_ERR_INVALID_ARGUMENT` for `n_iov` 0,
+// `OFL_ERR_TOO_MANY_IOVECS` above `OFL_CHAIN_MAX_IOV`, `OFL_ERR_NULL` for a NULL `iov`
+// or a NULL `base` with a non-zero `len`. The chain must stay unchanged while its
+// segments are used. Added in ABI 1.2.
+//
+// # Safety
+// `gso` a live handle; `iov` readable for `n_iov` entries, each `base` readable for
+// its `len`; `vnet` valid.
+int32_t ofl_gso_segment_chain(struct ofl_gso *gso,
+                              const struct ofl_iovec *iov,
+                              size_t n_iov,
+                              const struct ofl_vnet_hdr *vnet,
+                              uint32_t flags);
+
+// The payload of segment `index` of the last `ofl_gso_segment*` call as pieces of
+// that call's input: `iov[iov_index]` bytes `offset .. offset + len`, in order, empty
+// iovecs skipped (after `ofl_gso_segment` the frame is iovec 0). Writes up to
+// `n_pieces` entries to `pieces` and returns how many the payload has; with
+// `n_pieces` 0 (`pieces` may be NULL) only returns the count. Returns
+// `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count,
+// `OFL_ERR_BUFFER_TOO_SMALL` (nothing written) when `n_pieces` is non-zero and below
+// the payload's pieces. Added in ABI 1.2.
+//
+// # Safety
+// `gso` a live handle; `pieces` NULL or writable for `n_pieces` entries.
+int32_t ofl_gso_segment_pieces(const struct ofl_gso *gso,
+                               size_t index,
+                               struct ofl_chain_piece *pieces,
+                               size_t n_pieces);
 
 // Segment `index` of the last `ofl_gso_segment*` call into `*seg`. Returns `OFL_OK`,
 // or `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count.

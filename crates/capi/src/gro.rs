@@ -19,6 +19,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use engine::gro::{FlushCause, Gro, GroConfig, GroStats, Held, Merged, Reason, RxMeta};
 
 use crate::allocator::{read_sized, routed, unrouted, Hook};
+use crate::chain::{self, ofl_iovec};
 use crate::{bytes, guard, input, ofl_allocator, ofl_parse_opts, ofl_status, ofl_vnet_hdr, out};
 
 /// Number of `ofl_gro_reason` values this header knows. A newer library may know more:
@@ -551,24 +552,88 @@ pub unsafe extern "C" fn ofl_gro_push(
     unsafe {
         with_gro(gro, |inner| {
             let frame = bytes(frame, len)?;
-            let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
-            if flags & !PUSH_FLAGS != 0 {
-                return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
-            }
-            let meta = RxMeta {
-                csum_validated: flags & OFL_RX_CSUM_VALIDATED != 0,
-                now,
-            };
-            let mut delivered = 0;
-            let Inner { gro, parts } = inner;
-            let mut deliver = deliverer(parts, cb, user, &mut delivered);
-            let (verdict, why) = verdict_of(gro.push(id, frame, meta, &mut deliver), flags);
-            if let (Some(why), Some(r)) = (why, reason.as_mut()) {
-                *r = why;
-            }
-            Ok(verdict as i32)
+            push_one(inner, id, Frame::Whole(frame), (flags, now), (cb, user), reason)
         })
     }
+}
+
+/// `ofl_gro_push` for a frame held in several buffers (e.g. an mbuf chain): the frame
+/// is the concatenation of `iov[0..n_iov]`, Ethernet header first; an iovec may be
+/// empty (`base` NULL allowed then) and headers may span iovecs. The verdict, the
+/// reason and every delivered run are those `ofl_gro_push` gives for the concatenated
+/// bytes; `ofl_gro_part.payload_offset` counts from the start of the concatenated
+/// frame (walk the chain by the iovecs' lengths to find the bytes). Only header bytes
+/// are copied (into scratch allocated by the table's first chained frame); checksums
+/// are verified across iovec boundaries of any length. Returns as `ofl_gro_push`, or
+/// `OFL_ERR_INVALID_ARGUMENT` for `n_iov` 0, `OFL_ERR_TOO_MANY_IOVECS` above
+/// `OFL_CHAIN_MAX_IOV`, `OFL_ERR_NULL` for a NULL `iov` or a NULL `base` with a
+/// non-zero `len`. Added in ABI 1.2.
+///
+/// # Safety
+/// `gro` a live handle; `iov` readable for `n_iov` entries, each `base` readable for
+/// its `len`; `cb` non-NULL; `reason` NULL or pointing to a `uint32_t`.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gro_push_chain(
+    gro: *mut ofl_gro,
+    id: u64,
+    iov: *const ofl_iovec,
+    n_iov: usize,
+    flags: u32,
+    now: u64,
+    cb: ofl_gro_deliver_fn,
+    user: *mut c_void,
+    reason: *mut u32,
+) -> i32 {
+    // SAFETY: caller contract, NULLs checked inside.
+    unsafe {
+        with_gro(gro, |inner| {
+            let mut slots = chain::slots();
+            let chain = chain::pieces(iov, n_iov, &mut slots)?;
+            push_one(inner, id, Frame::Chain(chain), (flags, now), (cb, user), reason)
+        })
+    }
+}
+
+/// A frame as `ofl_gro_push` or `ofl_gro_push_chain` got it.
+enum Frame<'a> {
+    Whole(&'a [u8]),
+    Chain(&'a [&'a [u8]]),
+}
+
+/// What `ofl_gro_push` and `ofl_gro_push_chain` share: checks the callback and the
+/// flags, pushes the frame, and reports the verdict (and the reason into `reason`).
+///
+/// # Safety
+/// `reason` NULL or pointing to a `uint32_t`.
+unsafe fn push_one(
+    inner: &mut Inner,
+    id: u64,
+    frame: Frame<'_>,
+    (flags, now): (u32, u64),
+    (cb, user): (ofl_gro_deliver_fn, *mut c_void),
+    reason: *mut u32,
+) -> Result<i32, ofl_status> {
+    let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
+    if flags & !PUSH_FLAGS != 0 {
+        return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
+    }
+    let meta = RxMeta {
+        csum_validated: flags & OFL_RX_CSUM_VALIDATED != 0,
+        now,
+    };
+    let mut delivered = 0;
+    let Inner { gro, parts } = inner;
+    let mut deliver = deliverer(parts, cb, user, &mut delivered);
+    let pushed = match frame {
+        Frame::Whole(frame) => gro.push(id, frame, meta, &mut deliver),
+        Frame::Chain(chain) => gro.push_chain(id, chain, meta, &mut deliver),
+    };
+    let (verdict, why) = verdict_of(pushed, flags);
+    // SAFETY: NULL or a valid `uint32_t` by contract.
+    if let (Some(why), Some(r)) = (why, unsafe { reason.as_mut() }) {
+        *r = why;
+    }
+    Ok(verdict as i32)
 }
 
 /// One received frame for `ofl_gro_push_burst`: `len` bytes at `data` (from the

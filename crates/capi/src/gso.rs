@@ -10,11 +10,18 @@
 //! - `ofl_gso_segment_into`: copies each segment into one of the caller's buffers.
 //! - `ofl_gso_segment_contig`: copies all segments back to back into one buffer and
 //!   writes their start offsets.
+//!
+//! A super-packet held in several buffers (an mbuf chain) goes to
+//! `ofl_gso_segment_chain` (ABI 1.2): the same segments as for the concatenated bytes,
+//! zero-copy as above; `ofl_gso_segment_pieces` cuts a segment's payload range back
+//! into pieces of the input chain (what a DPDK application attaches indirect mbufs to).
 
+use engine::chain::{ChainFrame, ChainScratch};
 use engine::gso::{self, GsoOutput, GsoParams, L4Checksum};
 use engine::wire::{parse_frame_with, ParseOptions};
 
 use crate::allocator::{read_sized, routed, Hook};
+use crate::chain::{self, ofl_chain_piece, ofl_iovec, PieceBounds};
 use crate::{
     bytes, bytes_mut, gso_status, guard, input, ofl_allocator, ofl_parse_opts, ofl_status,
     ofl_vnet_hdr, out, parse_status, virtio_status,
@@ -45,6 +52,10 @@ pub struct ofl_gso {
     valid: usize,
     /// Where the output's memory comes from (`ofl_gso_new_ex`); None: the system.
     hook: Option<Hook>,
+    /// Header bytes of chained input (`ofl_gso_segment_chain`), allocated by the first.
+    scratch: ChainScratch,
+    /// Where the last input's iovecs (one for a contiguous frame) start in the frame.
+    bounds: PieceBounds,
 }
 
 impl ofl_gso {
@@ -148,6 +159,8 @@ fn create(parse: ParseOptions, hook: Option<Hook>) -> Result<*mut ofl_gso, ofl_s
                 out: GsoOutput::new(),
                 valid: 0,
                 hook,
+                scratch: ChainScratch::new(),
+                bounds: PieceBounds::new(),
             })))
         },
         |built| {
@@ -173,9 +186,15 @@ pub unsafe extern "C" fn ofl_gso_free(gso: *mut ofl_gso) {
     }
 }
 
+/// A super-packet as the caller gave it.
+enum Input<'a> {
+    Whole(&'a [u8]),
+    Chain(&'a [&'a [u8]]),
+}
+
 fn run(
     gso: &mut ofl_gso,
-    frame: &[u8],
+    input: Input<'_>,
     vnet: &ofl_vnet_hdr,
     flags: u32,
 ) -> Result<usize, ofl_status> {
@@ -184,9 +203,46 @@ fn run(
         return Err(ofl_status::OFL_ERR_INVALID_ARGUMENT);
     }
     gso.valid = 0;
-    let layout = parse_frame_with(frame, &gso.parse).map_err(|e| parse_status(&e))?;
+    // The output's growth and the chain scratch's first allocation go to the handle's
+    // allocator hook, if it has one.
+    let result = routed(gso.hook, || segment_input(gso, input, vnet, flags, outer), |_| ());
+    if result == Err(ofl_status::OFL_ERR_NO_MEMORY) {
+        // The output (or scratch) grew partly from the system after the hook refused:
+        // give that back now (each block goes where its tag says); the next call grows
+        // it again.
+        gso.out = GsoOutput::new();
+        gso.scratch = ChainScratch::new();
+    }
+    gso.valid = result?;
+    Ok(gso.valid)
+}
+
+/// Parses, validates and segments one input into the handle's output; returns the
+/// segment count.
+fn segment_input(
+    gso: &mut ofl_gso,
+    input: Input<'_>,
+    vnet: &ofl_vnet_hdr,
+    flags: u32,
+    outer: u32,
+) -> Result<usize, ofl_status> {
+    let ofl_gso { parse, out, scratch, bounds, .. } = gso;
+    let frame = match input {
+        Input::Whole(frame) => {
+            bounds.set_whole(frame.len());
+            ChainFrame::whole(frame)
+        }
+        Input::Chain(pieces) => {
+            bounds.set_chain(pieces);
+            scratch.view(pieces, parse)
+        }
+    };
+    // The view holds every header byte (`engine::chain`): parsing and validation read
+    // nothing else; payload sums come from the pieces.
+    let view = frame.view();
+    let layout = parse_frame_with(view, parse).map_err(|e| parse_status(&e))?;
     let hdr = vnet.to_engine()?;
-    hdr.validate_parsed(frame, &layout)
+    hdr.validate_parsed(view, &layout)
         .map_err(|e| virtio_status(&e))?;
     let mut params = GsoParams::from_virtio(&hdr, &layout).map_err(|e| gso_status(&e))?;
     if flags & OFL_GSO_FULL_CSUM != 0 {
@@ -196,16 +252,8 @@ fn run(
     if outer != 0 {
         params.outer_udp_checksum = outer == OFL_GSO_OUTER_UDP_CSUM;
     }
-    let out = &mut gso.out;
-    let result = routed(gso.hook, || gso::segment(frame, &layout, &params, out).map_err(|e| gso_status(&e)), |_| ());
-    if result == Err(ofl_status::OFL_ERR_NO_MEMORY) {
-        // The output grew partly from the system after the hook refused: give that back
-        // now (each block goes where its tag says); the next call grows it again.
-        gso.out = GsoOutput::new();
-    }
-    result?;
-    gso.valid = gso.out.len();
-    Ok(gso.valid)
+    gso::segment_chain(&frame, &layout, &params, out).map_err(|e| gso_status(&e))?;
+    Ok(out.len())
 }
 
 /// Segments `frame` (`len` bytes, starting at the Ethernet header, without the virtio
@@ -229,7 +277,91 @@ pub unsafe extern "C" fn ofl_gso_segment(
         let gso = unsafe { out(gso) }?;
         let frame = unsafe { bytes(frame, len) }?;
         let vnet = unsafe { input(vnet) }?;
-        run(gso, frame, vnet, flags).map(|n| n as i32)
+        run(gso, Input::Whole(frame), vnet, flags).map(|n| n as i32)
+    })
+}
+
+/// `ofl_gso_segment` for a super-packet held in several buffers (e.g. an mbuf chain):
+/// the frame is the concatenation of `iov[0..n_iov]`, Ethernet header first; an iovec
+/// may be empty (`base` NULL allowed then) and headers may span iovecs. The segments,
+/// their headers and checksums, and every refusal are those `ofl_gso_segment` gives
+/// for the concatenated bytes; `ofl_gso_seg.payload_offset` counts from the start of
+/// the concatenated frame, and `ofl_gso_segment_pieces` cuts a segment's payload into
+/// pieces of the chain. Only header bytes are copied (into scratch allocated by the
+/// handle's first chained call); software checksums are summed across iovec
+/// boundaries of any length. Returns the number of segments or a negative code as
+/// `ofl_gso_segment`, or `OFL_ERR_INVALID_ARGUMENT` for `n_iov` 0,
+/// `OFL_ERR_TOO_MANY_IOVECS` above `OFL_CHAIN_MAX_IOV`, `OFL_ERR_NULL` for a NULL `iov`
+/// or a NULL `base` with a non-zero `len`. The chain must stay unchanged while its
+/// segments are used. Added in ABI 1.2.
+///
+/// # Safety
+/// `gso` a live handle; `iov` readable for `n_iov` entries, each `base` readable for
+/// its `len`; `vnet` valid.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gso_segment_chain(
+    gso: *mut ofl_gso,
+    iov: *const ofl_iovec,
+    n_iov: usize,
+    vnet: *const ofl_vnet_hdr,
+    flags: u32,
+) -> i32 {
+    guard(|| {
+        // SAFETY: caller contract, NULL checked inside.
+        let gso = unsafe { out(gso) }?;
+        let mut slots = chain::slots();
+        let pieces = unsafe { chain::pieces(iov, n_iov, &mut slots) }?;
+        let vnet = unsafe { input(vnet) }?;
+        run(gso, Input::Chain(pieces), vnet, flags).map(|n| n as i32)
+    })
+}
+
+/// The payload of segment `index` of the last `ofl_gso_segment*` call as pieces of
+/// that call's input: `iov[iov_index]` bytes `offset .. offset + len`, in order, empty
+/// iovecs skipped (after `ofl_gso_segment` the frame is iovec 0). Writes up to
+/// `n_pieces` entries to `pieces` and returns how many the payload has; with
+/// `n_pieces` 0 (`pieces` may be NULL) only returns the count. Returns
+/// `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count,
+/// `OFL_ERR_BUFFER_TOO_SMALL` (nothing written) when `n_pieces` is non-zero and below
+/// the payload's pieces. Added in ABI 1.2.
+///
+/// # Safety
+/// `gso` a live handle; `pieces` NULL or writable for `n_pieces` entries.
+#[no_mangle]
+pub unsafe extern "C" fn ofl_gso_segment_pieces(
+    gso: *const ofl_gso,
+    index: usize,
+    pieces: *mut ofl_chain_piece,
+    n_pieces: usize,
+) -> i32 {
+    guard(|| {
+        // SAFETY: caller contract, NULL checked inside.
+        let gso = unsafe { input(gso) }?;
+        let payload = gso
+            .out
+            .segment(index)
+            .filter(|_| index < gso.valid)
+            .ok_or(ofl_status::OFL_ERR_INVALID_ARGUMENT)?
+            .payload;
+        let mut count = 0usize;
+        gso.bounds.cut(payload.clone(), |_| count += 1);
+        if n_pieces == 0 {
+            return Ok(count as i32);
+        }
+        if pieces.is_null() {
+            return Err(ofl_status::OFL_ERR_NULL);
+        }
+        if n_pieces < count {
+            return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);
+        }
+        // SAFETY: non-NULL, `n_pieces` writable entries by contract.
+        let pieces = unsafe { core::slice::from_raw_parts_mut(pieces, n_pieces) };
+        let mut at = 0;
+        gso.bounds.cut(payload, |piece| {
+            pieces[at] = piece;
+            at += 1;
+        });
+        Ok(count as i32)
     })
 }
 
@@ -319,7 +451,7 @@ pub unsafe extern "C" fn ofl_gso_segment_into(
         if n_bufs > 0 && bufs.is_null() {
             return Err(ofl_status::OFL_ERR_NULL);
         }
-        let n = run(gso, frame, vnet, flags)?;
+        let n = run(gso, Input::Whole(frame), vnet, flags)?;
         if n > n_bufs {
             return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);
         }
@@ -374,7 +506,7 @@ pub unsafe extern "C" fn ofl_gso_segment_contig(
         if (cap > 0 && buf.is_null()) || (n_offsets > 0 && offsets.is_null()) {
             return Err(ofl_status::OFL_ERR_NULL);
         }
-        let n = run(gso, frame, vnet, flags)?;
+        let n = run(gso, Input::Whole(frame), vnet, flags)?;
         let total: usize = gso.segments().map(|s| s.len()).sum();
         if n + 1 > n_offsets || total > cap {
             return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);

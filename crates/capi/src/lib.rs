@@ -22,6 +22,8 @@ use core::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod allocator;
+
+pub mod chain;
 pub mod csum;
 pub mod gro;
 pub mod gso;
@@ -30,6 +32,8 @@ pub mod status;
 pub mod vnet;
 
 pub use allocator::{ofl_alloc_fn, ofl_allocator, ofl_free_fn};
+
+pub use chain::*;
 pub use csum::*;
 pub use gro::*;
 pub use gso::*;
@@ -61,7 +65,9 @@ pub const OFL_VERSION_PATCH: u32 = 0;
 /// ABI 1.2 added `ofl_gro_new_ex` / `ofl_gso_new_ex` with caller-sized parameter
 /// structs (`ofl_gro_params`, `ofl_gso_params`: first field `size`), the allocator
 /// hook `ofl_allocator`, `OFL_ERR_NO_MEMORY`, and symbol versions (OFL_1.0, OFL_1.1,
-/// OFL_1.2) on the shared library.
+/// OFL_1.2) on the shared library; and chained input: `ofl_iovec`, `ofl_gro_push_chain`,
+/// `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
+/// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9).
 pub const OFL_ABI_MAJOR: u32 = 1;
 pub const OFL_ABI_MINOR: u32 = 2;
 

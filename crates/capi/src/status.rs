@@ -33,6 +33,9 @@ pub enum ofl_status {
     /// The handle's `ofl_allocator` returned NULL (ABI 1.2); the call made no change
     /// that needs memory (a handle is not created, a GSO call gives no segments).
     OFL_ERR_NO_MEMORY = -8,
+
+    /// A chained frame has more than `OFL_CHAIN_MAX_IOV` iovecs (added in ABI 1.2).
+    OFL_ERR_TOO_MANY_IOVECS = -9,
     /// Frame parse: truncated.
     OFL_ERR_PARSE_TRUNCATED = -100,
     /// Frame parse: bad ip version.
@@ -153,7 +156,7 @@ pub enum ofl_status {
 
 impl ofl_status {
     /// Every code, for tests and tools.
-    pub const ALL: [ofl_status; 67] = [
+    pub const ALL: [ofl_status; 68] = [
         ofl_status::OFL_OK,
         ofl_status::OFL_ERR_NULL,
         ofl_status::OFL_ERR_BUFFER_TOO_SMALL,
@@ -163,6 +166,8 @@ impl ofl_status {
         ofl_status::OFL_ERR_POISONED,
         ofl_status::OFL_ERR_OTHER,
         ofl_status::OFL_ERR_NO_MEMORY,
+
+        ofl_status::OFL_ERR_TOO_MANY_IOVECS,
         ofl_status::OFL_ERR_PARSE_TRUNCATED,
         ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION,
         ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH,
@@ -235,6 +240,8 @@ impl ofl_status {
             ofl_status::OFL_ERR_POISONED => c"handle poisoned by an earlier panic",
             ofl_status::OFL_ERR_OTHER => c"engine error without a code of its own",
             ofl_status::OFL_ERR_NO_MEMORY => c"the handle's allocator returned NULL",
+
+            ofl_status::OFL_ERR_TOO_MANY_IOVECS => c"more iovecs than OFL_CHAIN_MAX_IOV",
             ofl_status::OFL_ERR_PARSE_TRUNCATED => c"parse: truncated",
             ofl_status::OFL_ERR_PARSE_BAD_IP_VERSION => c"parse: bad ip version",
             ofl_status::OFL_ERR_PARSE_BAD_HEADER_LENGTH => c"parse: bad header length",

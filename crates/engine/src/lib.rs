@@ -37,6 +37,7 @@
 //! ```
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod chain;
 pub mod checksum;
 pub mod wire;
 pub mod gro;

@@ -367,3 +367,134 @@ fn gro_steady_state_does_not_allocate() {
     assert_eq!(counting::count(), before, "push/flush allocated");
     assert_eq!(segments, frames.len() as u64);
 }
+
+/// Cuts `frame` into pieces at `cuts` (positions taken modulo the frame length plus
+/// one; repeats give empty pieces), in order.
+fn split<'a>(frame: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut at: Vec<usize> = cuts.iter().map(|c| c % (frame.len() + 1)).collect();
+    at.sort_unstable();
+    let mut pieces = Vec::with_capacity(at.len() + 1);
+    let mut start = 0;
+    for cut in at {
+        pieces.push(&frame[start..cut]);
+        start = cut;
+    }
+    pieces.push(&frame[start..]);
+    pieces
+}
+
+/// Cut positions: some in the headers (so they span pieces), some anywhere.
+fn cuts() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(prop_oneof![0usize..120, any::<usize>()], 0..6)
+}
+
+/// Everything GRO says about `frames` (each pushed as `push(frame)` or, with `cuts`,
+/// as `push_chain` of its pieces): verdicts, delivered runs in full, and the counters.
+fn gro_transcript(frames: &[Vec<u8>], validated: bool, cuts: Option<&[usize]>) -> Vec<String> {
+    let mut gro = Gro::new(GroConfig { max_flows: 4, ..GroConfig::default() });
+    let mut said = Vec::new();
+    for (id, frame) in frames.iter().enumerate() {
+        let meta = RxMeta { csum_validated: validated, now: id as u64 };
+        let mut collect = |m: Merged<'_>| said.push(format!("{m:?}"));
+        let verdict = match cuts {
+            None => gro.push(id as u64, frame, meta, &mut collect),
+            Some(cuts) => gro.push_chain(id as u64, &split(frame, cuts), meta, &mut collect),
+        };
+        said.push(format!("{verdict:?}"));
+    }
+    gro.flush(&mut |m: Merged<'_>| said.push(format!("{m:?}")));
+    said.push(format!("{:?}", gro.stats()));
+    said
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A frame pushed as pieces, cut anywhere (inside headers, at odd offsets, with
+    /// empty pieces), gets exactly what the same bytes get in one buffer: the segments
+    /// of a super-packet, some mangled or cut short (refusals, bad checksums), and a
+    /// Geneve frame whose headers are longer than the bytes copied up front.
+    #[test]
+    fn gro_of_a_chain_is_gro_of_its_bytes(
+        (pkt, mss) in super_packet(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<prop::sample::Index>()), 0..3),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+        long_headers in any::<bool>(),
+        validated in any::<bool>(),
+        cuts in cuts(),
+    ) {
+        let mut pkt = pkt;
+        if long_headers {
+            // Two Geneve options of 4 + 116 bytes: 240 option bytes, headers of 300+.
+            let option = |class: u8| [vec![0, class, 2, 29], vec![class; 116]].concat();
+            pkt.tunnel = Some(Tunnel::geneve(5, [option(1), option(2)].concat()));
+        }
+        let original = pkt.build();
+        let layout = parse_frame(&original).expect("parses");
+        let kind = if pkt.l4 == L4::Tcp { GsoKind::Tcp } else { GsoKind::Udp };
+        let params = GsoParams { checksum: L4Checksum::Full, ..GsoParams::tcp(mss).with_kind(kind) };
+        let mut out = GsoOutput::new();
+        gso::segment(&original, &layout, &params, &mut out).expect("segments");
+        let mut frames: Vec<Vec<u8>> = out.iter().map(|s| [s.header, s.payload_slice(&original)].concat()).collect();
+        let count = frames.len();
+        for (frame_index, value, at) in &edits {
+            let frame = &mut frames[frame_index.index(count)];
+            let at = at.index(frame.len());
+            frame[at] = *value;
+        }
+        if let Some(cut) = cut {
+            let frame = &mut frames[cut.index(count)];
+            let len = cut.index(frame.len());
+            frame.truncate(len);
+        }
+        let whole = gro_transcript(&frames, validated, None);
+        let chained = gro_transcript(&frames, validated, Some(&cuts));
+        prop_assert_eq!(chained, whole);
+    }
+}
+
+#[test]
+fn gro_chain_steady_state_does_not_allocate() {
+    let mut frames = Vec::new();
+    for flow in 0..4u16 {
+        let mut p = match flow % 2 {
+            0 => Pkt::tcp4(1, 1000),
+            _ => Pkt { tunnel: Some(Tunnel::vxlan(1)), ..Pkt::tcp6(1, 1000) },
+        };
+        p.sport = 100 + flow;
+        for _ in 0..50 {
+            frames.push(p.build());
+            p = p.next(1000);
+        }
+    }
+    let mut gro = Gro::new(GroConfig::default());
+    let mut segments = 0u64;
+    let push = |gro: &mut Gro, i: usize, frame: &[u8], segments: &mut u64| {
+        // A header piece, an odd cut in the payload, an empty piece.
+        let chain: [&[u8]; 4] = [&frame[..30], &frame[30..501], &[], &frame[501..]];
+        let meta = RxMeta { csum_validated: i.is_multiple_of(2), now: i as u64 };
+        let _ = gro.push_chain(i as u64, &chain, meta, &mut |m: Merged<'_>| *segments += u64::from(m.segments));
+    };
+    push(&mut gro, 0, &frames[0], &mut segments);
+    let before = counting::count();
+    for (i, frame) in frames.iter().enumerate().skip(1) {
+        push(&mut gro, i, frame, &mut segments);
+    }
+    gro.flush(&mut |m: Merged<'_>| segments += u64::from(m.segments));
+    assert_eq!(counting::count(), before, "push_chain allocated after the first chained frame");
+    assert_eq!(segments, frames.len() as u64);
+}
+
+/// Frames longer than the chain view (`chain::VIEW_MAX`: a 64 KiB packet followed by
+/// padding), validated or verified, get what the same bytes get in one buffer.
+#[test]
+fn gro_of_a_chain_longer_than_the_view_is_gro_of_its_bytes() {
+    let mut frame = Pkt::tcp4(1, 65_000).build();
+    frame.extend(std::iter::repeat_n(0xa5, 1_000));
+    assert!(frame.len() > offlab_engine::chain::VIEW_MAX);
+    let frames = vec![frame, Pkt::tcp4(1, 65_000).build()];
+    for validated in [false, true] {
+        let cuts = [31, 40_001, 65_990];
+        assert_eq!(gro_transcript(&frames, validated, Some(&cuts)), gro_transcript(&frames, validated, None));
+    }
+}

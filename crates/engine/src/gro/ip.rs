@@ -2,6 +2,7 @@
 //! `inet_gro_flush`, `ipv6_gro_receive`, `ipv6_gro_flush`).
 
 use super::reason::Reason;
+use crate::chain::Sums;
 use crate::checksum;
 use crate::wire::layout::{IpLayer, IpVersion};
 use crate::wire::{Ipv4Packet, Ipv6Packet};
@@ -185,8 +186,9 @@ pub(crate) fn can_join(
     Ok(mode)
 }
 
-/// Whether the transport checksum of `layer` (header + payload + pseudo-header) verifies.
-pub(crate) fn l4_checksum_ok(frame: &[u8], layer: &IpLayer, protocol: u8) -> bool {
+/// Whether the transport checksum of `layer` (header + payload + pseudo-header) verifies,
+/// the bytes summed read as `payload` says (from `frame`, or from a chain's pieces).
+pub(crate) fn l4_checksum_ok(frame: &[u8], payload: impl Sums, layer: &IpLayer, protocol: u8) -> bool {
     let (Some(segment), Some(header)) = (
         frame.get(layer.l4_offset..layer.end),
         frame.get(layer.offset..layer.l4_offset),
@@ -211,7 +213,7 @@ pub(crate) fn l4_checksum_ok(frame: &[u8], layer: &IpLayer, protocol: u8) -> boo
             )
         }
     };
-    checksum::fold(checksum::sum(segment, pseudo)) == 0xffff
+    checksum::fold(payload.sum(frame, layer.l4_offset..layer.end, pseudo)) == 0xffff
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 use super::ip::{self, l4_checksum_ok, IpFacts};
 use super::reason::Reason;
+use crate::chain::Sums;
 use crate::wire::layout::{L4Proto, TunnelKind, TunnelLayer};
 use crate::wire::{GeneveHeader, UdpPacket};
 
@@ -26,6 +27,7 @@ const UDP_PROTOCOL: u8 = 17;
 /// outer UDP checksum that does not verify (unless `validated`).
 pub(crate) fn read(
     frame: &[u8],
+    payload: impl Sums,
     tunnel: &TunnelLayer,
     validated: bool,
 ) -> Result<OuterFacts, Reason> {
@@ -50,7 +52,7 @@ pub(crate) fn read(
         .get(l4..l4 + tunnel.outer.l4_header_len)
         .ok_or(Reason::HeaderTooLong)?;
     let udp_checksum = UdpPacket::new_unchecked(udp).checksum();
-    if !validated && udp_checksum != 0 && !l4_checksum_ok(frame, &tunnel.outer, UDP_PROTOCOL) {
+    if !validated && udp_checksum != 0 && !l4_checksum_ok(frame, payload, &tunnel.outer, UDP_PROTOCOL) {
         return Err(Reason::BadL4Checksum);
     }
     Ok(OuterFacts { ip, udp_checksum })

@@ -1,6 +1,7 @@
 //! UDP fragmentation offload (UFO): one UDP datagram becomes IPv4 fragments. Only the
 //! first fragment carries the UDP header, whose checksum covers the whole datagram.
 
+use crate::chain::Sums;
 use crate::checksum;
 
 use super::be;
@@ -19,6 +20,7 @@ const FRAGMENT_UNIT: usize = 8;
 /// (as Linux does): no device can finish a checksum spread over several fragments.
 pub(super) fn segment(
     frame: &[u8],
+    source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,
@@ -31,7 +33,7 @@ pub(super) fn segment(
     // The IP payload being fragmented: UDP header and data.
     let datagram = at..plan.payload_end;
     let count = segment_count(datagram.len(), unit)?;
-    let udp_checksum = datagram_checksum(frame, plan, datagram.len());
+    let udp_checksum = datagram_checksum(frame, source, plan, datagram.len());
     let first_template = &frame[..plan.headers_len];
     let next_template = &frame[..at];
     let per_fragment_sums = plan.needs_tail_sum();
@@ -45,7 +47,7 @@ pub(super) fn segment(
             (next_template, ip_start..ip_end)
         };
         let tail_sum = if per_fragment_sums {
-            checksum::sum(&frame[payload.clone()], 0)
+            source.sum(frame, payload.clone(), 0)
         } else {
             0
         };
@@ -72,11 +74,11 @@ pub(super) fn segment(
 }
 
 /// The UDP checksum of the whole datagram (header with its length, data, pseudo-header).
-fn datagram_checksum(frame: &[u8], plan: &Plan, datagram_len: usize) -> u16 {
+fn datagram_checksum(frame: &[u8], source: impl Sums, plan: &Plan, datagram_len: usize) -> u16 {
     let at = plan.l4_offset;
     let length = datagram_len as u32;
     let ports = checksum::sum(&frame[at..at + udp::LENGTH], 0);
-    let data = checksum::sum(&frame[plan.payload_start..plan.payload_end], 0);
+    let data = source.sum(frame, plan.payload(), 0);
     match checksum::finish(ports + length + plan.pseudo_seed + length + data) {
         0 => ZERO_CHECKSUM_SUBSTITUTE,
         check => check,

@@ -47,6 +47,7 @@ pub use error::GsoError;
 pub use output::{GsoOutput, PartialChecksum, SegmentRef};
 pub use params::{GsoKind, GsoParams, L4Checksum};
 
+use crate::chain::{ChainFrame, Contiguous, Sums};
 use crate::wire::layout::Layout;
 use plan::Plan;
 
@@ -70,12 +71,38 @@ pub fn segment(
     params: &GsoParams,
     out: &mut GsoOutput,
 ) -> Result<(), GsoError> {
+    segment_from(frame, Contiguous, layout, params, out)
+}
+
+/// [`segment`] for a frame held in several buffers (`chain::ChainScratch::view`),
+/// `layout` parsed from `chain.view()`. The segments are those of the concatenated
+/// frame: same headers and checksums, payload ranges in the concatenated frame's
+/// offsets (map them to the pieces by the pieces' lengths).
+pub fn segment_chain(
+    chain: &ChainFrame<'_>,
+    layout: &Layout,
+    params: &GsoParams,
+    out: &mut GsoOutput,
+) -> Result<(), GsoError> {
+    segment_from(chain.view(), chain.payload(), layout, params, out)
+}
+
+/// `segment` with the payload sums read from `payload` (the frame itself, or the
+/// pieces of a chain whose headers `frame` holds).
+#[inline(always)]
+fn segment_from(
+    frame: &[u8],
+    payload: impl Sums,
+    layout: &Layout,
+    params: &GsoParams,
+    out: &mut GsoOutput,
+) -> Result<(), GsoError> {
     out.clear();
     let plan = Plan::new(frame, layout, params)?;
     let result = match params.kind {
-        GsoKind::Tcp => tcp::segment(frame, &plan, params, out),
-        GsoKind::Udp => udp::segment(frame, &plan, params, out),
-        GsoKind::UdpFragment => fragment::segment(frame, &plan, params, out),
+        GsoKind::Tcp => tcp::segment(frame, payload, &plan, params, out),
+        GsoKind::Udp => udp::segment(frame, payload, &plan, params, out),
+        GsoKind::UdpFragment => fragment::segment(frame, payload, &plan, params, out),
     };
     if result.is_err() {
         out.clear();

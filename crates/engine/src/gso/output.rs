@@ -3,6 +3,8 @@
 
 use core::ops::Range;
 
+use crate::chain::Sums;
+
 /// Where the caller (or NIC) must finish a checksum left partial: the virtio-net
 /// `csum_start` / `csum_offset` pair, identical for every segment of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,14 +128,21 @@ impl GsoOutput {
         self.entries.reserve(segments);
     }
 
-    /// The partial sum of each `size`-byte piece of `payload` (one per segment), in a
+    /// The partial sum of each `size`-byte piece of the frame's bytes `payload` (one per
+    /// segment, read from the frame or its chain's pieces as `source` says), in a
     /// buffer reused across calls. Taken out of `self` so the caller can push segments
     /// while reading it; give it back with `put_payload_sums`.
-    pub(super) fn payload_sums(&mut self, payload: &[u8], size: usize, count: usize) -> Vec<u32> {
+    pub(super) fn payload_sums(
+        &mut self,
+        (frame, source): (&[u8], impl Sums),
+        payload: Range<usize>,
+        size: usize,
+        count: usize,
+    ) -> Vec<u32> {
         let mut sums = core::mem::take(&mut self.payload_sums);
         sums.clear();
         sums.resize(count, 0);
-        crate::checksum::sum_pieces(payload, size, &mut sums);
+        source.sum_chunks(frame, payload, size, &mut sums);
         sums
     }
 

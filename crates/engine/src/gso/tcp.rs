@@ -1,6 +1,7 @@
 //! TCP segmentation (TSO in software): every segment repeats the headers with its own
 //! sequence number, flags, lengths, IPv4 ID and checksums.
 
+use crate::chain::Sums;
 use crate::checksum;
 
 use super::be;
@@ -14,6 +15,7 @@ use super::{segment_count, GsoError, GsoParams, L4Checksum};
 /// Segments a TCP super-packet described by `plan` into `out`.
 pub(super) fn segment(
     frame: &[u8],
+    source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,
@@ -31,7 +33,7 @@ pub(super) fn segment(
     out.reserve(count, plan.headers_len);
     // Software checksums: every segment's payload summed in one pass first.
     let sums = if full {
-        out.payload_sums(&frame[payload.clone()], mss, count)
+        out.payload_sums((frame, source), payload.clone(), mss, count)
     } else {
         Vec::new()
     };

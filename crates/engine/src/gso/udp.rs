@@ -1,6 +1,7 @@
 //! UDP segmentation offload (USO, Linux's UDP_L4): the payload is cut into datagrams of
 //! `segment_size` bytes, each with its own UDP header, length and checksum.
 
+use crate::chain::Sums;
 use crate::checksum;
 
 use super::be;
@@ -15,6 +16,7 @@ pub(super) const ZERO_CHECKSUM_SUBSTITUTE: u16 = 0xffff;
 /// Segments a UDP super-packet described by `plan` into one datagram per segment.
 pub(super) fn segment(
     frame: &[u8],
+    source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,
@@ -37,7 +39,7 @@ pub(super) fn segment(
     out.reserve(count, template.len());
     // Software checksums: every datagram's payload summed in one pass first.
     let sums = if full {
-        out.payload_sums(&frame[payload.clone()], size, count)
+        out.payload_sums((frame, source), payload.clone(), size, count)
     } else {
         Vec::new()
     };
