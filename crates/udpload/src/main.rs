@@ -55,6 +55,9 @@ enum Command {
         gro: bool,
         #[arg(long, default_value_t = 4 << 20)]
         rcvbuf: usize,
+        /// Messages read per system call at most (recvmmsg); 1 reads one per call, as iperf3 does.
+        #[arg(long, default_value_t = recv::MAX_BATCH)]
+        batch: usize,
         #[arg(long, default_value_t = 60.0)]
         lifetime: f64,
     },
@@ -85,16 +88,20 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
                       "measured_s": r.measured_s, "send_calls": r.send_calls, "send_errors": r.send_errors,
                       "segments_per_send": r.segments_per_send, "sndbuf": r.sndbuf}))
         }
-        Command::Recv { bind, gro, rcvbuf, lifetime } => {
-            let config = recv::Config { bind, gro, rcvbuf, lifetime: seconds(lifetime, "lifetime")? };
+        Command::Recv { bind, gro, rcvbuf, batch, lifetime } => {
+            if !(1..=recv::MAX_BATCH).contains(&batch) {
+                return Err(format!("--batch {batch}: must be from 1 to {} messages per read", recv::MAX_BATCH));
+            }
+            let config = recv::Config { bind, gro, rcvbuf, batch, lifetime: seconds(lifetime, "lifetime")? };
             let stop = Arc::new(AtomicBool::new(false));
             for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
                 signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| e.to_string())?;
             }
             let (socket, granted) = recv::bind(&config).map_err(|e| format!("bind {bind}: {e}"))?;
-            let r = recv::run(&socket, granted, config.lifetime, &stop).map_err(|e| format!("receive on {bind}: {e}"))?;
+            let r = recv::run(&socket, granted, config.batch, config.lifetime, &stop).map_err(|e| format!("receive on {bind}: {e}"))?;
             Ok(json!({"role": "recv", "gro": gro, "received": r.received, "received_measured": r.received_measured,
-                      "bytes_measured": r.bytes_measured, "reads": r.reads, "coalesced_reads": r.coalesced_reads,
+                      "bytes_measured": r.bytes_measured, "reads": r.reads, "read_calls": r.read_calls, "batch": batch,
+                      "coalesced_reads": r.coalesced_reads,
                       "refused_short": r.refused_short, "refused_foreign": r.refused_foreign, "rcvbuf": r.rcvbuf}))
         }
     }
