@@ -43,6 +43,9 @@ enum Command {
         /// Up to 64 datagrams per send, cut by the kernel (UDP_SEGMENT).
         #[arg(long)]
         gso: bool,
+        /// Without --gso: datagrams per system call at most (sendmmsg); 1 sends one per call.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
         #[arg(long, default_value_t = 4 << 20)]
         sndbuf: usize,
     },
@@ -73,19 +76,22 @@ fn seconds(value: f64, what: &str) -> Result<Duration, String> {
 
 fn run(cli: Cli) -> Result<serde_json::Value, String> {
     match cli.command {
-        Command::Send { to, payload, rate, warmup, duration, gso, sndbuf } => {
+        Command::Send { to, payload, rate, warmup, duration, gso, batch, sndbuf } => {
             if !(wire::MIN_PAYLOAD..=sock::MAX_SEND).contains(&payload) {
                 return Err(format!("--payload {payload}: must be from {} to {} bytes", wire::MIN_PAYLOAD, sock::MAX_SEND));
             }
             if !(rate.is_finite() && rate >= 0.0) {
                 return Err(format!("--rate {rate}: must be 0 (unlimited) or a positive bit rate"));
             }
+            if !(1..=recv::MAX_BATCH).contains(&batch) {
+                return Err(format!("--batch {batch}: must be from 1 to {} datagrams per send", recv::MAX_BATCH));
+            }
             let config = send::Config { to, payload, rate_bps: rate, warmup: seconds(warmup, "warmup")?,
-                                        measured: seconds(duration, "duration")?, gso, sndbuf };
+                                        measured: seconds(duration, "duration")?, gso, batch, sndbuf };
             let r = send::run(&config).map_err(|e| format!("send to {to}: {e}"))?;
             Ok(json!({"role": "send", "gso": gso, "payload": payload, "offered_bps": rate,
                       "sent": r.sent, "sent_measured": r.sent_measured, "bytes_measured": r.bytes_measured,
-                      "measured_s": r.measured_s, "send_calls": r.send_calls, "send_errors": r.send_errors,
+                      "measured_s": r.measured_s, "send_calls": r.send_calls, "send_errors": r.send_errors, "batch": batch,
                       "segments_per_send": r.segments_per_send, "sndbuf": r.sndbuf}))
         }
         Command::Recv { bind, gro, rcvbuf, batch, lifetime } => {
