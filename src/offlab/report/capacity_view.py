@@ -34,8 +34,8 @@ TOOLS = {
 
 
 def intro(generators: Sequence[str] = ("iperf3",)) -> str:
-    probes = "; ".join(f"{sum(capacity.probe_timing(_spec(g))):g} s probes with "
-                       f"{g} ({capacity.probe_timing(_spec(g))[0]:g} s of warm-up)" for g in generators)
+    probes = "; ".join(f"{sum(capacity.probe_timing(_spec(g))):g} s probes with {g}, "
+                       f"{capacity.probe_timing(_spec(g))[0]:g} s of them warm-up" for g in generators)
     tools = "; ".join(TOOLS[g] for g in generators)
     return (
         "The highest offered UDP rate whose loss stayed at or below the bound, as RFC 2544's "
