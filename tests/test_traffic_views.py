@@ -80,6 +80,7 @@ def test_a_buffer_overflow_under_a_saturated_receiver_core_is_the_receivers_limi
     assert not buffer_bound(row)
     cells = dict(zip(HEADER, capacity_sections([row])[0].tables[0][1].rows[0]))
     assert cells["Cores at the limit"] == "tx 71 % · rx 98 % (soft 64 %) · app 30 %"
+    assert cells["Bounded by"] == "the receiver's core, saturated (3 of 3): receiver socket buffer (3 of 3)"
     assert "\u26a0" not in cells["Capacity (Gbit/s)"]
     udpload = TrafficSpec("udp", 2.0, udp_payload=1472, mode="capacity", generator="udpload")
     (section,) = capacity_sections([profile_row(CaseSpec("bare", 1500, ALL_ON, udpload), row.samples)])

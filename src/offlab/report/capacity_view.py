@@ -15,7 +15,7 @@ from .. import capacity, losscause, sockbuf
 from ..records import TrafficSpec
 from ..stats import summary
 from ..studies import Section
-from .capacity_limits import Limit, buffer_bound, limits
+from .capacity_limits import SATURATED_PCT, Limit, buffer_bound, limits
 from .model import ProfileRow
 from .tables import Table, mean_std
 
@@ -59,6 +59,18 @@ def _spec(generator: str) -> TrafficSpec:
     return TrafficSpec("udp", 1.0, udp_payload=1472, mode="capacity", generator=generator)  # type: ignore[arg-type]
 
 
+def _bound_cell(found: Sequence[Limit]) -> str:
+    """The main cause at the limit; when that is the receiver's socket buffer under a
+    saturated receiver core, the core is what bounded it: the receive softirq pre-empts
+    the reader, so its buffer overflows although the reader itself is not busy."""
+    cause = _cause_cell([f.causes for f in found])
+    starved = [f for f in found if f.causes is not None and f.causes.main == losscause.RCVBUF
+               and f.receiver_core_pct is not None and f.receiver_core_pct >= SATURATED_PCT]
+    if starved and len(starved) * 2 > len(found):
+        return f"the receiver's core, saturated ({len(starved)} of {len(found)}): {cause}"
+    return cause
+
+
 def _cores_cell(found: Sequence[Limit]) -> str:
     """Mean busy share of the sender's core, the receiver's (softirq) and the receiving
     application at the limit, over the runs that recorded them: "tx 100 % · rx 97 % (soft 61 %) · app 35 %"."""
@@ -100,7 +112,7 @@ def _row(row: ProfileRow) -> tuple[str, ...]:
         mean_std(pps) if pps is not None and payload <= SMALL_PAYLOAD else "—",
         f"{verified} of {len(samples)}",
         f"{mean_std(summary(losses))}: {_cause_cell(final)}",
-        _cause_cell([f.causes for f in found]) if not bound * 2 > len(samples) else "the sender",
+        _bound_cell(found) if not bound * 2 > len(samples) else "the sender",
         _cores_cell(found),
         f"{sum(len(s.probes) for s in samples) / len(samples):.1f}",
         f"{bound} of {row.n}" if bound else "no",
