@@ -132,19 +132,38 @@ def test_a_search_where_nothing_passed_is_verified_by_halving_on():
         probe = plain(rate)
         return probe if rate else Probe(0.0, probe.sent_bps, 4e9, 60.0)
 
-    found = search(trial, SearchRule(resolution=0.05, max_probes=4))  # unlimited, guess, two halvings
-    assert found.rate_bps == 0.0 and found.bracket[1] == pytest.approx(1e9)
-    checked = verify(trial, found, SearchRule(resolution=0.05), max_trials=3)
+    found = search(trial, SearchRule(resolution=0.05, max_probes=4))  # unlimited, guess, two steps down
+    assert found.rate_bps == 0.0 and found.bracket[1] == pytest.approx(4e9 / 1.05 / 1.05 ** 2)
+    checked = verify(trial, found, SearchRule(resolution=0.05), max_trials=5)
     assert asked[len(found.probes)] == pytest.approx(found.bracket[1] / 2)
     assert checked.passed and checked.trial.received_bps <= 0.2e9
 
 
-def test_below_a_failing_guess_the_search_halves_before_it_bisects():
+def test_below_a_failing_guess_the_search_gallops_down_before_it_bisects():
     trial, asked = receiver(1e9)
 
     def collapsing(rate):
         probe = trial(rate)
         return probe if rate else Probe(0.0, probe.sent_bps, 4e9, 60.0)  # took 4, keeps 1
 
-    search(collapsing, SearchRule(resolution=0.05, max_probes=6))
-    assert asked[1] == 4e9 and asked[2] == pytest.approx(2e9) and asked[3] == pytest.approx(1e9)
+    found = search(collapsing, SearchRule(resolution=0.05, max_probes=12))
+    # One resolution step, then steps doubling in log space, never more than halving.
+    assert asked[1] == 4e9 and asked[2] == pytest.approx(4e9 / 1.05)
+    assert [asked[i] / asked[i + 1] for i in range(2, 5)] == pytest.approx([1.05 ** 2, 1.05 ** 4, 1.05 ** 8])
+    assert asked[5] / asked[6] == pytest.approx(2.0)
+    assert found.resolved and 1e9 / 1.05 <= found.rate_bps <= 1e9
+
+
+def test_a_guess_that_fails_by_a_hair_costs_one_resolution_step():
+    """The flood took a little more than the receiver keeps up with: the guess fails
+    narrowly, and the search must land within one step of the knee (halving here left
+    a bracket the probe budget could not narrow: runs of one case 20 % apart)."""
+    trial, asked = receiver(2.25e9)
+
+    def near_miss(rate):
+        probe = trial(rate)
+        return probe if rate else Probe(0.0, probe.sent_bps, 2.26e9, 50.0)
+
+    found = search(near_miss, SearchRule(resolution=0.05, max_probes=8))
+    assert len(asked) == 3 and found.resolved
+    assert 2.25e9 / 1.05 <= found.rate_bps <= 2.25e9

@@ -65,9 +65,26 @@ def test_capacity_table_names_the_verified_rate_the_loss_cause_and_the_limit():
     assert row["Traffic"] == "udp1472-capacity" and row["Capacity (Gbit/s)"].startswith("2.02")
     assert "\u26a0" not in row["Capacity (Gbit/s)"]  # a saturated receiver is the path's limit
     assert row["Verified"] == "3 of 3" and row["Loss % there: cause"].endswith(": none")
-    assert row["Bounded by"] == "receiver socket buffer (3 of 3)" and row["Receiver app at the limit"] == "99 %"
+    assert row["Bounded by"] == "receiver socket buffer (3 of 3)" and row["Cores at the limit"] == "app 99 %"
     assert row["Trials per run"] == "4.0" and row["Mpackets/s"] == "—" and row["CV"] == "1 %"
-    assert "15%" in section.intro and "verification trial" in section.intro
+    assert "5%" in section.intro and "verification trial" in section.intro and "iperf3 3.12" in section.intro
+
+
+def test_a_buffer_overflow_under_a_saturated_receiver_core_is_the_receivers_limit():
+    """The receive softirq starves the application on its own core: the socket buffer
+    overflows with the application far from busy, yet the core is saturated — the path's
+    receive processing is the limit, not a scheduling hiccup."""
+    starved = {**VERIFIED, "limit_loss_lost": 900.0, "limit_loss_rcvbuf": 880.0, "limit_receiver_app_pct": 30.0,
+               "limit_sender_core_pct": 71.0, "limit_receiver_core_pct": 98.0, "limit_receiver_core_soft_pct": 64.0}
+    row = _capacity_row(1472, starved)
+    assert not buffer_bound(row)
+    cells = dict(zip(HEADER, capacity_sections([row])[0].tables[0][1].rows[0]))
+    assert cells["Cores at the limit"] == "tx 71 % · rx 98 % (soft 64 %) · app 30 %"
+    assert cells["Bounded by"] == "the receiver's core, saturated (3 of 3): receiver socket buffer (3 of 3)"
+    assert "\u26a0" not in cells["Capacity (Gbit/s)"]
+    udpload = TrafficSpec("udp", 2.0, udp_payload=1472, mode="capacity", generator="udpload")
+    (section,) = capacity_sections([profile_row(CaseSpec("bare", 1500, ALL_ON, udpload), row.samples)])
+    assert "offlab-udpload" in section.intro and "recvmmsg" in section.intro and "iperf3 3.12" not in section.intro
 
 
 def test_a_capacity_bounded_by_a_buffer_under_an_idle_receiver_is_flagged_and_not_advice():

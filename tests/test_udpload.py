@@ -12,7 +12,7 @@ SENT = {"role": "send", "gso": True, "payload": 1472, "offered_bps": 2e9, "sent"
         "sent_measured": 250_000, "bytes_measured": 250_000 * 1472, "measured_s": 1.5, "send_calls": 6000,
         "send_errors": 2, "segments_per_send": 44, "sndbuf": 8388608}
 GOT = {"role": "recv", "gro": True, "received": 299_000, "received_measured": 249_000,
-       "bytes_measured": 249_000 * 1472, "reads": 7000, "coalesced_reads": 6500, "refused_short": 0,
+       "bytes_measured": 249_000 * 1472, "reads": 7000, "read_calls": 700, "coalesced_reads": 6500, "refused_short": 0,
        "refused_foreign": 0, "rcvbuf": 8388608}
 
 
@@ -34,7 +34,7 @@ def test_reports_give_the_windows_rates_loss_and_batching():
     assert result.loss_percent == pytest.approx(0.4)
     c = result.counters
     assert c["udpload_segments_per_send"] == 44 and c["udpload_datagrams_per_read"] == pytest.approx(299_000 / 7000)
-    assert c["receiver_rcvbuf_bytes"] == 8388608
+    assert c["receiver_rcvbuf_bytes"] == 8388608 and c["udpload_reads_per_call"] == 10.0
 
 
 @pytest.mark.parametrize("sent, got, complaint", [

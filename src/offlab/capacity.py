@@ -12,7 +12,9 @@ search probes first, is kept in `Sample.probes`. Counters added to the sample:
 * `loss_*`: the verification trial's loss by cause; `limit_loss_*`: the loss of the
   last verification trial that failed, else of the failing probe nearest above the
   capacity — what bounds it — and
-  `limit_receiver_app_pct`, the receiving application's CPU during that probe.
+  `limit_receiver_app_pct`, the receiving application's CPU during that probe, and
+  `limit_{sender,receiver}_core_pct` / `_core_soft_pct`, how busy the two endpoints'
+  cores were then (all of it, and softirq alone).
 """
 
 from __future__ import annotations
@@ -21,26 +23,40 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from . import counters, losscause, ratesearch
-from .records import CaseSpec, RateProbe, Sample, TrafficSpec
+from .records import CaseSpec, CpuShare, RateProbe, Sample, TrafficSpec
 
 if TYPE_CHECKING:
+    from .hosts import Host
     from .measure import Window
     from .topology import Topology
     from .traffic import TrafficResult
 
 PROBE_SECONDS = 1.0
-"""Each search probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
+"""Each iperf3 search probe: 0.3 s warm-up, 0.7 s measured (iperf3 runs whole seconds)."""
 PROBE_WARMUP_S = 0.3
-RESOLUTION = 0.15
-MAX_PROBES = 5
-"""The search's stop: the knee within 15 %, or five probes (the verification trial,
-not the search, gives the figure; more probes would buy resolution it does not use)."""
+UDPLOAD_PROBE_SECONDS = 0.5
+"""Each offlab-udpload probe: 0.15 s warm-up, 0.35 s measured (it times fractions of a
+second, and has no control connection to set up)."""
+UDPLOAD_PROBE_WARMUP_S = 0.15
+RESOLUTION = 0.05
+MAX_PROBES = 8
+"""The search's stop: the knee within 5 %, or eight probes. A coarser grid put the
+found rate one grid step apart in different runs (a 15 % grid gave the same case
+1.9 and 2.3 Gbit/s): the search's resolution, not the path, was the spread."""
 VERIFICATION_TRIALS = 2
 """At most one step down when the full-length trial at the found rate loses too much."""
 
+
+def probe_timing(spec: TrafficSpec) -> tuple[float, float]:
+    """(warm-up, measured) seconds of one search probe with this traffic's tool."""
+    if spec.generator == "udpload":
+        return UDPLOAD_PROBE_WARMUP_S, UDPLOAD_PROBE_SECONDS - UDPLOAD_PROBE_WARMUP_S
+    return PROBE_WARMUP_S, PROBE_SECONDS - PROBE_WARMUP_S
+
+
 def expected_seconds(spec: TrafficSpec) -> float:
     """Traffic time of one capacity sample at most: every probe, one verification trial."""
-    return MAX_PROBES * PROBE_SECONDS + spec.warmup_s + spec.duration_s
+    return MAX_PROBES * sum(probe_timing(spec)) + spec.warmup_s + spec.duration_s
 
 
 RunIperf = Callable[[TrafficSpec, str], "tuple[TrafficResult, Window]"]
@@ -73,8 +89,10 @@ def measure_capacity(topology: "Topology", case: CaseSpec, repetition: int, run_
     search_trials: list[Trial] = []
     verify_trials: list[Trial] = []
 
+    probe_warmup, probe_measured = probe_timing(spec)
+
     def probe(rate: float) -> RateProbe:
-        search_trials.append(_trial(topology, spec, rate, PROBE_WARMUP_S, PROBE_SECONDS - PROBE_WARMUP_S,
+        search_trials.append(_trial(topology, spec, rate, probe_warmup, probe_measured,
                                     run_iperf, f"{label} probe"))
         return search_trials[-1].probe
 
@@ -102,22 +120,42 @@ def measure_capacity(topology: "Topology", case: CaseSpec, repetition: int, run_
         "capacity_verified": float(checked.passed),
         "capacity_steps_down": float(checked.steps_down),
         **final.causes.counters("loss"),
-        **(_limit_counters(limit_trial) if limit_trial else {}),
+        **(_limit_counters(limit_trial, topology) if limit_trial else {}),
     }
     window = replace(final.window, counters={**final.window.counters, **added})
     sample = make_sample(case, repetition, final.result, window, topology)
     return replace(sample, probes=found.probes + checked.tried)
 
 
-def _limit_counters(trial: Trial) -> dict[str, float]:
-    """The limiting probe's loss by cause and how busy the receiving application was
-    then: a buffer that overflows under a saturated receiver is the receiver's limit,
-    one that overflows under an idle receiver is a scheduling hiccup (losscause.py)."""
+def _limit_counters(trial: Trial, topology: "Topology") -> dict[str, float]:
+    """The limiting probe's loss by cause, how busy the receiving application was then,
+    and how busy the sender's and the receiver's cores were (the receive softirq shares
+    the receiver's core): a buffer that overflows under a saturated receiver is the
+    receiver's limit, one that overflows under an idle receiver is a scheduling hiccup
+    (losscause.py, report/capacity_limits.py)."""
     found = trial.causes.counters("limit_loss")
     app = [trial.window.counters.get(f"receiver_app_{k}_pct") for k in ("usr", "sys")]
     if all(v is not None for v in app):
         found["limit_receiver_app_pct"] = float(sum(app))  # type: ignore[arg-type]
+    for role, end in (("sender", topology.sender), ("receiver", topology.receiver)):
+        share = _core_share(trial.window, topology, end.host, end.core)
+        if share is not None:
+            found[f"limit_{role}_core_pct"] = _own_busy(share)
+            found[f"limit_{role}_core_soft_pct"] = share.percent.get("soft", 0.0)
     return found
+
+
+def _core_share(window: "Window", topology: "Topology", host: "Host", core: int) -> CpuShare | None:
+    """The CPU share of one endpoint's core in a trial's window: shares are labelled ""
+    when both endpoints share this machine's cores, else by the host's name."""
+    label = "" if "" in topology.cpu_machines() else host.name
+    return next((share for share in window.shares if share.host == label and share.core == core), None)
+
+
+def _own_busy(share: CpuShare) -> float:
+    """A core's busy share without niced work: the lab's processes run at nice 0, so
+    `nice` time is someone else's background work the lab's load pre-empted."""
+    return max(0.0, share.busy - share.percent.get("nice", 0.0))
 
 
 def _trial(topology: "Topology", spec: TrafficSpec, rate: float, warmup_s: float, duration_s: float,

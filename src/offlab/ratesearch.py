@@ -13,10 +13,12 @@ probe is unlimited (the sender's own maximum): if that passes, the case is
 sender-bound and its capacity is what the sender reached. Otherwise the second probe
 offers what the receiver took during the first — a receiver that merely could not
 keep up took about its capacity, one in livelock took less — and the bisection runs
-above or below that guess. Below a failing guess the search first halves the rate
-until a probe passes (a capacity is rarely orders of magnitude under what the
-receiver took in a flood, so bisecting down to the floor would waste probes on rates
-far too low), then bisects between the last pass and the lowest failure.
+above or below that guess. Below a failing guess the search gallops down until a
+probe passes: one resolution step below the failure first, then steps that double in
+log space, at most halving (a guess that failed by a hair is usually a step above the
+knee, and halving at once would leave a bracket the probe budget cannot narrow
+again: the capacity of such a run would land far below its neighbours'); then it
+bisects between the last pass and the lowest failure.
 
 The search's probes are short, so one lucky probe could set the knee. As RFC 2544's
 throughput test asks, the rate found is then offered once more in a full-length
@@ -97,11 +99,14 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
     low, high = rule.floor_bps, max(first.sent_bps, rule.floor_bps)
     guess = min(max(first.received_bps, rule.floor_bps), high)
     best: Probe | None = None
+    steps_down = 0
     while len(probes) < rule.max_probes and high / low > 1 + rule.resolution:
         if len(probes) == 1 and low < guess < high:
             rate = guess
-        elif best is None and high / 2 > low:
-            rate = high / 2  # nothing passed yet: step down, do not bisect towards the floor
+        elif best is None and high / gallop_factor(steps_down, rule.resolution) > low:
+            # Nothing passed yet: gallop down, do not bisect towards the floor.
+            rate = high / gallop_factor(steps_down, rule.resolution)
+            steps_down += 1
         else:
             rate = math.sqrt(low * high)
         probe = trial(rate)
@@ -119,6 +124,13 @@ def search(trial: Callable[[float], Probe], rule: SearchRule = SearchRule()) -> 
     if best is None:
         return Capacity(0.0, 0.0, tuple(probes), (0.0, high), False, resolved)
     return Capacity(best.received_bps, best.offered_bps, tuple(probes), (low, high), False, resolved)
+
+
+def gallop_factor(step: int, resolution: float) -> float:
+    """The k-th step down below a failure while nothing has passed: (1 + resolution)
+    raised to 2^k — one resolution step, then each step twice the last in log space —
+    but never more than halving."""
+    return 2.0 ** min(1.0, math.log2(1 + resolution) * 2 ** min(step, 30))
 
 
 @dataclass(frozen=True)

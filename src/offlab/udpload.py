@@ -90,6 +90,7 @@ def parse(sender_text: str, receiver_text: str) -> TrafficResult:
         raise UdpLoadError("udpload sent nothing in the measured window")
     lost = max(0, int(sent["sent_measured"]) - int(got["received_measured"]))
     reads = max(1, int(got["reads"]))
+    calls = max(1, int(got.get("read_calls", reads)))
     return TrafficResult(
         throughput_bps=8 * got["bytes_measured"] / window,
         sender_bps=8 * sent["bytes_measured"] / window,
@@ -98,6 +99,7 @@ def parse(sender_text: str, receiver_text: str) -> TrafficResult:
                   ("udpload_segments_per_send", float(sent["segments_per_send"])),
                   ("udpload_send_errors", float(sent["send_errors"])),
                   ("udpload_datagrams_per_read", got["received"] / reads),
+                  ("udpload_reads_per_call", reads / calls),
                   ("udpload_coalesced_read_share", got["coalesced_reads"] / reads)),
     )
 

@@ -1,7 +1,7 @@
 """offlab-udpload between real namespaces: with UDP_SEGMENT the sender hands the kernel
 44 datagrams of 1472 B per send and, with UDP_GRO, the kernel hands the sink coalesced
-runs of them (the kernel's UDP_GRO control message is the oracle); plain sends and reads
-one at a time. And UDP request/response (sockperf ping-pong over UDP)."""
+runs of them (the kernel's UDP_GRO control message is the oracle); plain sends one at a
+time. Both sinks read with recvmmsg. And UDP request/response (sockperf ping-pong over UDP)."""
 
 from offlab import rtthist
 from offlab.plan import parse
@@ -33,6 +33,7 @@ def test_gso_sends_many_datagrams_per_call_and_gro_reads_them_coalesced():
         assert sample.total_packets > 0 and 0 <= sample.lost_packets <= sample.total_packets
         assert 0 < sample.throughput_bps <= sample.sender_bps * 1.0001
         assert sample.counters["receiver_rcvbuf_bytes"] == 2 * 4 * 1024 * 1024  # SO_RCVBUFFORCE
+        assert 1 <= sample.counters["udpload_reads_per_call"] <= 64  # recvmmsg's batch
 
 
 def test_udp_request_response_keeps_every_round_trip():

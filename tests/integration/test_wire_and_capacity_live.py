@@ -48,6 +48,9 @@ def test_udp_capacity_is_a_verified_trial_with_tuned_buffers_and_its_limit_has_a
     if c["capacity_sender_bound"] == 0.0:  # some probe failed: what bounded it is named
         assert c["limit_loss_lost"] > 0 and any(k.startswith("limit_loss_") and k != "limit_loss_lost"
                                                 for k in c)
+        # How busy both endpoints' cores were at the limit (/proc/stat of this machine).
+        for role in ("sender", "receiver"):
+            assert 0 <= c[f"limit_{role}_core_soft_pct"] <= c[f"limit_{role}_core_pct"] + 1e-6 <= 100 + 1e-6
     # The kernel granted the tuned buffer: twice the request, capped by the namespace's limit.
     with open("/proc/sys/net/core/rmem_max") as limit:
         allowed = min(4 * 1024 * 1024, int(limit.read()))

@@ -1,7 +1,8 @@
 //! The sender: datagrams of one size at an offered rate (or as fast as the socket takes
 //! them), one `send` per datagram — as iperf3 and most applications send — or, with
 //! `gso`, one `send` of up to 64 datagrams that the kernel cuts (UDP_SEGMENT): in the
-//! device when it offers tx-udp-segmentation (USO), in software GSO otherwise.
+//! device when it offers tx-udp-segmentation (USO), in software GSO otherwise. Without
+//! `gso`, `batch` > 1 hands the kernel that many separate datagrams per sendmmsg call.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -18,6 +19,9 @@ pub struct Config {
     pub warmup: Duration,
     pub measured: Duration,
     pub gso: bool,
+    /// Without `gso`: datagrams per system call at most (sendmmsg); 1 sends one per
+    /// call, as iperf3 does.
+    pub batch: usize,
     pub sndbuf: usize,
 }
 
@@ -47,7 +51,8 @@ pub fn run(config: &Config) -> io::Result<Report> {
     } else {
         1
     };
-    let mut buffer = vec![0u8; report.segments_per_send * config.payload];
+    let batch = if config.gso { 1 } else { config.batch.max(1) };
+    let mut buffer = vec![0u8; report.segments_per_send * config.payload * batch];
     let per_second = if config.rate_bps > 0.0 { config.rate_bps / (8.0 * config.payload as f64) } else { 0.0 };
     let start = Instant::now();
     let (warm_end, end) = (start + config.warmup, start + config.warmup + config.measured);
@@ -57,21 +62,32 @@ pub fn run(config: &Config) -> io::Result<Report> {
         if now >= end {
             break;
         }
+        // Calls' worth of datagrams due by now (all of the batch when unpaced).
+        let mut calls = batch;
         if per_second > 0.0 {
-            let due = start + Duration::from_secs_f64(report.sent as f64 / per_second);
-            if now < due {
-                pace(due - now);
+            let due_total = ((now - start).as_secs_f64() * per_second) as u64;
+            let due = due_total.saturating_sub(report.sent) / report.segments_per_send as u64;
+            if due == 0 {
+                let next = start + Duration::from_secs_f64((report.sent + report.segments_per_send as u64) as f64 / per_second);
+                pace(next.saturating_duration_since(now));
                 continue;
             }
+            calls = calls.min(due as usize);
         }
         let measured = now >= warm_end;
-        for (i, datagram) in buffer.chunks_mut(config.payload).enumerate() {
+        let unit = report.segments_per_send * config.payload;
+        for (i, datagram) in buffer[..calls * unit].chunks_mut(config.payload).enumerate() {
             Header { seq: report.sent + i as u64, measured }.write(datagram);
         }
         report.send_calls += 1;
-        match socket.send(&buffer) {
-            Ok(_) => {
-                let count = report.segments_per_send as u64;
+        let outcome = if batch > 1 {
+            sock::send_batch(&socket, &mut buffer, config.payload, calls)
+        } else {
+            socket.send(&buffer[..unit]).map(|_| 1)
+        };
+        match outcome {
+            Ok(taken) => {
+                let count = (taken * report.segments_per_send) as u64;
                 report.sent += count;
                 if measured {
                     first_measured.get_or_insert(now);

@@ -57,25 +57,100 @@ pub fn buffer(sock: &UdpSocket, bytes: usize, receive: bool) -> io::Result<usize
     Ok(get(sock, libc::SOL_SOCKET, plain)? as usize)
 }
 
-/// One recvmsg: bytes read and the segment size the kernel reported (0: one datagram).
-pub fn receive(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, usize)> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let mut control = [0u64; 8]; // room for one int-sized cmsg, 8-byte aligned
-    // SAFETY: msghdr is plain data; zeroed is its empty value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // SAFETY: msg points at live buffers of the lengths given.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
+/// Send `count` datagrams of `size` bytes, laid end to end in `buf`, with one sendmmsg
+/// call: each stays its own datagram (its own packet through the stack, unlike
+/// UDP_SEGMENT), only the system call is shared. Returns how many the kernel took.
+pub fn send_batch(sock: &UdpSocket, buf: &mut [u8], size: usize, count: usize) -> io::Result<usize> {
+    let mut iovecs: Vec<libc::iovec> = buf.chunks_mut(size).take(count)
+        .map(|d| libc::iovec { iov_base: d.as_mut_ptr().cast(), iov_len: d.len() })
+        .collect();
+    let mut headers: Vec<libc::mmsghdr> = iovecs.iter_mut().map(|iov| {
+        // SAFETY: msghdr is plain data; zeroed is its empty value (a connected socket needs no name).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 1;
+        libc::mmsghdr { msg_hdr: msg, msg_len: 0 }
+    }).collect();
+    // SAFETY: every header points at a live iovec over `buf`.
+    let n = unsafe { libc::sendmmsg(sock.as_raw_fd(), headers.as_mut_ptr(), headers.len() as libc::c_uint, 0) };
+    if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+}
+
+/// Room for one int-sized control message (UDP_GRO's segment size), 8-byte aligned.
+type Control = [u64; 8];
+
+/// Buffers for reading up to `slots` datagrams (or UDP_GRO runs) per system call with
+/// recvmmsg, as a receiver tuned for rate reads them: one syscall's cost spread over a
+/// batch, so the sink keeps up with what the kernel delivers instead of bounding it.
+pub struct Batch {
+    data: Vec<u8>,
+    slot_len: usize,
+    controls: Vec<Control>,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    /// (bytes read, segment size the kernel reported, 0: one datagram) per filled slot.
+    filled: Vec<(usize, usize)>,
+}
+
+impl Batch {
+    pub fn new(slots: usize, slot_len: usize) -> Batch {
+        let slots = slots.max(1);
+        Batch {
+            data: vec![0u8; slots * slot_len],
+            slot_len,
+            controls: vec![[0u64; 8]; slots],
+            // SAFETY: iovec and mmsghdr are plain data; zeroed is their empty value.
+            iovecs: vec![unsafe { std::mem::zeroed() }; slots],
+            headers: vec![unsafe { std::mem::zeroed() }; slots],
+            filled: Vec::with_capacity(slots),
+        }
     }
+
+    /// One recvmmsg: waits (up to the socket's read timeout) for the first datagram, then
+    /// takes whatever else is queued, up to the batch; returns how many slots it filled.
+    pub fn receive(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        let slots = self.headers.len();
+        for i in 0..slots {
+            self.iovecs[i] = libc::iovec {
+                iov_base: self.data[i * self.slot_len..].as_mut_ptr().cast(),
+                iov_len: self.slot_len,
+            };
+            // SAFETY: as in `new`.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut self.iovecs[i];
+            msg.msg_iovlen = 1;
+            msg.msg_control = self.controls[i].as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of::<Control>() as _;
+            self.headers[i] = libc::mmsghdr { msg_hdr: msg, msg_len: 0 };
+        }
+        // SAFETY: every header points at live buffers of the lengths given.
+        let n = unsafe {
+            libc::recvmmsg(sock.as_raw_fd(), self.headers.as_mut_ptr(), slots as libc::c_uint,
+                           libc::MSG_WAITFORONE as _, std::ptr::null_mut())
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.filled.clear();
+        for header in &self.headers[..n as usize] {
+            self.filled.push((header.msg_len as usize, gro_segment(&header.msg_hdr)));
+        }
+        Ok(n as usize)
+    }
+
+    /// The bytes of filled slot `i` and the segment size the kernel reported for them.
+    pub fn message(&self, i: usize) -> (&[u8], usize) {
+        let (length, segment) = self.filled[i];
+        (&self.data[i * self.slot_len..i * self.slot_len + length], segment)
+    }
+}
+
+/// The UDP_GRO segment size in a received message's control data (0: none, one datagram).
+fn gro_segment(msg: &libc::msghdr) -> usize {
     let mut segment = 0usize;
     // SAFETY: the CMSG_* walk stays within msg_control as the kernel filled it.
     unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
         while !cmsg.is_null() {
             if (*cmsg).cmsg_level == SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
                 let mut value: libc::c_int = 0;
@@ -83,8 +158,69 @@ pub fn receive(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, usize)> {
                                               std::mem::size_of::<libc::c_int>());
                 segment = value.max(0) as usize;
             }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
         }
     }
-    Ok((n as usize, segment))
+    segment
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn one_batch_read_returns_every_queued_datagram_whole() {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let source = UdpSocket::bind("127.0.0.1:0").unwrap();
+        source.connect(sink.local_addr().unwrap()).unwrap();
+        let sizes = [1472usize, 18, 900, 1472, 60];
+        for (i, size) in sizes.iter().enumerate() {
+            source.send(&vec![i as u8; *size]).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50)); // loopback delivers at once; be safe
+        let mut batch = Batch::new(8, 2048);
+        let count = batch.receive(&sink).unwrap();
+        assert_eq!(count, sizes.len());
+        for (i, size) in sizes.iter().enumerate() {
+            let (bytes, segment) = batch.message(i);
+            assert_eq!((bytes.len(), segment), (*size, 0));
+            assert!(bytes.iter().all(|b| *b == i as u8));
+        }
+    }
+
+    #[test]
+    fn a_batch_read_takes_no_more_than_its_slots() {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let source = UdpSocket::bind("127.0.0.1:0").unwrap();
+        source.connect(sink.local_addr().unwrap()).unwrap();
+        for _ in 0..5 {
+            source.send(&[7u8; 100]).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let mut batch = Batch::new(2, 2048);
+        assert_eq!(batch.receive(&sink).unwrap(), 2);
+        assert_eq!(batch.receive(&sink).unwrap(), 2);
+        assert_eq!(batch.receive(&sink).unwrap(), 1);
+    }
+
+    #[test]
+    fn one_batch_send_puts_each_datagram_on_the_wire_alone() {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let source = UdpSocket::bind("127.0.0.1:0").unwrap();
+        source.connect(sink.local_addr().unwrap()).unwrap();
+        let mut buf: Vec<u8> = (0..4).flat_map(|i| vec![i as u8; 300]).collect();
+        assert_eq!(send_batch(&source, &mut buf, 300, 3).unwrap(), 3);
+        std::thread::sleep(Duration::from_millis(50));
+        let mut batch = Batch::new(8, 2048);
+        assert_eq!(batch.receive(&sink).unwrap(), 3);
+        for i in 0..3 {
+            let (bytes, _) = batch.message(i);
+            assert_eq!(bytes.len(), 300);
+            assert!(bytes.iter().all(|b| *b == i as u8));
+        }
+    }
 }
