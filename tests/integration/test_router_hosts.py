@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from offlab.fwd import FwdError, find_binary
+from offlab.hosts import files
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 
@@ -144,7 +145,7 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
     assert "nothing outside those namespaces" not in dry.stdout
     for said in ("router hostr:", "interface ofl-3r1: MTU 1500 ->", "tcp-segmentation-offload on -> on/off",
                  "net.ipv4.ip_forward 0 -> 1 only with --allow-forwarding", "offlab-fwd (AF_PACKET",
-                 "route 10.243.2.2 dev ofl-3a0"):
+                 "route 10.243.2.2 dev ofl-3a0", f"file {files.CACHE_DIR}/"):
         assert said in dry.stdout, dry.stdout
     assert lab.state() == before  # the dry run changed nothing
 
@@ -171,6 +172,9 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
         assert f"{node}:Ip.InReceives" in names and f"{node}:dev.{device}.rx_packets" in names
     assert forwarded > 1000  # R's kernel forwarded A -> B
     assert segments > 1000  # offlab-fwd on R forwarded A -> B
+    # copied to R by the one copy-by-hash every file shipped to a server goes through
+    # (the rig's servers share this machine's files)
+    assert (Path(files.CACHE_DIR) / files.sha256(find_binary()) / "offlab-fwd").is_file()
     report = next((tmp_path / "r").glob("*/report.md")).read_text()
     assert "(seed 003 shape)" in report and "collapsed" in report
     _nothing_left(lab, before)

@@ -133,8 +133,8 @@ def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec], port:
 
 
 def _router_changes(host: SshHost, hosts: HostsFile, middlebox: list[CaseSpec]) -> list[str]:
-    from ..topology.remote_fwd import binary_hash, remote_binary_path
     from ..fwd import FwdError, find_binary
+    from . import files
     from .router import forwarding_key, forwarding_path
     said = []
     if any(c.topology.get("router", "kernel") == "kernel" for c in middlebox):
@@ -145,10 +145,11 @@ def _router_changes(host: SshHost, hosts: HostsFile, middlebox: list[CaseSpec]) 
                     "when 0), then back" if state != "1" else f"{forwarding_key(path)} already 1: left as is")
     if any(c.topology.get("router") == "offlab-fwd" for c in middlebox):
         try:
-            digest = binary_hash(find_binary())
+            binary = find_binary()
         except FwdError as err:
             return said + [f"offlab-fwd cannot be copied: {err}"]
-        target = remote_binary_path(digest)
+        digest = files.sha256(binary)
+        target = files.cached_path(digest, binary.name)
         there = (_now(host, ["sha256sum", target]) or "").split()[:1] == [digest]
         said.append(f"file {target}: " + ("already there (same hash), nothing copied" if there else
                                           "copied from this machine's offlab-fwd (kept, by hash)"))

@@ -23,8 +23,8 @@ from .hostsfile import HostsFile, HostSpec
 from .remote_doctor import RemoteCheck, _checks, _guard_checks
 from .ssh import SshHost
 
-ROUTER_TOOLS = {"iperf3", "ethtool", "ip", "sha256sum", "base64"}
-"""iperf3 for the terminated paths; sha256sum and base64 to copy offlab-fwd by hash."""
+ROUTER_TOOLS = {"iperf3", "ethtool", "ip", "sha256sum"}
+"""iperf3 for the terminated paths; sha256sum to copy offlab-fwd by hash (hosts/files.py)."""
 INTERFACE_ROWS = ("interface", "peer over the test interface", "changeable offloads")
 
 
