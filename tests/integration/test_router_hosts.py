@@ -178,3 +178,21 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
     report = next((tmp_path / "r").glob("*/report.md")).read_text()
     assert "(seed 003 shape)" in report and "collapsed" in report
     _nothing_left(lab, before)
+
+
+def test_doctor_judges_the_routers_forwarding_by_the_plan(lab, tmp_path):
+    """R's IP forwarding is off in the rig: a failure only for a plan that routes
+    through R's kernel; without a plan the row says which plans need it."""
+    def forwarding_row(*extra: str) -> tuple[int, str]:
+        done = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file), *extra], capture_output=True,
+                              text=True, timeout=120)
+        return done.returncode, next(line for line in done.stdout.splitlines() if "IP forwarding" in line)
+
+    status, row = forwarding_row()
+    assert " NO " not in row and "net.ipv4.ip_forward = 0: needed only when R's kernel routes" in row, row
+    assert status == 0
+    status, row = forwarding_row("--plan", str(_plan(tmp_path, "bridged", 1, ["a-b"], ["offlab-fwd"])))
+    assert status == 0 and "not needed by plan router-hosts" in row, row
+    status, row = forwarding_row("--plan", str(_plan(tmp_path, "routed", 1, ["a-b"], ["kernel"])))
+    assert status == 1 and " NO " in row and "plan router-hosts routes through R's kernel" in row, row
+    assert "sysctl -w net.ipv4.ip_forward=1" in row
