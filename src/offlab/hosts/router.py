@@ -110,7 +110,7 @@ def _forwarding_check(host: SshHost, hosts: HostsFile, plan: tuple[str, list[Cas
     key = forwarding_key(forwarding_path(hosts))
     on = forwarding_on(host, hosts)
     name, state = f"router ({hosts.router.ssh})", f"{key} = {1 if on else 0}"
-    fix = (f"sysctl -w {key}=1, or run with --allow-forwarding (offlab sets it and puts it back)")
+    fix = f"sysctl -w {key}=1, or run with --allow-forwarding (offlab sets it and puts it back)"
     if plan is None:
         return RemoteCheck(name, "IP forwarding", True, state + ("" if on else
                            ": needed only when R's kernel routes (middlebox, router = \"kernel\"); "
