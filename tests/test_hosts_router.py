@@ -74,3 +74,24 @@ def test_the_confirmation_names_the_router_and_what_changes_there():
     assert "ip_forward" not in planned_router_changes(parse(_doc(), "h.toml"), cases, allow_forwarding=False)[0]
     assert planned_router_changes(parse({k: v for k, v in _doc().items() if k != "router"}, "h.toml"),
                                   cases, True) == []
+
+
+def test_the_confirmation_lists_for_a_and_b_only_what_the_plan_changes_there():
+    """The middlebox toggles R's features, not A's or B's, and steers nothing on them;
+    a path that ends on R runs no iperf3 on the host it leaves out."""
+    from offlab.hosts.confirm import planned_changes
+    from offlab.plan import load, parse as parse_plan
+    hosts = parse(_doc(), "h.toml")
+    middlebox = load("middlebox").cases
+    for line in planned_changes(hosts, middlebox, True):
+        assert "MTU set to 1500" in line and "ethtool" not in line and "RPS" not in line, line
+        assert "iperf3" in line  # the plan's paths reach both A and B
+    terminated = parse_plan('name = "t"\nruns = 1\nduration = 1.0\nscenarios = ["middlebox"]\npaths = ["a-r"]\n'
+                            'router = ["kernel"]\nmatrix = ["tso"]\nmtus = [1500]\ntraffic = ["tcp"]\n', "t").cases
+    sender, receiver = planned_changes(hosts, terminated, True)
+    assert "iperf3" in sender and "iperf3" not in receiver
+    pair = [c for c in load("quick").cases if c.scenario != "middlebox"]
+    sender, receiver = planned_changes(hosts, [*pair, *middlebox], True)
+    assert "ethtool features turned off and back on: " in sender
+    off_tx = {f for c in pair if c.profile.side in ("both", "tx") for f, on in c.profile.features.items() if not on}
+    assert all(f in sender for f in off_tx)

@@ -485,11 +485,13 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
                allow_shared: bool = typer.Option(False, OVERRIDE_FLAG, help="with --hosts: accept a test interface that carries other traffic"),
                guests: bool = typer.Option(False, "--guests", help="with --hosts: also what the qemu scenario needs "
                                            "there (QEMU, a KVM boot probe, vhost-net, memfd, bridge, free cores)"),
+               plan: Optional[str] = typer.Option(None, "--plan", help="with --hosts: check what this plan needs "
+                                                  "(the router's IP forwarding only when it routes through R's kernel)"),
                upgrade_store: bool = typer.Option(False, "--upgrade-store", help="with --store: bring the store's "
                                                   "schema to this offlab's revision")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
-    if guests and hosts_path is None:
-        raise LabError("--guests checks servers: give them with --hosts hosts.toml")
+    if (guests or plan is not None) and hosts_path is None:
+        raise LabError(f"{'--guests' if guests else '--plan'} checks servers: give them with --hosts hosts.toml")
     if upgrade_store and store_path is None:
         raise LabError("--upgrade-store needs --store FILE|URL: the store to upgrade")
     if store_path is not None:
@@ -498,9 +500,11 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         return
     if hosts_path is not None:
         hosts = hostsfile.load(hosts_path)
+        chosen = load(plan) if plan is not None else None  # a bad plan: one line, before any server is asked
         if clean:
             restore_cmd(purge=False, hosts_path=None)  # what killed runs left on servers: processes, devices, settings
-        checks = remote_checks(hosts, allow_shared) + router_checks(hosts, allow_shared)
+        checks = remote_checks(hosts, allow_shared) + router_checks(
+            hosts, allow_shared, (chosen.name, list(chosen.cases)) if chosen is not None else None)
         if guests:
             checks += remote_guest_checks(hosts)
         for line in plain_table(("host", "check", "ok", "detail", "fix"),

@@ -180,12 +180,11 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     if local:
         raise PreflightError(f"scenarios {local} need local namespaces; on real hosts use "
                              f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
-    udpload = sorted({c.traffic.label for c in cases if c.traffic.generator == "udpload"})
-    if udpload:
-        raise PreflightError(f"traffic {', '.join(udpload)} (offlab-udpload) runs on local namespaces "
-                             f"only so far; on real hosts drop it from the plan's traffic ({hosts.source})")
     from .hosts.remote_doctor import missing_tools
     wanted = {"iperf3", "ethtool", "ip"}
+    if any(c.traffic.generator == "udpload" for c in cases):
+        _check_remote_udpload(cases, hosts)
+        wanted |= {"sha256sum", "taskset"}  # its copy by hash (hosts/files.py), its pinning
     guests = [c for c in cases if c.scenario == GUEST_SCENARIO]
     if guests:
         _check_remote_guests(guests)
@@ -198,6 +197,21 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
             raise PreflightError(f"{role} ({spec.ssh}): {', '.join(missing)} not found there; install it on "
                                  f"{spec.ssh} (apt-get install {' '.join(REMOTE_PACKAGES.get(m, m) for m in missing)}), or check with "
                                  f"offlab doctor --hosts {hosts.source}")
+
+
+def _check_remote_udpload(cases: list[CaseSpec], hosts) -> None:
+    """offlab-udpload runs on the servers themselves (copied there by hash): this
+    machine's build must exist, and it cannot run inside a guest."""
+    from .udpload import UdpLoadError, find_binary
+    in_guests = sorted({c.traffic.label for c in cases if c.traffic.generator == "udpload"
+                        and c.scenario == GUEST_SCENARIO})
+    if in_guests:
+        raise PreflightError(f"traffic {', '.join(in_guests)} (offlab-udpload) runs on the servers, not inside "
+                             f"the {GUEST_SCENARIO} scenario's guests; drop it from those cases ({hosts.source})")
+    try:
+        find_binary()
+    except UdpLoadError as err:
+        raise PreflightError(str(err)) from None
 
 
 def _check_remote_guests(cases: list[CaseSpec]) -> None:

@@ -8,8 +8,9 @@ read coalesced runs with UDP_GRO. udpload does either ("gso") or neither ("plain
 a plan compares them with one tool and the profiles say what USO and UDP GRO are worth.
 
 The sender marks each datagram of the measured window; loss is what it sent in the
-window less what the sink received of it. Runs in local namespaces (the binary is this
-machine's); plans with udpload traffic are refused on real hosts by the preflight.
+window less what the sink received of it. In local namespaces it runs this machine's
+build; on real hosts (SSH) that build copied to each server by hash (`binary_on`,
+hosts/files.py, as offlab-fwd is), then run there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import shutil
 import subprocess
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +62,31 @@ def find_binary(workspace: Path = WORKSPACE_BINARY) -> Path:
         return Path(found)
     raise UdpLoadError(f"offlab-udpload not found (looked at ${BINARY_ENV}, {workspace} and PATH); "
                        "build it with `make build`")
+
+
+_shipped: "weakref.WeakKeyDictionary[Host, Path]" = weakref.WeakKeyDictionary()
+"""A server's copy of the binary, by host object: checked once per run's connection."""
+
+
+def binary_on(host: "Host") -> Path:
+    """Where `host` runs udpload: this machine's build, or on a server reached over SSH
+    its copy there (copied by hash unless already there, hosts/files.py)."""
+    from .hosts import files
+    from .hosts.ssh import SshHost
+    local = find_binary()
+    if not isinstance(host, SshHost):
+        return local
+    if host not in _shipped:
+        _shipped[host] = Path(files.ensure(host, local, executable=True)[0])
+    return _shipped[host]
+
+
+def _end_sink(host: "Host", sink) -> None:
+    """SIGTERM: the sink prints its report and exits (a server's process by its pid there)."""
+    if isinstance(sink, subprocess.Popen):
+        _end_sink(receiver.host, sink)
+    else:
+        host.run(["kill", "-s", "TERM", str(sink.pid)], check=False)
 
 
 def receiver_args(binary: Path, bind: str, core: int, spec: TrafficSpec, port: int = PORT) -> list[str]:
@@ -125,13 +152,14 @@ def trial(topology: "Topology", spec: TrafficSpec, label: str) -> "tuple[Traffic
     machines' CPU and both processes' own CPU over the measured window."""
     from .measure import Window  # measure.py imports this module's callers
 
-    binary = find_binary()
     sender, receiver = topology.sender, topology.receiver
-    sink = receiver.host.spawn(receiver_args(binary, receiver.address, receiver.core, spec), capture_stdout=True)
+    sink = receiver.host.spawn(receiver_args(binary_on(receiver.host), receiver.address, receiver.core, spec),
+                               capture_stdout=True)
     try:
         if not bound(receiver.host, sink.pid, PORT):
             raise UdpLoadError(f"{label}: the udpload sink did not bind port {PORT}")
-        source = sender.host.spawn(sender_args(binary, receiver.address, sender.core, spec), capture_stdout=True)
+        source = sender.host.spawn(sender_args(binary_on(sender.host), receiver.address, sender.core, spec),
+                                   capture_stdout=True)
         try:
             start = time.monotonic()
             machines = topology.cpu_machines()
@@ -148,7 +176,7 @@ def trial(topology: "Topology", spec: TrafficSpec, label: str) -> "tuple[Traffic
         finally:
             sender.host.stop(source)
         time.sleep(DRAIN_S)
-        sink.terminate()
+        _end_sink(receiver.host, sink)
         got_text, got_err = sink.communicate(timeout=GRACE_S)
     finally:
         receiver.host.stop(sink)

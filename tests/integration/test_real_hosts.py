@@ -189,3 +189,29 @@ def test_pinning_irqs_of_a_device_without_them_is_refused_and_restored(lab, tmp_
     assert done.returncode == 1 and "has no MSI IRQs to pin" in done.stderr.strip().splitlines()[-1]
     assert _state(lab, "sender") == (1500, True) and _state(lab, "receiver") == (1500, True)
     assert not list(JOURNAL_DIR.glob("*.json"))
+
+
+def test_udpload_is_copied_to_the_servers_by_hash_and_runs_there(lab, tmp_path):
+    """offlab-udpload over --hosts: this machine's build copied into each server's files
+    cache (hosts/files.py; the rig's servers share this machine's files), run there by
+    the run's ssh connections — GSO sends 44 datagrams a call, the sink counts them."""
+    from offlab.hosts import files
+    from offlab.udpload import find_binary
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "udp-ssh"\nruns = 1\nduration = 0.5\nwarmup = 0.5\nscenarios = ["bare"]\n'
+                    'mtus = [1500]\nsequences = ["all-on"]\ntraffic = ["udp1472-plain", "udp1472-gso"]\n'
+                    'udp_rate = "200M"\n')
+    before = {role: _state(lab, role) for role in ("sender", "receiver")}
+    done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan", str(plan),
+                           "--out", str(tmp_path / "r"), "--no-progress", "--yes"], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "r" / "offlab.sqlite") as conn:
+        per_send = dict(conn.execute("SELECT s.case_key, v.value FROM sample_counter v JOIN sample s "
+                                     "ON s.id = v.sample_id WHERE v.name = 'udpload_segments_per_send'"))
+        received = conn.execute("SELECT MIN(total_packets - lost_packets) FROM sample").fetchone()[0]
+    assert sorted(per_send.values()) == [1, 44], per_send
+    assert received > 0
+    assert (Path(files.CACHE_DIR) / files.sha256(find_binary()) / "offlab-udpload").is_file()
+    assert {role: _state(lab, role) for role in ("sender", "receiver")} == before
+    assert not list(JOURNAL_DIR.glob("*.json"))

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from offlab.fwd import FwdError, find_binary
+from offlab.hosts import files
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 
@@ -125,7 +126,8 @@ def test_kill_9_in_each_phase_then_restore_leaves_nothing(lab, tmp_path):
                                      capture_output=True, text=True, timeout=120)
             assert cleaned.stdout.startswith("restored "), cleaned.stdout + cleaned.stderr
             failing = [line.split()[2:4] for line in cleaned.stdout.splitlines() if "  NO  " in line]
-            assert failing == [["IP", "forwarding"]], cleaned.stdout  # R's, off as before the run
+            assert failing == [] and cleaned.returncode == 0, cleaned.stdout  # no plan: forwarding fails nothing
+            assert "net.ipv4.ip_forward = 0: needed only" in cleaned.stdout  # R's, off as before the run
         else:
             restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
             assert restored.returncode == 0, restored.stdout + restored.stderr
@@ -144,7 +146,7 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
     assert "nothing outside those namespaces" not in dry.stdout
     for said in ("router hostr:", "interface ofl-3r1: MTU 1500 ->", "tcp-segmentation-offload on -> on/off",
                  "net.ipv4.ip_forward 0 -> 1 only with --allow-forwarding", "offlab-fwd (AF_PACKET",
-                 "route 10.243.2.2 dev ofl-3a0"):
+                 "route 10.243.2.2 dev ofl-3a0", f"file {files.CACHE_DIR}/"):
         assert said in dry.stdout, dry.stdout
     assert lab.state() == before  # the dry run changed nothing
 
@@ -171,6 +173,27 @@ def test_the_middlebox_plan_on_three_servers(lab, tmp_path):
         assert f"{node}:Ip.InReceives" in names and f"{node}:dev.{device}.rx_packets" in names
     assert forwarded > 1000  # R's kernel forwarded A -> B
     assert segments > 1000  # offlab-fwd on R forwarded A -> B
+    # copied to R by the one copy-by-hash every file shipped to a server goes through
+    # (the rig's servers share this machine's files)
+    assert (Path(files.CACHE_DIR) / files.sha256(find_binary()) / "offlab-fwd").is_file()
     report = next((tmp_path / "r").glob("*/report.md")).read_text()
     assert "(seed 003 shape)" in report and "collapsed" in report
     _nothing_left(lab, before)
+
+
+def test_doctor_judges_the_routers_forwarding_by_the_plan(lab, tmp_path):
+    """R's IP forwarding is off in the rig: a failure only for a plan that routes
+    through R's kernel; without a plan the row says which plans need it."""
+    def forwarding_row(*extra: str) -> tuple[int, str]:
+        done = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file), *extra], capture_output=True,
+                              text=True, timeout=120)
+        return done.returncode, next(line for line in done.stdout.splitlines() if "IP forwarding" in line)
+
+    status, row = forwarding_row()
+    assert " NO " not in row and "net.ipv4.ip_forward = 0: needed only when R's kernel routes" in row, row
+    assert status == 0
+    status, row = forwarding_row("--plan", str(_plan(tmp_path, "bridged", 1, ["a-b"], ["offlab-fwd"])))
+    assert status == 0 and "not needed by plan router-hosts" in row, row
+    status, row = forwarding_row("--plan", str(_plan(tmp_path, "routed", 1, ["a-b"], ["kernel"])))
+    assert status == 1 and " NO " in row and "plan router-hosts routes through R's kernel" in row, row
+    assert "sysctl -w net.ipv4.ip_forward=1" in row

@@ -76,12 +76,7 @@ fn header_has_chain_api() -> bool {
 #[test]
 fn mbuf_chain_example_builds_and_runs() {
     let chain = header_has_chain_api();
-    let defines: &[&str] = if chain {
-        &["-DOFL_EXAMPLE_CHAIN_API"]
-    } else {
-        &[]
-    };
-    let stdout = build_and_run("mbuf_chain", defines);
+    let stdout = build_and_run("mbuf_chain", &[]);
     assert_lines(
         &stdout,
         &[

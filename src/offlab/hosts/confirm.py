@@ -18,25 +18,40 @@ def tunnel_text(hosts: HostsFile, tunnels: list[str]) -> str:
 
 
 def planned_changes(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softirq: bool) -> list[str]:
-    """One line per server."""
+    """One line per server (the sender and the receiver; hosts/router.py says R's), with
+    only what the plan does there: a middlebox case sets their MTU and may run iperf3
+    on them, but toggles R's features, not theirs, and steers nothing."""
     from ..topology.remote import steering_text
     from ..topology.tunnel import KINDS, TX_TUNNEL
     cases = list(cases)
+    pair = [c for c in cases if c.scenario != "middlebox"]
     mtus = sorted({c.mtu for c in cases})
-    off = sorted({f for c in cases for f, on in c.profile.features.items() if not on})
-    tunnels = sorted({c.scenario for c in cases if c.scenario in KINDS})
+    tunnels = sorted({c.scenario for c in pair if c.scenario in KINDS})
     lines = []
     for role, spec in hosts.hosts.items():
-        parts = [f"MTU set to {', '.join(map(str, mtus))} (and put back)",
-                 f"ethtool features turned off and back on: {', '.join(off) or 'none'}"]
+        parts = [f"MTU set to {', '.join(map(str, mtus))} (and put back)"]
+        if pair:
+            off = features_off(pair, "tx" if role == "sender" else "rx")
+            parts.append(f"ethtool features turned off and back on: {', '.join(off) or 'none'}")
         if tunnels:
             parts.append(f"device {TX_TUNNEL} created and removed ({', '.join(tunnels)}; "
                          f"{tunnel_text(hosts, tunnels)})")
         steering = steering_text(spec, steer_rx_softirq)
-        if not steering.startswith("none"):
+        if pair and not steering.startswith("none"):
             parts.append(steering)
-        parts.append(f"iperf3 (port {hosts.test_network.iperf3_port}; and the plan's probes) started and ended")
+        if pair or _on_a_middlebox_path(cases, "a" if role == "sender" else "b"):
+            parts.append(f"iperf3 (port {hosts.test_network.iperf3_port}; and the plan's probes) started and ended")
         from ..topology.remote_guests import planned_changes
         parts += planned_changes(role, spec, cases, hosts.test_network)
         lines.append(f"{role} {spec.ssh}, interface {spec.interface}: " + "; ".join(parts))
     return lines
+
+
+def features_off(cases: Iterable[CaseSpec], side: str) -> list[str]:
+    """The features the cases' profiles turn off on one side's interfaces ("tx", "rx")."""
+    return sorted({f for c in cases if c.profile.side in ("both", side)
+                   for f, on in c.profile.features.items() if not on})
+
+
+def _on_a_middlebox_path(cases: list[CaseSpec], node: str) -> bool:
+    return any(c.scenario == "middlebox" and node in str(c.topology.get("path", "")).split("-") for c in cases)

@@ -14,6 +14,7 @@ from ..records import CaseSpec
 from .base import HostError
 from .confirm import tunnel_text
 from .hostsfile import HostsFile, HostSpec
+from .router import bridged_by_fwd, forwarding_key, forwarding_path, routed_by_kernel
 from .ssh import SshHost
 
 
@@ -105,7 +106,7 @@ def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec
         said += planned_changes(role, spec, pair, hosts.test_network)
     if role == "router":
         said += _router_changes(host, hosts, middlebox)
-    elif any(c.topology.get("router") == "offlab-fwd" for c in middlebox):
+    elif bridged_by_fwd(middlebox):
         peer = hosts.hosts["receiver" if role == "sender" else "sender"]
         said.append(f"while R is offlab-fwd: route {peer.address} dev {spec.interface} and a permanent "
                     f"neighbour entry for it (the peer's MAC), removed after")
@@ -133,22 +134,22 @@ def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec], port:
 
 
 def _router_changes(host: SshHost, hosts: HostsFile, middlebox: list[CaseSpec]) -> list[str]:
-    from ..topology.remote_fwd import binary_hash, remote_binary_path
     from ..fwd import FwdError, find_binary
-    from .router import forwarding_key, forwarding_path
+    from . import files
     said = []
-    if any(c.topology.get("router", "kernel") == "kernel" for c in middlebox):
+    if routed_by_kernel(middlebox):
         path = forwarding_path(hosts)
         now = _now(host, ["cat", path])
         state = "? (not reachable now)" if now is None else now.strip()
         said.append(f"{forwarding_key(path)} {state} -> 1 only with --allow-forwarding (refused otherwise "
                     "when 0), then back" if state != "1" else f"{forwarding_key(path)} already 1: left as is")
-    if any(c.topology.get("router") == "offlab-fwd" for c in middlebox):
+    if bridged_by_fwd(middlebox):
         try:
-            digest = binary_hash(find_binary())
+            binary = find_binary()
         except FwdError as err:
             return said + [f"offlab-fwd cannot be copied: {err}"]
-        target = remote_binary_path(digest)
+        digest = files.sha256(binary)
+        target = files.cached_path(digest, binary.name)
         there = (_now(host, ["sha256sum", target]) or "").split()[:1] == [digest]
         said.append(f"file {target}: " + ("already there (same hash), nothing copied" if there else
                                           "copied from this machine's offlab-fwd (kept, by hash)"))

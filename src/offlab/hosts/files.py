@@ -1,6 +1,6 @@
-"""Files offlab needs on a server (the guest's kernel and initramfs, the offlab-fwd
-binary), copied over the run's own SSH connection — nothing is installed by hand — and
-kept in one directory on the server, named by content:
+"""Files offlab needs on a server (the guest's kernel and initramfs, the offlab-fwd and
+offlab-udpload binaries), copied over the run's own SSH connection — nothing is
+installed by hand — and kept in one directory on the server, named by content:
 
     /var/lib/offlab/cache/<sha256>/<name>
 
@@ -11,8 +11,8 @@ connection never leaves a half file under a valid name. `offlab restore --purge`
 removes the whole directory (`purge`).
 
 The interface (`ensure(host, path) -> remote path`, `purge(host)`) is what any part of
-offlab that runs a local file on a server uses: the guests here, offlab-fwd as a
-router or a vhost-user backend.
+offlab that runs a local file on a server uses — the only one: the guests,
+offlab-fwd as a router or a vhost-user backend (topology/remote_fwd.py), udpload.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ from .facts import read_facts
 from .hostsfile import HostsFile, HostSpec
 from .ssh import SshHost
 
-FWD_BIN_DIR = "/var/lib/offlab/bin"
-"""Where a run copies offlab-fwd (topology/remote_fwd.py)."""
+OLD_BIN_DIR = "/var/lib/offlab/bin"
+"""Where offlab before the one files cache (hosts/files.py) copied offlab-fwd: still
+purged, so a server those versions used is left clean too."""
 TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2", "irtt": "irtt", "sockperf": "sockperf"}
 
 
@@ -161,14 +162,14 @@ def remote_guest_checks(hosts: HostsFile) -> list[RemoteCheck]:
 
 def purge_files(hosts: HostsFile) -> list[str]:
     """`offlab restore --purge`: offlab's copied files off every server of the hosts
-    file (the guest's files cache and the offlab-fwd binaries); each server tried."""
+    file (the files cache: guest kernel and initramfs, offlab-fwd); each server tried."""
     from . import files
     lines = []
     for role, spec in hosts.hosts.items():
         host = SshHost(role, spec, hosts.ssh_config)
         try:
             lines.append(files.purge(host))
-            lines.append(files.purge(host, FWD_BIN_DIR))
+            lines.append(files.purge(host, OLD_BIN_DIR))
         except HostError as err:
             lines.append(f"{role}: not purged: {err}")
         finally:

@@ -23,8 +23,8 @@ from .hostsfile import HostsFile, HostSpec
 from .remote_doctor import RemoteCheck, _checks, _guard_checks
 from .ssh import SshHost
 
-ROUTER_TOOLS = {"iperf3", "ethtool", "ip", "sha256sum", "base64"}
-"""iperf3 for the terminated paths; sha256sum and base64 to copy offlab-fwd by hash."""
+ROUTER_TOOLS = {"iperf3", "ethtool", "ip", "sha256sum"}
+"""iperf3 for the terminated paths; sha256sum to copy offlab-fwd by hash (hosts/files.py)."""
 INTERFACE_ROWS = ("interface", "peer over the test interface", "changeable offloads")
 
 
@@ -71,8 +71,20 @@ def forwarding_on(host: SshHost, hosts: HostsFile) -> bool:
     return host.read_file(forwarding_path(hosts)).strip() == "1"
 
 
-def router_checks(hosts: HostsFile, allow_shared: bool = False) -> list[RemoteCheck]:
-    """`offlab doctor --hosts` rows for R (none without a [router] table)."""
+def routed_by_kernel(cases: Iterable[CaseSpec]) -> bool:
+    """Some middlebox case has R's kernel route A <-> B: IP forwarding must be on."""
+    return any(c.scenario == "middlebox" and c.topology.get("router", "kernel") == "kernel" for c in cases)
+
+
+def bridged_by_fwd(cases: Iterable[CaseSpec]) -> bool:
+    """Some middlebox case has offlab-fwd bridge R's interfaces."""
+    return any(c.scenario == "middlebox" and c.topology.get("router") == "offlab-fwd" for c in cases)
+
+
+def router_checks(hosts: HostsFile, allow_shared: bool = False,
+                  plan: tuple[str, list[CaseSpec]] | None = None) -> list[RemoteCheck]:
+    """`offlab doctor --hosts` rows for R (none without a [router] table); `plan` (its
+    name and cases, from `doctor --plan`) decides whether R's IP forwarding must be on."""
     if hosts.router is None:
         return []
     host = SshHost("r", hosts.router, hosts.ssh_config)
@@ -85,15 +97,30 @@ def router_checks(hosts: HostsFile, allow_shared: bool = False) -> list[RemoteCh
         for spec in specs:
             found += [c for c in _checks(host, spec) if c.name in INTERFACE_ROWS]
             found += _guard_checks(_with_router_interfaces(hosts), spec, guard.inspect(host, spec), allow_shared)
-        key = forwarding_key(forwarding_path(hosts))
-        on = forwarding_on(host, hosts)
-        name = f"router ({hosts.router.ssh})"
-        found.append(RemoteCheck(name, "IP forwarding", on, f"{key} = {1 if on else 0}",
-                                 "" if on else f"sysctl -w {key}=1, or run with --allow-forwarding "
-                                 "(offlab sets it and puts it back); offlab-fwd as R does not need it"))
+        found.append(_forwarding_check(host, hosts, plan))
         return found
     finally:
         host.close()
+
+
+def _forwarding_check(host: SshHost, hosts: HostsFile, plan: tuple[str, list[CaseSpec]] | None) -> RemoteCheck:
+    """A failure only for a plan whose R routes through its kernel; without a plan the
+    row says what it found and which plans need it, and fails nothing."""
+    assert hosts.router is not None
+    key = forwarding_key(forwarding_path(hosts))
+    on = forwarding_on(host, hosts)
+    name, state = f"router ({hosts.router.ssh})", f"{key} = {1 if on else 0}"
+    fix = f"sysctl -w {key}=1, or run with --allow-forwarding (offlab sets it and puts it back)"
+    if plan is None:
+        return RemoteCheck(name, "IP forwarding", True, state + ("" if on else
+                           ": needed only when R's kernel routes (middlebox, router = \"kernel\"); "
+                           "add --plan NAME to check it for your plan"), "" if on else "for such a plan: " + fix)
+    plan_name, cases = plan
+    if not routed_by_kernel(cases):
+        return RemoteCheck(name, "IP forwarding", True, f"{state}: not needed by plan {plan_name} "
+                           "(no middlebox case with router = \"kernel\")")
+    return RemoteCheck(name, "IP forwarding", on, f"{state}: plan {plan_name} routes through R's kernel",
+                       "" if on else fix)
 
 
 def check_router(hosts: HostsFile, cases: Iterable[CaseSpec], allow_forwarding: bool,
@@ -124,8 +151,7 @@ def check_router(hosts: HostsFile, cases: Iterable[CaseSpec], allow_forwarding: 
                                 f"offloads) could cut the server off; use a dedicated test interface, or pass "
                                 f"{guard.OVERRIDE_FLAG} to take that risk")
             warnings += [f"router ({router.ssh}): {finding} ({guard.OVERRIDE_FLAG})" for finding in shared]
-        routed = any(c.topology.get("router", "kernel") == "kernel" for c in cases)
-        if routed and not allow_forwarding and not forwarding_on(host, hosts):
+        if routed_by_kernel(cases) and not allow_forwarding and not forwarding_on(host, hosts):
             raise HostError(forwarding_refusal(hosts))
         return warnings
     finally:
@@ -142,10 +168,10 @@ def planned_router_changes(hosts: HostsFile, cases: Iterable[CaseSpec], allow_fo
     parts = [f"MTU set to {', '.join(str(m) for m in sorted({c.mtu for c in cases}))} (and put back)",
              f"ethtool features turned off and back on: {', '.join(off) or 'none'}",
              "iperf3 started and ended on terminated paths"]
-    if any(c.topology.get("router") == "offlab-fwd" for c in cases):
+    if bridged_by_fwd(cases):
         parts.append("offlab-fwd copied (by hash, kept) and run on both interfaces; on the sender and "
                      "the receiver a host route and a permanent neighbour entry for the other meanwhile")
-    if allow_forwarding and any(c.topology.get("router", "kernel") == "kernel" for c in cases):
+    if allow_forwarding and routed_by_kernel(cases):
         parts.append(f"{forwarding_key(forwarding_path(hosts))} set to 1 if it is 0 (and put back)")
     return [f"router {router.ssh}, interfaces {', '.join(router.interfaces)}: " + "; ".join(parts)]
 

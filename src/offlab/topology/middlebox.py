@@ -68,18 +68,58 @@ ROUTER_SIDE = "router"
 """Interface side of R's devices: matrix profiles (side "both") reach them."""
 
 
-class Middlebox(Topology):
-    scenario = "middlebox"
+class MiddleboxShape:
+    """What the middlebox is wherever it runs — here in namespaces or on three servers
+    (remote_middlebox.py): the path and R's kind from the topology's parameters, the
+    sender and receiver by path, and R as offlab-fwd bridging its two ports. Mixed in
+    before `Topology`; a subclass says where R's ports are and what a node's address is."""
 
-    def __init__(self, mtu: int, params: Params | None = None, **options: object):
-        super().__init__(mtu, params, **options)  # type: ignore[arg-type]
-        path, router = self.params.get("path"), self.params.get("router", KERNEL)
+    scenario = "middlebox"
+    path: Path
+    router: str
+    forwarder: ForwarderComponent
+
+    def _choose_path(self, params: Params) -> None:
+        path, router = params.get("path"), params.get("router", KERNEL)
         if path not in PATHS or router not in (KERNEL, FWD):
             raise TopologyError(f"middlebox needs path (one of {', '.join(PATHS)}) and router "
-                                f"(kernel or offlab-fwd); got {dict(self.params)}")
+                                f"(kernel or offlab-fwd); got {dict(params)}")
         self.path, self.router = PATHS[str(path)], str(router)
         if self.router == FWD and not self.path.forwarded:
             raise TopologyError(f"offlab-fwd as R only forwards; path {self.path.name} ends on R")
+
+    def _endpoint(self, role: str, node: str, other: str) -> Endpoint:
+        """`node` as `other` reaches it."""
+        raise NotImplementedError
+
+    def _router_ports(self, setting: DatapathSetting) -> dict[str, PortSpec]:
+        """offlab-fwd's AF_PACKET ports on R: toward "a" and toward "b"."""
+        raise NotImplementedError
+
+    @property
+    def sender(self) -> Endpoint:
+        return self._endpoint("sender", self.path.sender, self.path.receiver)
+
+    @property
+    def receiver(self) -> Endpoint:
+        return self._endpoint("receiver", self.path.receiver, self.path.sender)
+
+    def apply_datapath(self, setting: DatapathSetting | None) -> dict[str, dict[str, FeatureState]]:
+        if self.router == KERNEL:
+            return super().apply_datapath(setting)  # type: ignore[misc]
+        if setting is None or not setting.forwarder:
+            raise TopologyError("the middlebox with R as offlab-fwd needs the forwarder's setting")
+        self.forwarder.start(setting, self._router_ports(setting))
+        return self.forwarder.state(setting)
+
+    def datapath_counters(self) -> dict[str, float]:
+        return self.forwarder.counters()
+
+
+class Middlebox(MiddleboxShape, Topology):
+    def __init__(self, mtu: int, params: Params | None = None, **options: object):
+        super().__init__(mtu, params, **options)  # type: ignore[arg-type]
+        self._choose_path(self.params)
         self.forwarder = ForwarderComponent(f"middlebox {self.path.name} via offlab-fwd", self.sender_core)
 
     # --- building ---------------------------------------------------------------------
@@ -114,19 +154,10 @@ class Middlebox(Topology):
 
     # --- R as offlab-fwd --------------------------------------------------------------
 
-    def apply_datapath(self, setting: DatapathSetting | None) -> dict[str, dict[str, FeatureState]]:
-        if self.router == KERNEL:
-            return super().apply_datapath(setting)
-        if setting is None or not setting.forwarder:
-            raise TopologyError("the middlebox with R as offlab-fwd needs the forwarder's setting")
+    def _router_ports(self, setting: DatapathSetting) -> dict[str, PortSpec]:
         r = self.hosts["r"].namespace
-        ports = {"a": PortSpec("packet", AR_R, r, setting.port("a").offloads),
-                 "b": PortSpec("packet", RB_R, r, setting.port("b").offloads)}
-        self.forwarder.start(setting, ports)
-        return self.forwarder.state(setting)
-
-    def datapath_counters(self) -> dict[str, float]:
-        return self.forwarder.counters()
+        return {"a": PortSpec("packet", AR_R, r, setting.port("a").offloads),
+                "b": PortSpec("packet", RB_R, r, setting.port("b").offloads)}
 
     # --- what the runner reads --------------------------------------------------------
 
@@ -138,14 +169,6 @@ class Middlebox(Topology):
             faces = "r" if node != "r" else ("a" if other == "a" else "b")
             address = ROUTED[(node, faces)]
         return Endpoint(role, self.hosts[node], address, self.node_core(node))
-
-    @property
-    def sender(self) -> Endpoint:
-        return self._endpoint("sender", self.path.sender, self.path.receiver)
-
-    @property
-    def receiver(self) -> Endpoint:
-        return self._endpoint("receiver", self.path.receiver, self.path.sender)
 
     @property
     def roles(self) -> dict[str, int]:

@@ -1,11 +1,12 @@
 """offlab-fwd on a server (R of the middlebox plan on real hosts), driven over SSH with
 the same surface as the local `fwd.Forwarder`, so `ForwarderComponent` runs either.
 
-* **The binary, by hash.** The controller's offlab-fwd is copied to the server as
-  /var/lib/offlab/bin/offlab-fwd-<first 16 hex of its SHA-256> unless a file of that
-  name with that hash is already there; a server never runs a binary other than the
-  controller's own build, and a second run copies nothing. The file stays there (a
-  cache, not a running thing; `offlab doctor --clean --hosts` removes it).
+* **The binary, by hash.** The controller's offlab-fwd is copied to the server into
+  the files cache every copy to a server uses (hosts/files.py:
+  /var/lib/offlab/cache/<sha256>/offlab-fwd) unless it is already there; a server never
+  runs a binary other than the controller's own build, and a second run copies
+  nothing. The file stays there (a cache, not a running thing; `offlab restore --purge
+  --hosts` removes it).
 * **The process** is started through `SshHost.spawn`: in a process group of its own,
   journaled with its start time before it runs (hosts/journal.py), so every exit path
   — the end of a case, Ctrl-C, a `kill -9` of offlab followed by the next start or
@@ -16,8 +17,6 @@ the same surface as the local `fwd.Forwarder`, so `ForwarderComponent` runs eith
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import shlex
 import time
@@ -26,18 +25,8 @@ from typing import Any
 
 from ..cpu import ProcessTimes, process_percent, process_times
 from ..fwd import PORT_OFFLOADS, READY_TIMEOUT_S, STATS_TIMEOUT_S, STOP_GRACE_S, FwdConfig, FwdError, FwdStats, find_binary, parse_stats
+from ..hosts import files
 from ..hosts.ssh import SshHost
-
-BIN_DIR = "/var/lib/offlab/bin"
-COPY_TIMEOUT_S = 180.0
-
-_INSTALL = r"""
-set -e
-mkdir -p "$1"
-base64 -d > "$2.tmp"
-chmod 755 "$2.tmp"
-mv "$2.tmp" "$2"
-"""
 
 _SNAPSHOT = r"""
 before=$(cat "$1" 2>/dev/null)
@@ -52,33 +41,9 @@ exit 4
 """
 
 
-def binary_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        for block in iter(lambda: source.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def remote_binary_path(digest: str) -> str:
-    return f"{BIN_DIR}/offlab-fwd-{digest[:16]}"
-
-
 def install_binary(host: SshHost, local: Path | None = None) -> tuple[str, bool]:
     """The controller's offlab-fwd on `host` (path, whether it was copied now)."""
-    local = local or find_binary()
-    digest = binary_hash(local)
-    target = remote_binary_path(digest)
-    there = host.run(["sha256sum", target], check=False, timeout=30).stdout.split()
-    if there[:1] == [digest]:
-        return target, False
-    encoded = base64.encodebytes(local.read_bytes()).decode("ascii")
-    host.run(["sh", "-c", _INSTALL, "offlab-install", BIN_DIR, target], input_text=encoded,
-             timeout=COPY_TIMEOUT_S)
-    check = host.run(["sha256sum", target], timeout=30).stdout.split()
-    if check[:1] != [digest]:
-        raise FwdError(f"{host.name}: the copy of offlab-fwd at {target} does not hash to the controller's")
-    return target, True
+    return files.ensure(host, local or find_binary(), executable=True)
 
 
 class RemoteForwarder:

@@ -41,28 +41,20 @@ from ..hosts.router import forwarding_path, forwarding_refusal, own_address
 from ..hosts.session import RemoteSession
 from ..hosts.ssh import SshHost
 from ..offloads import Interface
-from ..records import DatapathSetting, FeatureState, Params
+from ..records import DatapathSetting, Params
 from .base import Endpoint, Topology, TopologyError
 from .forwarder import ForwarderComponent
-from .middlebox import FWD, KERNEL, PATHS, ROUTER_SIDE
+from .middlebox import KERNEL, ROUTER_SIDE, MiddleboxShape
 from .remote_fwd import RemoteForwarder, install_binary
 
 NODES = {"a": "sender", "r": "router", "b": "receiver"}
 """Node of the middlebox → role of the hosts file."""
 
 
-class RemoteMiddlebox(Topology):
-    scenario = "middlebox"
-
+class RemoteMiddlebox(MiddleboxShape, Topology):
     def __init__(self, mtu: int, params: Params | None, session: RemoteSession, **options: object):
         super().__init__(mtu, params)
-        path, router = self.params.get("path"), self.params.get("router", KERNEL)
-        if path not in PATHS or router not in (KERNEL, FWD):
-            raise TopologyError(f"middlebox needs path (one of {', '.join(PATHS)}) and router "
-                                f"(kernel or offlab-fwd); got {dict(self.params)}")
-        self.path, self.router = PATHS[str(path)], str(router)
-        if self.router == FWD and not self.path.forwarded:
-            raise TopologyError(f"offlab-fwd as R only forwards; path {self.path.name} ends on R")
+        self._choose_path(self.params)
         if session.file.router is None:
             raise TopologyError(f"the middlebox on real hosts needs a [router] table in {session.file.source}")
         self.session = session
@@ -152,19 +144,10 @@ class RemoteMiddlebox(Topology):
     def _remote_forwarder(self, config) -> RemoteForwarder:
         return RemoteForwarder(self.remote["r"], config, self._binary)
 
-    def apply_datapath(self, setting: DatapathSetting | None) -> dict[str, dict[str, FeatureState]]:
-        if self.router == KERNEL:
-            return super().apply_datapath(setting)
-        if setting is None or not setting.forwarder:
-            raise TopologyError("the middlebox with R as offlab-fwd needs the forwarder's setting")
+    def _router_ports(self, setting: DatapathSetting) -> dict[str, PortSpec]:
         toward_a, toward_b = self.interfaces("r")
-        ports = {"a": PortSpec("packet", toward_a, "", setting.port("a").offloads),
-                 "b": PortSpec("packet", toward_b, "", setting.port("b").offloads)}
-        self.forwarder.start(setting, ports)
-        return self.forwarder.state(setting)
-
-    def datapath_counters(self) -> dict[str, float]:
-        return self.forwarder.counters()
+        return {"a": PortSpec("packet", toward_a, "", setting.port("a").offloads),
+                "b": PortSpec("packet", toward_b, "", setting.port("b").offloads)}
 
     # --- what the runner reads --------------------------------------------------------
 
@@ -178,14 +161,6 @@ class RemoteMiddlebox(Topology):
         else:
             address = self.specs[node].address
         return Endpoint(role, self.remote[node], address, self.specs[node].app_core)
-
-    @property
-    def sender(self) -> Endpoint:
-        return self._endpoint("sender", self.path.sender, self.path.receiver)
-
-    @property
-    def receiver(self) -> Endpoint:
-        return self._endpoint("receiver", self.path.receiver, self.path.sender)
 
     @property
     def roles(self) -> dict[str, int]:

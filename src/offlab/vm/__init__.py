@@ -5,7 +5,10 @@
     accel.py     KVM when a probe guest boots under it, TCG otherwise
     lifetime.py  QEMU dies with the process that started it
     agent.py     the host's end of the guest agent on the second serial port
-    qemu.py      `Guest`: start in a namespace, run commands, stop
+    spec.py      `GuestSpec` (name, NIC, address, MTU, size) and `GuestError`
+    agentguest.py what every guest does once QEMU runs: wait for its agent, attach its TAP, run commands
+    qemu.py      `Guest`: start in a namespace, stop
+    remote.py    `RemoteGuest`: the same guest on a server over SSH
     features.py  the negotiated virtio bits and `ethtool -k`, read inside the guest
     threads.py   QEMU's threads by class (vCPU, vhost, other) and their CPU ticks
 """

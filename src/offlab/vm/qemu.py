@@ -8,49 +8,24 @@ namespace (naming.sweep_leftovers kills what runs in a stale one)."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..hosts.local import LocalNamespace, in_netns
 from ..runscope import RUNTIME_ROOT
 from .accel import accel_args, choose_accelerator
-from .agent import AgentChannel, AgentError, AgentResult
+from .agent import AgentChannel
+from .agentguest import BOOT_TIMEOUT_S, STOP_GRACE_S, AgentGuest
 from .image import GuestImage, find_image
 from .lifetime import die_with_parent
 from .profile import MEMORY_ID, NicProfile, check_backend
+from .spec import GuestError, GuestSpec
 
-BOOT_TIMEOUT_S = 120.0
-"""TCG boots this guest in about 5 s alone; two at once on two busy cores take longer."""
-PING_EVERY_S = 2.0
-STOP_GRACE_S = 5.0
-
-
-class GuestError(Exception):
-    """A guest that did not start, did not answer, or whose command failed."""
-
-
-@dataclass(frozen=True)
-class GuestSpec:
-    name: str
-    """Lowercase letters and digits: names the guest's files and QEMU (`-name ofl-NAME`)."""
-    nic: NicProfile
-    address: str
-    """eth0's address with its prefix, "10.213.0.1/24"."""
-    mtu: int = 1500
-    memory_mb: int = 256
-    cpus: int = 1
-
-    def __post_init__(self) -> None:
-        if not re.fullmatch(r"[a-z0-9]{1,12}", self.name):
-            raise ValueError(f"guest name {self.name!r}: 1–12 lowercase letters and digits")
-        if not re.fullmatch(r"[0-9.]+/\d+", self.address):
-            raise ValueError(f"guest address {self.address!r}: an IPv4 address with its prefix")
+__all__ = ["BOOT_TIMEOUT_S", "Guest", "GuestError", "GuestSpec", "qemu_argv", "runtime_dir"]
 
 
 def kernel_cmdline(spec: GuestSpec) -> str:
@@ -99,11 +74,13 @@ def runtime_dir(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"vm-{os.getpid()}-{name}-", dir=RUNTIME_ROOT))
 
 
-class Guest:
+class Guest(AgentGuest):
     """`launch()` then `wait_ready()` (or `start()` for both); `run()` commands; `stop()`.
     Several guests boot faster launched together, then waited for one by one. Launch from
     a thread that outlives the guest: the kernel delivers PR_SET_PDEATHSIG when the
     launching *thread* ends. One command at a time per guest (`run` is not thread-safe)."""
+
+    host: LocalNamespace
 
     def __init__(self, spec: GuestSpec, host: LocalNamespace, *, bridge: str | None = None,
                  image: GuestImage | None = None):
@@ -120,16 +97,6 @@ class Guest:
         self._agent: AgentChannel | None = None
         self._launched_at = 0.0
         self._tap_was_there = False
-
-    @property
-    def tap(self) -> str | None:
-        return self.spec.nic.tap
-
-    @property
-    def pid(self) -> int:
-        if self.process is None:
-            raise GuestError(f"guest {self.spec.name} is not running")
-        return self.process.pid
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -160,72 +127,23 @@ class Guest:
                                             stderr=stderr, start_new_session=True,
                                             preexec_fn=die_with_parent)
 
-    def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
-        """Until the agent answers; the TAP joins the bridge meanwhile. Any failure stops
-        QEMU before it is raised."""
-        try:
-            self._wait_ready(time.monotonic() + timeout)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_ready(self, deadline: float) -> None:
+    def _open_agent(self, deadline: float) -> AgentChannel:
         assert self.runtime is not None
-        socket_path = self.runtime / "agent.sock"
-        while self._agent is None:
+        while True:
             # The socket file appears at bind(), a moment before QEMU listens on it.
             try:
-                self._agent = AgentChannel(str(socket_path))
+                return AgentChannel(str(self.runtime / "agent.sock"))
             except (FileNotFoundError, ConnectionRefusedError):
                 self._check_alive()
                 if time.monotonic() > deadline:
                     raise GuestError(self._failure("QEMU did not open the agent's socket")) from None
                 time.sleep(0.05)
-        if self.tap:
-            self._attach_tap(deadline)
-        pings: set[str] = set()
-        while True:
-            # The serial port drops what arrives before the agent opens it: ask again
-            # until one ping is answered; later answers to earlier pings are ignored.
-            pings.add(self._agent.send("echo ready", 5, prefix="ping"))
-            try:
-                answer = self._agent.wait(pings, min(deadline, time.monotonic() + PING_EVERY_S))
-            except AgentError as err:
-                raise GuestError(self._failure(str(err))) from None
-            if answer is not None:
-                break
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise GuestError(self._failure("the agent did not answer"))
-        self.boot_s = time.monotonic() - self._launched_at
-        if self.run("test -e /sys/class/net/eth0", check=False).status != 0:
-            raise GuestError(self._failure("the guest has no eth0"))
 
-    def _attach_tap(self, deadline: float) -> None:
-        assert self.tap is not None
-        while not self.host.has_link(self.tap):
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise GuestError(self._failure(f"QEMU did not create {self.tap}"))
-            time.sleep(0.05)
-        self.host.set_link(self.tap, mtu=self.spec.mtu)
-        if self.bridge:
-            self.host.ip("link", "set", "dev", self.tap, "master", self.bridge)
-
-    def _check_alive(self) -> None:
-        if self.process is not None and self.process.poll() is not None:
-            raise GuestError(self._failure(f"QEMU exited with status {self.process.returncode}"))
-
-    def _failure(self, what: str) -> str:
-        """One message with what QEMU and the guest's console said last."""
-        tails = []
-        for name in ("qemu.stderr", "console.log"):
-            path = self.runtime / name if self.runtime else None
-            if path is not None and path.exists():
-                lines = path.read_text(errors="replace").strip().splitlines()[-5:]
-                if lines:
-                    tails.append(f"{name}: " + " | ".join(lines))
-        return f"guest {self.spec.name} ({self.accel}): {what}" + ("; " + "; ".join(tails) if tails else "")
+    def _log_tail(self, name: str) -> list[str]:
+        path = self.runtime / name if self.runtime else None
+        if path is None or not path.exists():
+            return []
+        return path.read_text(errors="replace").strip().splitlines()[-5:]
 
     def stop(self) -> None:
         """TERM QEMU (it exits cleanly on it), KILL it after a grace period; then its
@@ -248,32 +166,11 @@ class Guest:
             shutil.rmtree(self.runtime, ignore_errors=True)
             self.runtime = None
 
-    def _wait_tap_gone(self) -> None:
-        deadline = time.monotonic() + 3.0
-        while self.tap and self.host.has_link(self.tap) and time.monotonic() < deadline:
-            time.sleep(0.02)
-
     def __enter__(self) -> "Guest":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    # --- commands ---------------------------------------------------------------------------
-
-    def run(self, script: str, *, timeout: int = 30, check: bool = True) -> AgentResult:
-        """A sh script in the guest; its status, stdout and stderr. With `check`, a
-        non-zero status is a GuestError naming the script and its stderr."""
-        if self._agent is None:
-            raise GuestError(f"guest {self.spec.name} is not running")
-        try:
-            result = self._agent.request(script, timeout)
-        except AgentError as err:
-            raise GuestError(self._failure(f"`{script}`: {err}")) from None
-        if check and result.status != 0:
-            raise GuestError(f"guest {self.spec.name}: `{script}` exited with status {result.status}: "
-                             f"{result.stderr.strip()[-300:] or 'no error output'}")
-        return result
 
     def __repr__(self) -> str:
         return f"Guest({self.spec.name!r}, {self.host.namespace!r}, {self.spec.nic.backend}, {self.accel})"

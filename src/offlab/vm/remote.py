@@ -24,12 +24,11 @@ from pathlib import PurePosixPath
 
 from ..hosts.ssh import RemoteProcess, SshHost
 from .accel import ACCELERATORS, ENV_ACCEL, PROBE_MARK, PROBE_TIMEOUT_S, accel_args
-from .agent import AgentChannel, AgentError, AgentResult, FrameParser
+from .agent import AgentChannel, AgentError, FrameParser
+from .agentguest import STOP_GRACE_S, AgentGuest
 from .image import GuestImage
-from .qemu import BOOT_TIMEOUT_S, PING_EVERY_S, GuestError, GuestSpec, qemu_argv
-
-STOP_GRACE_S = 5.0
-TAP_GONE_S = 3.0
+from .qemu import qemu_argv
+from .spec import GuestError, GuestSpec
 
 
 class PipeAgentChannel(AgentChannel):
@@ -101,9 +100,12 @@ def _probe(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
     return (accel, why) if accel in ACCELERATORS else ("tcg", f"probe said {said[-1:]}")
 
 
-class RemoteGuest:
+class RemoteGuest(AgentGuest):
     """`launch()` then `wait_ready()`; `run()` commands; `stop()` — vm.Guest's interface
     on a server. `image` holds the kernel and initramfs paths *on the server*."""
+
+    TAP_POLL_S = 0.1  # each look is a round trip to the server
+    host: SshHost
 
     def __init__(self, spec: GuestSpec, host: SshHost, image: GuestImage, accel: str, runtime: str, *,
                  bridge: str | None = None, core: int | None = None):
@@ -120,14 +122,8 @@ class RemoteGuest:
         self._launched_at = 0.0
 
     @property
-    def tap(self) -> str | None:
-        return self.spec.nic.tap
-
-    @property
-    def pid(self) -> int:
-        if self.process is None:
-            raise GuestError(f"guest {self.spec.name} is not running")
-        return self.process.pid
+    def where(self) -> str:
+        return f"guest {self.spec.name} on {self.host.name}"
 
     def launch(self) -> None:
         try:
@@ -145,59 +141,13 @@ class RemoteGuest:
             self.stop()
             raise
 
-    def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
-        """Until the agent answers; the TAP joins the bridge meanwhile. Any failure stops
-        QEMU before it is raised."""
-        try:
-            self._wait_ready(time.monotonic() + timeout)
-        except BaseException:
-            self.stop()
-            raise
+    def _open_agent(self, deadline: float) -> AgentChannel:
+        raise GuestError(f"{self.where}: not launched")  # launch() opens the channel with QEMU
 
-    def _wait_ready(self, deadline: float) -> None:
-        assert self._agent is not None
-        if self.tap:
-            self._attach_tap(deadline)
-        pings: set[str] = set()
-        while True:
-            try:
-                pings.add(self._agent.send("echo ready", 5, prefix="ping"))
-                answer = self._agent.wait(pings, min(deadline, time.monotonic() + PING_EVERY_S))
-            except AgentError as err:
-                raise GuestError(self._failure(str(err))) from None
-            if answer is not None:
-                break
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise GuestError(self._failure("the agent did not answer"))
-        self.boot_s = time.monotonic() - self._launched_at
-        if self.run("test -e /sys/class/net/eth0", check=False).status != 0:
-            raise GuestError(self._failure("the guest has no eth0"))
-
-    def _attach_tap(self, deadline: float) -> None:
-        assert self.tap is not None
-        while not self.host.has_link(self.tap):
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise GuestError(self._failure(f"QEMU did not create {self.tap}"))
-            time.sleep(0.1)
-        self.host.set_link(self.tap, mtu=self.spec.mtu)
-        if self.bridge:
-            self.host.ip("link", "set", "dev", self.tap, "master", self.bridge)
-
-    def _check_alive(self) -> None:
-        if self.process is not None and self.process.poll() is not None:
-            raise GuestError(self._failure(f"QEMU exited with status {self.process.returncode}"))
-
-    def _failure(self, what: str) -> str:
-        """One message with what QEMU and the guest's console said last, read there."""
-        tails = []
-        for name in ("qemu.stderr", "console.log"):
-            done = self.host.run(["tail", "-n", "5", f"{self.runtime}/{name}"], check=False, timeout=15)
-            if done.returncode == 0 and done.stdout.strip():
-                tails.append(f"{name}: " + " | ".join(done.stdout.strip().splitlines()))
-        return (f"{self.host.name}: guest {self.spec.name} ({self.accel}): {what}"
-                + ("; " + "; ".join(tails) if tails else ""))
+    def _log_tail(self, name: str) -> list[str]:
+        """Read there."""
+        done = self.host.run(["tail", "-n", "5", f"{self.runtime}/{name}"], check=False, timeout=15)
+        return done.stdout.strip().splitlines() if done.returncode == 0 else []
 
     def stop(self) -> None:
         """TERM QEMU's process group there, KILL it after a grace period (SshHost.stop);
@@ -212,22 +162,8 @@ class RemoteGuest:
                     pass
                 process.local.stdin = None
             self.host.stop(process, grace_s=STOP_GRACE_S)  # type: ignore[arg-type]
-            deadline = time.monotonic() + TAP_GONE_S
-            while self.tap and time.monotonic() < deadline and self.host.has_link(self.tap):
-                time.sleep(0.1)
+            self._wait_tap_gone()
         self.host.run(["rm", "-rf", self.runtime], check=False, timeout=20)
-
-    def run(self, script: str, *, timeout: int = 30, check: bool = True) -> AgentResult:
-        if self._agent is None:
-            raise GuestError(f"guest {self.spec.name} on {self.host.name} is not running")
-        try:
-            result = self._agent.request(script, timeout)
-        except AgentError as err:
-            raise GuestError(self._failure(f"`{script}`: {err}")) from None
-        if check and result.status != 0:
-            raise GuestError(f"guest {self.spec.name} on {self.host.name}: `{script}` exited with status "
-                             f"{result.status}: {result.stderr.strip()[-300:] or 'no error output'}")
-        return result
 
     def __repr__(self) -> str:
         return f"RemoteGuest({self.spec.name!r}, {self.host.name!r}, {self.spec.nic.backend}, {self.accel})"

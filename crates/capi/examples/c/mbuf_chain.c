@@ -27,10 +27,10 @@
 
 #include "offlab_engine.h"
 
-/* The chain half needs a header with the chain API (ofl_iovec, ofl_gso_segment_chain,
- * ofl_gso_segment_pieces, ofl_gro_push_chain); build with -DOFL_EXAMPLE_CHAIN_API then
- * (tests/c_example.rs does when the header declares them). */
-#ifdef OFL_EXAMPLE_CHAIN_API
+/* The chain half needs the chain API (ofl_iovec, ofl_gso_segment_chain,
+ * ofl_gso_segment_pieces, ofl_gro_push_chain), added in ABI 1.2; built against an
+ * older header the example runs its contiguous half only. */
+#if OFL_ABI_MAJOR == 1 && OFL_ABI_MINOR >= 2
 #define HAVE_CHAIN_API 1
 #endif
 
@@ -595,7 +595,7 @@ int main(void)
 		printf("chain API: the library is older than ABI %d.%d, skipped\n", OFL_ABI_MAJOR,
 		       OFL_ABI_MINOR);
 #else
-	printf("chain API: not built in (header ABI %d.%d; -DOFL_EXAMPLE_CHAIN_API), skipped\n",
+	printf("chain API: not in this header (ABI %d.%d, before 1.2), skipped\n",
 	       OFL_ABI_MAJOR, OFL_ABI_MINOR);
 #endif
 
