@@ -1,14 +1,34 @@
 """Fixtures shared by the store's tests: one real PostgreSQL server per test session
 (tests/pgserver.py), a fresh database per test, and `store_at`, a store location on
-either engine so the same test runs against SQLite and PostgreSQL."""
+either engine so the same test runs against SQLite and PostgreSQL.
+
+`make test` runs the unit tests in two pytest-xdist workers at once (the integration
+tests run alone afterwards, tests/integration/conftest.py). A CLI test that gets as
+far as `offlab run` takes the machine's run lock, so each worker is its own lab
+instance with its own runtime directory (OFFLAB_RUNTIME_DIR, runscope.py): two
+workers never refuse each other as "another offlab run"."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 from pgserver import PgServer, server_bindir
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_WORKER_RUNTIME = Path(f"/run/offlab-tests-{_WORKER}-{os.getpid()}") if _WORKER else None
+if _WORKER_RUNTIME is not None:
+    # Set before any test module imports offlab (runscope reads it at import), and
+    # inherited by every `offlab` the tests start.
+    os.environ["OFFLAB_RUNTIME_DIR"] = str(_WORKER_RUNTIME)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _WORKER_RUNTIME is not None:
+        shutil.rmtree(_WORKER_RUNTIME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
