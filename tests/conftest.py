@@ -26,6 +26,21 @@ if _WORKER_RUNTIME is not None:
     os.environ["OFFLAB_RUNTIME_DIR"] = str(_WORKER_RUNTIME)
 
 
+def pytest_configure(config):
+    """`-n` over tests/integration is refused before any worker starts: those tests
+    share fixed names and measure, so they must run one at a time."""
+    if _WORKER or not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses"):
+        return
+    integration = (Path(__file__).parent / "integration").resolve()
+    if integration in {Path(p).resolve() for p in config.getoption("ignore") or []}:
+        return
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == integration or integration in path.parents or path in integration.parents:
+            raise pytest.UsageError("tests/integration runs in one process: drop -n, or pass "
+                                    "--ignore=tests/integration to the parallel run (make test runs both)")
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _WORKER_RUNTIME is not None:
         shutil.rmtree(_WORKER_RUNTIME, ignore_errors=True)
