@@ -158,9 +158,18 @@ install:
 	  crates/capi/offlab-engine.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/offlab-engine.pc
 	@echo "installed under $(DESTDIR)$(PREFIX): cc app.c \$$(pkg-config --cflags --libs offlab-engine)"
 
+## test-python: the unit tests in TEST_WORKERS pytest-xdist workers at once (mostly
+## CPU spent starting `offlab`; each worker its own lab instance, tests/conftest.py),
+## then the integration tests alone (namespaces, rigs, QEMU: they measure, so nothing
+## runs beside them). Both always run; each prints its slowest tests, so every run
+## shows where the time goes.
+TEST_WORKERS ?= 2
 test-python:
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
-	$(PY) -m pytest -q
+	status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 --ignore=tests/integration || status=1; \
+	$(PY) -m pytest -q --durations=30 tests/integration || status=1; \
+	exit $$status
 
 ## bench: engine vs DPDK (and the kernel), side by side in one run
 bench: setup

@@ -1,14 +1,49 @@
 """Fixtures shared by the store's tests: one real PostgreSQL server per test session
 (tests/pgserver.py), a fresh database per test, and `store_at`, a store location on
-either engine so the same test runs against SQLite and PostgreSQL."""
+either engine so the same test runs against SQLite and PostgreSQL.
+
+`make test` runs the unit tests in two pytest-xdist workers at once (the integration
+tests run alone afterwards, tests/integration/conftest.py). A CLI test that gets as
+far as `offlab run` takes the machine's run lock, so each worker is its own lab
+instance with its own runtime directory (OFFLAB_RUNTIME_DIR, runscope.py): two
+workers never refuse each other as "another offlab run"."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 from pgserver import PgServer, server_bindir
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_WORKER_RUNTIME = Path(f"/run/offlab-tests-{_WORKER}-{os.getpid()}") if _WORKER else None
+if _WORKER_RUNTIME is not None:
+    # Set before any test module imports offlab (runscope reads it at import), and
+    # inherited by every `offlab` the tests start.
+    os.environ["OFFLAB_RUNTIME_DIR"] = str(_WORKER_RUNTIME)
+
+
+def pytest_configure(config):
+    """`-n` over tests/integration is refused before any worker starts: those tests
+    share fixed names and measure, so they must run one at a time."""
+    if _WORKER or not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses"):
+        return
+    integration = (Path(__file__).parent / "integration").resolve()
+    if integration in {Path(p).resolve() for p in config.getoption("ignore") or []}:
+        return
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == integration or integration in path.parents or path in integration.parents:
+            raise pytest.UsageError("tests/integration runs in one process: drop -n, or pass "
+                                    "--ignore=tests/integration to the parallel run (make test runs both)")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _WORKER_RUNTIME is not None:
+        shutil.rmtree(_WORKER_RUNTIME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,6 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 MODIFIED_Z_THRESHOLD = 3.5
@@ -76,9 +75,18 @@ class Summary:
         return summary([v * factor for v in self.values])
 
 
+def _student_t():
+    """scipy's Student-t distribution, imported on first use: importing scipy.stats
+    costs about 0.7 s of CPU, half of every `offlab` start, and most commands (list,
+    export, every refused command) never reach a t quantile."""
+    from scipy.stats import t
+
+    return t
+
+
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """Two-sided Student-t critical value."""
-    return float(sps.t.ppf(0.5 + confidence / 2.0, df))
+    return float(_student_t().ppf(0.5 + confidence / 2.0, df))
 
 
 def summary(values: Sequence[float]) -> Summary:
@@ -196,7 +204,7 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Welch:
         return Welch(diff, (diff, diff), p, math.inf, sa.n, sb.n)
     df = _welch_df(u_a, sa.n, u_b, sb.n)
     t_stat = diff / se
-    p = float(2.0 * sps.t.sf(abs(t_stat), df))
+    p = float(2.0 * _student_t().sf(abs(t_stat), df))
     half = t_quantile(df) * se
     return Welch(diff, (diff - half, diff + half), p, df, sa.n, sb.n)
 

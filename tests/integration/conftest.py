@@ -1,4 +1,7 @@
-"""Integration tests build real namespaces: they need root, iperf3 and ethtool."""
+"""Integration tests build real namespaces: they need root, iperf3 and ethtool. They
+share fixed names (rigs, journals, /var/lib/offlab) and measure: one at a time, never
+in pytest-xdist workers (`make test` runs them in a pytest of their own; tests/conftest.py
+refuses `-n` on them)."""
 
 import os
 import shutil

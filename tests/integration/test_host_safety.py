@@ -185,7 +185,8 @@ def test_a_second_controller_is_refused_and_sighup_restores(clean, tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=20, mtu=4000))
     db = tmp_path / "r" / "offlab.sqlite"
-    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent), "--yes"], db)
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(plan), "--out", str(db.parent), "--yes"], db,
+                    wait_for=1)  # mid-run: a second stored sample would only cost another case
     try:
         assert run.poll() is None, run.communicate()[1]
         # Another controller (its own journal directory, as on another machine).
