@@ -84,7 +84,7 @@ def binary_on(host: "Host") -> Path:
 def _end_sink(host: "Host", sink) -> None:
     """SIGTERM: the sink prints its report and exits (a server's process by its pid there)."""
     if isinstance(sink, subprocess.Popen):
-        _end_sink(receiver.host, sink)
+        sink.terminate()
     else:
         host.run(["kill", "-s", "TERM", str(sink.pid)], check=False)
 
