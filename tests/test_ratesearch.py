@@ -114,6 +114,18 @@ def test_verification_offers_the_found_rate_and_steps_down_when_it_fails():
     assert not failed.passed and len(failed.tried) == 3 and failed.trial is failed.tried[-1]
 
 
+def test_verification_steps_down_by_the_resolution_steps_it_is_given():
+    trial, _ = receiver(3e9)
+    rule = SearchRule(resolution=0.05, max_probes=30)
+    found = search(trial, rule)
+    # Kept up in the short probes, not for a full trial until ~8 % lower: one step of two
+    # resolution steps (the lab's capacity.py) passes where one resolution step would not.
+    full_length, asked = receiver(found.offered_bps / 1.08)
+    checked = verify(full_length, found, rule, max_trials=3, step_resolutions=2)
+    assert checked.passed and checked.steps_down == 1
+    assert asked == [found.offered_bps, pytest.approx(found.offered_bps / 1.05 ** 2)]
+
+
 def test_a_sender_bound_search_is_verified_unlimited_and_its_limit_is_none():
     trial, asked = receiver(knee_bps=50e9, sender_max_bps=4e9)
     found = search(trial)

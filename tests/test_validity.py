@@ -32,7 +32,7 @@ def test_a_udp_row_above_its_loss_bound_is_overloaded():
     assert overloaded(_row(ALL_ON, udp, 0.02, loss=99.4))
     assert not overloaded(_row(ALL_ON, udp, 2.0, loss=0.05))
     capacity = TrafficSpec("udp", 1.0, udp_payload=1472, mode="capacity")
-    # A capacity sample is its verification trial: within the bound unless it failed twice.
+    # A capacity sample is its verification trial: within the bound unless every step down failed.
     assert not overloaded(_row(ALL_ON, capacity, 2.0, loss=0.05))
     assert overloaded(_row(ALL_ON, capacity, 2.0, loss=5.0))
 
@@ -44,6 +44,15 @@ def test_an_overloaded_step_is_never_advice_and_says_why():
     assert str(exclusion(step, virtual_devices=False)).startswith("overloaded: all-on lost up to 99.4%")
     recs = recommend([_group("tx", rows)], virtual_devices=False)
     assert recs.goals == () and len(recs.excluded) == 1
+
+
+def test_a_capacity_whose_verification_failed_is_not_advice_and_is_not_told_to_use_capacity():
+    capacity = TrafficSpec("udp", 1.0, udp_payload=1472, mode="capacity")
+    rows = [_row(ALL_ON, capacity, 6.8, loss=0.3), _row(TSO_OFF, capacity, 7.7, loss=0.05)]
+    (step,) = group_steps(_group("tx", rows))
+    why = str(exclusion(step, virtual_devices=False))
+    assert why.startswith("capacity not verified: all-on's verification trial")
+    assert "udp_rate" not in why
 
 
 def test_tso_on_udp_over_veth_is_a_veth_property_but_not_on_real_hosts():

@@ -146,15 +146,15 @@ class Verification:
 
 
 def verify(trial: Callable[[float], Probe], found: Capacity, rule: SearchRule = SearchRule(),
-           max_trials: int = 2) -> Verification:
+           max_trials: int = 2, step_resolutions: int = 1) -> Verification:
     """Offer the found rate (unlimited if the search was sender-bound) in `trial`; on
-    loss above the bound step down by one resolution step and try again, at most
-    `max_trials` trials in all. A search whose probes all failed (its budget ran out
-    while halving) goes on halving from its lowest failure instead."""
+    loss above the bound step down by `step_resolutions` resolution steps and try again,
+    at most `max_trials` trials in all. A search whose probes all failed (its budget ran
+    out while halving) goes on halving from its lowest failure instead."""
     if max_trials < 1:
         raise SearchError(f"max_trials {max_trials}: verification needs at least one trial")
     nothing = not found.sender_bound and found.offered_bps <= 0
-    step_factor = 2.0 if nothing else 1 + rule.resolution
+    step_factor = 2.0 if nothing else (1 + rule.resolution) ** step_resolutions
     rate = UNLIMITED if found.sender_bound else \
         max(found.bracket[1] / 2 if nothing else found.offered_bps, rule.floor_bps)
     tried: list[Probe] = []

@@ -159,9 +159,11 @@ class UdpLossHigh:
     @property
     def advice(self) -> str:
         return (
-            "the sender generated more than the receiver took: the case is overloaded, shown but "
-            "used for no effect, recommendation or CPU per Gbps — measure UDP with "
-            "udp_rate = \"capacity\" (highest rate at bounded loss) or a lower udp_rate"
+            "the sender generated more than the receiver took: the case is shown but used for no "
+            "effect, recommendation or CPU per Gbps — a stream: measure UDP with "
+            "udp_rate = \"capacity\" (highest rate at bounded loss) or a lower udp_rate; a "
+            "capacity case: its verification trials failed at every step down (the capacity "
+            "table gives the loss's cause)"
         )
 
 

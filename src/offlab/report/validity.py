@@ -130,6 +130,13 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
     for row in (step.on_row, step.off_row):
         if overloaded(row):
             worst = max(s.loss_percent or 0.0 for s in row.samples)
+            if row.case.traffic.mode == "capacity":
+                return Exclusion("capacity not verified",
+                                 f"{row.profile.name}'s verification trial at the capacity found "
+                                 f"still lost up to {worst:.1f}% of its UDP datagrams (bound "
+                                 f"{row.case.traffic.loss_percent:g}%) after its steps down: the "
+                                 "figure is the rate of a trial that did not pass, so no effect "
+                                 "is read from it (the loss's cause is in the capacity table)")
             return Exclusion("overloaded",
                              f"{row.profile.name} lost up to {worst:.1f}% of its UDP datagrams "
                              f"(bound {row.case.traffic.loss_percent:g}%): the receiver did not "
