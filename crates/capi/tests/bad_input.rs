@@ -8,6 +8,8 @@ use core::ptr::{null, null_mut};
 
 use offlab_engine_c::*;
 
+mod common;
+
 const OK: i32 = ofl_status::OFL_OK as i32;
 const NULL: i32 = ofl_status::OFL_ERR_NULL as i32;
 const SMALL: i32 = ofl_status::OFL_ERR_BUFFER_TOO_SMALL as i32;
@@ -21,56 +23,7 @@ fn cstr(p: *const core::ffi::c_char) -> &'static str {
 /// A TCP/IPv4 frame: `payload` bytes, given flags, full (correct) checksums or the
 /// pseudo-header sum only.
 fn tcp4(payload: usize, seq: u32, ip_id: u16, flags: u8, full: bool) -> Vec<u8> {
-    let mut f = vec![0u8; 54 + payload];
-    f[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let ip_len = (40 + payload) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[18..20].copy_from_slice(&ip_id.to_be_bytes());
-    f[20] = 0x40;
-    f[22] = 64;
-    f[23] = 6;
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    let mut check = 0u16;
-    assert_eq!(
-        unsafe { ofl_csum_of(f[14..34].as_ptr(), 20, &mut check) },
-        OK
-    );
-    f[24..26].copy_from_slice(&check.to_be_bytes());
-    f[34..36].copy_from_slice(&40000u16.to_be_bytes());
-    f[36..38].copy_from_slice(&5201u16.to_be_bytes());
-    f[38..42].copy_from_slice(&seq.to_be_bytes());
-    f[42..46].copy_from_slice(&1u32.to_be_bytes());
-    f[46] = 5 << 4;
-    f[47] = flags;
-    f[48..50].copy_from_slice(&0xffffu16.to_be_bytes());
-    for (i, b) in f[54..].iter_mut().enumerate() {
-        *b = (i * 13 + 1) as u8;
-    }
-    let mut pseudo = 0u32;
-    let rc = unsafe {
-        ofl_csum_pseudo_v4(
-            f[26..].as_ptr(),
-            f[30..].as_ptr(),
-            6,
-            (20 + payload) as u16,
-            &mut pseudo,
-        )
-    };
-    assert_eq!(rc, OK);
-    if full {
-        let mut sum = 0u32;
-        assert_eq!(
-            unsafe { ofl_csum_sum(f[34..].as_ptr(), 20 + payload, pseudo, &mut sum) },
-            OK
-        );
-        f[50..52].copy_from_slice(&ofl_csum_finish(sum).to_be_bytes());
-    } else {
-        f[50..52].copy_from_slice(&ofl_csum_fold(pseudo).to_be_bytes());
-    }
-    f
+    common::tcp4_frame(40000, seq, ip_id, payload, flags, full)
 }
 
 fn tso_vnet(mss: u16) -> ofl_vnet_hdr {
