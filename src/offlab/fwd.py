@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from . import binaries
 from .cpu import ProcessTimes, process_percent, process_times
 from .proc import stop as stop_process
 from .runscope import RUNTIME_ROOT
@@ -54,24 +55,12 @@ class FwdError(Exception):
 # --- the binary ------------------------------------------------------------------------
 
 
-WORKSPACE_BINARY = Path(__file__).resolve().parents[2] / "target" / "release" / "offlab-fwd"
+WORKSPACE_BINARY = binaries.WORKSPACE_RELEASE / "offlab-fwd"
 
 
 def find_binary(workspace: Path = WORKSPACE_BINARY) -> Path:
     """$OFFLAB_FWD, else the workspace's release build, else `offlab-fwd` on PATH."""
-    named = os.environ.get(BINARY_ENV)
-    if named:
-        path = Path(named)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise FwdError(f"${BINARY_ENV}={named} is not an executable file")
-        return path
-    if workspace.is_file():
-        return workspace
-    found = shutil.which("offlab-fwd")
-    if found:
-        return Path(found)
-    raise FwdError(f"offlab-fwd not found (looked at ${BINARY_ENV}, {workspace} and PATH); "
-                   "build it with `make build`")
+    return binaries.find("offlab-fwd", BINARY_ENV, workspace, FwdError)
 
 
 # --- configuration ---------------------------------------------------------------------

@@ -16,15 +16,13 @@ hosts/files.py, as offlab-fwd is), then run there.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import cpu
+from . import binaries, cpu
 from .proc import ProcessError
 from .records import CpuShare, TrafficSpec
 from .sockbuf import UDP_SOCKET_BUFFER
@@ -37,7 +35,7 @@ if TYPE_CHECKING:
 
 PORT = 5301
 BINARY_ENV = "OFFLAB_UDPLOAD"
-WORKSPACE_BINARY = Path(__file__).resolve().parents[2] / "target" / "release" / "offlab-udpload"
+WORKSPACE_BINARY = binaries.WORKSPACE_RELEASE / "offlab-udpload"
 GRACE_S = 5.0
 DRAIN_S = 0.05
 """After the sender ends, what is still in flight reaches the sink before it is stopped."""
@@ -50,18 +48,7 @@ class UdpLoadError(IperfError):
 
 def find_binary(workspace: Path = WORKSPACE_BINARY) -> Path:
     """$OFFLAB_UDPLOAD, else the workspace's release build, else `offlab-udpload` on PATH."""
-    named = os.environ.get(BINARY_ENV)
-    if named:
-        if not (Path(named).is_file() and os.access(named, os.X_OK)):
-            raise UdpLoadError(f"${BINARY_ENV}={named} is not an executable file")
-        return Path(named)
-    if workspace.is_file():
-        return workspace
-    found = shutil.which("offlab-udpload")
-    if found:
-        return Path(found)
-    raise UdpLoadError(f"offlab-udpload not found (looked at ${BINARY_ENV}, {workspace} and PATH); "
-                       "build it with `make build`")
+    return binaries.find("offlab-udpload", BINARY_ENV, workspace, UdpLoadError)
 
 
 _shipped: "weakref.WeakKeyDictionary[Host, Path]" = weakref.WeakKeyDictionary()
