@@ -14,7 +14,7 @@ use offlab_engine_c::allocator::thread_allocations;
 use offlab_engine_c::*;
 
 mod common;
-use common::tcp4;
+use common::{tcp4, tso_vnet};
 
 /// What the hook saw. Single-threaded (a handle is used on one thread).
 #[derive(Default)]
@@ -106,15 +106,7 @@ fn gso_params(ledger: &Ledger) -> ofl_gso_params {
 
 /// A TCP/IPv4 super-packet of `segments` × 1448 bytes and its virtio-net header.
 fn super_packet(segments: usize) -> (Vec<u8>, ofl_vnet_hdr) {
-    let vnet = ofl_vnet_hdr {
-        flags: OFL_VNET_F_NEEDS_CSUM,
-        gso_type: OFL_VNET_GSO_TCPV4,
-        hdr_len: 54,
-        gso_size: 1448,
-        csum_start: 34,
-        csum_offset: 16,
-        ..ofl_vnet_hdr::default()
-    };
+    let vnet = tso_vnet(1448);
     (tcp4(0, 0, 1448 * segments, 0x18), vnet)
 }
 

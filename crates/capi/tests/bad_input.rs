@@ -9,6 +9,7 @@ use core::ptr::{null, null_mut};
 use offlab_engine_c::*;
 
 mod common;
+use common::tso_vnet;
 
 const OK: i32 = ofl_status::OFL_OK as i32;
 const NULL: i32 = ofl_status::OFL_ERR_NULL as i32;
@@ -24,18 +25,6 @@ fn cstr(p: *const core::ffi::c_char) -> &'static str {
 /// pseudo-header sum only.
 fn tcp4(payload: usize, seq: u32, ip_id: u16, flags: u8, full: bool) -> Vec<u8> {
     common::tcp4_frame(40000, seq, ip_id, payload, flags, full)
-}
-
-fn tso_vnet(mss: u16) -> ofl_vnet_hdr {
-    ofl_vnet_hdr {
-        flags: OFL_VNET_F_NEEDS_CSUM,
-        gso_type: OFL_VNET_GSO_TCPV4,
-        hdr_len: 54,
-        gso_size: mss,
-        csum_start: 34,
-        csum_offset: 16,
-        ..ofl_vnet_hdr::default()
-    }
 }
 
 #[test]

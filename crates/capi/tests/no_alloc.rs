@@ -8,7 +8,7 @@ use offlab_engine_c::allocator::thread_allocations;
 use offlab_engine_c::*;
 
 mod common;
-use common::tcp4;
+use common::{tcp4, tso_vnet};
 
 unsafe extern "C" fn count(user: *mut c_void, merged: *const ofl_gro_merged) {
     unsafe { *(user as *mut u64) += u64::from((*merged).segments) };
@@ -20,15 +20,7 @@ fn steady_state_allocates_nothing() {
         .map(|n| tcp4((n % 8) as u16, n / 8, 1448, 0x10))
         .collect();
     let super_packet = tcp4(0, 0, 1448 * 45, 0x18);
-    let vnet = ofl_vnet_hdr {
-        flags: OFL_VNET_F_NEEDS_CSUM,
-        gso_type: OFL_VNET_GSO_TCPV4,
-        hdr_len: 54,
-        gso_size: 1448,
-        csum_start: 34,
-        csum_offset: 16,
-        ..ofl_vnet_hdr::default()
-    };
+    let vnet = tso_vnet(1448);
     let (mut gro, mut gso) = (null_mut(), null_mut());
     assert_eq!(unsafe { ofl_gro_new(null(), &mut gro) }, 0);
     assert_eq!(unsafe { ofl_gso_new(null(), &mut gso) }, 0);
