@@ -27,12 +27,26 @@ def _pair(name: str, sender: str, receiver: str) -> str:
 
 
 def test_pairs_sharing_no_host_share_a_wave(tmp_path):
-    path = tmp_path / "fleet.toml"
-    path.write_text('ssh_config = "cfg"\n' + _pair("ab", "a", "b") + _pair("cd", "c", "d") + _pair("ca", "c", "a")
-                    + _pair("ef", "e", "f"))
+    path, config = tmp_path / "fleet.toml", tmp_path / "cfg"
+    config.write_text("")
+    path.write_text(f'ssh_config = "{config}"\n' + _pair("ab", "a", "b") + _pair("cd", "c", "d")
+                    + _pair("ca", "c", "a") + _pair("ef", "e", "f"))
     fleet = load_hosts(path)
     assert [[p.name for p in wave] for wave in fleet.waves()] == [["ab", "cd", "ef"], ["ca"]]
-    assert fleet.pair("cd").hosts.hosts["sender"].ssh == "c" and fleet.pair("cd").hosts.ssh_config == "cfg"
+    assert fleet.pair("cd").hosts.hosts["sender"].ssh == "c" and fleet.pair("cd").hosts.ssh_config == str(config)
+
+
+@pytest.mark.parametrize("fleet", [False, True])
+def test_an_ssh_config_others_could_write_is_refused_for_one_pair_and_for_a_fleet(tmp_path, fleet):
+    path, config = tmp_path / "hosts.toml", tmp_path / "cfg"
+    config.write_text("")
+    config.chmod(0o666)
+    pair = _pair("ab", "a", "b")
+    if not fleet:
+        pair = pair.replace("[[pair]]\nname = \"ab\"\n", "").replace("pair.", "")
+    path.write_text(f'ssh_config = "{config}"\n' + pair)
+    with pytest.raises(HostsFileError, match="writable by others"):
+        load_hosts(path)
 
 
 def test_a_plain_hosts_file_is_still_one_pair(tmp_path):

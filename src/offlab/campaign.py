@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -82,16 +81,13 @@ class Fleet:
 
 def load_hosts(path: str | Path) -> HostsFile | Fleet:
     """A hosts file (one pair) or a fleet file (`[[pair]]` tables)."""
-    path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HostsFileError(f"{path}: no such hosts file; write one as docs/real-hosts.md shows") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise HostsFileError(f"{path}: not a TOML file ({err}); see docs/real-hosts.md") from None
+    doc = hostsfile.read_document(path)
     if "pair" not in doc:
-        return hostsfile.parse(doc, str(path))
-    return parse_fleet(doc, str(path))
+        return hostsfile.checked(hostsfile.parse(doc, str(path)), str(path))
+    fleet = parse_fleet(doc, str(path))
+    for pair in fleet.pairs:
+        hostsfile.checked(pair.hosts, str(path))
+    return fleet
 
 
 def parse_fleet(doc: dict[str, Any], source: str) -> Fleet:

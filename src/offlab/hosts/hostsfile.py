@@ -159,18 +159,27 @@ class HostsFile:
 
 
 def load(path: str | Path) -> HostsFile:
+    return checked(parse(read_document(path), str(path)), str(path))
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A hosts (or fleet) file's TOML, or one line saying why it cannot be read."""
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise HostsFileError(f"{path}: no such hosts file; write one as docs/real-hosts.md shows") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise HostsFileError(f"{path}: not a TOML file ({err}); see docs/real-hosts.md") from None
-    found = parse(doc, str(path))
+
+
+def checked(found: HostsFile, source: str) -> HostsFile:
+    """`found`, once its ssh_config (if any) is one only root or the user ssh runs as can
+    write: what the file's parse cannot see."""
     if found.ssh_config is not None:
         sudo_user = os.environ.get("SUDO_USER")
         runs_as = pwd.getpwnam(sudo_user).pw_uid if sudo_user and os.geteuid() == 0 else None
-        check_ssh_config(found.ssh_config, str(path), runs_as)
+        check_ssh_config(found.ssh_config, source, runs_as)
     return found
 
 
