@@ -94,3 +94,65 @@ def test_own_process_times_are_readable():
     import os
     from offlab.cpu import process_times
     assert process_times(os.getpid()) is not None
+
+
+# --- the window's own clock, steal apart, per-task nanoseconds ----------------------------
+
+def _clocked(text: str, uptime: float):
+    from dataclasses import replace
+    return replace(parse_proc_stat(text), uptime_s=uptime)
+
+
+def test_a_paced_run_that_sleeps_across_ticks_reads_busy_from_the_measured_idle():
+    # Recorded on this 2-core VM (tick accounting, tickless idle): over a 0.7 s window
+    # the core's idle advanced 52 (measured, 10 ms units) while only 1 busy tick was
+    # sampled. Normalised by the ticks' sum the core read 98 % idle; by the window's
+    # clock it was 26 % busy, as the task's own clock said.
+    before = _clocked("cpu0 1000 0 500 9000 10 0 20 3\n", 100.00)
+    after = _clocked("cpu0 1000 0 501 9052 10 0 20 3\n", 100.70)
+    (share,) = shares_between(before, after)
+    assert share.busy == pytest.approx(100 - 100 * 52 / 70)
+    assert share.percent["sys"] == pytest.approx(share.busy)
+    assert sum(share.percent.values()) == pytest.approx(100.0)
+
+
+def test_steal_is_shown_apart_and_never_busy():
+    before = _clocked("cpu0 0 0 0 0 0 0 0 0\n", 10.0)
+    after = _clocked("cpu0 30 0 10 40 0 0 0 20\n", 11.0)
+    (share,) = shares_between(before, after)
+    assert share.percent["steal"] == pytest.approx(20.0)
+    assert share.busy == pytest.approx(40.0)
+    assert share.percent["usr"] == pytest.approx(30.0) and share.percent["sys"] == pytest.approx(10.0)
+
+
+def test_busy_split_error_shrinks_with_the_window():
+    from offlab.cpu import busy_split_error
+    short = busy_split_error(20.0, 50.0, 0.7, 250)
+    long = busy_split_error(20.0, 50.0, 5.0, 250)
+    assert long < short and long == pytest.approx(50.0 * (0.4 * 0.6 / (0.5 * 5.0 * 250)) ** 0.5)
+
+
+def test_schedstat_first_field_is_nanoseconds_on_cpu():
+    from offlab.cpu import ProcStatError as Bad, parse_schedstat
+    assert parse_schedstat("123456789 4000 17\n") == 123456789
+    with pytest.raises(Bad, match="schedstat"):
+        parse_schedstat("x y\n")
+
+
+def test_this_process_task_clock_moves_in_nanoseconds():
+    import os
+    from offlab.cpu import task_ns
+    first = task_ns(os.getpid())
+    sum(i * i for i in range(200000))
+    second = task_ns(os.getpid())
+    assert first is not None and second is not None and second > first
+
+
+def test_a_role_whose_tasks_used_more_than_its_core_had_is_refused():
+    from offlab.cpu import refused_roles, refusals
+    # Recorded: the receiver's iperf3 and its NAPI thread read 134 % of the one core
+    # they were pinned to (a pinning that did not hold).
+    refused = refused_roles({"sender": 71.0, "receiver": 134.0}, {"sender": 1, "receiver": 1})
+    assert refused == {"receiver": 134.0}
+    assert refusals({"cpu_refused.receiver": 134.0, "role_tasks_pct.sender": 71.0}) == {"receiver": 134.0}
+    assert refused_roles({"receiver": 101.5}, {"receiver": 1}) == {}  # within the read skew

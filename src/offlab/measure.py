@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Mapping
 
 from . import capacity, cpu, foreign, latency, udpload
+from .counters import delta as counters_delta, parse_dev
 from .records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from .hosts import Host
 from .topology import Topology
@@ -96,11 +97,13 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
             before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
             others_before = foreign.snapshot(context.own_cgroup)
             apps_before, threads_before, inner_before = _app_times(apps), _thread_times(threads), _cpu(inner)
+            tasks_before, devices_before = _task_ns(apps), _devices(topology)
             threads_before.update(_remote_thread_times(remote_threads))
             _sleep_until(start + spec.warmup_s + spec.duration_s)
             after, closed = _cpu(machines), time.monotonic()
             others_after = foreign.snapshot(context.own_cgroup)
             apps_after, threads_after, inner_after = _app_times(apps), _thread_times(threads), _cpu(inner)
+            tasks_after, devices_after = _task_ns(apps), _devices(topology)
             threads_after.update(_remote_thread_times(remote_threads))
         try:
             out, err = client.communicate(timeout=CLIENT_GRACE_S)
@@ -129,6 +132,8 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         "other_busy_pct": busy,
         **{f"other_top_{n}_pct": pct for n, (_, pct) in enumerate(top[:1])},
         **_app_counters(apps_before, apps_after, closed - opened),
+        **_task_counters(topology, tasks_before, tasks_after, closed - opened),
+        **{f"{WINDOW_DEVICE_PREFIX}{name}": grown for name, grown in counters_delta(devices_before, devices_after).items()},
         **_app_counters(threads_before, threads_after, closed - opened),
         **_inner_cpu_counters(inner_before, inner_after),
         **result.counters,  # per-direction rates of a bidirectional test
@@ -283,6 +288,56 @@ def _labelled(label: str, before: cpu.CpuTimes, after: cpu.CpuTimes) -> list[Cpu
 def _app_times(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, cpu.ProcessTimes | None]:
     """The processes' times, each read on its own host (NAPI threads: on this machine)."""
     return {role: cpu.process_times(pid, host) if pid else None for role, (pid, host) in apps.items()}
+
+
+WINDOW_DEVICE_PREFIX = "window:"
+"""Sample counters "window:<host>:dev.<device>.<column>": a device's packets and bytes
+over the measured window alone (the runner's "<host>:dev…" span the whole test)."""
+DEVICE_COLUMNS = ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
+
+
+def _devices(topology: Topology) -> dict[str, int]:
+    """Packets and bytes of every device of the two endpoints' hosts (/proc/net/dev)."""
+    found: dict[str, int] = {}
+    for host in {e.host.name: e.host for e in (topology.sender, topology.receiver)}.values():
+        text = host.run(["cat", "/proc/net/dev"], timeout=10.0).stdout
+        found.update({f"{host.name}:{name}": value for name, value in parse_dev(text.splitlines()).items()
+                      if name.endswith(DEVICE_COLUMNS)})
+    return found
+
+
+def _task_ns(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, int | None]:
+    """Each process's time on CPU by the scheduler's nanosecond clock, every thread."""
+    return {label: cpu.task_ns(pid, host) if pid else None for label, (pid, host) in apps.items()}
+
+
+def _task_counters(topology: Topology, before: Mapping[str, int | None], after: Mapping[str, int | None],
+                   window_s: float) -> dict[str, float]:
+    """Per process "<label>_ns_pct" (% of one core, ns clock); per role the sum over the
+    tasks pinned to its core ("role_tasks_pct.<role>"); and "cpu_refused.<role>" when
+    that sum exceeds what the core had over the window (the sample's CPU is then refused)."""
+    sender, receiver = topology.sender, topology.receiver
+    where = {"sender_app": (sender.host.machine, sender.core), "receiver_app": (receiver.host.machine, receiver.core)}
+    counters: dict[str, float] = {}
+    on_core: dict[tuple[str, int], float] = {}
+    for label, start in before.items():
+        percent = cpu.task_percent(start, after.get(label), window_s)
+        if percent is None:
+            continue
+        counters[f"{label}_ns_pct"] = percent
+        # NAPI threads ("napi_core<N>") are this machine's kernel threads, pinned to core N.
+        home = where.get(label) or ("local", int(label.removeprefix("napi_core")))
+        on_core[home] = on_core.get(home, 0.0) + percent
+    located = {"sender": where["sender_app"], "receiver": where["receiver_app"]}
+    role_tasks = {}
+    for role, core in topology.roles.items():
+        home = located.get(role, (sender.host.machine, core))
+        if home in on_core:
+            role_tasks[role] = on_core[home]
+    counters.update({f"{cpu.ROLE_TASKS_PREFIX}{role}": used for role, used in role_tasks.items()})
+    refused = cpu.refused_roles(role_tasks, {role: 1 for role in role_tasks})
+    counters.update({f"{cpu.REFUSED_PREFIX}{role}": used for role, used in refused.items()})
+    return counters
 
 
 def _app_counters(before: Mapping[str, cpu.ProcessTimes | None],

@@ -249,7 +249,10 @@ class CpuShare:
 
     @property
     def busy(self) -> float:
-        return 100.0 - self.percent.get("idle", 0.0) - self.percent.get("iowait", 0.0)
+        """Time the core worked for this machine: steal (the hypervisor ran someone
+        else) is shown apart and never counted as busy."""
+        return max(0.0, 100.0 - self.percent.get("idle", 0.0) - self.percent.get("iowait", 0.0)
+                   - self.percent.get("steal", 0.0))
 
 
 @dataclass(frozen=True)

@@ -236,8 +236,32 @@ class CpuWindowOff:
                 "the run a longer --duration, or run with fewer other programs on the hosts")
 
 
+@dataclass(frozen=True)
+class CpuRefused:
+    """Samples whose role's pinned tasks used more CPU than the role's core had."""
+
+    case_key: str
+    role: str
+    percent: float
+    """The most any refused sample's tasks of this role used, % of one core."""
+    samples: int
+    of: int
+
+    @property
+    def message(self) -> str:
+        return (f"{self.case_key}: the {self.role}'s pinned tasks used {self.percent:.0f} % of its one "
+                f"core in {self.samples} of {self.of} samples (more than the core had); those "
+                "samples' CPU is refused")
+
+    @property
+    def advice(self) -> str:
+        return ("a task ran off the core it was pinned to, or a clock cannot be trusted: check the "
+                "role's pinning (taskset -p on the iperf3 processes) before reading its CPU")
+
+
 LabWarning = Union[
     CpuWindowOff,
+    CpuRefused,
     HighVariation,
     Outliers,
     CpuSaturated,

@@ -9,9 +9,10 @@ from ..adaptive import Adaptive, rule_of
 from ..records import FeatureState
 from ..stats import Summary, runs_needed
 from ..store import RunResults
-from ..cpu import NOMINAL, windows_off
+from ..cpu import NOMINAL, refusals, windows_off
 from ..warnings import (
     CascadedFeature,
+    CpuRefused,
     CpuWindowOff,
     CpuSaturated,
     HighVariation,
@@ -40,6 +41,7 @@ def find_warnings(
         found.extend(_noise(key, row, thresholds))
         found.extend(_saturation(key, row, thresholds))
         found.extend(_windows(key, row))
+        found.extend(_refused(key, row))
         found.extend(_offload_requests(key, row))
         if row.loss_percent is not None and row.case.traffic.protocol == "udp":
             if row.loss_percent.mean > thresholds.loss_percent:
@@ -120,6 +122,16 @@ def _windows(key: str, row: ProfileRow) -> Iterator[CpuWindowOff]:
     for where, found in off.items():
         seconds, nominal = max(found, key=lambda pair: abs(pair[0] - pair[1]))
         yield CpuWindowOff(key, where, seconds, nominal, len(found), len(row.samples))
+
+
+def _refused(key: str, row: ProfileRow) -> Iterator[CpuRefused]:
+    """Per role, the samples whose CPU was refused (cpu.refused_roles) and the worst."""
+    used: dict[str, list[float]] = {}
+    for sample in row.samples:
+        for role, percent in refusals(sample.counters).items():
+            used.setdefault(role, []).append(percent)
+    for role, found in used.items():
+        yield CpuRefused(key, role, max(found), len(found), len(row.samples))
 
 
 def _saturation(key: str, row: ProfileRow, thresholds: Thresholds) -> Iterator[CpuSaturated]:

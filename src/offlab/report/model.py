@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..cpu import windows_off
+from ..cpu import refusals, windows_off
 from ..offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..stats import RelativeChange, Summary, relative_change, summary
@@ -152,9 +152,11 @@ def build_rows(results: RunResults) -> dict[str, ProfileRow]:
 
 
 def cpu_timed(sample: Sample) -> bool:
-    """Whether the sample's CPU windows all match its measured window (cpu.py): a sample
-    whose window is off by more than 5 % on any host is left out of CPU figures."""
-    return not windows_off(sample.counters, sample.duration_s)
+    """Whether the sample's CPU can be used: its CPU windows all match its measured
+    window (a window off by more than 5 % on any host leaves it out of CPU figures), and
+    no role's pinned tasks used more CPU than the role's core had (cpu.refusals: a clock
+    or a pinning that cannot be trusted refuses the sample's CPU)."""
+    return not windows_off(sample.counters, sample.duration_s) and not refusals(sample.counters)
 
 
 def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:

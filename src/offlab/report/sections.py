@@ -20,6 +20,7 @@ WARNING_TITLES = {
     "Outliers": "Outlier repetitions",
     "CpuSaturated": "CPU saturated",
     "CpuWindowOff": "CPU windows that do not match the measured window",
+    "CpuRefused": "CPU refused: tasks over their core",
     "OffloadNotAsRequested": "Offload state differs from the request",
     "CascadedFeature": "Features changed as a side effect",
     "UdpLossHigh": "UDP loss (overloaded cases)",
