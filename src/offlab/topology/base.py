@@ -244,6 +244,10 @@ class Topology:
         present only while GRO is on) is made a kernel thread and pinned there by
         `pin_napi_threads` after every offload change."""
         self._napi_homes.append((host, device, core))
+        self.rps(host, device, core)
+
+    def rps(self, host: Host, device: str, core: int) -> None:
+        """The protocol stack of what `device` receives on `core` (RPS)."""
         # Inside the namespace /sys shows its own devices; only the queues in use
         # (real_num_rx_queues) appear there.
         queues_dir = f"/sys/class/net/{device}/queues"

@@ -117,6 +117,7 @@ class Tunnel(Bare):
             Interface("tx", self.tx, TX_TUNNEL, self._sender_pinned()),
             Interface("tx", self.tx, TX_DEV, self._sender_pinned(underlay=True)),
             Interface("rx", self.rx, RX_TUNNEL), Interface("rx", self.rx, RX_DEV),
+            *self.wire_interfaces(),
         ]
 
 

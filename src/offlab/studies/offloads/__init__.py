@@ -2,30 +2,39 @@
 receiver over bare links and VXLAN. Its report is the pipeline's own per-group tables
 and recommendations, so it adds no section of its own.
 
-Plan key `receiver_wire = "mtu"`: the receiver's profiles are measured on a topology
-whose wire carries MTU-sized frames (topology parameter `wire`, see topology/bare.py),
-as from a NIC pair, while the transmitter's keep veth's own wire: a receiver offload
-has something to work on only if the frames arrive as a NIC delivers them. The two
-wires are two topology variants ("bare" and "bare-mtu-wire"), each with its own all-on
-baseline.
+Every sequence runs on a wire that delivers MTU-sized frames to the receiver, as a NIC
+pair does (topology parameter `wire`, see topology/bare.py): veth's own wire hands the
+receiver the sender's 64 KiB super-packets and flips its receive path (NAPI/GRO or
+not) with the sender's TSO, so a transmitter effect measured there is a veth property.
+
+* The transmitter's profiles run on the "nic" wire (plan key `transmitter_wire`,
+  default "nic"): the sender keeps what its profile asks and a wire namespace segments
+  before the receiver. `transmitter_wire = "veth-superpackets"` measures on veth's own
+  wire instead, as a variant named for it ("bare-veth-superpackets").
+* Plan key `receiver_wire = "mtu"`: the receiver's profiles run on the "mtu" wire (the
+  sender's segmentation offloads held off), a second topology variant
+  ("bare-mtu-wire") with its own all-on baseline.
 """
 
 from __future__ import annotations
 
-from ...records import CaseSpec
+from ...records import CaseSpec, Params
 from ...topology import TUNNEL_FEATURES
 from .. import PlanCheck, Profile, Study, Variant
 from .plan import SEQUENCES, custom_profiles, profile_protocols, sequence_profiles
 
 WIRE_SCENARIOS = ("bare", "vxlan", "geneve", "gre", "gretap", "ipip", "sit")
 RECEIVER_SEQUENCES = ("rx", "rx-single", "rx-all-off")
+NIC_WIRE = "nic"
+VETH_WIRE = "veth-superpackets"
 
 
 class OffloadsStudy(Study):
     name = "offloads"
-    keys = frozenset({"sequences", "profiles", "receiver_wire"})
+    keys = frozenset({"sequences", "profiles", "receiver_wire", "transmitter_wire"})
 
     def scenarios(self, check: PlanCheck, variants: list[Variant]) -> list[Variant]:
+        variants = [self._transmitter_variant(check, v) for v in variants]
         if self._receiver_wire(check) is None:
             return variants
         sequences = check.choices("sequences", list(SEQUENCES), default=[])
@@ -37,8 +46,21 @@ class OffloadsStudy(Study):
                                                   f"use it with {' or '.join(WIRE_SCENARIOS)}")
             if not receiver_only:
                 out.append(variant)
-            out.append(Variant(variant.scenario, variant.topology.with_(wire="mtu"), f"{variant.name}-mtu-wire"))
+            base = Params({k: v for k, v in variant.topology.items() if k != "wire"})
+            name = variant.name.removesuffix(f"-{VETH_WIRE}")
+            out.append(Variant(variant.scenario, base.with_(wire="mtu"), f"{name}-mtu-wire"))
         return out
+
+    def _transmitter_variant(self, check: PlanCheck, variant: Variant) -> Variant:
+        """The variant the transmitter's (and the shared) profiles run on: its wire."""
+        wire = check.doc.get("transmitter_wire", NIC_WIRE)
+        if wire not in (NIC_WIRE, VETH_WIRE):
+            raise check.fail("transmitter_wire", f"{wire!r} is not known; use \"{NIC_WIRE}\" (MTU frames "
+                                                 f"cut by a wire, as from a NIC) or \"{VETH_WIRE}\"")
+        if variant.scenario not in WIRE_SCENARIOS or "wire" in variant.topology:
+            return variant
+        name = variant.name if wire == NIC_WIRE else f"{variant.name}-{VETH_WIRE}"
+        return Variant(variant.scenario, variant.topology.with_(wire=wire), name)
 
     def profiles(self, check: PlanCheck, variant: Variant) -> list[Profile]:
         sequences = check.choices("sequences", list(SEQUENCES), default=[])
