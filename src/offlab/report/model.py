@@ -45,7 +45,9 @@ class RoleCpu:
 
     @property
     def busy(self) -> float:
-        return 100.0 - self.classes["idle"].mean - self.classes["iowait"].mean
+        """Steal is the hypervisor's, never this core's work."""
+        return (100.0 - self.classes["idle"].mean - self.classes["iowait"].mean
+                - self.classes["steal"].mean)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..stats import RelativeChange, Summary
+from ..stats import RelativeChange, Summary, summary
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change
 from .states import display_name
 from .drops import drops_cell, drops_where_none_belong, retrans_cell
 from .validity import overloaded
+from .wire_view import packet_cells, receive_path
 
 RESULTS_NOTE = (
     "Throughput is the receiver's goodput; ± is the standard deviation over runs, the 95% CI "
@@ -87,7 +88,8 @@ def throughput_table(group: CaseGroup) -> Table:
         "Profile", "Offloads off", "n", f"Throughput ({unit}) mean ± std (CV%)", "95% CI",
         "All on vs this", f"Sent ({unit})" if udp else "Retransmits (% of segments)",
         "Loss %" if udp else "CPU % (all cores)", "CPU % per Gbps", "CPU/Gbps: all on vs this",
-        "Path drops / sample",
+        "Path drops / sample", "Packets/s sender · receiver", "Bytes/packet sender · receiver",
+        "Receive path",
     )
     rows = []
     for row in group.rows:
@@ -106,6 +108,8 @@ def throughput_table(group: CaseGroup) -> Table:
             "—" if flagged else mean_std(row.cpu_per_gbps),
             "—" if flagged else versus(row.vs_baseline_cpu),
             drops_cell(row),
+            *packet_cells(row),
+            receive_path(row),
         ))
     return Table(header, tuple(rows), align_left=2)
 
@@ -134,10 +138,21 @@ def cpu_table(group: CaseGroup) -> Table:
                 role = next((r for r in row.roles if r.role == role_name), None)
                 cells.append(mean_std(role.classes[cls], decimals=1) if role else "–")
             body.append((f"CPU {role_name} %{cls}", *cells))
+    for role_name in roles:
+        tasks = [_tasks(row, role_name) for row in group.rows]
+        if any(tasks):  # runs from before the task clock have none
+            body.append((f"CPU {role_name} tasks % (ns clock)", *(mean_std(t, decimals=1) for t in tasks)))
     body.append(("CPU total % (all cores)",
                  *(mean_std(row.cpu_total, decimals=1) for row in group.rows)))
     body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
     return Table(header, tuple(body), align_left=1)
+
+
+def _tasks(row: ProfileRow, role: str) -> Summary | None:
+    """The role's pinned tasks (its application, its NAPI thread) by the scheduler's
+    nanosecond clock, over the CPU-timed samples."""
+    values = [s.counters[f"role_tasks_pct.{role}"] for s in row.samples if f"role_tasks_pct.{role}" in s.counters]
+    return summary(values) if values else None
 
 
 def offload_matrix(rows: list[ProfileRow]) -> Table:
