@@ -53,13 +53,15 @@ def duration_text(seconds: float) -> str:
 
 def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, int] | None = None) -> Estimate:
     """Expected wall time: each sample's warm-up + duration + overhead, each topology's
-    build; adaptive runs counted at their maximum (the ceiling is what a user must plan for)."""
-    runs = settings.max_runs if settings.ci_target is not None and settings.max_runs else settings.repetitions
+    build; adaptive runs counted at their maximum (the ceiling is what a user must plan
+    for). Capacity searches and paced (service-demand) runs never repeat past `runs`."""
+    most = settings.max_runs if settings.ci_target is not None and settings.max_runs else settings.repetitions
     done = done or {}
     samples, seconds = 0, 0.0
     topologies = set()
     for case in cases:
-        left = max(0, runs - done.get(case.key, 0))
+        fixed = case.traffic.mode == "capacity" or case.traffic.service_demand is not None
+        left = max(0, (settings.repetitions if fixed else most) - done.get(case.key, 0))
         if not left:
             continue
         samples += left
