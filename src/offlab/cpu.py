@@ -99,6 +99,11 @@ def shares_between(before: CpuTimes, after: CpuTimes) -> tuple[CpuShare, ...]:
     return tuple(shares)
 
 
+TICK_HZ = "cpu_tick_hz"
+"""Sample counter: the tick rate that sampled the busy split (CONFIG_HZ, or 100)."""
+SPLIT_ERROR_TARGET = 0.02
+"""A tick-sampled class is stated with its sampling error; under 2 % of the figure it
+resolves the window."""
 MEASURED = ("idle", "iowait", "steal")
 """/proc/stat classes that are measured time, not tick samples (tickless idle; steal)."""
 BUSY_CLASSES = ("usr", "nice", "sys", "irq", "soft")

@@ -28,6 +28,8 @@ from .topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
                       wait_for_data_connection)
 
+_HZ = float(cpu.kernel_hz())
+"""This machine's tick rate: how finely the busy time's split (usr/sys/soft) is sampled."""
 START_TIMEOUT_S = 2.0
 """How long to watch for the client's data connection before timing from its launch."""
 CLIENT_GRACE_S = 10.0
@@ -123,6 +125,7 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
     counters = {
         "cpu_window_s": closed - opened,
         cpu.NOMINAL: spec.duration_s,
+        cpu.TICK_HZ: _HZ,
         **({"offered_bps": spec.rate_bps} if spec.rate_bps else {}),
         **{f"{cpu.WINDOW_PREFIX}{label or 'local'}": cpu.window_seconds(before[label], after[label])
            for label in before},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cpu import SPLIT_ERROR_TARGET, TICK_HZ, busy_split_error
 from ..stats import RelativeChange, Summary, summary
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change
@@ -136,7 +137,7 @@ def cpu_table(group: CaseGroup) -> Table:
             cells = []
             for row in group.rows:
                 role = next((r for r in row.roles if r.role == role_name), None)
-                cells.append(mean_std(role.classes[cls], decimals=1) if role else "–")
+                cells.append(_class_cell(row, role, cls) if role else "–")
             body.append((f"CPU {role_name} %{cls}", *cells))
     for role_name in roles:
         tasks = [_tasks(row, role_name) for row in group.rows]
@@ -146,6 +147,19 @@ def cpu_table(group: CaseGroup) -> Table:
                  *(mean_std(row.cpu_total, decimals=1) for row in group.rows)))
     body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
     return Table(header, tuple(body), align_left=1)
+
+
+def _class_cell(row: ProfileRow, role, cls: str) -> str:
+    """mean±std; for the tick-sampled softirq and irq, the sampling error beside it
+    ("±e tick", one standard error over one window) when it is 2 % of the figure or more."""
+    cell = mean_std(role.classes[cls], decimals=1)
+    hz = next((s.counters[TICK_HZ] for s in row.samples if TICK_HZ in s.counters), None)
+    share = role.classes[cls].mean
+    if cls not in ("soft", "irq") or hz is None or share <= 0:
+        return cell
+    window = summary([s.counters.get("cpu_window_s", s.duration_s) for s in row.samples]).mean
+    error = busy_split_error(share, role.busy, window, int(hz))
+    return cell + (f" (±{error:.1f} tick)" if error >= SPLIT_ERROR_TARGET * share else "")
 
 
 def _tasks(row: ProfileRow, role: str) -> Summary | None:
