@@ -229,7 +229,7 @@ def test_a_capacity_search_runs_the_rules_minimum_whatever_its_spread(monkeypatc
 
 
 def test_paced_cases_run_after_their_saturated_siblings_at_a_fraction_of_the_slowest(monkeypatch):
-    text = GOOD + "\n[service_demand]\npercent = 80\nduration = 0.7\nwarmup = 0.3\n"
+    text = GOOD + "\n[service_demand]\npercent = 80\nduration = 5.7\nwarmup = 0.3\n"
     cases = _cases(text)
     paced = [c for c in cases if c.traffic.service_demand]
     assert [c.traffic.label for c in paced] == ["tcp-sd80"] * 3 and paced[0].traffic.rate_bps is None

@@ -68,14 +68,17 @@ def test_paced_tcp_is_iperf3_with_a_rate_and_the_plan_table_is_checked():
     assert args[args.index("-b") + 1] == "9600000000" and "-u" not in args
     assert "-b" not in client_args(TrafficSpec("tcp", 1.5, warmup_s=0.5), "10.0.0.2", 0)
     base = 'name = "t"\nruns = 3\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\nmtus = [1500]\nsequences = ["tx"]\n'
-    found = plan.parse(base + 'traffic = ["tcp", "udp1472"]\n[service_demand]\npercent = 80\nduration = 0.7\nwarmup = 0.3\n', "t.toml")
+    found = plan.parse(base + 'traffic = ["tcp", "udp1472"]\n[service_demand]\npercent = 80\nduration = 5.7\nwarmup = 0.3\n', "t.toml")
     paced = [c for c in found.cases if c.traffic.service_demand]
     assert len(paced) == 4 and {c.traffic.label for c in paced} == {"tcp-sd80"}
-    assert paced[0].traffic.duration_s == 0.7 and not paced[0].traffic.latency_probe
+    assert paced[0].traffic.duration_s == 5.7 and not paced[0].traffic.latency_probe
+    # a paced run exists for its CPU figure: shorter than 5 s its clock cannot resolve it (issue 37)
+    with pytest.raises(plan.PlanError, match=r"'service_demand.duration': 0.7 must be at least 5"):
+        plan.parse(base + 'traffic = ["tcp"]\n[service_demand]\npercent = 80\nduration = 0.7\nwarmup = 0.3\n', "t.toml")
     with pytest.raises(plan.PlanError, match=r"'service_demand.percent': 120 must be at most 95"):
         plan.parse(base + 'traffic = ["tcp"]\n[service_demand]\npercent = 120\n', "t.toml")
     with pytest.raises(plan.PlanError, match=r"iperf3 runs whole seconds"):
-        plan.parse(base + 'traffic = ["tcp"]\n[service_demand]\npercent = 80\nduration = 0.6\n', "t.toml")
+        plan.parse(base + 'traffic = ["tcp"]\n[service_demand]\npercent = 80\nduration = 5.6\n', "t.toml")
     with pytest.raises(plan.PlanError, match=r"'service_demand.rate': unknown key"):
         plan.parse(base + 'traffic = ["tcp"]\n[service_demand]\nrate = 80\n', "t.toml")
     with pytest.raises(plan.PlanError, match=r"paces TCP streams"):

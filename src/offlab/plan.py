@@ -237,6 +237,11 @@ def _traffic_options(check: "_Checker", name: str) -> dict[str, Any]:
 SERVICE_DEMAND_KEYS = {"percent", "duration", "warmup"}
 
 
+MIN_PACED_S = 5.0
+"""A paced run's shortest window: its CPU per Gbit/s is the figure it exists for, and the
+tick-sampled part of CPU time (softirq, irq) needs seconds to be worth stating."""
+
+
 def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[TrafficSpec]:
     """`[service_demand]` (percent, duration, warmup): each TCP stream also paced at
     `percent` of the slowest saturated profile's throughput in its topology (the runner
@@ -253,7 +258,8 @@ def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[Traff
     paced = [spec for spec in traffic if spec.protocol == "tcp" and spec.mode == "stream"]
     if not paced:
         raise check.fail(where, "paces TCP streams; add \"tcp\" to traffic or remove it")
-    duration = sub.number(f"{where}.duration", above=0, at_most=MAX_DURATION_S, default=paced[0].duration_s)
+    duration = sub.number(f"{where}.duration", at_least=MIN_PACED_S, at_most=MAX_DURATION_S,
+                          default=max(MIN_PACED_S, paced[0].duration_s))
     warmup = sub.number(f"{where}.warmup", at_least=0, at_most=MAX_WARMUP_S, default=paced[0].warmup_s)
     _check_warmup(warmup, f"{check.source}: key '{where}.warmup'")
     _check_total(warmup, duration, f"{check.source}: keys '{where}.warmup' + '{where}.duration'")
