@@ -27,12 +27,21 @@ SCENARIOS = {
                "AF_PACKET port on a veth leading to the receiving namespace",
 }
 WIRES = {
-    "mtu": "the wire carries MTU-sized frames: the sender's super-packets are segmented in "
-           "software before they reach the receiver's device, on a core of their own, as a "
-           "NIC pair would deliver them — the same for every receiver profile",
+    "mtu": "the wire carries MTU-sized frames: the sender's segmentation offloads are held off, "
+           "so its stack segments each super-packet in software (GSO, on the sender's core) "
+           "before the receiver's device, as a NIC pair would deliver them — the same for every "
+           "receiver profile",
+    "nic": "the wire carries MTU-sized frames: the sender keeps its profile's offloads and a wire "
+           "namespace between the hosts (a bridge whose device towards the receiver has no TSO) "
+           "cuts its super-packets to MTU frames where a NIC would, on the receiver's core; the "
+           "receiver's device gets frames from a device without TSO, so its receive path "
+           "(NAPI + GRO while its GRO is on) is the same in every transmitter profile",
     None: "the wire carries the sender's super-packets whole (veth passes 64 KiB TSO/GSO "
-          "packets through), so the receiver's GRO has nothing to merge",
+          "packets through, and takes its NAPI/GRO receive path only when the sender's TSO is "
+          "off), so the receiver's path flips with the sender's TSO: transmitter effects here "
+          "are veth properties",
 }
+WIRES["veth-superpackets"] = WIRES[None]
 CORES = ("{steering}; the sender's application runs on core 0 and the receiver's on core 1 "
          "unless the layout says otherwise (the CPU tables name each role's core)")
 

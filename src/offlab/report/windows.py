@@ -17,12 +17,15 @@ if TYPE_CHECKING:
     from .model import ProfileRow
 
 INTRO = ("Each machine's CPU window is measured by its own clock (/proc/uptime, read with "
-         "/proc/stat at both snapshots), never assumed: a window off the nominal "
-         f"measured window by more than {WINDOW_TOLERANCE:.0%}, or an iperf3 measured window "
-         "off it, leaves the sample out of every CPU figure (with a warning). The last "
-         "columns set the lab's per-process CPU of the iperf3 client and server (% of one "
-         "core, over the window) beside iperf3's own cpu_utilization_percent (over the whole "
-         "test, warm-up included), as a cross-check.")
+         "/proc/stat at both snapshots), never assumed: a core's busy time is that window less "
+         "its measured idle, iowait and steal (steal is never busy), and only the split of busy "
+         "time between classes is tick-sampled. A window off the nominal measured window by more "
+         f"than {WINDOW_TOLERANCE:.0%}, or an iperf3 measured window off it, leaves the sample out "
+         "of every CPU figure (with a warning), and so does a role whose pinned tasks used more "
+         "CPU than its core had (the scheduler's ns clock; \"CPU refused\"). The last columns set "
+         "the iperf3 client's and server's CPU by the ns clock (% of one core, over the window) "
+         "beside iperf3's own cpu_utilization_percent (over the whole test, warm-up included), "
+         "as a cross-check.")
 
 
 def _values(row: "ProfileRow", name: str) -> list[float]:
@@ -30,6 +33,9 @@ def _values(row: "ProfileRow", name: str) -> list[float]:
 
 
 def _app(row: "ProfileRow", role: str) -> str:
+    clocked = _values(row, f"{role}_app_ns_pct")
+    if clocked:
+        return mean_std(summary(clocked), decimals=0)
     usr, sys = _values(row, f"{role}_app_usr_pct"), _values(row, f"{role}_app_sys_pct")
     return mean_std(summary([u + s for u, s in zip(usr, sys)]), decimals=0) if usr and len(usr) == len(sys) else "–"
 
@@ -45,7 +51,7 @@ def window_sections(rows: Sequence["ProfileRow"]) -> list:
                            if name.startswith(WINDOW_PREFIX)})
         windows = "; ".join(f"{m} {mean_std(summary(_values(row, WINDOW_PREFIX + m)), decimals=2)}"
                             for m in machines)
-        left_out = sum(1 for s in row.samples if not cpu_timed(s))
+        left_out = sum(1 for s in row.samples if not cpu_timed(s))  # window off, or refused
         body.append((
             row.case.key, f"{nominal[0]:g}", windows or "–",
             mean_std(summary([s.duration_s for s in row.samples]), decimals=2),
