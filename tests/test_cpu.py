@@ -156,3 +156,20 @@ def test_a_role_whose_tasks_used_more_than_its_core_had_is_refused():
     assert refused == {"receiver": 134.0}
     assert refusals({"cpu_refused.receiver": 134.0, "role_tasks_pct.sender": 71.0}) == {"receiver": 134.0}
     assert refused_roles({"receiver": 101.5}, {"receiver": 1}) == {}  # within the read skew
+
+
+def test_role_tasks_sum_what_is_pinned_to_the_roles_core_and_refuse_beyond_it():
+    from types import SimpleNamespace as NS
+    from offlab.measure import _task_counters
+    local = NS(machine="local")
+    topo = NS(sender=NS(host=local, core=0), receiver=NS(host=local, core=1),
+              roles={"sender": 0, "receiver": 1})
+    # Recorded over a 5 s window: the client 3.1 s on CPU, the server 2.9 s and the
+    # receiver's NAPI thread 2.6 s — 110 % of the receiver's one core: refused.
+    before = {"sender_app": 10_000_000_000, "receiver_app": 20_000_000_000, "napi_core1": 1_000_000_000}
+    after = {"sender_app": 13_100_000_000, "receiver_app": 22_900_000_000, "napi_core1": 3_600_000_000}
+    counters = _task_counters(topo, before, after, 5.0)
+    assert counters["sender_app_ns_pct"] == pytest.approx(62.0)
+    assert counters["role_tasks_pct.receiver"] == pytest.approx(58.0 + 52.0)
+    assert counters["cpu_refused.receiver"] == pytest.approx(110.0)
+    assert "cpu_refused.sender" not in counters

@@ -86,6 +86,7 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         launched = time.monotonic()
         apps = {"sender_app": (client.pid, sender.host), "receiver_app": (context.server_pid, receiver.host)}
         apps.update({f"napi_core{core}": (pid, None) for pid, core in (context.kernel_threads or {}).items()})
+        tasks = _task_groups(apps, context.kernel_threads or {})
         # iperf3 starts its clock once its data connection is up, some milliseconds
         # (more on a loaded machine) after launch: the CPU window is timed from then.
         machines, inner, threads = topology.cpu_machines(), topology.inner_cpu_hosts(), topology.window_threads()
@@ -99,13 +100,13 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
             before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
             others_before = foreign.snapshot(context.own_cgroup)
             apps_before, threads_before, inner_before = _app_times(apps), _thread_times(threads), _cpu(inner)
-            tasks_before, devices_before = _task_ns(apps), _devices(topology)
+            tasks_before, devices_before = _task_ns(tasks), _devices(topology)
             threads_before.update(_remote_thread_times(remote_threads))
             _sleep_until(start + spec.warmup_s + spec.duration_s)
             after, closed = _cpu(machines), time.monotonic()
             others_after = foreign.snapshot(context.own_cgroup)
             apps_after, threads_after, inner_after = _app_times(apps), _thread_times(threads), _cpu(inner)
-            tasks_after, devices_after = _task_ns(apps), _devices(topology)
+            tasks_after, devices_after = _task_ns(tasks), _devices(topology)
             threads_after.update(_remote_thread_times(remote_threads))
         try:
             out, err = client.communicate(timeout=CLIENT_GRACE_S)
@@ -309,9 +310,27 @@ def _devices(topology: Topology) -> dict[str, int]:
     return found
 
 
-def _task_ns(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, int | None]:
-    """Each process's time on CPU by the scheduler's nanosecond clock, every thread."""
-    return {label: cpu.task_ns(pid, host) if pid else None for label, (pid, host) in apps.items()}
+TaskGroups = Mapping[str, tuple[tuple[int | None, Host | None], ...]]
+
+
+def _task_groups(apps: Mapping[str, tuple[int | None, Host | None]], kernel_threads: Mapping[int, int]) -> TaskGroups:
+    """label → every process under it: the applications one each, "napi_core<N>" every
+    NAPI thread pinned to core N (a core can have several: one per steered device)."""
+    groups: dict[str, tuple[tuple[int | None, Host | None], ...]] = {
+        label: (app,) for label, app in apps.items() if not label.startswith("napi_core")}
+    for pid, core in kernel_threads.items():
+        groups[f"napi_core{core}"] = groups.get(f"napi_core{core}", ()) + ((pid, None),)
+    return groups
+
+
+def _task_ns(groups: TaskGroups) -> dict[str, int | None]:
+    """Each group's time on CPU by the scheduler's nanosecond clock, every thread of
+    every process in it; None when none of them could be read."""
+    found: dict[str, int | None] = {}
+    for label, members in groups.items():
+        times = [t for t in (cpu.task_ns(pid, host) for pid, host in members if pid) if t is not None]
+        found[label] = sum(times) if times else None
+    return found
 
 
 def _task_counters(topology: Topology, before: Mapping[str, int | None], after: Mapping[str, int | None],

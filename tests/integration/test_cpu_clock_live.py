@@ -33,7 +33,7 @@ def test_a_sender_whose_tasks_ran_on_both_cores_is_refused():
         spinner = topo.sender.host.spawn([sys.executable, "-c", SPIN])
         try:
             time.sleep(0.5)
-            apps = {"sender_app": (spinner.pid, topo.sender.host)}
+            apps = {"sender_app": ((spinner.pid, topo.sender.host),)}
             before, opened = measure._task_ns(apps), time.monotonic()
             time.sleep(2.0)
             after, closed = measure._task_ns(apps), time.monotonic()

@@ -31,12 +31,28 @@ def _per_sample(row: "ProfileRow", host: str, device: str, direction: str) -> tu
     return rates, sizes
 
 
+def _sizes_over_test(row: "ProfileRow", host: str, device: str, direction: str) -> list[float]:
+    """Bytes per packet over the whole test (warm-up included): a ratio, so still the
+    wire's, where a sample kept no window counters (UDP capacity trials)."""
+    sizes = []
+    for sample in row.samples:
+        prefix = f"{host}:dev.{device}.{direction}_"
+        packets, octets = sample.counters.get(prefix + "packets"), sample.counters.get(prefix + "bytes")
+        if packets and octets is not None:
+            sizes.append(octets / packets)
+    return sizes
+
+
 def packet_cells(row: "ProfileRow") -> tuple[str, str]:
     """("sender · receiver" packets/s in thousands, "sender · receiver" bytes/packet);
-    "–" where the sample kept no window counters (scenarios without veth ends)."""
+    without window counters the rate is "–" and the size is over the whole test; "–" for
+    both where the devices are not veth ends of the lab's."""
     ends = (_per_sample(row, "tx", TX_DEV, "tx"), _per_sample(row, "rx", RX_DEV, "rx"))
     if not all(rates for rates, _ in ends):
-        return "–", "–"
+        whole = (_sizes_over_test(row, "tx", TX_DEV, "tx"), _sizes_over_test(row, "rx", RX_DEV, "rx"))
+        if not all(whole):
+            return "–", "–"
+        return "–", " · ".join(f"{summary(s).mean:,.0f}" for s in whole) + " (whole test)"
     rates = " · ".join(f"{summary(r).mean / 1e3:,.0f}k" for r, _ in ends)
     sizes = " · ".join(f"{summary(s).mean:,.0f}" for _, s in ends)
     return rates, sizes
