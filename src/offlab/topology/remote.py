@@ -7,7 +7,8 @@ the receiver of the hosts file, their test interfaces as they are.
   hosts file's [test_network] prefix (10.202.0.0/24 unless set; its VNI and UDP port
   too), removed at the end;
 * an MTU other than the interface's is set on both ends and put back at the end;
-* `wire = "mtu"` (the receiver sequence) holds the sender's segmentation offloads off
+* `wire = "nic"` (the transmitter sequence) is the NICs' own wire: a NIC pair already
+  hands the receiver MTU frames; `wire = "mtu"` (the receiver sequence) holds the sender's segmentation offloads off
   as in the lab, so the receiver gets MTU frames whatever the profile;
 * with `steer_rx_softirq` (the plans' default) the receiver's test interface gets RPS
   to the receiver's application core, as the lab steers receive processing to the
@@ -30,7 +31,7 @@ from ..hosts.session import HOST_NAMES, RemoteSession
 from ..hosts.ssh import SshHost
 from ..offloads import Interface
 from ..records import Params
-from .bare import MTU_WIRE_SENDER, WIRES
+from .bare import MTU_WIRE_SENDER
 from .base import Endpoint, Topology, TopologyError
 from .tunnel import INNER_V6, KINDS, TX_TUNNEL
 
@@ -47,6 +48,10 @@ def steering_text(spec: HostSpec, steer_rx_softirq: bool) -> str:
     return "none: receive processing where the NIC's IRQs put it"
 
 
+WIRES = ("mtu", "nic")
+"""The wires a real pair has: "nic" is its own (the lab builds one to match it)."""
+
+
 class RemotePair(Topology):
     """Two real hosts joined by their test interfaces."""
 
@@ -56,7 +61,8 @@ class RemotePair(Topology):
         self._check(scenario)
         self.wire = self.params.get("wire")
         if self.wire is not None and self.wire not in WIRES:
-            raise TopologyError(f"wire {self.wire!r}: use \"mtu\" (or leave it out for the NICs' own wire)")
+            raise TopologyError(f"wire {self.wire!r} on real hosts: use \"mtu\", or \"nic\" (or leave it "
+                                "out) for the NICs' own wire")
         self.scenario = scenario  # type: ignore[misc]
         self.kind = KINDS.get(scenario)
         self.session = session

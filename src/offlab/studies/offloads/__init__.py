@@ -57,8 +57,8 @@ class OffloadsStudy(Study):
         if wire not in (NIC_WIRE, VETH_WIRE):
             raise check.fail("transmitter_wire", f"{wire!r} is not known; use \"{NIC_WIRE}\" (MTU frames "
                                                  f"cut by a wire, as from a NIC) or \"{VETH_WIRE}\"")
-        if variant.scenario not in WIRE_SCENARIOS or "wire" in variant.topology:
-            return variant
+        if variant.scenario not in WIRE_SCENARIOS or "wire" in variant.topology or check.doc.get("dut"):
+            return variant  # a DUT layout (seed 002) steers the pair's cores itself: no wire hop
         name = variant.name if wire == NIC_WIRE else f"{variant.name}-{VETH_WIRE}"
         return Variant(variant.scenario, variant.topology.with_(wire=wire), name)
 
