@@ -173,3 +173,4 @@ def test_role_tasks_sum_what_is_pinned_to_the_roles_core_and_refuse_beyond_it():
     assert counters["role_tasks_pct.receiver"] == pytest.approx(58.0 + 52.0)
     assert counters["cpu_refused.receiver"] == pytest.approx(110.0)
     assert "cpu_refused.sender" not in counters
+    assert counters["tasks_pct_total"] == pytest.approx(62.0 + 58.0 + 52.0)

@@ -295,6 +295,8 @@ hundred microseconds apart."""
 REFUSED_PREFIX = "cpu_refused."
 """Sample counter "cpu_refused.<role>": percent of its core(s) the role's pinned tasks
 used, recorded when it exceeds what the cores had; the sample's CPU is refused."""
+TASKS_TOTAL = "tasks_pct_total"
+"""Sample counter: the run's pinned tasks on every core, ns clock, % of one core."""
 ROLE_TASKS_PREFIX = "role_tasks_pct."
 """Sample counter "role_tasks_pct.<role>": CPU (ns clock) of every task pinned to the
 role's core over the window, percent of one core."""

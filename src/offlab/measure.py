@@ -17,6 +17,7 @@ import contextlib
 import os
 import subprocess
 import time
+from pathlib import Path
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Mapping
 
@@ -86,7 +87,7 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
         launched = time.monotonic()
         apps = {"sender_app": (client.pid, sender.host), "receiver_app": (context.server_pid, receiver.host)}
         apps.update({f"napi_core{core}": (pid, None) for pid, core in (context.kernel_threads or {}).items()})
-        tasks = _task_groups(apps, context.kernel_threads or {})
+        tasks = _task_groups(apps, context.kernel_threads or {}, topology)
         # iperf3 starts its clock once its data connection is up, some milliseconds
         # (more on a loaded machine) after launch: the CPU window is timed from then.
         machines, inner, threads = topology.cpu_machines(), topology.inner_cpu_hosts(), topology.window_threads()
@@ -313,14 +314,34 @@ def _devices(topology: Topology) -> dict[str, int]:
 TaskGroups = Mapping[str, tuple[tuple[int | None, Host | None], ...]]
 
 
-def _task_groups(apps: Mapping[str, tuple[int | None, Host | None]], kernel_threads: Mapping[int, int]) -> TaskGroups:
+def _task_groups(apps: Mapping[str, tuple[int | None, Host | None]], kernel_threads: Mapping[int, int],
+                 topology: Topology | None = None) -> TaskGroups:
     """label → every process under it: the applications one each, "napi_core<N>" every
-    NAPI thread pinned to core N (a core can have several: one per steered device)."""
+    NAPI thread pinned to core N (a core can have several: one per steered device), and
+    "ksoftirqd_core<N>" the softirq thread of each local role's core (receive work the
+    kernel deferred from interrupt exit runs there, and is timed there)."""
     groups: dict[str, tuple[tuple[int | None, Host | None], ...]] = {
         label: (app,) for label, app in apps.items() if not label.startswith("napi_core")}
     for pid, core in kernel_threads.items():
         groups[f"napi_core{core}"] = groups.get(f"napi_core{core}", ()) + ((pid, None),)
+    if topology is not None and not topology.role_hosts:  # the roles' cores are this machine's
+        for core in sorted(set(topology.roles.values())):
+            pid = _ksoftirqd(core)
+            if pid is not None:
+                groups[f"ksoftirqd_core{core}"] = ((pid, None),)
     return groups
+
+
+def _ksoftirqd(core: int) -> int | None:
+    """The pid of `ksoftirqd/<core>` on this machine."""
+    wanted = f"ksoftirqd/{core}"
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == wanted:
+                return int(comm.parent.name)
+        except OSError:
+            continue
+    return None
 
 
 def _task_ns(groups: TaskGroups) -> dict[str, int | None]:
@@ -347,8 +368,9 @@ def _task_counters(topology: Topology, before: Mapping[str, int | None], after: 
         if percent is None:
             continue
         counters[f"{label}_ns_pct"] = percent
-        # NAPI threads ("napi_core<N>") are this machine's kernel threads, pinned to core N.
-        home = where.get(label) or ("local", int(label.removeprefix("napi_core")))
+        # NAPI and softirq threads ("napi_core<N>", "ksoftirqd_core<N>") are this
+        # machine's kernel threads of core N.
+        home = where.get(label) or ("local", int(label.rsplit("_core", 1)[1]))
         on_core[home] = on_core.get(home, 0.0) + percent
     located = {"sender": where["sender_app"], "receiver": where["receiver_app"]}
     role_tasks = {}
@@ -357,6 +379,8 @@ def _task_counters(topology: Topology, before: Mapping[str, int | None], after: 
         if home in on_core:
             role_tasks[role] = on_core[home]
     counters.update({f"{cpu.ROLE_TASKS_PREFIX}{role}": used for role, used in role_tasks.items()})
+    if on_core:  # every core once, however many roles share it
+        counters[cpu.TASKS_TOTAL] = sum(on_core.values())
     refused = cpu.refused_roles(role_tasks, {role: 1 for role in role_tasks})
     counters.update({f"{cpu.REFUSED_PREFIX}{role}": used for role, used in refused.items()})
     return counters

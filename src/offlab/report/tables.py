@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cpu import SPLIT_ERROR_TARGET, TICK_HZ, busy_split_error
+from ..cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
 from ..stats import RelativeChange, Summary, summary
 from .model import CaseGroup, ProfileRow
 from .phrases import format_change
@@ -146,6 +146,9 @@ def cpu_table(group: CaseGroup) -> Table:
     body.append(("CPU total % (all cores)",
                  *(mean_std(row.cpu_total, decimals=1) for row in group.rows)))
     body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
+    per_gbps = [_tasks_per_gbps(row) for row in group.rows]
+    if any(per_gbps):
+        body.append(("CPU % per Gbps, role tasks (ns clock)", *(mean_std(p) for p in per_gbps)))
     return Table(header, tuple(body), align_left=1)
 
 
@@ -166,6 +169,16 @@ def _tasks(row: ProfileRow, role: str) -> Summary | None:
     """The role's pinned tasks (its application, its NAPI thread) by the scheduler's
     nanosecond clock, over the CPU-timed samples."""
     values = [s.counters[f"role_tasks_pct.{role}"] for s in row.samples if f"role_tasks_pct.{role}" in s.counters]
+    return summary(values) if values else None
+
+
+def _tasks_per_gbps(row: ProfileRow) -> Summary | None:
+    """Every role's pinned tasks (applications, NAPI and softirq threads; ns clock) per
+    Gbit/s: the run's own CPU, which a foreign load on the same cores does not inflate
+    (softirq work that ran in a foreign task's context is missing from it: no IRQ-time
+    accounting here)."""
+    values = [s.counters[TASKS_TOTAL] / (s.throughput_bps / 1e9) for s in row.samples
+              if TASKS_TOTAL in s.counters and s.throughput_bps > 0 and not refusals(s.counters)]
     return summary(values) if values else None
 
 
