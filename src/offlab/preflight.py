@@ -262,7 +262,9 @@ def describe(cases: Sequence[CaseSpec], settings: RunSettings, eta: Estimate, lo
     if not local:
         return lines
     features = sorted({f"{f} {'on' if on else 'off'}" for c in cases for f, on in c.profile.features.items()})
-    lines.append("would change: network namespaces ofl-<pid>-* with veth/VXLAN devices and TAPs "
+    wire = " (a wire namespace with a bridge where a case has wire=nic)" if any(
+        c.topology.get("wire") == "nic" for c in cases) else ""
+    lines.append(f"would change: network namespaces ofl-<pid>-* with veth/VXLAN devices and TAPs{wire} "
                  "(all removed at the end), and in them the ethtool features "
                  f"{', '.join(features) or '(none switched)'}; nothing outside those namespaces")
     return lines
