@@ -55,3 +55,27 @@ def test_udp_capacity_is_a_verified_trial_with_tuned_buffers_and_its_limit_has_a
     with open("/proc/sys/net/core/rmem_max") as limit:
         allowed = min(4 * 1024 * 1024, int(limit.read()))
     assert c["receiver_rcvbuf_bytes"] >= 2 * allowed
+
+
+def test_the_verification_trial_is_paced_never_above_the_highest_passing_probe():
+    """Issue 37: a sender-bound search used to verify unpaced, and a sender that ran faster
+    that time "verified" a rate no probe had passed. Every verification trial now offers a
+    paced rate at or below the highest rate a passing probe offered, and the capacity is
+    what that paced trial delivered."""
+    plan = parse(BASE + 'traffic = ["udp1472-plain"]\nsequences = ["all-on"]\nudp_rate = "capacity"\n',
+                 "paced.toml")
+    sink = ListSink()
+    Runner(sink, "paced", plan.settings(), show_progress=False).execute(plan.cases)
+    _, sample = sink.by_profile()["all-on"]
+    c = sample.counters
+    searched = int(c["capacity_probes"])
+    search, verification = sample.probes[:searched], sample.probes[searched:]
+    passing = [p.offered_bps or p.sent_bps for p in search if p.loss_percent <= 0.1]
+    assert passing and c["capacity_ceiling_bps"] == max(passing)
+    for trial in verification:
+        assert 0 < trial.offered_bps <= c["capacity_ceiling_bps"]
+    assert c["capacity_offered_bps"] == verification[-1].offered_bps
+    # What the sender put out over the measured window stays near its pace (udpload's
+    # pacing catches up on a late wake-up, never runs ahead of the schedule).
+    assert verification[-1].sent_bps <= 1.02 * verification[-1].offered_bps
+    assert sample.throughput_bps <= verification[-1].sent_bps and c["capacity_monotone"] in (0.0, 1.0)
