@@ -11,11 +11,11 @@ ALL_ON = OffloadProfile("all-on", "both", {})
 TSO_OFF = OffloadProfile("tso-off", "tx", {"tcp-segmentation-offload": False})
 
 
-def _latency_row(profile, p99, with_histograms=True, per_run=600):
+def _latency_row(profile, p99, with_histograms=True, per_run=600, p50=100.0):
     case = CaseSpec("bare", 1500, profile, TrafficSpec("tcp", 2.0, latency_probe=True))
     samples = []
     for i in range(3):
-        rtts = [100.0] * (per_run - 10) + [p99 + i] * 9 + [3 * p99]
+        rtts = [p50 + (i % 2)] * (per_run - 10) + [p99 + i] * 9 + [3 * p99]
         counters = {"rtt_p50_us": 100.0, "rtt_p99_us": p99 + i, "rtt_p999_us": 2 * p99, "rtt_lost": 1.0,
                     "rtt_samples": float(per_run)}
         if with_histograms:
@@ -35,6 +35,23 @@ def test_latency_table_pools_runs_shows_n_and_gives_a_tail_only_where_n_carries_
     assert on["p99 (µs)"].startswith("9") and "[" in on["p99 (µs)"]  # value [CI]
     assert on["p99.9 (µs)"] != "n < 1000" and off["n"] == "600" and off["p99.9 (µs)"] == "n < 1000"
     assert set(latency_charts(rows)) == {"latency-rtt"}
+
+
+def test_the_latency_sections_opening_sentence_follows_its_data():
+    """Issue 37: the section opened "offloads trade latency for throughput" while its own
+    tables gave all on the lowest p50."""
+    lowest = [_latency_row(ALL_ON, 900.0, p50=45.0), _latency_row(TSO_OFF, 900.0, p50=60.0)]
+    (section,) = latency_sections(lowest)
+    assert section.intro.startswith("With every offload on, the median round trip was the lowest in 1 of 1 "
+                                    "comparisons")
+    assert "no latency cost" in section.intro and "traded latency" not in section.intro
+    assert "trade latency for throughput" not in section.intro
+    highest = [_latency_row(ALL_ON, 900.0, p50=80.0), _latency_row(TSO_OFF, 900.0, p50=45.0)]
+    (section,) = latency_sections(highest)
+    assert "the highest in 1 of 1" in section.intro and "intervals apart" in section.intro
+    assert "the offloads traded latency for throughput" in section.intro
+    (alone,) = latency_sections([_latency_row(TSO_OFF, 900.0)])
+    assert alone.intro.startswith("No all-on profile")
 
 
 def test_an_older_store_without_histograms_falls_back_to_per_run_percentiles():
