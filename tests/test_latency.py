@@ -64,10 +64,31 @@ def test_sockperf_without_full_rtt_is_refused():
         parse_sockperf((FIXTURES / "sockperf-pp-udp.txt").read_text())
 
 
+def test_irtt_probes_sent_outside_the_measured_window_are_dropped():
+    """Issue 37: irtt ran through the warm-up and every round trip counted. Only probes
+    the client sent inside the window count, by their send timestamps."""
+    text = gzip.decompress((FIXTURES / "irtt-client-1s.json.gz").read_bytes()).decode()
+    doc = json.loads(text)
+    sent = [t["timestamps"]["client"]["send"]["wall"] / 1e9 for t in doc["round_trips"]]
+    for slow in doc["round_trips"][:10]:  # the warm-up's probes: slow, and outside
+        slow["delay"]["rtt"] = 50_000_000
+    window = (sent[10], sent[-1])
+    latency = parse_irtt(json.dumps(doc), window)
+    assert latency.samples == 40 and latency.outside == 10 and latency.p999_us < 50_000
+    assert latency.counters("rtt")["rtt_outside"] == 10.0
+    assert parse_irtt(json.dumps(doc)).p999_us == 50_000  # without the window they counted
+    with pytest.raises(LatencyError, match="none of 0 probes sent in the measured window"):
+        parse_irtt(json.dumps(doc), (0.0, 1.0))
+
+
 def test_command_lines():
-    assert irtt_client_args("10.0.0.2", 3.0, "/tmp/x.json") == [
-        "irtt", "client", "-Q", "-i", "2ms", "-d", "3s", "-o", "/tmp/x.json", "10.0.0.2:2112"]
-    assert irtt_server_args("10.0.0.2")[-2:] == ["-i", "1ms"]  # lets a 2 ms client in
+    # irtt pinned to its role's core: the client with the sender, the server with the receiver.
+    assert irtt_client_args("10.0.0.2", 0, 3.0, "/tmp/x.json") == [
+        "taskset", "-c", "0", "irtt", "client", "-Q", "-i", "2ms", "-d", "3s", "-o", "/tmp/x.json",
+        "10.0.0.2:2112"]
+    assert irtt_server_args("10.0.0.2", 1)[:3] == ["taskset", "-c", "1"]
+    assert irtt_server_args("10.0.0.2", 1)[-2:] == ["-i", "1ms"]  # lets a 2 ms client in
+    assert "--mps=500" in sockperf_client_args("10.0.0.2", 1, 2.0, rate=500)
     args = sockperf_client_args("10.0.0.2", 1, 2.5)
     assert args[:3] == ["taskset", "-c", "1"] and "--full-rtt" in args and "--tcp" in args
     udp = sockperf_client_args("10.0.0.2", 1, 2.5, protocol="udp", full_log="/tmp/l.csv")
@@ -82,3 +103,21 @@ def test_sockperf_full_log_becomes_a_histogram_of_every_round_trip():
     assert sum(hist.values()) == 3 and rtthist.percentile(hist, 50.0) == pytest.approx(44.7, rel=0.03)
     with pytest.raises(LatencyError):
         parse_sockperf_log("packet, txTime(sec), rxTime(sec), rtt(usec)\n")
+
+
+def test_a_paced_stream_gets_the_request_response_probe_when_its_window_holds_one():
+    """Issue 37: no latency at a fixed, paced load. With latency_probe, the service-demand
+    (paced) streams carry a paced TCP request/response probe once their window holds
+    sockperf's whole second; the saturating stream keeps irtt."""
+    from offlab import latency_probes, plan
+    from offlab.records import TrafficSpec as Spec
+    base = ('name = "t"\nruns = 3\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\nmtus = [1500]\n'
+            'sequences = ["tx"]\nlatency_probe = true\ntraffic = ["tcp"]\n[service_demand]\npercent = 80\n')
+    long = plan.parse(base + "duration = 4.7\nwarmup = 0.3\n", "t.toml")
+    paced = [c for c in long.cases if c.traffic.service_demand]
+    assert paced and all(c.traffic.latency_probe for c in paced)
+    short = plan.parse(base + "duration = 0.7\nwarmup = 0.3\n", "t.toml")
+    assert not any(c.traffic.latency_probe for c in short.cases if c.traffic.service_demand)
+    assert isinstance(latency_probes.for_stream(None, paced[0].traffic), latency_probes.PacedRequestResponse)
+    assert isinstance(latency_probes.for_stream(None, Spec("tcp", 1.5, latency_probe=True)), latency_probes.Irtt)
+    assert latency_probes.inside_seconds(4.7) == 4 and latency_probes.inside_seconds(1.25) == 1

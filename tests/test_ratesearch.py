@@ -3,8 +3,8 @@ resolution, stops, stores every probe, and says when the sender was the limit.""
 
 import pytest
 
-from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, limiting_probe, overloaded, passed,
-                               search, verify)
+from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, ceiling, limiting_probe, monotone,
+                               overloaded, passed, search, verify)
 
 
 def receiver(knee_bps: float, sender_max_bps: float = 10e9):
@@ -126,15 +126,45 @@ def test_verification_steps_down_by_the_resolution_steps_it_is_given():
     assert asked == [found.offered_bps, pytest.approx(found.offered_bps / 1.05 ** 2)]
 
 
-def test_a_sender_bound_search_is_verified_unlimited_and_its_limit_is_none():
+def test_a_sender_bound_search_is_verified_paced_at_what_it_sent_and_its_limit_is_none():
     trial, asked = receiver(knee_bps=50e9, sender_max_bps=4e9)
     found = search(trial)
-    assert verify(trial, found).passed and asked == [UNLIMITED, UNLIMITED]
+    assert verify(trial, found).passed and asked == [UNLIMITED, 4e9]
     assert limiting_probe(found) is None
     bounded, _ = receiver(2e9)
     found = search(bounded, SearchRule(resolution=0.05, max_probes=12))
     limit = limiting_probe(found, SearchRule(resolution=0.05))
     assert limit is not None and limit.loss_percent > 0.1 and limit.offered_bps >= found.offered_bps
+
+
+def test_a_sender_bound_verification_never_offers_more_than_the_highest_passing_probe():
+    """Issue 37: the unlimited probe passed at 2.90 Gbit/s; offered unlimited again, the
+    sender ran at 4.03 and lost 6 %, and stepping down from what it sent "verified" 3.31 —
+    above anything the search passed. Every trial must be paced at or below 2.90."""
+    offers: list[float] = []
+    runs = iter([2.9e9, 4.03e9, 4.03e9, 4.03e9])  # the sender's speed per unlimited run
+
+    def trial(rate: float) -> Probe:
+        offers.append(rate)
+        sent = next(runs) if rate == UNLIMITED else min(rate, 4.03e9)
+        received = min(sent, 3.8e9)
+        return Probe(rate, sent, received, 100.0 * (sent - received) / sent)
+
+    rule = SearchRule(resolution=0.05)
+    found = search(trial, rule)
+    assert found.sender_bound and ceiling(found, rule) == 2.9e9
+    checked = verify(trial, found, rule, max_trials=3, step_resolutions=2)
+    assert checked.passed and offers[1:] == [2.9e9]
+    assert all(0 < p.offered_bps <= ceiling(found, rule) for p in checked.tried)
+    assert checked.trial.received_bps <= 2.9e9
+
+
+def test_loss_that_falls_as_the_rate_rises_is_not_monotone():
+    """0 % at 0.80, 62 % at 0.975, 16 % at 0.884 Gbit/s — and the reverse order."""
+    rule = SearchRule()
+    knee = (Probe(0.0, 3e9, 0.8e9, 70.0), Probe(0.8e9, 0.8e9, 0.8e9, 0.0), Probe(0.884e9, 0.884e9, 0.88e9, 0.05))
+    assert monotone(knee, rule)
+    assert not monotone(knee + (Probe(0.86e9, 0.86e9, 0.7e9, 16.0),), rule)
 
 
 def test_a_search_where_nothing_passed_is_verified_by_halving_on():

@@ -1,6 +1,6 @@
 """One repetition of a UDP capacity case: the rate search (ratesearch.py) over short
-probes, then RFC 2544's verification — the rate found offered once more for the
-plan's full warm-up + duration — and the loss of every trial attributed to its cause
+probes, then RFC 2544's verification — the rate found offered once more, paced and
+never above the highest passing probe, for the plan's full warm-up + duration — and the loss of every trial attributed to its cause
 (losscause.py) from kernel counters read just before and after that trial.
 
 The sample is the verification trial (its throughput, loss, CPU window); every trial,
@@ -8,10 +8,13 @@ search probes first, is kept in `Sample.probes`. Counters added to the sample:
 
 * `capacity_probes` (search probes; the rest of `probes` are verification trials),
   `capacity_bracket_low_bps`/`_high_bps`, `capacity_resolution`,
-  `capacity_sender_bound`, `capacity_verified`, `capacity_steps_down`;
+  `capacity_sender_bound`, `capacity_verified`, `capacity_steps_down`,
+  `capacity_ceiling_bps` (the highest rate a passing probe offered: no verification
+  trial offers more), `capacity_offered_bps` (what the last verification trial
+  offered, paced), `capacity_monotone` (0 when a probe passed above a failing one);
 * `loss_*`: the verification trial's loss by cause; `limit_loss_*`: the loss of the
   last verification trial that failed, else of the failing probe nearest above the
-  capacity — what bounds it — and
+  capacity, else (sender-bound) of the unlimited probe — what bounds it — and
   `limit_receiver_app_pct`, the receiving application's CPU during that probe, and
   `limit_{sender,receiver}_core_pct` / `_core_soft_pct`, how busy the two endpoints'
   cores were then (all of it, and softirq alone).
@@ -20,7 +23,7 @@ search probes first, is kept in `Sample.probes`. Counters added to the sample:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import counters, losscause, ratesearch
 from .records import CaseSpec, CpuShare, RateProbe, Sample, TrafficSpec
@@ -113,9 +116,10 @@ def measure_capacity(topology: "Topology", case: CaseSpec, repetition: int, run_
                                 VERIFICATION_STEP_RESOLUTIONS)
     final = verify_trials[-1]
     # What bounds the capacity: a full-length trial that failed says it best; else the
-    # failing search probe nearest above the rate found.
+    # failing search probe nearest above the rate found; a sender-bound search has none,
+    # and its unlimited probe shows the sender's core at its maximum.
     failed = [t for t in verify_trials if not ratesearch.passed(t.probe, rule.loss_percent)]
-    limit = ratesearch.limiting_probe(found, rule)
+    limit = search_trials[0].probe if found.sender_bound else ratesearch.limiting_probe(found, rule)
     limit_trial = failed[-1] if failed else \
         next((t for t in search_trials if t.probe == limit), None) if limit else None
     added = {
@@ -126,12 +130,21 @@ def measure_capacity(topology: "Topology", case: CaseSpec, repetition: int, run_
         "capacity_sender_bound": float(found.sender_bound),
         "capacity_verified": float(checked.passed),
         "capacity_steps_down": float(checked.steps_down),
+        "capacity_ceiling_bps": ratesearch.ceiling(found, rule),
+        "capacity_offered_bps": final.offered_bps,
+        "capacity_monotone": float(ratesearch.monotone(found.probes + checked.tried, rule)),
         **final.causes.counters("loss"),
         **(_limit_counters(limit_trial, topology) if limit_trial else {}),
     }
     window = replace(final.window, counters={**final.window.counters, **added})
     sample = make_sample(case, repetition, final.result, window, topology)
     return replace(sample, probes=found.probes + checked.tried)
+
+
+def verified(samples: Sequence[Sample]) -> tuple[Sample, ...]:
+    """The samples whose verification trial passed: a capacity is their mean. A sample
+    without the counter (stored before verification existed) counts as it was reported."""
+    return tuple(s for s in samples if s.counters.get("capacity_verified", 1.0) == 1.0)
 
 
 def _limit_counters(trial: Trial, topology: "Topology") -> dict[str, float]:

@@ -10,8 +10,11 @@
 Every round trip is also kept as a histogram (rtthist.py), so a report pools the
 repetitions and gives a tail percentile only where enough round trips carry it.
 
-Offloads trade latency for throughput (a 64 KiB super-packet delays what queues behind
-it, GRO holds packets until a flush), so both are reported per offload profile.
+Whether offloads trade latency for throughput (a 64 KiB super-packet delays what queues
+behind it, GRO holds packets until a flush) is a question for the data: both are
+reported per offload profile, and the report's latency section opens with what its
+tables show (report/latency_view.py). Latency at a fixed load — a TCP request/response
+beside a stream paced alike for every profile — is latency_probes.py's.
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ SERVER_MIN_INTERVAL = "1ms"
 """The irtt server refuses clients faster than its minimum interval (10 ms by default)."""
 RR_MESSAGE = 64
 """Request and response size of the ping-pong workload, bytes."""
+RR_PACED_RATE = 500
+"""Transactions per second of the request/response probe beside a paced stream: one
+every 2 ms like irtt's, a load of its own far below the stream's."""
+RR_START_ROOM_S = 0.25
+"""What the paced probe leaves of the window for its client's start: sockperf runs whole
+seconds, started as the window opens, and must end inside it."""
+RR_MIN_WINDOW_S = 1.0 + RR_START_ROOM_S
+"""The shortest paced window that holds one second of sockperf."""
 PERCENTILES = (50.0, 99.0, 99.9)
 
 
@@ -53,25 +64,32 @@ class Latency:
     """Every round trip, binned (rtthist.py); empty when the tool gave only percentiles."""
     seconds: float | None = None
     """Over how long the round trips were taken (sockperf's valid duration)."""
+    outside: int = 0
+    """Probes sent outside the measured window (the warm-up, the tail), left out."""
 
     def counters(self, prefix: str) -> dict[str, float]:
         """As sample counters: "<prefix>_p50_us" …, the probes lost, the histogram."""
         return {f"{prefix}_p50_us": self.p50_us, f"{prefix}_p99_us": self.p99_us,
                 f"{prefix}_p999_us": self.p999_us, f"{prefix}_samples": float(self.samples),
-                f"{prefix}_lost": float(self.lost), **rtthist.to_counters(self.histogram, prefix)}
+                f"{prefix}_lost": float(self.lost), f"{prefix}_outside": float(self.outside),
+                **rtthist.to_counters(self.histogram, prefix)}
 
 
 # --- command lines ----------------------------------------------------------------------
 
 
-def irtt_server_args(bind: str, port: int = IRTT_PORT) -> list[str]:
-    return ["irtt", "server", "-b", f"{bind}:{port}", "--timeout=1m", "-i", SERVER_MIN_INTERVAL]
+def irtt_server_args(bind: str, core: int, port: int = IRTT_PORT) -> list[str]:
+    """The irtt server pinned to the receiver's core, beside the stream's receiver."""
+    return ["taskset", "-c", str(core), "irtt", "server", "-b", f"{bind}:{port}", "--timeout=1m",
+            "-i", SERVER_MIN_INTERVAL]
 
 
-def irtt_client_args(server: str, duration_s: float, output: str, port: int = IRTT_PORT,
+def irtt_client_args(server: str, core: int, duration_s: float, output: str, port: int = IRTT_PORT,
                      interval_ms: int = PROBE_INTERVAL_MS) -> list[str]:
-    return ["irtt", "client", "-Q", "-i", f"{interval_ms}ms", "-d", f"{duration_s:g}s",
-            "-o", output, f"{server}:{port}"]
+    """The irtt client pinned to the sender's core: unpinned, the scheduler put it on
+    whichever core was idle, so its round trips measured the scheduler's choice."""
+    return ["taskset", "-c", str(core), "irtt", "client", "-Q", "-i", f"{interval_ms}ms",
+            "-d", f"{duration_s:g}s", "-o", output, f"{server}:{port}"]
 
 
 def sockperf_server_args(bind: str, core: int, port: int = SOCKPERF_PORT, protocol: str = "tcp") -> list[str]:
@@ -81,11 +99,14 @@ def sockperf_server_args(bind: str, core: int, port: int = SOCKPERF_PORT, protoc
 
 def sockperf_client_args(server: str, core: int, duration_s: float, port: int = SOCKPERF_PORT,
                          message: int = RR_MESSAGE, protocol: str = "tcp",
-                         full_log: str | None = None) -> list[str]:
+                         full_log: str | None = None, rate: int | None = None) -> list[str]:
+    """ping-pong back to back, or paced at `rate` transactions per second (--mps)."""
     tcp = ["--tcp"] if protocol == "tcp" else []
     log = ["--full-log", full_log] if full_log else []
+    paced = [f"--mps={rate}"] if rate else []
     return ["taskset", "-c", str(core), "sockperf", "ping-pong", *tcp, "-i", server,
-            "-p", str(port), "-t", str(max(1, round(duration_s))), "-m", str(message), "--full-rtt", *log]
+            "-p", str(port), "-t", str(max(1, round(duration_s))), "-m", str(message), *paced,
+            "--full-rtt", *log]
 
 
 # --- parsing ----------------------------------------------------------------------------
@@ -100,8 +121,11 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return float(sorted_values[rank - 1])
 
 
-def parse_irtt(text: str) -> Latency:
-    """irtt client JSON → percentiles of the round trips that came back."""
+def parse_irtt(text: str, window: tuple[float, float] | None = None) -> Latency:
+    """irtt client JSON → percentiles of the round trips that came back. With `window`
+    (wall-clock start and end, seconds since the epoch), only probes the client sent
+    inside it count: the probe runs through the stream's warm-up, whose round trips are
+    not the measured load's. Dropped probes are counted ("outside")."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
@@ -109,13 +133,22 @@ def parse_irtt(text: str) -> Latency:
     trips = doc.get("round_trips") if isinstance(doc, dict) else None
     if not isinstance(trips, list):
         raise LatencyError("irtt JSON has no round_trips")
-    rtts = sorted(t["delay"]["rtt"] / 1000.0 for t in trips
+    inside = [t for t in trips if window is None or _sent_within(t, window)]
+    rtts = sorted(t["delay"]["rtt"] / 1000.0 for t in inside
                   if t.get("lost") == "false" and "rtt" in t.get("delay", {}))
-    lost = sum(1 for t in trips if t.get("lost") != "false")
+    lost = sum(1 for t in inside if t.get("lost") != "false")
     if not rtts:
-        raise LatencyError(f"irtt: none of {len(trips)} probes came back")
+        raise LatencyError(f"irtt: none of {len(inside)} probes sent in the measured window came back "
+                           f"({len(trips)} sent in all)")
     p50, p99, p999 = (percentile(rtts, q) for q in PERCENTILES)
-    return Latency(p50, p99, p999, len(rtts), lost, rtthist.histogram(rtts))
+    return Latency(p50, p99, p999, len(rtts), lost, rtthist.histogram(rtts), outside=len(trips) - len(inside))
+
+
+def _sent_within(trip: Mapping, window: tuple[float, float]) -> bool:
+    """Whether irtt's client sent this probe inside the window (its wall-clock send
+    timestamp, ns); a probe without one cannot be placed and is left out."""
+    sent = trip.get("timestamps", {}).get("client", {}).get("send", {}).get("wall")
+    return isinstance(sent, int) and window[0] <= sent / 1e9 <= window[1]
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

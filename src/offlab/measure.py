@@ -2,7 +2,9 @@
 snapshots bracketing exactly the measured window, and the `Sample` built from both.
 
 Three traffic modes (TrafficSpec.mode):
-* stream — iperf3 at the spec's rate; with `latency_probe`, an irtt probe beside it;
+* stream — iperf3 at the spec's rate; with `latency_probe`, a latency probe beside it
+  (latency_probes.py: irtt beside a saturating stream, paced TCP request/response
+  beside a paced one);
 * capacity — a rate search of short UDP probes, then a full-length verification trial
   at the rate found (capacity.py); the sample is that trial, every probe kept;
 * rr — sockperf ping-pong over TCP or UDP: transactions per second and their latency.
@@ -19,9 +21,9 @@ import subprocess
 import time
 from pathlib import Path
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Mapping
+from typing import Iterator, Mapping
 
-from . import capacity, cpu, foreign, latency, udpload
+from . import capacity, cpu, foreign, latency, latency_probes, udpload
 from .counters import delta as counters_delta, parse_dev
 from .records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from .hosts import Host
@@ -76,13 +78,13 @@ class Window:
 
 
 def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
-           beside: Callable[[], Callable[[], dict[str, float]]] | None = None) -> tuple[TrafficResult, Window]:
-    """Run one iperf3 client; `beside` starts a companion (the latency probe) once the
-    data connection is up and returns the function that finishes it."""
+           beside: latency_probes.LatencyProbe | None = None) -> tuple[TrafficResult, Window]:
+    """Run one iperf3 client; `beside` is a latency probe, started once the data
+    connection is up, told when the window opens, and finished with the window."""
     sender, receiver = topology.sender, topology.receiver
     client = sender.host.spawn(client_args(spec, receiver.address, sender.core, context.port),
                                capture_stdout=True)
-    finish_beside = None
+    started_at, window_s = time.time(), 0.0
     try:
         launched = time.monotonic()
         apps = {"sender_app": (client.pid, sender.host), "receiver_app": (context.server_pid, receiver.host)}
@@ -95,7 +97,7 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
             connected = wait_for_data_connection(sender.host, client.pid, context.port, START_TIMEOUT_S)
             start = connected if connected is not None else launched
             if beside is not None:
-                finish_beside = beside()
+                beside.start()
             _sleep_until(start + spec.warmup_s)
             remote_threads = topology.remote_window_threads()
             before, started_at, opened = _cpu(machines), time.time(), time.monotonic()
@@ -103,8 +105,11 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
             apps_before, threads_before, inner_before = _app_times(apps), _thread_times(threads), _cpu(inner)
             tasks_before, devices_before = _task_ns(tasks), _devices(topology)
             threads_before.update(_remote_thread_times(remote_threads))
+            if beside is not None:
+                beside.window_opened()
             _sleep_until(start + spec.warmup_s + spec.duration_s)
             after, closed = _cpu(machines), time.monotonic()
+            window_s = closed - opened
             others_after = foreign.snapshot(context.own_cgroup)
             apps_after, threads_after, inner_after = _app_times(apps), _thread_times(threads), _cpu(inner)
             tasks_after, devices_after = _task_ns(tasks), _devices(topology)
@@ -115,9 +120,14 @@ def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,
             raise IperfError(f"{label}: iperf3 client still running {CLIENT_GRACE_S:g} s "
                              "after its test should have ended") from None
         finished = time.monotonic()
+    except BaseException:
+        if beside is not None:
+            beside.stop()
+        raise
     finally:
         sender.host.stop(client)
-    extra = finish_beside() if finish_beside is not None else {}
+    # The probe's round trips count only inside the measured window.
+    extra = beside.finish((started_at, started_at + window_s)) if beside is not None else {}
     try:
         result = parse_result(out, spec.warmup_s)
     except IperfError as failure:
@@ -153,40 +163,9 @@ def _stream(topology: Topology, case: CaseSpec, repetition: int, spec: TrafficSp
     if spec.generator == "udpload":
         result, window = udpload.trial(topology, spec, label)
         return _sample(case, repetition, result, window, topology)
-    probe = _latency_probe(topology, spec) if spec.latency_probe else None
+    probe = latency_probes.for_stream(topology, spec) if spec.latency_probe else None
     result, window = _iperf(topology, spec, context, label, probe)
     return _sample(case, repetition, result, window, topology)
-
-
-def _latency_probe(topology: Topology, spec: TrafficSpec) -> Callable[[], Callable[[], dict[str, float]]]:
-    """irtt from the sender to an irtt server on the receiver, for the test's warm-up +
-    duration, started once the stream's data connection is up."""
-    sender, receiver = topology.sender, topology.receiver
-
-    def start() -> Callable[[], dict[str, float]]:
-        server = receiver.host.spawn(latency.irtt_server_args(receiver.address))
-        output = f"{sender.host.scratch_dir()}/offlab-irtt-{sender.host.name}-{time.monotonic_ns()}.json"
-        time.sleep(0.05)  # irtt binds at once; a probe sent before would only be lost
-        args = latency.irtt_client_args(receiver.address, spec.warmup_s + spec.duration_s, output)
-        client = sender.host.spawn(args)
-
-        def finish() -> dict[str, float]:
-            try:
-                _, err = client.communicate(timeout=CLIENT_GRACE_S)
-                if client.returncode != 0:
-                    raise IperfError(f"irtt probe failed: {err.strip()[-200:] or client.returncode}")
-                text = sender.host.read_file(output)
-            except subprocess.TimeoutExpired:
-                raise IperfError("irtt probe did not finish") from None
-            finally:
-                sender.host.stop(client)
-                receiver.host.stop(server)
-                sender.host.run(["rm", "-f", output], check=False)
-            return latency.parse_irtt(text).counters("rtt")
-
-        return finish
-
-    return start
 
 
 # --- capacity: a rate search, then a verification trial (capacity.py) -------------------

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .latency import RR_MIN_WINDOW_S
 from .records import CaseSpec, Params, RunSettings, TrafficSpec
 from .studies import Profile, Study, Variant, registered
 from .topology import MTU_RANGE, SCENARIOS
@@ -245,7 +246,8 @@ tick-sampled part of CPU time (softirq, irq) needs seconds to be worth stating."
 def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[TrafficSpec]:
     """`[service_demand]` (percent, duration, warmup): each TCP stream also paced at
     `percent` of the slowest saturated profile's throughput in its topology (the runner
-    sets the rate), measured over its own, shorter window, without a latency probe."""
+    sets the rate), measured over its own window; with `latency_probe` and a window of at
+    least latency.RR_MIN_WINDOW_S, with a paced TCP request/response beside it."""
     table = check.doc.get("service_demand")
     if table is None:
         return []
@@ -263,8 +265,11 @@ def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[Traff
     warmup = sub.number(f"{where}.warmup", at_least=0, at_most=MAX_WARMUP_S, default=paced[0].warmup_s)
     _check_warmup(warmup, f"{check.source}: key '{where}.warmup'")
     _check_total(warmup, duration, f"{check.source}: keys '{where}.warmup' + '{where}.duration'")
-    return [replace(spec, service_demand=percent / 100.0, latency_probe=False, duration_s=duration,
-                    warmup_s=warmup) for spec in paced]
+    # A plan with latency_probe measures latency at this fixed paced load too (paced TCP
+    # request/response, latency_probes.py) when the window holds sockperf's whole second.
+    probe = duration >= RR_MIN_WINDOW_S
+    return [replace(spec, service_demand=percent / 100.0, latency_probe=spec.latency_probe and probe,
+                    duration_s=duration, warmup_s=warmup) for spec in paced]
 
 
 def _rate(check: "_Checker", value: Any) -> float:

@@ -191,8 +191,12 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     if guests:
         _check_remote_guests(guests)
         wanted |= {"qemu-system-x86_64", "sha256sum", "taskset", "timeout"}
-    wanted |= {"irtt"} if any(c.traffic.latency_probe for c in cases) else set()
-    wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) else set()
+    # Latency probes (latency_probes.py): irtt beside a saturating stream, sockperf beside
+    # a paced one, both pinned.
+    probed = [c.traffic for c in cases if c.traffic.latency_probe]
+    wanted |= {"irtt", "taskset"} if any(not t.service_demand for t in probed) else set()
+    wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) or \
+        any(t.service_demand for t in probed) else set()
     for role, spec in hosts.hosts.items():
         missing = missing_tools(hosts, role, wanted)
         if missing:

@@ -21,9 +21,10 @@ again: the capacity of such a run would land far below its neighbours'); then it
 bisects between the last pass and the lowest failure.
 
 The search's probes are short, so one lucky probe could set the knee. As RFC 2544's
-throughput test asks, the rate found is then offered once more in a full-length
-verification trial (`verify`); if that loses more than the bound the rate steps down
-one resolution step and is verified again. The figure reported is the verification
+throughput test asks, the rate found is then offered once more, paced, in a
+full-length verification trial (`verify`) — never more than the highest passing probe
+offered, also when the search was sender-bound; if that loses more than the bound the
+rate steps down and is verified again. The figure reported is the verification
 trial's, never a search probe's.
 """
 
@@ -147,25 +148,48 @@ class Verification:
 
 def verify(trial: Callable[[float], Probe], found: Capacity, rule: SearchRule = SearchRule(),
            max_trials: int = 2, step_resolutions: int = 1) -> Verification:
-    """Offer the found rate (unlimited if the search was sender-bound) in `trial`; on
-    loss above the bound step down by `step_resolutions` resolution steps and try again,
-    at most `max_trials` trials in all. A search whose probes all failed (its budget ran
-    out while halving) goes on halving from its lowest failure instead."""
+    """Offer the found rate, paced, in `trial`; on loss above the bound step down by
+    `step_resolutions` resolution steps and try again, at most `max_trials` trials in all.
+    A sender-bound search is verified paced at what its unlimited probe sent: offered
+    unlimited again, a sender that ran faster this time would verify a rate no probe
+    passed. No trial offers more than the highest passing probe (`ceiling`). A search
+    whose probes all failed (its budget ran out while halving) goes on halving from its
+    lowest failure instead."""
     if max_trials < 1:
         raise SearchError(f"max_trials {max_trials}: verification needs at least one trial")
-    nothing = not found.sender_bound and found.offered_bps <= 0
+    nothing = found.offered_bps <= 0
     step_factor = 2.0 if nothing else (1 + rule.resolution) ** step_resolutions
-    rate = UNLIMITED if found.sender_bound else \
-        max(found.bracket[1] / 2 if nothing else found.offered_bps, rule.floor_bps)
+    rate = max(found.bracket[1] / 2 if nothing else min(found.offered_bps, ceiling(found, rule)),
+               rule.floor_bps)
     tried: list[Probe] = []
     for step in range(max_trials):
         probe = trial(rate)
         tried.append(probe)
         if passed(probe, rule.loss_percent):
             return Verification(probe, True, step, tuple(tried))
-        # Unlimited failed (the sender-bound search was lucky): step down from what it sent.
-        rate = max((rate or probe.sent_bps) / step_factor, rule.floor_bps)
+        rate = max(rate / step_factor, rule.floor_bps)
     return Verification(tried[-1], False, max_trials - 1, tuple(tried))
+
+
+def offered(probe: Probe) -> float:
+    """What a probe offered: its paced rate, or for the unlimited probe what it sent."""
+    return probe.offered_bps or probe.sent_bps
+
+
+def ceiling(found: Capacity, rule: SearchRule = SearchRule()) -> float:
+    """The highest rate a passing search probe offered (0 when none passed): the most a
+    verification trial may offer."""
+    return max((offered(p) for p in found.probes if passed(p, rule.loss_percent)), default=0.0)
+
+
+def monotone(probes: tuple[Probe, ...], rule: SearchRule = SearchRule()) -> bool:
+    """Whether loss rose with the offered rate: no passing probe offered more than a
+    failing one. A search assumes it; a receiver whose softirq starves its application
+    on a shared core can lose more at a lower rate (the bracket is then one of several
+    knees, and runs of the same case land on different ones)."""
+    passing = [offered(p) for p in probes if passed(p, rule.loss_percent)]
+    failing = [offered(p) for p in probes if not passed(p, rule.loss_percent)]
+    return not passing or not failing or max(passing) <= min(failing)
 
 
 def limiting_probe(found: Capacity, rule: SearchRule = SearchRule()) -> Probe | None:

@@ -28,3 +28,36 @@ def test_ping_pong_gives_transactions_and_round_trip_percentiles():
     assert c["transactions_per_s"] > 1000 and c["rr_samples"] > 1000
     assert 0 < c["rr_p50_us"] <= c["rr_p99_us"] <= c["rr_p999_us"]
     assert sample.throughput_bps > 0 and sample.cpu
+
+
+LOADED = """
+name = "rrload"
+runs = 1
+duration = 1.5
+warmup = 0.5
+scenarios = ["bare"]
+mtus = [1500]
+traffic = ["tcp"]
+sequences = ["all-on"]
+latency_probe = true
+[service_demand]
+percent = 50
+duration = 1.7
+warmup = 0.3
+"""
+
+
+def test_latency_is_counted_inside_the_window_and_at_a_fixed_paced_load():
+    """Issue 37: irtt beside the saturating stream keeps only probes sent in the measured
+    window (the warm-up's are dropped); the paced stream carries a paced TCP
+    request/response probe whose round trips all lie inside its window."""
+    plan = parse(LOADED, "rrload.toml")
+    sink = ListSink()
+    Runner(sink, "rrload", plan.settings(), show_progress=False).execute(plan.cases)
+    by_label = {case.traffic.label: sample for case, sample in sink.samples}
+    saturated, paced = by_label["tcp"].counters, by_label["tcp-sd50"].counters
+    # 2 ms probes for 0.5 s warm-up + 1.5 s: the warm-up's ~250 are outside the window.
+    assert saturated["rtt_outside"] >= 150 and saturated["rtt_samples"] + saturated["rtt_lost"] <= 1.5 / 0.002 + 5
+    assert "rtt_samples" not in paced and paced["rrload_rate"] == 500
+    # sockperf ran 1 s inside the 1.7 s window at 500/s (less its own warm-up).
+    assert 100 <= paced["rrload_samples"] <= 500 and 0 < paced["rrload_p50_us"] <= paced["rrload_p99_us"]

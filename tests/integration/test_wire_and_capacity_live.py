@@ -85,3 +85,27 @@ def test_in_a_transmitter_sequence_with_tso_on_the_receiver_gets_mtu_frames():
     c = sample.counters
     assert case.topology["wire"] == "veth-superpackets"
     assert c["rx:dev.ofl-v1.rx_bytes"] / c["rx:dev.ofl-v1.rx_packets"] > 4 * 1514
+
+
+def test_the_verification_trial_is_paced_never_above_the_highest_passing_probe():
+    """Issue 37: a sender-bound search used to verify unpaced, and a sender that ran faster
+    that time "verified" a rate no probe had passed. Every verification trial now offers a
+    paced rate at or below the highest rate a passing probe offered, and the capacity is
+    what that paced trial delivered."""
+    plan = parse(BASE + 'traffic = ["udp1472-plain"]\nsequences = ["all-on"]\nudp_rate = "capacity"\n',
+                 "paced.toml")
+    sink = ListSink()
+    Runner(sink, "paced", plan.settings(), show_progress=False).execute(plan.cases)
+    _, sample = sink.by_profile()["all-on"]
+    c = sample.counters
+    searched = int(c["capacity_probes"])
+    search, verification = sample.probes[:searched], sample.probes[searched:]
+    passing = [p.offered_bps or p.sent_bps for p in search if p.loss_percent <= 0.1]
+    assert passing and c["capacity_ceiling_bps"] == max(passing)
+    for trial in verification:
+        assert 0 < trial.offered_bps <= c["capacity_ceiling_bps"]
+    assert c["capacity_offered_bps"] == verification[-1].offered_bps
+    # What the sender put out over the measured window stays near its pace (udpload's
+    # pacing catches up on a late wake-up, never runs ahead of the schedule).
+    assert verification[-1].sent_bps <= 1.02 * verification[-1].offered_bps
+    assert sample.throughput_bps <= verification[-1].sent_bps and c["capacity_monotone"] in (0.0, 1.0)

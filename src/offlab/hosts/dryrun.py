@@ -119,9 +119,9 @@ def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec], port:
     for case in pair:
         if role != "router":
             found.add(f"iperf3 -c (port {port})" if role == "sender" else f"iperf3 -s (port {port})")
-            if case.traffic.latency_probe:
+            if case.traffic.latency_probe and not case.traffic.service_demand:
                 found.add("irtt client" if role == "sender" else "irtt server")
-            if case.traffic.mode == "rr":
+            if case.traffic.mode == "rr" or (case.traffic.latency_probe and case.traffic.service_demand):
                 found.add("sockperf ping-pong" if role == "sender" else "sockperf server")
     for case in middlebox:
         path = str(case.topology.get("path", ""))

@@ -2,9 +2,9 @@
 its spread, the loss there and its cause, and what bounded it (capacity.py stores
 these per sample; losscause.py reads the counters as causes).
 
-A capacity whose limiting probe lost mostly to a socket buffer while the receiving
-application was not saturated measured a buffer and the scheduler, not the path: such
-a row is flagged here, and `buffer_bound` keeps it out of the advice (validity.py).
+Each row shows capacity_limits.verdict: the capacity over verified runs only, and
+whether it may become advice, with the reason when not (validity.py reads the same
+verdict).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .. import capacity, losscause, sockbuf
 from ..records import TrafficSpec
 from ..stats import summary
 from ..studies import Section
-from .capacity_limits import SATURATED_PCT, Limit, buffer_bound, limits
+from .capacity_limits import MAX_CV, SATURATED_PCT, RECEIVER_APP, RECEIVER_CORE, SENDER_CORE, Limit, limits, verdict
 from .model import ProfileRow
 from .tables import Table, mean_std
 
@@ -42,17 +42,23 @@ def intro(generators: Sequence[str] = ("iperf3",)) -> str:
         f"throughput test finds it: a search over the offered rate ({probes}), stopping once the "
         f"knee is bracketed within {capacity.RESOLUTION:.0%} (the resolution) or after "
         f"{capacity.MAX_PROBES} probes, "
-        "then one verification trial of the plan's full warm-up + duration at the rate found "
+        "then one verification trial of the plan's full warm-up + duration, paced at the rate "
+        "found and never above the highest rate a passing probe offered, also when the search "
+        "was sender-bound "
         f"(up to {capacity.VERIFICATION_TRIALS - 1} steps of "
-        f"{capacity.VERIFICATION_STEP_RESOLUTIONS} resolution steps lower while that trial loses too much). Capacity is what the receiver took in the "
-        f"verification trial, mean ± std over runs. Load from {tools}. Sockets ask for "
+        f"{capacity.VERIFICATION_STEP_RESOLUTIONS} resolution steps lower while that trial loses "
+        "too much). Capacity is what the receiver took in the verification trials that passed, "
+        f"mean ± std over those runs only. Load from {tools}. Sockets ask for "
         f"{sockbuf.UDP_SOCKET_BUFFER // 2**20} MiB buffers (iperf3 -w), as a tuned test does. "
-        "Every loss is given with its cause from the kernel's counters; \u201cbounded by\u201d "
-        "is the cause of loss in the failed verification trial, or else in the failing probe "
-        "nearest above the capacity, with how busy the sender's and the receiver's cores were "
-        "then (the receiver's softirq share in brackets). A capacity bounded by a socket buffer "
-        "while neither the receiving application nor its core was saturated is flagged \u26a0 "
-        "and is never read as an offload effect."
+        "Every loss is given with its cause from the kernel's counters. \u201cBounded by\u201d "
+        "names the saturated resource first — the core (or the receiving application) at "
+        f"{SATURATED_PCT:.0f} % or more of a core at the limit, in most runs — and where the "
+        "packets fell second, from the failed verification trial, else the failing probe "
+        "nearest above the capacity (a veth sender's device queue overflows when the receiving "
+        "CPU is behind, so where packets fell is not what was saturated). A row advises nothing "
+        f"(\u26a0, with the reason) when a run failed verification, its CV exceeds {MAX_CV:.0%}, "
+        "or it was bounded by a socket buffer while neither the receiving application nor its "
+        "core was saturated."
     )
 
 
@@ -60,16 +66,30 @@ def _spec(generator: str) -> TrafficSpec:
     return TrafficSpec("udp", 1.0, udp_payload=1472, mode="capacity", generator=generator)  # type: ignore[arg-type]
 
 
-def _bound_cell(found: Sequence[Limit]) -> str:
-    """The main cause at the limit; when that is the receiver's socket buffer under a
-    saturated receiver core, the core is what bounded it: the receive softirq pre-empts
-    the reader, so its buffer overflows although the reader itself is not busy."""
-    cause = _cause_cell([f.causes for f in found])
-    starved = [f for f in found if f.causes is not None and f.causes.main == losscause.RCVBUF
-               and f.receiver_core_pct is not None and f.receiver_core_pct >= SATURATED_PCT]
-    if starved and len(starved) * 2 > len(found):
-        return f"the receiver's core, saturated ({len(starved)} of {len(found)}): {cause}"
-    return cause
+def _bound_cell(found: Sequence[Limit], sender_bound: int) -> str:
+    """The saturated resource first — the core (or application) at its limit in most
+    runs, and how busy — then where the packets fell: "the receiver's core at 99 % (3 of
+    3); packets fell at: sender device queue (3 of 3)". A veth sender's queue overflows
+    when the receiving CPU is behind, so where packets fell is not what was saturated."""
+    n = len(found)
+    tops = [f.saturated[0] for f in found if f.saturated]
+    top = max(tops, key=tops.count) if tops else None
+    if top is not None and tops.count(top) * 2 > n:
+        busy = [pct for f in found if f.saturated and f.saturated[0] == top
+                for pct in [_pct_of(f, top)] if pct is not None]
+        first = f"{top} at {sum(busy) / len(busy):.0f} % ({tops.count(top)} of {n})"
+    elif any(f.sender_core_pct is not None or f.receiver_core_pct is not None for f in found):
+        first = "no core at its limit"
+    else:
+        first = ""  # a store from before the cores were recorded
+    second = f"the sender's maximum rate ({sender_bound} of {n})" if sender_bound * 2 > n else \
+        f"packets fell at: {_cause_cell([f.causes for f in found])}"
+    return "; ".join(part for part in (first, second) if part)
+
+
+def _pct_of(limit: Limit, resource: str) -> float | None:
+    return {RECEIVER_CORE: limit.receiver_core_pct, SENDER_CORE: limit.sender_core_pct,
+            RECEIVER_APP: limit.receiver_app_pct}[resource]
 
 
 def _cores_cell(found: Sequence[Limit]) -> str:
@@ -99,30 +119,33 @@ def _cause_cell(found: Sequence[losscause.LossCauses | None]) -> str:
 def _row(row: ProfileRow) -> tuple[str, ...]:
     samples = row.samples
     payload = row.case.traffic.udp_payload or 0
-    found = limits(row)
-    verified = sum(1 for s in samples if s.counters.get("capacity_verified") == 1.0)
+    judged = verdict(row)
+    assert judged is not None  # capacity rows only
     losses = [s.loss_percent or 0.0 for s in samples]
     final = [losscause.from_sample_counters(s.counters, "loss") for s in samples]
-    pps = summary([s.throughput_bps / 8 / payload / 1e6 for s in samples]) if payload else None
+    counted = capacity.verified(samples) or samples
+    pps = summary([s.throughput_bps / 8 / payload / 1e6 for s in counted]) if payload else None
     bound = sum(1 for s in samples if s.counters.get("capacity_sender_bound") == 1.0)
-    cv = row.throughput.cv
+    cv = judged.capacity.cv
     return (
         f"{row.profile.side}:{row.profile.name}", row.case.traffic.label,
-        mean_std(row.throughput) + (" \u26a0" if buffer_bound(row) else ""),
+        mean_std(judged.capacity) + ("" if judged.verified else " (none verified)")
+        + (" \u26a0" if not judged.advisable else ""),
         f"{100 * cv:.0f} %" if cv is not None else "—",
         mean_std(pps) if pps is not None and payload <= SMALL_PAYLOAD else "—",
-        f"{verified} of {len(samples)}",
+        f"{judged.verified} of {len(samples)}",
         f"{mean_std(summary(losses))}: {_cause_cell(final)}",
-        _bound_cell(found) if not bound * 2 > len(samples) else "the sender",
-        _cores_cell(found),
+        _bound_cell(limits(row), bound),
+        _cores_cell(limits(row)),
         f"{sum(len(s.probes) for s in samples) / len(samples):.1f}",
-        f"{bound} of {row.n}" if bound else "no",
+        f"{bound} of {len(samples)}" if bound else "no",
+        "yes" if judged.advisable else f"no: {judged.reason}",
     )
 
 
 HEADER = ("Profile", "Traffic", "Capacity (Gbit/s)", "CV", "Mpackets/s", "Verified",
           "Loss % there: cause", "Bounded by", "Cores at the limit", "Trials per run",
-          "Sender-bound")
+          "Sender-bound", "Advice from it")
 
 
 def capacity_sections(rows: Sequence[ProfileRow]) -> list[Section]:

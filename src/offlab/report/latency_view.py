@@ -14,20 +14,24 @@ from typing import Sequence
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .. import rtthist
+from .. import latency, rtthist
 from ..stats import summary
 from ..studies import Section
-from .model import ProfileRow
+from .model import ProfileRow, is_all_on
 from .tables import Table, mean_std
 
-LATENCY_KINDS = (("rtt", "RTT of a 2 ms irtt probe beside the TCP stream"),
-                 ("rr", "request/response round trip, sockperf ping-pong, 64 B"))
+LATENCY_KINDS = (
+    ("rtt", "RTT of a 2 ms irtt probe beside the saturating TCP stream"),
+    ("rrload", f"TCP request/response at a fixed load: sockperf ping-pong, 64 B, "
+               f"{latency.RR_PACED_RATE}/s, beside the paced TCP stream"),
+    ("rr", "request/response round trip, sockperf ping-pong, 64 B"))
 PERCENTILES = ((50.0, "p50", "p50"), (99.0, "p99", "p99"), (99.9, "p999", "p99.9"))
-LATENCY_INTRO = (
-    "Offloads trade latency for throughput: a 64 KiB super-packet delays what queues behind "
-    "it, and GRO holds packets until its flush. Round-trip times in µs, pooled over the runs "
-    "of each profile (n round trips), with the 95 % CI of a two-level bootstrap (runs "
-    "resampled, then round trips within each) in brackets. A percentile is given only when "
+LATENCY_METHOD = (
+    "Round-trip times in µs, pooled over the runs of each profile (n round trips), with the "
+    "95 % CI of a two-level bootstrap (runs resampled, then round trips within each) in "
+    "brackets. Probes run pinned to their role's core (client with the sender, server with "
+    "the receiver) and count only inside the stream's measured window (irtt's probes by their "
+    "send timestamps; sockperf runs whole seconds inside it). A percentile is given only when "
     f"n reaches {rtthist.MIN_SAMPLES[99.0]} for p99 and {rtthist.MIN_SAMPLES[99.9]} for p99.9: "
     "below that it would be the maximum of a handful of values. Percentiles are read from "
     "histograms with bins 4.4 % wide.")
@@ -91,8 +95,55 @@ def latency_sections(rows: Sequence[ProfileRow]) -> list[Section]:
             header = ("Profile", "Traffic", "n", *(f"{label} (µs)" for _, _, label in PERCENTILES), "lost")
             tables.append((f"{place}: {what}", Table(header, tuple(body), align_left=2)))
         if tables:
-            sections.append(Section(f"Latency: {what}", LATENCY_INTRO, tuple(tables), f"latency-{kind}"))
+            intro = f"{opening(rows, kind)} {LATENCY_METHOD}"
+            sections.append(Section(f"Latency: {what}", intro, tuple(tables), f"latency-{kind}"))
     return sections
+
+
+def opening(rows: Sequence[ProfileRow], kind: str) -> str:
+    """The section's first sentence, from its data: where all on's median round trip
+    stands among the profiles it is compared with (per scenario × MTU × traffic), and
+    whether the 95 % intervals tell them apart. Offloads are said to trade latency for
+    throughput only where all on was the slowest."""
+    ranks, apart = [], 0
+    for place, found in _by_place(rows, kind).items():
+        for traffic in dict.fromkeys(r.case.traffic.label for r in found):
+            medians = {id(r): rtthist.estimate(_histograms(r, kind), 50.0) for r in found
+                       if r.case.traffic.label == traffic and _histograms(r, kind)}
+            on = [r for r in found if r.case.traffic.label == traffic and is_all_on(r.case) and id(r) in medians]
+            others = [medians[id(r)] for r in found if r.case.traffic.label == traffic
+                      and not is_all_on(r.case) and id(r) in medians and medians[id(r)].value is not None]
+            if not on or not others or medians[id(on[0])].value is None:
+                continue
+            base = medians[id(on[0])]
+            ranks.append("lowest" if all(base.value < o.value for o in others) else
+                         "highest" if all(base.value > o.value for o in others) else "between")
+            apart += all(_apart(base, o) for o in others)
+    if not ranks:
+        return "No all-on profile was measured beside others here, so nothing is said of the offloads' latency."
+    total = len(ranks)
+    if len(set(ranks)) == 1:
+        where = {"lowest": "the lowest", "highest": "the highest",
+                 "between": "neither the lowest nor the highest"}[ranks[0]] + f" in {total} of {total} comparisons"
+    else:
+        where = (f"the lowest in {ranks.count('lowest')}, the highest in {ranks.count('highest')} and "
+                 f"in between in {ranks.count('between')} of {total} comparisons")
+    told = (f"with the 95 % intervals apart from every other profile's in {apart} of them"
+            if apart else "though within the other profiles' 95 % intervals")
+    verdict = ("so here the offloads traded latency for throughput (a 64 KiB super-packet delays "
+               "what queues behind it; GRO holds packets until its flush)"
+               if ranks.count("highest") * 2 > total and apart * 2 > total else
+               "so these runs show no latency cost of having the offloads on"
+               if ranks.count("highest") == 0 else "so these runs show no single direction")
+    return (f"With every offload on, the median round trip was {where} (profiles of one scenario, "
+            f"MTU and traffic), {told}: {verdict}.")
+
+
+def _apart(one: rtthist.Estimate, other: rtthist.Estimate) -> bool:
+    """Whether two pooled medians' bootstrap intervals do not overlap."""
+    if one.interval is None or other.interval is None:
+        return False
+    return one.interval[1] < other.interval[0] or other.interval[1] < one.interval[0]
 
 
 def latency_charts(rows: Sequence[ProfileRow]) -> dict[str, bytes]:

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from .. import capacity
 from ..cpu import refusals, windows_off
 from ..offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
@@ -167,10 +168,14 @@ def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
     per_gbps = [s.cpu_percent_per_gbps for s in timed]
     losses = [s.loss_percent for s in samples]
     retrans = [s.retransmits for s in samples]
+    # A UDP capacity is the mean of the runs whose verification trial passed (the others'
+    # rate is a trial that lost too much); with none verified the row shows them all,
+    # and capacity_limits.verdict keeps it from advice.
+    counted = (capacity.verified(samples) or samples) if case.traffic.mode == "capacity" else samples
     return ProfileRow(
         case=case,
         samples=samples,
-        throughput=summary([s.throughput_bps / 1e9 for s in samples]),
+        throughput=summary([s.throughput_bps / 1e9 for s in counted]),
         sender=summary([s.sender_bps / 1e9 for s in samples]),
         cpu_total=summary([s.cpu_total_percent for s in timed]) if timed else None,
         cpu_per_gbps=_summary_if_all(per_gbps) if timed else None,

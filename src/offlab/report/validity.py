@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..records import GUEST_ENTRY, TCG
-from .capacity_limits import buffer_bound
+from .capacity_limits import verdict as capacity_verdict
 from .drops import drops_where_none_belong
 from .phrases import format_change, format_p
 from .states import display_list
@@ -144,11 +144,9 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
                              "contend for the cores, not an offload; measure UDP with "
                              "udp_rate = \"capacity\" instead")
     for row in (step.on_row, step.off_row):
-        if buffer_bound(row):
-            return Exclusion("socket-buffer bound",
-                             f"{row.profile.name}'s UDP capacity was bounded by a socket buffer "
-                             "that overflowed while the receiving application was not saturated: "
-                             "a scheduling hiccup on a shared machine, not the path or an offload")
+        judged = capacity_verdict(row)  # verified runs, CV, socket-buffer bound (capacity_limits.py)
+        if judged is not None and not judged.advisable:
+            return Exclusion("capacity not advisable", f"{row.profile.name}'s UDP capacity: {judged.reason}")
         short = below_pace(row)
         if short is not None:
             offered, carried = short
