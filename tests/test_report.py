@@ -35,11 +35,16 @@ def _section(markdown: str, heading: str) -> str:
     return rest[: end.start()] if end else rest
 
 
+def _signed(sign: str, number: str) -> float:
+    return (-1.0 if sign == "−" else 1.0) * float(number)
+
+
 def _percent_after(line: str, prefix: str) -> tuple[float, float]:
-    m = re.search(re.escape(prefix) + r" — ([+−])([\d.]+)% ± ([\d.]+)%", line)
+    """The effect and the larger distance to an end of its CI, "+65% [CI +58%, +73%]"."""
+    m = re.search(re.escape(prefix) + r" — ([+−])([\d.]+)% \[CI ([+−])([\d.]+)%, ([+−])([\d.]+)%\]", line)
     assert m, line
-    sign = -1.0 if m.group(1) == "−" else 1.0
-    return sign * float(m.group(2)), float(m.group(3))
+    value, low, high = (_signed(m.group(i), m.group(i + 1)) for i in (1, 3, 5))
+    return value, max(value - low, high - value)
 
 
 def test_tso_recommendation_has_the_right_sign_and_size(written):

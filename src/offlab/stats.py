@@ -20,6 +20,10 @@ Methods (all standard, cited so a reader can check them):
 - Relative change with a CI: Fieller's theorem at Welch's degrees of freedom (see
   ``relative_change``), so it agrees with Welch's test by construction.
 - Runs needed for a target CI half-width: smallest n with ``t(0.975, n-1) · s/√n ≤ target``.
+- Many tests at once: Holm's step-down adjustment (Holm 1979), which holds the chance
+  that any of the family's rejections is false at 5 % whatever the tests' dependence, or
+  Benjamini–Hochberg's false discovery rate (1995); both from statsmodels'
+  ``multipletests`` (``adjusted_p_values``).
 
 Quantities that cannot be estimated (the spread of a single run, a CI from one sample)
 are ``None``, never ``nan``, so callers must decide how to show them.
@@ -265,6 +269,25 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
     root = math.sqrt(t2 * (v_a * denom + v_b * a * a))
     low, high = sorted(((a * b - root) / denom, (a * b + root) / denom))
     return RelativeChange(ratio, (low - 1.0, high - 1.0), test)
+
+
+FAMILY_METHOD = "holm"
+"""The report's correction over all its tests: Holm (family-wise error at 5 %)."""
+METHOD_NAMES = {"holm": "Holm", "fdr_bh": "Benjamini–Hochberg"}
+
+
+def adjusted_p_values(p_values: Sequence[float], method: str = FAMILY_METHOD) -> tuple[float, ...]:
+    """The p-values adjusted for being one family of tests (statsmodels'
+    ``multipletests``: "holm" or "fdr_bh"); a test holds at 5 % when its adjusted p is
+    below 0.05. An empty family gives an empty tuple."""
+    if method not in METHOD_NAMES:
+        raise ValueError(f"unknown multiple-testing method {method!r}")
+    if not p_values:
+        return ()
+    from statsmodels.stats.multitest import multipletests  # as scipy: imported on first use
+
+    _, adjusted, _, _ = multipletests([float(p) for p in p_values], alpha=1.0 - CONFIDENCE, method=method)
+    return tuple(float(p) for p in adjusted)
 
 
 def runs_needed(
