@@ -171,7 +171,8 @@ def _verdict(claim: Claim, headline: Headline) -> str:
     low, high = change.ci95 or (change.ratio, change.ratio)
     if low <= target <= high:
         return "reproduced (the claim lies in the 95% CI)"
-    return "direction only (" + ("smaller" if abs(high if target > 0 else low) < abs(target) else "larger") + " than claimed)"
+    nearest = high if target > 0 else low  # the CI's end farthest from zero
+    return f"direction only ({'smaller' if abs(nearest) < abs(target) else 'larger'} than claimed)"
 
 
 def _set_apart_in(model: "ReportModel", group: CaseGroup) -> str | None:
@@ -257,8 +258,8 @@ def _highest(model: "ReportModel", claim: Claim) -> Answer:
     if not effects:
         return Answer(claim, "–", "not comparable here (no throughput figure)", where)
     ranked = sorted(merge_nested(effects), key=lambda f: -_top(f))
-    measured = "; ".join(f"{display_list(f.features)} " + ", ".join(format_change(e.keep_on) for e in (f, *f.nested))
-                         for f in ranked)
+    measured = "; ".join(f"{display_list(f.features)} "
+                         + ", ".join(format_change(e.keep_on) for e in (f, *f.nested)) for f in ranked)
     if apart is not None:
         return Answer(claim, measured, f"not comparable here ({apart})", where)
     return Answer(claim, measured, _ranking_verdict(claim, ranked, singles), where)

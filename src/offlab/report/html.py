@@ -11,7 +11,7 @@ from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import Effect, digest, not_applied_sentence
 from .sections import (ADVICE_RULE, SET_APART, UNCORRECTED, excluded_sentences, grouped_warnings,
-                       headlines, no_advice_sentence, rows_by_scenario, run_facts, timestamp,
+                       headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts, timestamp,
                        uncorrected_sentences, what_was_measured)
 from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
@@ -194,7 +194,7 @@ def _results(model: ReportModel, charts: Mapping[str, bytes]) -> str:
             out.append(f'<details><summary>Throughput over time</summary><img class="chart" '
                        f'alt="{_e(group.title)}: over time" src="{data_uri(charts[series_slug(group)])}">'
                        "</details>")
-        out.append(render_table(throughput_table(group)))
+        out.append(render_table(throughput_table(group, imprecise_keys(model))))
         out.append("<details open><summary>CPU per role (% of its core, mean±std)</summary>"
                    f"{render_table(cpu_table(group))}</details>")
     return "".join(out)

@@ -8,7 +8,7 @@ from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import digest, not_applied_sentence
 from .sections import (ADVICE_RULE, SET_APART, UNCORRECTED, excluded_sentences, grouped_warnings,
-                       headlines, no_advice_sentence, rows_by_scenario, run_facts,
+                       headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts,
                        uncorrected_sentences, what_was_measured)
 from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
@@ -47,7 +47,7 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
             parts.append(f"![{group.title}]({chart_paths[group.slug]})")
         if series_slug(group) in chart_paths:
             parts.append(f"![{group.title}: throughput over time]({chart_paths[series_slug(group)]})")
-        parts.append(render_table(throughput_table(group)))
+        parts.append(render_table(throughput_table(group, imprecise_keys(model))))
         parts.append(f"CPU per role, % of its core, mean±std over runs:\n\n"
                      f"{render_table(cpu_table(group))}")
     parts.extend(_views(model, chart_paths))

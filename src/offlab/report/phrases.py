@@ -1,9 +1,10 @@
 """How numbers are phrased in recommendations and tables: "+56% [CI +52%, +60%]",
 "p=0.003".
 
-One meaning of "±" in the whole report: a standard deviation over runs (the seeds'
-"mean±std" cells). An interval is always written as its two ends in brackets, never as
-"± half-width", so a reader never has to guess which one a "±" is.
+One meaning of a bare "±" in the whole report: a standard deviation over runs (the
+seeds' "mean±std" cells). An effect's interval is always written as its two ends in
+brackets, never as "± half-width"; the few tables that give a mean ± its CI half-width
+(seed-shaped study tables) say "95% CI" in their header or introduction.
 """
 
 from __future__ import annotations

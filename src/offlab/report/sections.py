@@ -34,9 +34,10 @@ ADVICE_RULE = (
     "p < 0.05 with the 95% CI of the relative change excluding 0, and the p-value adjusted "
     "over every test (Holm's method: the chance that any advised effect is noise stays "
     "under 5%) below 0.05; both p-values are given. Each effect is that of having the "
-    "offloads on, with its 95% CI in brackets (a “±” in this report is always a standard "
-    "deviation over runs); each step is credited to the features its recorded state turned "
-    "off, and profiles nested in force are one finding.")
+    "offloads on, with its 95% CI in brackets (a bare “±” in this report is a standard "
+    "deviation over runs; a CI is written as its two ends, or its header says “CI”); each "
+    "step is credited to the features its recorded state turned off, and profiles nested in "
+    "force are one finding.")
 SET_APART = (("Differences that are not offload effects (not advised)", NOT_AN_EFFECT),
              ("Measured less precisely than the run asked (shown, not advised)", IMPRECISE))
 
@@ -123,6 +124,11 @@ def excluded_sentences(model: ReportModel, kind: str = NOT_AN_EFFECT) -> list[st
         features = display_list(step.credited or step.requested)
         out.append(f"{step.group.context}: {features} {step.where} ({step.label()}) — {reason}")
     return out
+
+
+def imprecise_keys(model: ReportModel) -> frozenset[str]:
+    """Cases whose adaptive repetitions stopped before their precision target."""
+    return frozenset(key for key, outcome in model.adaptive.items() if not outcome.reached)
 
 
 UNCORRECTED = "Significant alone, not across the report's tests (not advised)"
