@@ -47,7 +47,7 @@ def test_each_claim_gets_its_measured_counterpart_and_a_verdict():
     assert "receiver's offloads off" in found[("tcp", "rx", 1500, "throughput")].verdict
     boost = found[("tcp", "tx", 1500, "highest boost")]
     # TSO is the only feature off alone here (GSO never is): nothing to rank it against.
-    assert boost.verdict.startswith("not comparable here (only TSO was turned off alone")
+    assert boost.verdict.startswith("not comparable here (the profiles with one feature off measure TSO:")
     assert "GSO never turned off alone here" in boost.verdict and boost.measured.startswith("TSO +45%")
     assert not any(a.claim.scenario == "vxlan" for a in found.values())  # no VXLAN measured
 
@@ -133,3 +133,24 @@ def test_cpu_claims_use_the_one_sign():
     claim = next(c for c in CLAIMS if c.metric == "cpu" and c.percent == 55)
     assert abs(claim.target - (1 / 1.55 - 1)) < 1e-12
     assert claim.claimed.startswith("CPU per Gbit/s −35%")
+
+
+def test_nested_profiles_rank_as_one_finding_and_an_unmeasured_feature_is_not_judged():
+    """The issue's vxlan transmitter: Tx checksumming off (+207 %) also turned TSO off
+    (+204 %), and tx-udp_tnl-segmentation was never off alone; the old code called the
+    claim "reproduced"."""
+    csum_off = OffloadProfile("txcsum-off", "tx", {CSUM: False})
+    cases, samples = [], {}
+    for profile, gbps, off in ((ALL_ON, 3.0, set()), (TSO_OFF, 1.0, {TSO}), (csum_off, 0.98, {TSO, CSUM})):
+        case = CaseSpec("vxlan", 1500, profile, TCP)
+        state = {"tx:ofl-v0": {f: FeatureState(f not in off) for f in (TSO, CSUM, GSO)}}
+        cases.append(case)
+        samples[case.key] = tuple(Sample(case.key, i, 0.0, 1.5, (gbps + 0.02 * i) * 1e9, gbps * 1e9, retransmits=0,
+                                         cpu=(CpuShare(0, {"sys": 50.0, "idle": 50.0}),), roles={"sender": 0},
+                                         offloads=state) for i in range(4))
+    info = RunInfo("r", "quick", 0.0, "offlab run", "6.18", "cpu", 2, settings=RunSettings(4, hosts="ssh"))
+    model = build_report_model(RunResults(info, "complete", tuple(cases), samples))
+    boost = next(a for a in answers(model) if a.claim.metric == "highest boost" and a.claim.scenario == "vxlan")
+    assert boost.verdict.startswith("not comparable here (the profiles with one feature off measure TSO and "
+                                    "Tx checksumming as one finding (nested profiles)")
+    assert boost.verdict.endswith("tx-udp_tnl-segmentation never turned off alone here, not judged")

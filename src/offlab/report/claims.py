@@ -275,8 +275,9 @@ def _ranking_verdict(claim: Claim, ranked: list[Effect], singles: list[Step]) ->
         return f"not comparable here ({display_list(unmeasured)} never turned off alone here)"
     top = ranked[0]
     if len(ranked) == 1:
-        return (f"not comparable here (only {display_list(top.features)} was turned off alone: "
-                "nothing to rank it against)") + note
+        joint = " as one finding (nested profiles)" if top.nested else ""
+        return (f"not comparable here (the profiles with one feature off measure "
+                f"{display_list(top.features)}{joint}: nothing to rank it against)") + note
     if not top.holds or top.keep_on.ratio <= 0:
         return "not reproduced (no feature alone helped, across the report's tests)" + note
     leaders = [top] + [f for f in ranked[1:] if not _apart(top, f)]
