@@ -157,8 +157,7 @@ class Effect:
         features = display_list(self.features)
         action = f"keep {features} on" if self.better_on else f"turn {features} off"
         if self.nested:
-            parts = "; ".join(f"{display_list(e.step.credited)} off ({e.step.off_row.profile.name}): "
-                              f"{e.figures()}" for e in (self, *self.nested))
+            parts = "; ".join(f"{_what_went_off(e.step)}: {e.figures()}" for e in (self, *self.nested))
             text = (f"{action} {step.where} — one finding, {_nesting(self)}: having them on: "
                     f"{parts} · {step.group.context}")
         else:
@@ -177,6 +176,12 @@ class Effect:
                     "for a cause outside the CPU, such as a middlebox or virtual NIC that "
                     "mishandles offloaded packets, before acting on it")
         return text + _cascade_note(step, self) + (f"; why: {why}" if why else "")
+
+
+def _what_went_off(step: Step) -> str:
+    """"Tx checksumming off (txcsum-off, TSO with it)"."""
+    with_it = f", {display_list(step.cascaded)} with it" if step.cascaded and step.in_force else ""
+    return f"{display_list(step.credited)} off ({step.off_row.profile.name}{with_it})"
 
 
 def _nesting(effect: Effect) -> str:
