@@ -30,7 +30,7 @@ def _cell(rec: "Recommendations", step: Step, metric: str) -> str:
     found = next((e for e in rec.effects_of(step) if e.metric == metric), None)
     if found is None:
         return "–"
-    return (format_change(found.keep_on) + f" ({format_p(found.adjusted_p)} adj.)"
+    return (format_change(found.keep_on) + f" (Holm {format_p(found.adjusted_p)})"
             + (" *" if found.holds else ""))
 
 
