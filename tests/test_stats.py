@@ -228,3 +228,10 @@ def test_an_effect_is_written_with_both_ends_of_its_ci_never_a_half_width():
 
     text = format_change(relative_change([20.0, 20.2, 19.8], [12.0, 12.1, 11.9]))
     assert "±" not in text and text.startswith("+67% [CI +") and text.endswith("%]")
+
+
+def test_a_relative_change_of_positive_data_never_reaches_below_minus_100_percent():
+    from offlab.stats import relative_change
+
+    change = relative_change([0.1, 3.0, 0.2, 2.5], [4.0, 4.1, 3.9, 4.05])
+    assert change.ci95 is not None and change.ci95[0] == -1.0 and change.ratio > -1.0

@@ -251,6 +251,9 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
     never disagree (the delta method's symmetric interval can, with noisy baselines).
     The interval is bounded only when the baseline mean is itself clearly non-zero
     (t² v_b < b̄²); otherwise the CI is None. Returns None when the baseline mean is 0.
+    For positive data the lower end is held at −100 % (a ratio of rates or CPU figures
+    cannot be negative; a noisy numerator lets Fieller's root reach below it, and
+    `compare` printed "−71 % [CI −146 %, …]").
     """
     s_new, s_base = summary(new), summary(base)
     if s_base.mean == 0:
@@ -268,6 +271,8 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
         return RelativeChange(ratio, None, test)
     root = math.sqrt(t2 * (v_a * denom + v_b * a * a))
     low, high = sorted(((a * b - root) / denom, (a * b + root) / denom))
+    if all(v > 0 for v in (*new, *base)):
+        low = max(low, 0.0)  # a ratio of positive quantities is never below 0 (−100 %)
     return RelativeChange(ratio, (low - 1.0, high - 1.0), test)
 
 
