@@ -10,7 +10,7 @@ from typing import Mapping
 from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import Effect, digest, not_applied_sentence
-from .sections import (ADVICE_RULE, SET_APART, UNCORRECTED, excluded_sentences, grouped_warnings,
+from .sections import (SET_APART, UNCORRECTED, advice_rule, excluded_sentences, grouped_warnings,
                        headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts, timestamp,
                        uncorrected_sentences, what_was_measured)
 from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
@@ -134,7 +134,7 @@ def _recommendations(model: ReportModel) -> str:
     rec = model.recommendations
     out = [
         '<h2 id="recommendations">Recommendations</h2>',
-        f'<p class="muted">{_e(ADVICE_RULE.format(tests=rec.tested))}</p>',
+        f'<p class="muted">{_e(advice_rule(model))}</p>',
     ]
     empty = no_advice_sentence(model)
     if empty:

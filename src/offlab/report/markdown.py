@@ -7,7 +7,7 @@ from typing import Mapping
 from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import digest, not_applied_sentence
-from .sections import (ADVICE_RULE, SET_APART, UNCORRECTED, excluded_sentences, grouped_warnings,
+from .sections import (SET_APART, UNCORRECTED, advice_rule, excluded_sentences, grouped_warnings,
                        headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts,
                        uncorrected_sentences, what_was_measured)
 from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
@@ -91,7 +91,7 @@ def _summary(model: ReportModel) -> str:
 
 def _recommendations(model: ReportModel) -> str:
     rec = model.recommendations
-    out = ["## Recommendations", ADVICE_RULE.format(tests=rec.tested)]
+    out = ["## Recommendations", advice_rule(model)]
     empty = no_advice_sentence(model)
     if empty:
         out.append(empty)

@@ -30,7 +30,7 @@ WARNING_TITLES = {
 
 
 ADVICE_RULE = (
-    "Advice comes only from effects that hold across all {tests} tests of this report: Welch "
+    "Advice comes only from effects that hold across all {tests} of this report: Welch "
     "p < 0.05 with the 95% CI of the relative change excluding 0, and the p-value adjusted "
     "over every test (Holm's method: the chance that any advised effect is noise stays "
     "under 5%) below 0.05; both p-values are given. Each effect is that of having the "
@@ -40,6 +40,12 @@ ADVICE_RULE = (
     "force are one finding.")
 SET_APART = (("Differences that are not offload effects (not advised)", NOT_AN_EFFECT),
              ("Measured less precisely than the run asked (shown, not advised)", IMPRECISE))
+
+
+def advice_rule(model: ReportModel) -> str:
+    """How advice is chosen, with the size of the family the correction ran over."""
+    tests = model.recommendations.tested
+    return ADVICE_RULE.format(tests=f"{tests} tests" if tests != 1 else "1 test")
 
 
 def timestamp(unix: float | None) -> str:
