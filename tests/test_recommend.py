@@ -217,3 +217,20 @@ def test_a_case_that_missed_its_precision_target_is_shown_and_advises_nothing():
     assert why.label == "precision target missed"
     assert "±14.2% after 6 runs, target ±10%" in why.why
     assert [e.holds for e in rec.effects_of(step)] == [True, True]  # still shown, with its figures
+
+
+def test_nesting_is_read_through_ethtools_umbrellas_as_veth_records_them():
+    """Recorded on this machine's veth (2026-11-28): tx checksumming off turned
+    tx-tcp-segmentation and tx-udp-segmentation off while the recorded
+    tcp-segmentation-offload line stayed on. That is TSO going off: one finding with the
+    TSO-off profile, naming TSO and Tx checksumming."""
+    seg, uso = "tx-tcp-segmentation", "tx-udp-segmentation"
+    every = {TSO: True, seg: True, CSUM: True, "tx-checksum-ip-generic": True, uso: True}
+    base = _row("all-on", {}, [20.0, 20.2, 19.8], every)
+    tso = _row("tso-off", {TSO: False}, [12.0, 12.1, 11.9], {**every, TSO: False, seg: False})
+    csum = _row("txcsum-off", {CSUM: False}, [11.0, 11.2, 10.8],
+                {**every, CSUM: False, "tx-checksum-ip-generic": False, seg: False, uso: False})
+    rec = recommend([_group([base, tso, csum])])
+    (_, (finding,)), = [(t, e) for t, e in rec.goals if "throughput" in t]
+    assert finding.features == (TSO, CSUM) and finding.nested
+    assert "turning Tx checksumming off also turned TSO and UDP segmentation (USO) off" in finding.sentence()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..stats import FAMILY_METHOD
 from .family import Headline
-from .findings import merge_nested, turned_off
+from .findings import merge_nested, umbrella
 from .model import CaseGroup
 from .phrases import format_adjusted, format_change, format_p, format_signed
 from .recommend import Effect, Step, _step, set_apart, step_effects
@@ -268,7 +268,7 @@ def _highest(model: "ReportModel", claim: Claim) -> Answer:
 def _ranking_verdict(claim: Claim, ranked: list[Effect], singles: list[Step]) -> str:
     """Reproduced only when the claimed feature's finding is ahead of every other with
     CIs apart; overlapping CIs are a tie, said as such."""
-    alone = {f for step in singles for f in turned_off(step)}
+    alone = {umbrella(f) for step in singles for f in step.credited}
     unmeasured = [f for f in claim.features if f not in alone]
     note = f"; {display_list(unmeasured)} never turned off alone here, not judged" if unmeasured else ""
     if len(unmeasured) == len(claim.features):

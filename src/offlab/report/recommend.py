@@ -34,7 +34,7 @@ from typing import Iterable, Mapping
 from ..adaptive import AdaptiveOutcome
 from ..stats import FAMILY_METHOD, RelativeChange, Summary, adjusted_p_values, relative_change
 from .family import ALPHA, Headline, headline_tests
-from .findings import merge_nested, turned_off
+from .findings import merge_nested, turned_off, umbrella
 from .model import CaseGroup, ProfileRow
 from .phrases import format_adjusted, format_change, format_p
 from .precision import imprecise
@@ -136,10 +136,12 @@ class Effect:
     @property
     def features(self) -> tuple[str, ...]:
         """The features the finding is about: the step's, and those of nested profiles."""
-        names = list(self.step.credited)
+        if not self.nested:
+            return self.step.credited
+        names = [umbrella(f) for f in self.step.credited]
         for other in self.nested:
-            names += [f for f in (*other.step.in_force, *other.step.cascaded) if f not in names]
-        return tuple(names)
+            names += [umbrella(f) for f in other.step.in_force if umbrella(f) not in names]
+        return tuple(dict.fromkeys(names))
 
     @property
     def n(self) -> str:
@@ -180,15 +182,16 @@ class Effect:
 
 def _what_went_off(step: Step) -> str:
     """"Tx checksumming off (txcsum-off, TSO with it)"."""
-    with_it = f", {display_list(step.cascaded)} with it" if step.cascaded and step.in_force else ""
+    with_it = f", {display_list(_cascade_names(step))} with it" if step.cascaded and step.in_force else ""
     return f"{display_list(step.credited)} off ({step.off_row.profile.name}{with_it})"
 
 
 def _nesting(effect: Effect) -> str:
     """"turning Tx checksumming off also turned TSO off"."""
     outer = effect.nested[-1].step
+    also = sorted(turned_off(outer) - {umbrella(f) for f in outer.in_force})
     return (f"turning {display_list(outer.in_force or outer.credited)} off also turned "
-            f"{display_list(sorted(turned_off(effect.step)))} off")
+            f"{display_list(also)} off")
 
 
 @dataclass(frozen=True)
@@ -509,10 +512,20 @@ def _shown(effect: Effect) -> RelativeChange:
 def _cascade_note(step: Step, effect: Effect | None = None) -> str:
     if not step.cascaded or not step.in_force or (effect is not None and effect.nested):
         return ""
+    also = _cascade_names(step)
+    if not also:
+        return ""
     return (
         f" (turning {display_list(step.in_force)} off also turned "
-        f"{display_list(step.cascaded)} off here; the effect is of both)"
+        f"{display_list(also)} off here; the effect is of {'both' if len(also) == 1 else 'them all'})"
     )
+
+
+def _cascade_names(step: Step) -> list[str]:
+    """What went off with the step's request, by ethtool umbrella ("tx-tcp-segmentation"
+    is TSO), without the request's own features."""
+    asked = {umbrella(f) for f in step.in_force}
+    return list(dict.fromkeys(umbrella(f) for f in step.cascaded if umbrella(f) not in asked))
 
 
 def not_applied_sentence(step: Step) -> str:
