@@ -52,8 +52,9 @@ def forest_rows(model: ReportModel) -> list[ForestRow]:
         if not changes:
             continue
         group = step.group
+        after = f", after {step.on_row.profile.name}" if step.cumulative else ""
         label = (f"{group.scenario} · {group.traffic.label} · {step.where}: "
-                 f"{display_list(step.credited)} off")
+                 f"{display_list(step.credited)} on{after}")
         rows.append(ForestRow(label, changes.get("throughput"), changes.get("cpu"), why))
     rows.sort(key=lambda r: (r.excluded is not None,
                              -abs(r.throughput.keep_on.ratio if r.throughput else 0.0)))
