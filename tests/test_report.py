@@ -35,11 +35,16 @@ def _section(markdown: str, heading: str) -> str:
     return rest[: end.start()] if end else rest
 
 
+def _signed(sign: str, number: str) -> float:
+    return (-1.0 if sign == "−" else 1.0) * float(number)
+
+
 def _percent_after(line: str, prefix: str) -> tuple[float, float]:
-    m = re.search(re.escape(prefix) + r" — ([+−])([\d.]+)% ± ([\d.]+)%", line)
+    """The effect and the larger distance to an end of its CI, "+65% [CI +58%, +73%]"."""
+    m = re.search(re.escape(prefix) + r" — ([+−])([\d.]+)% \[CI ([+−])([\d.]+)%, ([+−])([\d.]+)%\]", line)
     assert m, line
-    sign = -1.0 if m.group(1) == "−" else 1.0
-    return sign * float(m.group(2)), float(m.group(3))
+    value, low, high = (_signed(m.group(i), m.group(i + 1)) for i in (1, 3, 5))
+    return value, max(value - low, high - value)
 
 
 def test_tso_recommendation_has_the_right_sign_and_size(written):
@@ -264,3 +269,23 @@ def test_adaptive_runs_report_only_cases_stopped_before_their_rule(results):
     assert (short[keys[2]].got, short[keys[2]].wanted, short[keys[2]].up_to) == (5, 6, True)
     assert "5 repetitions stored, of up to 6" in short[keys[2]].message
     assert (short[capacity.key].got, short[capacity.key].wanted) == (2, 3)
+
+
+def test_a_case_that_missed_its_precision_target_is_labelled_and_advises_nothing(results):
+    """GRO off (CV ~6 %) stopped at its maximum runs above a ±2 % target: its row says so,
+    its step is listed as measured less precisely than asked, and GRO gets no advice."""
+    import dataclasses
+
+    from offlab.adaptive import AdaptiveOutcome
+    from offlab.report.markdown import render_markdown
+
+    key = "veth/mtu1500/rx:gro-off/tcp"
+    missed = AdaptiveOutcome(key, 0.02, 3, 5, 5, 0.071, reached=False)
+    model = build_report_model(dataclasses.replace(results, adaptive={key: missed}))
+    md = render_markdown(model, {})
+    row = next(l for l in _section(md, "### veth · MTU 1500 · tcp · receiver").splitlines()
+               if l.startswith("| gro-off"))
+    assert "⚠ precision target missed" in row
+    held = _section(md, "### Measured less precisely than the run asked (shown, not advised)")
+    assert "GRO at the receiver" in held and "±7.1% after 5 runs, target ±2%" in held
+    assert "keep GRO on" not in _section(md, "### To increase TCP throughput")

@@ -206,3 +206,32 @@ def test_outliers_need_five_values():
 
     assert modified_z_outliers([1.0, 1.0, 1.01, 9.0]) == ()
     assert modified_z_outliers([1.0, 1.0, 1.01, 0.99, 9.0]) == (4,)
+
+
+def test_the_report_adjusts_a_family_with_statsmodels_holm_and_bh():
+    from offlab.stats import adjusted_p_values
+
+    # Holm: the smallest p times the family size, then step-down, kept monotone.
+    assert adjusted_p_values([0.01, 0.04, 0.03]) == pytest.approx((0.03, 0.06, 0.06))
+    assert adjusted_p_values([0.04] + [0.5] * 21)[0] == pytest.approx(0.88)
+    assert adjusted_p_values([0.001, 0.04, 0.03], "fdr_bh") == pytest.approx((0.003, 0.04, 0.04))
+    assert adjusted_p_values([]) == ()
+    with pytest.raises(ValueError):
+        adjusted_p_values([0.1], "bonferroni-by-hand")
+
+
+def test_an_effect_is_written_with_both_ends_of_its_ci_never_a_half_width():
+    """One meaning of "±" in the report: a standard deviation. The old phrasing used
+    "± half-width" for near-symmetric CIs, beside tables whose "±" was a std."""
+    from offlab.report.phrases import format_change
+    from offlab.stats import relative_change
+
+    text = format_change(relative_change([20.0, 20.2, 19.8], [12.0, 12.1, 11.9]))
+    assert "±" not in text and text.startswith("+67% [CI +") and text.endswith("%]")
+
+
+def test_a_relative_change_of_positive_data_never_reaches_below_minus_100_percent():
+    from offlab.stats import relative_change
+
+    change = relative_change([0.1, 3.0, 0.2, 2.5], [4.0, 4.1, 3.9, 4.05])
+    assert change.ci95 is not None and change.ci95[0] == -1.0 and change.ratio > -1.0

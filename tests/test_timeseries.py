@@ -30,3 +30,16 @@ def test_series_chart_for_a_group_with_intervals():
     (group,) = build_groups(results, build_rows(results))
     assert has_series(group)
     assert series_chart(group)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_iperf3s_trailing_partial_interval_is_no_stall():
+    """iperf3 ends with what is left of its last interval: 7 ms carrying a few packets.
+    Its rate is far under the median, but it is no stall (the old detector flagged it)."""
+    full = [Interval(0.1 * n, 0.1 * (n + 1), 10e9, warmup=n < 5) for n in range(25)]
+    tail = Interval(2.5, 2.507, 0.3e9)
+    samples = [Sample(CASE.key, rep, 0.0, 2.5, 10e9, 10e9, intervals=(*full, tail)) for rep in range(3)]
+    assert list(stalls(CASE.key, samples)) == []
+    # A short interval anywhere but last, or a full-length slow last one, still is one.
+    slow_last = Interval(2.5, 2.6, 0.3e9)
+    found = list(stalls(CASE.key, [Sample(CASE.key, 0, 0.0, 2.6, 10e9, 10e9, intervals=(*full, slow_last))]))
+    assert [(s.repetition, s.intervals) for s in found] == [(0, 1)]

@@ -135,7 +135,7 @@ def test_a_summary_line_says_when_it_contains_a_difference_set_apart():
     local = SimpleNamespace(groups=(group,), recommendations=recommend([group], virtual_devices=True))
     (line,) = headlines(local)
     assert "enabling the offloads of the receiver" in line
-    assert line.endswith("not an offload effect (against the mechanism; "
+    assert line.endswith("set apart from the advice (against the mechanism; "
                          "see “Differences that are not offload effects”)")
     real = SimpleNamespace(groups=(group,), recommendations=recommend([group], virtual_devices=False))
     assert "not an offload effect" not in headlines(real)[0]

@@ -36,7 +36,7 @@ from typing import Sequence
 
 from scipy import stats as scistats
 
-from .stats import Summary
+from .stats import Summary, adjusted_p_values
 
 ALPHA = 0.05
 FDR = 0.05
@@ -132,11 +132,6 @@ def chance_bound(tests: int, alpha: float = ALPHA) -> int:
 
 
 def benjamini_hochberg(p_values: Sequence[float], q: float) -> list[bool]:
-    """Which p-values are discoveries at false discovery rate q."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    cutoff = -1
-    for rank, index in enumerate(order, start=1):
-        if p_values[index] <= q * rank / len(p_values):
-            cutoff = rank
-    chosen = set(order[:cutoff]) if cutoff > 0 else set()
-    return [i in chosen for i in range(len(p_values))]
+    """Which p-values are discoveries at false discovery rate q (statsmodels'
+    Benjamini–Hochberg adjustment: a discovery's adjusted p is at most q)."""
+    return [p <= q for p in adjusted_p_values(p_values, "fdr_bh")]

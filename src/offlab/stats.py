@@ -20,6 +20,10 @@ Methods (all standard, cited so a reader can check them):
 - Relative change with a CI: Fieller's theorem at Welch's degrees of freedom (see
   ``relative_change``), so it agrees with Welch's test by construction.
 - Runs needed for a target CI half-width: smallest n with ``t(0.975, n-1) · s/√n ≤ target``.
+- Many tests at once: Holm's step-down adjustment (Holm 1979), which holds the chance
+  that any of the family's rejections is false at 5 % whatever the tests' dependence, or
+  Benjamini–Hochberg's false discovery rate (1995); both from statsmodels'
+  ``multipletests`` (``adjusted_p_values``).
 
 Quantities that cannot be estimated (the spread of a single run, a CI from one sample)
 are ``None``, never ``nan``, so callers must decide how to show them.
@@ -247,6 +251,9 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
     never disagree (the delta method's symmetric interval can, with noisy baselines).
     The interval is bounded only when the baseline mean is itself clearly non-zero
     (t² v_b < b̄²); otherwise the CI is None. Returns None when the baseline mean is 0.
+    For positive data the lower end is held at −100 % (a ratio of rates or CPU figures
+    cannot be negative; a noisy numerator lets Fieller's root reach below it, and
+    `compare` printed "−71 % [CI −146 %, …]").
     """
     s_new, s_base = summary(new), summary(base)
     if s_base.mean == 0:
@@ -264,7 +271,28 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
         return RelativeChange(ratio, None, test)
     root = math.sqrt(t2 * (v_a * denom + v_b * a * a))
     low, high = sorted(((a * b - root) / denom, (a * b + root) / denom))
+    if all(v > 0 for v in (*new, *base)):
+        low = max(low, 0.0)  # a ratio of positive quantities is never below 0 (−100 %)
     return RelativeChange(ratio, (low - 1.0, high - 1.0), test)
+
+
+FAMILY_METHOD = "holm"
+"""The report's correction over all its tests: Holm (family-wise error at 5 %)."""
+METHOD_NAMES = {"holm": "Holm", "fdr_bh": "Benjamini–Hochberg"}
+
+
+def adjusted_p_values(p_values: Sequence[float], method: str = FAMILY_METHOD) -> tuple[float, ...]:
+    """The p-values adjusted for being one family of tests (statsmodels'
+    ``multipletests``: "holm" or "fdr_bh"); a test holds at 5 % when its adjusted p is
+    below 0.05. An empty family gives an empty tuple."""
+    if method not in METHOD_NAMES:
+        raise ValueError(f"unknown multiple-testing method {method!r}")
+    if not p_values:
+        return ()
+    from statsmodels.stats.multitest import multipletests  # as scipy: imported on first use
+
+    _, adjusted, _, _ = multipletests([float(p) for p in p_values], alpha=1.0 - CONFIDENCE, method=method)
+    return tuple(float(p) for p in adjusted)
 
 
 def runs_needed(

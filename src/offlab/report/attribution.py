@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .phrases import format_change
-from .recommend import Step, step_effects
+from .phrases import format_change, format_p
+from .recommend import Recommendations, Step
 from .states import display_list
 from .tables import Table
 
@@ -20,23 +20,24 @@ INTRO = ("Each feature's effect comes from a profile with that feature alone off
          "with all on, where the plan has one; a cumulative step (a feature turned off with "
          "others already off) is labelled as a step and, when single-off profiles cover its "
          "features, is not advised. Effects are those of having the features on (all on "
-         "relative to off for a single-off row); * = significant (Welch p < 0.05 and the 95% "
-         "CI excluding 0).")
+         "relative to off for a single-off row), with the 95% CI in brackets and the p-value "
+         "adjusted over all the report's tests (Holm); * = holds after that correction.")
 
 
-def _cell(step: Step, metric: str) -> str:
+def _cell(rec: "Recommendations", step: Step, metric: str) -> str:
     if metric == "throughput" and step.group.traffic.service_demand:
         return "paced"
-    found = next((e for e in step_effects(step) if e.metric == metric), None)
+    found = next((e for e in rec.effects_of(step) if e.metric == metric), None)
     if found is None:
         return "–"
-    return format_change(found.keep_on) + (" *" if found.significant else "")
+    return (format_change(found.keep_on) + f" (Holm {format_p(found.adjusted_p)})"
+            + (" *" if found.holds else ""))
 
 
 def attribution_sections(model: "ReportModel") -> list:
     from ..studies import Section
     rec = model.recommendations
-    advised = {id(e.step) for _, effects in rec.goals for e in effects}
+    advised = {id(f.step) for _, effects in rec.goals for e in effects for f in (e, *e.nested)}
     excluded = {id(step): reason.label for step, reason in rec.excluded}
     body = []
     for step in [*rec.steps, *(s for s, _ in rec.excluded), *rec.superseded]:
@@ -47,10 +48,10 @@ def attribution_sections(model: "ReportModel") -> list:
         elif step in rec.superseded:
             fate = "step, not advised (single-off profiles measure these features)"
         else:
-            fate = "advised" if id(step) in advised else "no significant effect"
+            fate = "advised" if id(step) in advised else "no effect that holds"
         body.append((step.group.context, step.where.removeprefix("at the ").removeprefix("on "),
-                     display_list(step.credited), step.label(), _cell(step, "throughput"),
-                     _cell(step, "cpu"), fate))
+                     display_list(step.credited), step.label(), _cell(rec, step, "throughput"),
+                     _cell(rec, step, "cpu"), fate))
     if not body:
         return []
     table = Table(("Case", "Side", "Credited", "Comparison", "Throughput, on vs off",

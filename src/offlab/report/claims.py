@@ -8,8 +8,12 @@ offloads of a side gives: throughput at MTU 1500 and "CPU performance" at MTU 90
 TCP and UDP. Its VM section words the CPU figure as "turning offloads off triggering
 total CPU consumption rising by 64.8 %", so a CPU claim is read here as CPU per Gbit/s
 with the offloads off relative to on (how much more CPU the same traffic costs without
-them). Each percentage is set against this run's all on vs all off of the same side;
-the "highest boost" claims against the single-off profile whose effect was largest.
+them); it is shown in the report's one sign, on relative to off. Each percentage is set
+against this run's all on vs all off of the same side, judged with its p adjusted over
+all the report's tests; the "highest boost" claims against the single-off profiles,
+ranked by their 95 % CIs: a feature is ahead only when its CI lies clear of the others'
+(overlap is a tie). No verdict is read from a difference the recommendations set apart,
+for any reason, and every verdict names the medium it was measured on.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
-from ..stats import RelativeChange, relative_change
+from ..stats import FAMILY_METHOD
+from .family import Headline
+from .findings import merge_nested, umbrella
 from .model import CaseGroup
-from .phrases import format_change
-from .recommend import _step, step_effects
+from .phrases import format_adjusted, format_change, format_p, format_signed
+from .recommend import Effect, Step, _step, set_apart, step_effects
 from .states import display_list
 from .tables import Table
-from .validity import exclusion
+from .validity import MTU_WIRE
 
 if TYPE_CHECKING:
     from .document import ReportModel
@@ -43,7 +49,8 @@ class Claim:
     protocol: str
     mtu: int
     metric: str
-    """"throughput", "cpu" (CPU per Gbit/s off relative to on) or "highest boost"."""
+    """"throughput", "cpu" (the seed's figure is CPU per Gbit/s off relative to on) or
+    "highest boost"."""
     percent: float | None = None
     features: tuple[str, ...] = ()
     """For "highest boost": the features the seed names as giving it."""
@@ -54,11 +61,20 @@ class Claim:
         return f"{self.scenario} · {side} · {self.protocol.upper()} · MTU {self.mtu}"
 
     @property
+    def target(self) -> float:
+        """The seed's figure in the report's one sign, as a fraction: the metric with the
+        offloads on relative to off (a CPU claim, off relative to on, inverted)."""
+        figure = self.percent / 100.0  # type: ignore[operator]
+        return figure if self.metric == "throughput" else 1.0 / (1.0 + figure) - 1.0
+
+    @property
     def claimed(self) -> str:
         if self.metric == "highest boost":
             return f"highest boost: {display_list(self.features)}"
-        what = "throughput" if self.metric == "throughput" else "CPU per Gbit/s off vs on"
-        return f"{what} +{self.percent:g}%"
+        if self.metric == "throughput":
+            return f"throughput +{self.percent:g}%"
+        return (f"CPU per Gbit/s {format_signed(self.target)} (the seed's +{self.percent:g}% "
+                "is off relative to on)")
 
 
 def _pct(seed_sentence: str, scenario: str, side: str, mtu: int, metric: str, tcp: float,
@@ -105,6 +121,33 @@ class Answer:
     claim: Claim
     measured: str
     verdict: str
+    medium: str = "–"
+    """What carried the traffic the answer comes from (`medium`), named beside the verdict:
+    a seed's NIC figure and a veth figure on one kernel are not the same measurement."""
+
+
+def medium(model: "ReportModel", group: CaseGroup | None) -> str:
+    """The path as the run recorded it: the devices of the group's scenario, the wire,
+    the hosts and their kernel ("veth pair, MTU-frame wire; namespaces on one machine,
+    kernel 6.12.1")."""
+    info = model.info
+    settings = info.settings
+    local = settings is None or settings.hosts == "local"
+    if not local:
+        drivers = "; ".join(f"{role}: {facts.get('nic driver', 'n/a')}, kernel "
+                            f"{facts.get('kernel', info.kernel)}"
+                            for role, facts in info.host_facts.items())
+        return f"hosts {settings.hosts}" + (f" ({drivers})" if drivers else f", kernel {info.kernel}")
+    where = f"namespaces on one machine, kernel {info.kernel}"
+    if group is None:
+        return where
+    case = group.rows[0].case
+    device = _DEVICES.get(case.scenario, case.scenario)
+    wire = "MTU-frame wire" if case.topology.get("wire") == MTU_WIRE else "super-packet wire"
+    return f"{device}, {wire}; {where}"
+
+
+_DEVICES = {"bare": "veth pair", "vxlan": "VXLAN over a veth pair"}
 
 
 def _groups(model: "ReportModel", claim: Claim, paced: bool) -> list[CaseGroup]:
@@ -117,27 +160,26 @@ def _groups(model: "ReportModel", claim: Claim, paced: bool) -> list[CaseGroup]:
     return sorted(found, key=lambda g: names.index(g.scenario))
 
 
-def _change(group: CaseGroup, metric: str) -> RelativeChange | None:
-    on, off = group.baseline, group.widest
-    if on is None or off is None:
-        return None
-    if metric == "throughput":
-        return relative_change(on.throughput.values, off.throughput.values)
-    if on.cpu_per_gbps is None or off.cpu_per_gbps is None:
-        return None
-    return relative_change(off.cpu_per_gbps.values, on.cpu_per_gbps.values)
-
-
-def _verdict(claim: Claim, change: RelativeChange) -> str:
-    target = claim.percent / 100.0  # type: ignore[operator]
-    if not change.significant:
-        return "not reproduced (no significant difference)"
+def _verdict(claim: Claim, headline: Headline) -> str:
+    change, target = headline.change, claim.target
+    if not headline.holds:
+        return ("not reproduced (no difference that holds across the report's tests: "
+                f"{format_p(change.welch.p_value)}, "
+                f"{format_adjusted(headline.adjusted_p, headline.tests, FAMILY_METHOD)})")
     if (change.ratio > 0) != (target > 0):
         return "not reproduced (the opposite direction)"
     low, high = change.ci95 or (change.ratio, change.ratio)
     if low <= target <= high:
         return "reproduced (the claim lies in the 95% CI)"
-    return "direction only (" + ("smaller" if high < target else "larger") + " than claimed)"
+    nearest = high if target > 0 else low  # the CI's end farthest from zero
+    return f"direction only ({'smaller' if abs(nearest) < abs(target) else 'larger'} than claimed)"
+
+
+def _set_apart_in(model: "ReportModel", group: CaseGroup) -> str | None:
+    """The label of a difference of the group the recommendations set apart: the group's
+    all on vs all off contains it, so no verdict is read from the group."""
+    return next((f"{display_list(step.credited or step.requested)} set apart: {why.label}"
+                 for step, why in model.recommendations.excluded if step.group is group), None)
 
 
 def _percentage(model: "ReportModel", claim: Claim) -> Answer:
@@ -145,22 +187,26 @@ def _percentage(model: "ReportModel", claim: Claim) -> Answer:
     paced = bool(groups)
     groups = groups or _groups(model, claim, paced=False)
     if not groups:
-        return Answer(claim, "–", f"not comparable here ({_missing(model, claim)})")
+        return Answer(claim, "–", f"not comparable here ({_missing(model, claim)})", medium(model, None))
     group = groups[0]
+    where = medium(model, group)
     if group.widest is None or group.baseline is None:
-        return Answer(claim, "–", "not comparable here (no all-off profile beside all on)")
+        return Answer(claim, "–", "not comparable here (no all-off profile beside all on)", where)
+    headline = next((h for h in model.recommendations.headlines
+                     if h.group is group and h.metric == claim.metric), None)
+    measured = (f"{format_change(headline.change)} · {group.context} (all on vs {group.widest.profile.name})"
+                if headline else "–")
     step = _step(group, group.baseline, group.widest)
-    reason = exclusion(step, model.virtual_devices)
-    change = _change(group, claim.metric)
-    measured = f"{format_change(change)} · {group.context} ({group.widest.profile.name} vs all on)" if change else "–"
-    if reason is not None:
-        return Answer(claim, measured, f"not comparable here ({reason.label})")
+    reason = set_apart(step, step_effects(step), model.virtual_devices, model.adaptive)
+    label = reason.label if reason is not None else _set_apart_in(model, group)
+    if label is not None:
+        return Answer(claim, measured, f"not comparable here ({label})", where)
     if claim.metric == "cpu" and not paced and _saturated(group):
         return Answer(claim, measured, "not comparable here (CPU measured with a core saturated; "
-                                       "the seed's CPU figures are at a rate the link set)")
-    if change is None:
-        return Answer(claim, measured, "not comparable here (no CPU figure in its window)")
-    return Answer(claim, measured, _verdict(claim, change))
+                                       "the seed's CPU figures are at a rate the link set)", where)
+    if headline is None:
+        return Answer(claim, measured, "not comparable here (no CPU figure in its window)", where)
+    return Answer(claim, measured, _verdict(claim, headline), where)
 
 
 def _saturated(group: CaseGroup) -> bool:
@@ -179,32 +225,72 @@ def _missing(model: "ReportModel", claim: Claim) -> str:
     return f"this plan measures no {claim.protocol.upper()} case with the {side}'s offloads off"
 
 
+def _span(effect: Effect) -> tuple[float, float] | None:
+    """The 95 % CIs of a finding's comparisons, as one span (None when one has none)."""
+    ends = [e.keep_on.ci95 for e in (effect, *effect.nested)]
+    if any(ci is None for ci in ends):
+        return None
+    return min(ci[0] for ci in ends), max(ci[1] for ci in ends)  # type: ignore[index]
+
+
+def _apart(a: Effect, b: Effect) -> bool:
+    """Whether two findings' CIs do not overlap (a finding without a CI overlaps all)."""
+    sa, sb = _span(a), _span(b)
+    return sa is not None and sb is not None and (sa[0] > sb[1] or sb[0] > sa[1])
+
+
+def _top(effect: Effect) -> float:
+    return max(e.keep_on.ratio for e in (effect, *effect.nested))
+
+
 def _highest(model: "ReportModel", claim: Claim) -> Answer:
     groups = _groups(model, claim, paced=False)
     if not groups:
-        return Answer(claim, "–", f"not comparable here ({_missing(model, claim)})")
-    rec = model.recommendations
-    excluded = {id(step) for step, _ in rec.excluded}
-    steps = [s for s in (*rec.steps, *(s for s, _ in rec.excluded))
-             if s.group is groups[0] and not s.cumulative and s.credited]
-    if not steps:
-        return Answer(claim, "–", "not comparable here (no profile with a feature off alone here)")
-    ranked = []
-    for step in steps:
-        effect = next((e for e in step_effects(step) if e.metric == "throughput"), None)
-        if effect is not None:
-            ranked.append((effect.keep_on.ratio, step, effect))
-    if not ranked:
-        return Answer(claim, "–", "not comparable here (no throughput figure)")
-    ratio, top, effect = max(ranked, key=lambda item: item[0])
-    measured = f"{display_list(top.credited)} {format_change(effect.keep_on)} ({top.off_row.profile.name} vs all on)"
-    if id(top) in excluded:
-        return Answer(claim, measured, "not comparable here (the largest effect is set apart from the advice)")
-    if not effect.significant or ratio <= 0:
-        return Answer(claim, measured, "not reproduced (no feature alone helped significantly)")
-    if set(top.credited) & set(claim.features):
-        return Answer(claim, measured, "reproduced")
-    return Answer(claim, measured, "not reproduced (another feature helped most)")
+        return Answer(claim, "–", f"not comparable here ({_missing(model, claim)})", medium(model, None))
+    group, rec = groups[0], model.recommendations
+    where = medium(model, group)
+    singles = [s for s in (*rec.steps, *(s for s, _ in rec.excluded))
+               if s.group is group and not s.cumulative and s.credited]
+    if not singles:
+        return Answer(claim, "–", "not comparable here (no profile with a feature off alone here)", where)
+    apart = _set_apart_in(model, group)
+    effects = [e for s in singles for e in rec.effects_of(s) if e.metric == "throughput"]
+    if not effects:
+        return Answer(claim, "–", "not comparable here (no throughput figure)", where)
+    ranked = sorted(merge_nested(effects), key=lambda f: -_top(f))
+    measured = "; ".join(f"{display_list(f.features)} "
+                         + ", ".join(format_change(e.keep_on) for e in (f, *f.nested)) for f in ranked)
+    if apart is not None:
+        return Answer(claim, measured, f"not comparable here ({apart})", where)
+    return Answer(claim, measured, _ranking_verdict(claim, ranked, singles), where)
+
+
+def _ranking_verdict(claim: Claim, ranked: list[Effect], singles: list[Step]) -> str:
+    """Reproduced only when the claimed feature's finding is ahead of every other with
+    CIs apart; overlapping CIs are a tie, said as such."""
+    alone = {umbrella(f) for step in singles for f in step.credited}
+    unmeasured = [f for f in claim.features if f not in alone]
+    note = f"; {display_list(unmeasured)} never turned off alone here, not judged" if unmeasured else ""
+    if len(unmeasured) == len(claim.features):
+        return f"not comparable here ({display_list(unmeasured)} never turned off alone here)"
+    top = ranked[0]
+    if len(ranked) == 1:
+        joint = " as one finding (nested profiles)" if top.nested else ""
+        return (f"not comparable here (the profiles with one feature off measure "
+                f"{display_list(top.features)}{joint}: nothing to rank it against)") + note
+    if not top.holds or top.keep_on.ratio <= 0:
+        return "not reproduced (no feature alone helped, across the report's tests)" + note
+    leaders = [top] + [f for f in ranked[1:] if not _apart(top, f)]
+    claimed = [f for f in leaders if set(f.features) & set(claim.features)]
+    names = " and ".join(display_list(f.features) for f in leaders)
+    if len(leaders) > 1:
+        lead = "the claim's among them, none ahead" if claimed else "the claim's not among them"
+        return f"tie: {names} (95% CIs overlap; {lead})" + note
+    if not claimed:
+        return f"not reproduced ({names} helped most, CIs apart)" + note
+    joint = (f", as one finding with {display_list(f for f in top.features if f not in claim.features)} "
+             "(nested profiles)") if top.nested else ""
+    return f"reproduced ({names} ahead of the others, CIs apart{joint})" + note
 
 
 def answers(model: "ReportModel") -> list[Answer]:
@@ -219,12 +305,19 @@ def answers(model: "ReportModel") -> list[Answer]:
 
 
 INTRO = ("Each claim of the seed documents this plan's scenarios speak to, quoted, with what "
-         "this run measured: a percentage against all on vs all off of the same side (throughput; "
-         "for CPU, CPU per Gbit/s with the offloads off relative to on, from the paced runs "
-         "where the plan has them), with its 95% CI; a “highest boost” against the profile with "
-         "one feature off whose effect was largest. Reproduced: the claimed figure lies in the "
-         "CI; direction only: significant, same sign, outside the CI; not reproduced: no "
-         "significant difference or the opposite sign; not comparable here: why not.")
+         "this run measured, in the report's one sign (the effect of having the offloads on): "
+         "a percentage against all on vs all off of the same side (throughput; for CPU, CPU "
+         "per Gbit/s with the offloads on relative to off, from the paced runs where the plan "
+         "has them — the seed's “CPU performance gain” of X% read as CPU per Gbit/s off "
+         "relative to on, so 1/(1 + X) − 1 on relative to off), with its 95% CI in brackets; "
+         "a “highest boost” against the profiles with one feature off, ranked by their CIs. "
+         "Reproduced: the claimed figure lies in the CI, or the claimed feature is ahead of "
+         "every other with CIs apart; direction only: holds, same sign, outside the CI; tie: "
+         "the leading CIs overlap; not reproduced: no difference that holds across the "
+         "report's tests (Holm), or the opposite sign; not comparable here: why not — among "
+         "them any difference the recommendations set apart, for whatever reason. The medium "
+         "is what carried the traffic, as the run recorded it: a figure from veth on one "
+         "kernel answers a NIC claim only as far as that medium can.")
 
 
 def claims_sections(model: "ReportModel") -> list:
@@ -232,7 +325,8 @@ def claims_sections(model: "ReportModel") -> list:
     found = answers(model)
     if not found:
         return []
-    rows = tuple((f"seed {a.claim.seed} {a.claim.where}", a.claim.place, a.claim.claimed, a.measured, a.verdict)
-                 for a in found)
-    table = Table(("Claim", "Where", "Claimed", "Measured here (95% CI)", "Verdict"), rows, align_left=5)
+    rows = tuple((f"seed {a.claim.seed} {a.claim.where}", a.claim.place, a.claim.claimed, a.measured,
+                  a.medium, a.verdict) for a in found)
+    table = Table(("Claim", "Where", "Claimed (on vs off)", "Measured here [95% CI]", "Medium", "Verdict"),
+                  rows, align_left=6)
     return [Section("The seeds' claims, answered", INTRO, (("Seed 000", table),))]

@@ -55,7 +55,7 @@ def build_report_model(
         finished_at=results.finished_at,
         groups=groups,
         warnings=find_warnings(results, rows, groups, thresholds),
-        recommendations=recommend(groups, virtual_devices=virtual),
+        recommendations=recommend(groups, virtual_devices=virtual, adaptive=results.adaptive),
         thresholds=thresholds,
         samples=sum(len(s) for s in results.samples.values()),
         cases=len(results.cases),

@@ -1,8 +1,10 @@
 """Every tested effect at a glance: a forest plot of each step (offload × scenario ×
-traffic) on throughput and on CPU per Gbit/s — the change with the features off against
-on, with its 95 % CI (Fieller). Significant effects are filled, the others hollow, and
-steps whose difference is no offload effect (overload, a virtual-device property, the
-mechanism reversed on one machine; validity.py) are grey, with the reason beside them.
+traffic) on throughput and on CPU per Gbit/s — the effect of having the features on
+(on relative to off: the sign of the summary, the tables, the advice and the claims),
+with its 95 % CI (Fieller). Effects that hold across the report's tests (family.py) are
+filled, the others hollow, and steps set apart from the advice (overload, a
+virtual-device property, the mechanism reversed on one machine, a missed precision
+target) are grey, with the reason beside them.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ from dataclasses import dataclass
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..stats import RelativeChange
 from .document import ReportModel
-from .recommend import Step, step_effects
+from .recommend import Effect, Step
 from .states import display_list
 
 SLUG = "effects"
 TITLE = "Every effect at a glance"
-CAPTION = ("Change with the features off, against on, 95 % CI (Fieller): filled = significant "
-           "(Welch p < 0.05, CI excludes 0), hollow = not; grey = no offload effect (reason on "
-           "the right). Left: throughput; right: CPU per Gbit/s (lower is better).")
+CAPTION = ("Effect of having the features on (on relative to off, the sign used everywhere in "
+           "this report), 95 % CI (Fieller): filled = holds across all the report's tests "
+           "(Holm-adjusted p < 0.05), hollow = not; grey = set apart from the advice (reason on "
+           "the right). Left: throughput (higher is better); right: CPU per Gbit/s (lower is "
+           "better).")
 _SIGNIFICANT, _NOT, _EXCLUDED = "#1f4e9c", "#6c8ebf", "#b0b0b0"
 MAX_ROWS = 80
 """Beyond this many steps the chart would be unreadable; the largest ones are kept."""
@@ -31,8 +34,8 @@ MAX_ROWS = 80
 @dataclass(frozen=True)
 class ForestRow:
     label: str
-    throughput: RelativeChange | None
-    cpu: RelativeChange | None
+    throughput: Effect | None
+    cpu: Effect | None
     excluded: str | None
     """Why the step is no offload effect (a short label), None when it may be advice."""
 
@@ -45,14 +48,16 @@ def forest_rows(model: ReportModel) -> list[ForestRow]:
     for step, why in steps:
         if not step.credited:
             continue
-        changes = {effect.metric: effect.turn_off for effect in step_effects(step)}
+        changes = {effect.metric: effect for effect in rec.effects_of(step)}
         if not changes:
             continue
         group = step.group
+        after = f", after {step.on_row.profile.name}" if step.cumulative else ""
         label = (f"{group.scenario} · {group.traffic.label} · {step.where}: "
-                 f"{display_list(step.credited)} off")
+                 f"{display_list(step.credited)} on{after}")
         rows.append(ForestRow(label, changes.get("throughput"), changes.get("cpu"), why))
-    rows.sort(key=lambda r: (r.excluded is not None, -abs(r.throughput.ratio if r.throughput else 0.0)))
+    rows.sort(key=lambda r: (r.excluded is not None,
+                             -abs(r.throughput.keep_on.ratio if r.throughput else 0.0)))
     return rows[:MAX_ROWS]
 
 
@@ -69,7 +74,7 @@ def forest_chart(model: ReportModel) -> bytes | None:
         for y, row in zip(ys, rows):
             _point(ax, y, row.throughput if metric == "throughput" else row.cpu, row.excluded)
         ax.axvline(0.0, color="#333", linewidth=0.8)
-        ax.set_title(f"{title}: change with the features off (%)", fontsize=10)
+        ax.set_title(f"{title}: effect of having the features on (%)", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
     left.set_yticks(ys, [r.label for r in rows], fontsize=7)
     for y, row in zip(ys, rows):
@@ -82,12 +87,13 @@ def forest_chart(model: ReportModel) -> bytes | None:
     return buffer.getvalue()
 
 
-def _point(ax, y: int, change: RelativeChange | None, excluded: str | None) -> None:
-    if change is None:
+def _point(ax, y: int, effect: Effect | None, excluded: str | None) -> None:
+    if effect is None:
         return
-    colour = _EXCLUDED if excluded else _SIGNIFICANT if change.significant else _NOT
+    change = effect.keep_on
+    colour = _EXCLUDED if excluded else _SIGNIFICANT if effect.holds else _NOT
     if change.ci95 is not None:
         ax.plot([100 * change.ci95[0], 100 * change.ci95[1]], [y, y], color=colour, linewidth=1.6)
-    filled = change.significant and not excluded
+    filled = effect.holds and not excluded
     ax.plot([100 * change.ratio], [y], marker="o", markersize=5, color=colour,
             markerfacecolor=colour if filled else "white")

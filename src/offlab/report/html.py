@@ -10,8 +10,9 @@ from typing import Mapping
 from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import Effect, digest, not_applied_sentence
-from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
-                       rows_by_scenario, run_facts, timestamp, what_was_measured)
+from .sections import (SET_APART, UNCORRECTED, advice_rule, excluded_sentences, grouped_warnings,
+                       headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts, timestamp,
+                       uncorrected_sentences, what_was_measured)
 from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
 from .views import seed_views
@@ -133,8 +134,7 @@ def _recommendations(model: ReportModel) -> str:
     rec = model.recommendations
     out = [
         '<h2 id="recommendations">Recommendations</h2>',
-        '<p class="muted">Only significant effects (Welch p &lt; 0.05 and the 95% CI of the '
-        "relative change excluding 0); each step is credited to the features it turned off.</p>",
+        f'<p class="muted">{_e(advice_rule(model))}</p>',
     ]
     empty = no_advice_sentence(model)
     if empty:
@@ -146,15 +146,11 @@ def _recommendations(model: ReportModel) -> str:
     if rec.contradictions:
         items = "".join(f"<li>{_e(c.sentence())}</li>" for c in rec.contradictions)
         out.append(f'<h3>Contradictory results</h3><ul class="rec">{items}</ul>')
-    if rec.tested:
-        out.append(f'<p class="muted">{rec.tested} effects were tested; about '
-                   f"{rec.expected_by_chance:.1f} would pass p &lt; 0.05 by chance alone, so "
-                   "weigh a lone result with p &gt; 0.01 accordingly.</p>")
-    excluded = excluded_sentences(model)
-    if excluded:
-        items = "".join(f"<li>{_e(line)}</li>" for line in excluded)
-        out.append(f'<h3>Differences that are not offload effects (not advised)</h3>'
-                   f'<ul class="rec">{items}</ul>')
+    for heading, lines in ((UNCORRECTED, uncorrected_sentences(model)),
+                           *((h, excluded_sentences(model, kind)) for h, kind in SET_APART)):
+        if lines:
+            items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+            out.append(f'<h3>{_e(heading)}</h3><ul class="rec">{items}</ul>')
     if rec.no_effect:
         items = "".join(f"<li>{_e(n.sentence())}</li>" for n in rec.no_effect)
         out.append(f'<h3>No measurable effect here</h3><ul class="rec muted">{items}</ul>')
@@ -198,7 +194,7 @@ def _results(model: ReportModel, charts: Mapping[str, bytes]) -> str:
             out.append(f'<details><summary>Throughput over time</summary><img class="chart" '
                        f'alt="{_e(group.title)}: over time" src="{data_uri(charts[series_slug(group)])}">'
                        "</details>")
-        out.append(render_table(throughput_table(group)))
+        out.append(render_table(throughput_table(group, imprecise_keys(model))))
         out.append("<details open><summary>CPU per role (% of its core, mean±std)</summary>"
                    f"{render_table(cpu_table(group))}</details>")
     return "".join(out)

@@ -7,8 +7,9 @@ from typing import Mapping
 from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
 from .recommend import digest, not_applied_sentence
-from .sections import (excluded_sentences, grouped_warnings, headlines, no_advice_sentence,
-                       rows_by_scenario, run_facts, what_was_measured)
+from .sections import (SET_APART, UNCORRECTED, advice_rule, excluded_sentences, grouped_warnings,
+                       headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts,
+                       uncorrected_sentences, what_was_measured)
 from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
 from .views import seed_views
@@ -46,7 +47,7 @@ def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:
             parts.append(f"![{group.title}]({chart_paths[group.slug]})")
         if series_slug(group) in chart_paths:
             parts.append(f"![{group.title}: throughput over time]({chart_paths[series_slug(group)]})")
-        parts.append(render_table(throughput_table(group)))
+        parts.append(render_table(throughput_table(group, imprecise_keys(model))))
         parts.append(f"CPU per role, % of its core, mean±std over runs:\n\n"
                      f"{render_table(cpu_table(group))}")
     parts.extend(_views(model, chart_paths))
@@ -90,9 +91,7 @@ def _summary(model: ReportModel) -> str:
 
 def _recommendations(model: ReportModel) -> str:
     rec = model.recommendations
-    out = ["## Recommendations", "Only significant effects are listed (Welch p < 0.05, "
-           "95% CI of the relative change excluding 0); each step is attributed to the "
-           "features it turned off."]
+    out = ["## Recommendations", advice_rule(model)]
     empty = no_advice_sentence(model)
     if empty:
         out.append(empty)
@@ -102,14 +101,10 @@ def _recommendations(model: ReportModel) -> str:
     if rec.contradictions:
         out.append("### Contradictory results\n\n"
                    + "\n".join(f"- {c.sentence()}" for c in rec.contradictions))
-    if rec.tested:
-        out.append(f"{rec.tested} effects were tested; about {rec.expected_by_chance:.1f} "
-                   "would pass p < 0.05 by chance alone, so weigh a lone result with "
-                   "p > 0.01 accordingly.")
-    excluded = excluded_sentences(model)
-    if excluded:
-        out.append("### Differences that are not offload effects (not advised)\n\n"
-                   + "\n".join(f"- {line}" for line in excluded))
+    for heading, lines in ((UNCORRECTED, uncorrected_sentences(model)),
+                           *((h, excluded_sentences(model, kind)) for h, kind in SET_APART)):
+        if lines:
+            out.append(f"### {heading}\n\n" + "\n".join(f"- {line}" for line in lines))
     if rec.no_effect:
         out.append("### No measurable effect here\n\n"
                    + "\n".join(f"- {n.sentence()}" for n in rec.no_effect))

@@ -13,21 +13,31 @@ given with one sign: that of having the offload on. The features credited are th
 force changed: a request the kernel refused ([fixed]) is reported as not applied,
 and a feature that changed with it (a cascade) is named in the sentence.
 
-An effect is listed only when it is significant: Welch p < 0.05 and the 95 % CIs of
-the relative change exclude 0. The rest are listed as having no measurable effect.
-Differences that are not offload effects at all — an overloaded UDP case, a property of
-the lab's veth devices, an effect against the offload's mechanism on one shared machine —
-are set apart with the reason (validity.py) and never advised.
+An effect is advised only when it holds across the report's tests: Welch p < 0.05 with
+the 95 % CI of the relative change excluding 0, and its p adjusted over every test the
+report makes (every step's effects, every group's headline: family.py, Holm) below 0.05.
+The adjusted p is printed beside the raw one. The rest are listed as having no
+measurable effect, with both. Profiles nested in force (tx checksumming off took TSO
+with it) give one finding naming every feature (findings.py). Differences that are not
+offload effects at all — an overloaded UDP case, a property of the lab's veth devices,
+an effect against the offload's mechanism on one shared machine — and those of a case
+that missed its precision target (precision.py) are set apart with the reason and
+never advised (`set_apart`, which the seed claims' verdicts honour too).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
-from ..stats import RelativeChange, Summary, relative_change
+from ..adaptive import AdaptiveOutcome
+from ..stats import FAMILY_METHOD, RelativeChange, Summary, adjusted_p_values, relative_change
+from .family import ALPHA, Headline, headline_tests
+from .findings import merge_nested, turned_off, umbrella
 from .model import CaseGroup, ProfileRow
-from .phrases import format_change, format_p
+from .phrases import format_adjusted, format_change, format_p
+from .precision import imprecise
 from .states import display_list, known_features, side_changes, side_ifaces
 from .validity import Exclusion, against_mechanism, contention, exclusion, mechanism
 
@@ -96,10 +106,23 @@ class Effect:
     """metric with the features on, relative to off."""
     turn_off: RelativeChange
     """metric with the features off, relative to on."""
+    adjusted_p: float | None = None
+    """Welch's p adjusted over every test of the report (stats.FAMILY_METHOD)."""
+    tests: int = 1
+    """How many tests that family held."""
+    nested: tuple["Effect", ...] = ()
+    """Effects of profiles nested with this one (findings.py): one finding with it."""
 
     @property
     def significant(self) -> bool:
+        """Significant on its own (Welch p < 0.05, CI excluding 0), before correction."""
         return self.keep_on.significant and self.turn_off.significant
+
+    @property
+    def holds(self) -> bool:
+        """Significant on its own and still so after the correction over all the
+        report's tests: the only effects advice is drawn from."""
+        return self.significant and self.adjusted_p is not None and self.adjusted_p < ALPHA
 
     @property
     def better_on(self) -> bool:
@@ -111,34 +134,64 @@ class Effect:
         return GOALS[(self.metric, self.step.protocol)]
 
     @property
+    def features(self) -> tuple[str, ...]:
+        """The features the finding is about: the step's, and those of nested profiles."""
+        if not self.nested:
+            return self.step.credited
+        names = [umbrella(f) for f in self.step.credited]
+        for other in self.nested:
+            names += [umbrella(f) for f in other.step.in_force if umbrella(f) not in names]
+        return tuple(dict.fromkeys(names))
+
+    @property
     def n(self) -> str:
         a, b = self.keep_on.welch.n_a, self.keep_on.welch.n_b
         return f"n={a}" if a == b else f"n={a}/{b}"
 
+    def figures(self) -> str:
+        """"+56% [CI +52%, +60%] (p<0.001; Holm p<0.001 over 22 tests; n=5)"."""
+        unit = "" if self.metric == "throughput" else " CPU per Gbps"
+        return (f"{format_change(self.keep_on)}{unit} ({format_p(self.keep_on.welch.p_value)}; "
+                f"{format_adjusted(self.adjusted_p, self.tests, FAMILY_METHOD)}; {self.n})")
+
     def sentence(self) -> str:
         step = self.step
-        features = display_list(step.credited)
-        change = self.keep_on  # one sign convention: the effect of having it on
+        features = display_list(self.features)
         action = f"keep {features} on" if self.better_on else f"turn {features} off"
-        unit = "" if self.metric == "throughput" else " CPU per Gbps"
-        text = (
-            f"{action} {step.where} — {'' if self.better_on else 'having it on: '}"
-            f"{format_change(change)}{unit} "
-            f"({format_p(change.welch.p_value)}, {self.n}) · {step.group.context}"
-        )
+        if self.nested:
+            parts = "; ".join(f"{_what_went_off(e.step)}: {e.figures()}" for e in (self, *self.nested))
+            text = (f"{action} {step.where} — one finding, {_nesting(self)}: having them on: "
+                    f"{parts} · {step.group.context}")
+        else:
+            text = (f"{action} {step.where} — {'' if self.better_on else 'having it on: '}"
+                    f"{self.figures()} · {step.group.context}")
         if step.cumulative:
             text += f" ({step.label()})"
         pace = paced_at(step.on_row)
         if pace is not None:
             text += (f" (service demand: both paced at {pace:.3g} Gbit/s, "
                      f"{100 * step.group.traffic.service_demand:g}% of the slowest profile's throughput)")
-        why = mechanism(step.credited)
+        why = mechanism(self.features)
         if why and against_mechanism(self):
             # Only on real hosts (a local run sets such steps apart, validity.py).
-            return (text + _cascade_note(step) + f"; against the mechanism ({why}): look "
+            return (text + _cascade_note(step, self) + f"; against the mechanism ({why}): look "
                     "for a cause outside the CPU, such as a middlebox or virtual NIC that "
                     "mishandles offloaded packets, before acting on it")
-        return text + _cascade_note(step) + (f"; why: {why}" if why else "")
+        return text + _cascade_note(step, self) + (f"; why: {why}" if why else "")
+
+
+def _what_went_off(step: Step) -> str:
+    """"Tx checksumming off (txcsum-off, TSO with it)"."""
+    with_it = f", {display_list(_cascade_names(step))} with it" if step.cascaded and step.in_force else ""
+    return f"{display_list(step.credited)} off ({step.off_row.profile.name}{with_it})"
+
+
+def _nesting(effect: Effect) -> str:
+    """"turning Tx checksumming off also turned TSO off"."""
+    outer = effect.nested[-1].step
+    also = sorted(turned_off(outer) - {umbrella(f) for f in outer.in_force})
+    return (f"turning {display_list(outer.in_force or outer.credited)} off also turned "
+            f"{display_list(also)} off")
 
 
 @dataclass(frozen=True)
@@ -161,12 +214,13 @@ class NoEffect:
         shown = min(self.effects, key=lambda e: e.keep_on.welch.p_value or 1.0)
         parts = [
             f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
-            f"by {format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)})"
+            f"by {format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)}; "
+            f"{format_adjusted(e.adjusted_p, e.tests, FAMILY_METHOD)})"
             for e in self.effects
             if e.step is shown.step
         ]
         cases = len({e.step.group.slug for e in self.effects})
-        more = f"; none significant in {cases} cases" if cases > 1 else ""
+        more = f"; none holds in {cases} cases" if cases > 1 else ""
         return (
             f"{head}: having it on changed {' and '.join(parts)}, {shown.n} · "
             f"{shown.step.group.context}{more}"
@@ -197,56 +251,70 @@ class Contradiction:
 @dataclass(frozen=True)
 class Recommendations:
     goals: tuple[tuple[str, tuple[Effect, ...]], ...]
-    """Goal title → significant effects, largest first (goals with none omitted)."""
+    """Goal title → findings that hold after the correction, largest first (goals with
+    none omitted); nested profiles' effects are folded into one (findings.py)."""
     no_effect: tuple[NoEffect, ...]
     not_applied: tuple[Step, ...]
     steps: tuple[Step, ...]
     effects: tuple[Effect, ...]
     contradictions: tuple[Contradiction, ...] = ()
     excluded: tuple[tuple[Step, Exclusion], ...] = ()
-    """Steps whose difference is no offload effect (overload, a virtual device), with why."""
+    """Steps set apart with why: no offload effect (overload, a virtual device…), or
+    measured less precisely than asked (precision.py)."""
     superseded: tuple[Step, ...] = ()
     """Cumulative steps whose features each have a profile of their own off alone in the
     group: those single-off comparisons are the features' effects; these are steps."""
+    every_effect: tuple[Effect, ...] = ()
+    """The effects of every compared step (advisable, set apart and superseded), each
+    with its adjusted p: what the forest plot and the attribution table show."""
+    headlines: tuple[Headline, ...] = ()
+    """Each group's all on vs most off, adjusted in the same family."""
 
     @property
     def tested(self) -> int:
-        """Effects that had a test (two or more runs on both sides)."""
-        return sum(1 for e in self.effects if e.keep_on.welch.p_value is not None)
+        """Tests in the family the correction ran over (every effect, and every headline
+        that is not a step's own comparison, with two or more runs on both sides)."""
+        return max((t.tests for t in (*self.every_effect, *self.headlines) if t.adjusted_p is not None),
+                   default=0)
 
     @property
-    def expected_by_chance(self) -> float:
-        """Effects expected to pass p < 0.05 with no real difference at all."""
-        return 0.05 * self.tested
+    def uncorrected_only(self) -> tuple[Effect, ...]:
+        """Effects of advisable steps significant alone but not after the correction."""
+        return tuple(e for e in self.effects if e.significant and not e.holds)
+
+    def effects_of(self, step: Step) -> tuple[Effect, ...]:
+        return tuple(e for e in self.every_effect if e.step is step)
 
 
-def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Recommendations:
+def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True,
+              adaptive: Mapping[str, AdaptiveOutcome] | None = None) -> Recommendations:
     """`virtual_devices`: the run's hosts were joined by veth/VXLAN/TAP devices on one
-    machine (a local run), whose own behaviour must not pass for an offload's."""
+    machine (a local run), whose own behaviour must not pass for an offload's.
+    `adaptive`: case key → how its adaptive repetitions ended; a case that missed its
+    precision target advises nothing."""
     # Groups whose profiles also change the userspace datapath (offlab-fwd's mode and
     # port offloads: the userspace study, R as offlab-fwd) are compared in their own
     # sections; "keep X on" is advice about ethtool offloads alone.
-    groups = [g for g in groups if not _varies_datapath(g)]
+    every_group = list(groups)  # each has a headline
+    groups = [g for g in every_group if not _varies_datapath(g)]
     paced = {_pace_key(g) for g in groups if g.traffic.service_demand}
     metrics = {id(g): advised_metrics(g, _pace_key(g) in paced) for g in groups}
     every_step = tuple(step for group in groups for step in group_steps(group))
     superseded = tuple(step for step in every_step if _superseded(step))
     all_steps = tuple(step for step in every_step if not _superseded(step))
-    effects_of = {id(step): step_effects(step, metrics[id(step.group)]) if step.credited else []
-                  for step in all_steps}
-    reasons = {
-        id(step): exclusion(step, virtual_devices)
-        or (contention(step, effects_of[id(step)]) if virtual_devices else None)
-        for step in all_steps
-    }
+    raw = {id(step): step_effects(step, metrics[id(step.group)]) if step.credited else []
+           for step in every_step}
+    effects_of, headlines = _adjusted(every_step, raw, [h for g in every_group for h in headline_tests(g)])
+    reasons = {id(step): set_apart(step, raw[id(step)], virtual_devices, adaptive or {})
+               for step in all_steps}
     steps = tuple(step for step in all_steps if reasons[id(step)] is None)
     effects = tuple(e for step in steps for e in effects_of[id(step)])
     by_goal: dict[str, list[Effect]] = {title: [] for title in GOALS.values()}
     for effect in effects:
-        if effect.significant:
+        if effect.holds:
             by_goal[effect.goal].append(effect)
     goals = tuple(
-        (title, tuple(sorted(found, key=lambda e: -abs(_shown(e).ratio))))
+        (title, tuple(sorted(merge_nested(found), key=lambda e: -abs(_shown(e).ratio))))
         for title, found in by_goal.items()
         if found
     )
@@ -259,7 +327,45 @@ def recommend(groups: Iterable[CaseGroup], virtual_devices: bool = True) -> Reco
         contradictions=_contradictions(effects),
         excluded=tuple((step, reasons[id(step)]) for step in all_steps if reasons[id(step)]),
         superseded=superseded,
+        every_effect=tuple(e for step in every_step for e in effects_of[id(step)]),
+        headlines=headlines,
     )
+
+
+def set_apart(step: Step, effects: list[Effect], virtual_devices: bool,
+              adaptive: Mapping[str, AdaptiveOutcome]) -> Exclusion | None:
+    """Why a step's difference may not become advice or a claim's verdict, whatever the
+    reason: no offload effect (validity.exclusion), against the mechanism on one machine
+    (validity.contention), or less precise than the run asked (precision.py)."""
+    return (exclusion(step, virtual_devices)
+            or (contention(step, effects) if virtual_devices else None)
+            or imprecise(step, adaptive))
+
+
+def _adjusted(steps: tuple[Step, ...], raw: Mapping[int, list[Effect]],
+              headlines: list[Headline]) -> tuple[dict[int, list[Effect]], tuple[Headline, ...]]:
+    """Every effect and headline with its p adjusted over all of them at once: one
+    family, the report's (stats.adjusted_p_values). A headline that is a step's own
+    comparison (all on vs a profile whose predecessor is all on) is that test, not a
+    second one: it takes the effect's adjusted p."""
+    effects = [e for step in steps for e in raw[id(step)]]
+    same = {(id(e.step.on_row), id(e.step.off_row), e.metric): e for e in effects}
+    own = [h for h in headlines if (id(h.group.baseline), id(h.group.widest), h.metric) not in same]
+    tested = [e.keep_on.welch.p_value for e in effects] + [h.change.welch.p_value for h in own]
+    present = [p for p in tested if p is not None]
+    adjusted = iter(adjusted_p_values(present))
+    family = [next(adjusted) if p is not None else None for p in tested]
+    p_of = {id(t): p for t, p in zip([*effects, *own], family)}
+    out = {id(step): [dataclasses.replace(e, adjusted_p=p_of[id(e)], tests=len(present))
+                      for e in raw[id(step)]] for step in steps}
+
+    def p_of_headline(h: Headline) -> float | None:
+        twin = same.get((id(h.group.baseline), id(h.group.widest), h.metric))
+        return p_of[id(twin)] if twin is not None else p_of[id(h)]
+
+    marked = tuple(dataclasses.replace(h, adjusted_p=p_of_headline(h), tests=len(present))
+                   for h in headlines)
+    return out, marked
 
 
 def paced_at(row: ProfileRow) -> float | None:
@@ -282,7 +388,7 @@ def _superseded(step: Step) -> bool:
 def _contradictions(effects: tuple[Effect, ...]) -> tuple[Contradiction, ...]:
     found: dict[tuple[tuple[str, ...], str, str], tuple[list[Effect], list[Effect]]] = {}
     for effect in effects:
-        if effect.significant:
+        if effect.holds:
             key = (effect.step.credited, effect.step.group.side, effect.goal)
             keep, drop = found.setdefault(key, ([], []))
             (keep if effect.better_on else drop).append(effect)
@@ -298,7 +404,7 @@ def digest(effects: Iterable[Effect]) -> str:
     keep GRO on at the receiver" — each distinct action once, in the list's order."""
     counts: dict[str, int] = {}
     for effect in effects:
-        features = display_list(effect.step.credited)
+        features = display_list(effect.features)
         verb = f"keep {features} on" if effect.better_on else f"turn {features} off"
         action = f"{verb} {effect.step.where}"
         counts[action] = counts.get(action, 0) + 1
@@ -395,7 +501,7 @@ def _no_effect(effects: tuple[Effect, ...]) -> tuple[NoEffect, ...]:
     return tuple(
         NoEffect(features, side, protocol, tuple(found))
         for (features, side, protocol), found in by_key.items()
-        if not any(e.significant for e in found)
+        if not any(e.holds for e in found)
     )
 
 
@@ -403,13 +509,23 @@ def _shown(effect: Effect) -> RelativeChange:
     return effect.keep_on if effect.better_on else effect.turn_off
 
 
-def _cascade_note(step: Step) -> str:
-    if not step.cascaded or not step.in_force:
+def _cascade_note(step: Step, effect: Effect | None = None) -> str:
+    if not step.cascaded or not step.in_force or (effect is not None and effect.nested):
+        return ""
+    also = _cascade_names(step)
+    if not also:
         return ""
     return (
         f" (turning {display_list(step.in_force)} off also turned "
-        f"{display_list(step.cascaded)} off here; the effect is of both)"
+        f"{display_list(also)} off here; the effect is of {'both' if len(also) == 1 else 'them all'})"
     )
+
+
+def _cascade_names(step: Step) -> list[str]:
+    """What went off with the step's request, by ethtool umbrella ("tx-tcp-segmentation"
+    is TSO), without the request's own features."""
+    asked = {umbrella(f) for f in step.in_force}
+    return list(dict.fromkeys(umbrella(f) for f in step.cascaded if umbrella(f) not in asked))
 
 
 def not_applied_sentence(step: Step) -> str:
@@ -417,30 +533,6 @@ def not_applied_sentence(step: Step) -> str:
         f"{display_list(step.not_applied)} {step.where} ({step.off_row.profile.name}, "
         f"{step.group.context}) stayed as it was — fixed by the driver or refused; "
         "no effect can be attributed to it"
-    )
-
-
-def group_headline(group: CaseGroup) -> str | None:
-    """The seed's summary line for a group: all on vs the profile with most features off."""
-    widest = group.widest
-    if group.baseline is None or widest is None:
-        return None
-    parts = []
-    pairs = [("throughput", group.baseline.throughput, widest.throughput),
-             ("CPU per Gbps", group.baseline.cpu_per_gbps, widest.cpu_per_gbps)]
-    for metric, on, off in pairs[1:] if group.traffic.service_demand else pairs:  # paced: rate is the pace
-        change = relative_change(on.values, off.values) if on and off else None
-        if change is not None:
-            mark = "" if change.significant else ", n.s."
-            parts.append(
-                f"{metric} by {format_change(change)} ({format_p(change.welch.p_value)}{mark})"
-            )
-    if not parts:
-        return None
-    who = {"tx": "the transmitter", "rx": "the receiver", "both": "both sides"}[group.side]
-    return (
-        f"{group.context}: enabling the offloads of {who} (all on vs {widest.profile.name}) "
-        f"changes " + " and ".join(parts)
     )
 
 

@@ -10,9 +10,10 @@ from ..records import RunSettings
 from ..warnings import LabWarning
 from .document import ReportModel
 from .model import ProfileRow
-from .recommend import group_headline
+from .family import group_headline
 from .states import display_list
 from .topologies import describe
+from .validity import IMPRECISE, NOT_AN_EFFECT
 from .tables import Table
 
 WARNING_TITLES = {
@@ -27,6 +28,25 @@ WARNING_TITLES = {
     "Stall": "Stalls in the time series",
     "IncompleteCase": "Missing repetitions",
 }
+
+
+ADVICE_RULE = (
+    "Advice comes only from effects that hold across all {tests} of this report: Welch "
+    "p < 0.05 with the 95% CI of the relative change excluding 0, and the p-value adjusted "
+    "over every test (Holm's method: the chance that any advised effect is noise stays "
+    "under 5%) below 0.05; both p-values are given. Each effect is that of having the "
+    "offloads on, with its 95% CI in brackets (a bare “±” in this report is a standard "
+    "deviation over runs; a CI is written as its two ends, or its header says “CI”); each "
+    "step is credited to the features its recorded state turned off, and profiles nested in "
+    "force are one finding.")
+SET_APART = (("Differences that are not offload effects (not advised)", NOT_AN_EFFECT),
+             ("Measured less precisely than the run asked (shown, not advised)", IMPRECISE))
+
+
+def advice_rule(model: ReportModel) -> str:
+    """How advice is chosen, with the size of the family the correction ran over."""
+    tests = model.recommendations.tested
+    return ADVICE_RULE.format(tests=f"{tests} tests" if tests != 1 else "1 test")
 
 
 def timestamp(unix: float | None) -> str:
@@ -93,16 +113,40 @@ def no_advice_sentence(model: ReportModel) -> str | None:
         return ("Nothing was compared: no group has two profiles of which one turns off a "
                 "subset of the other's offloads (a plan needs an all-on baseline, e.g. "
                 "sequences = [\"tx\", \"rx\"], for its profiles to be compared).")
+    if rec.uncorrected_only:
+        return (f"No offload effect holds across this report's {rec.tested} tests: "
+                f"{len(rec.uncorrected_only)} passed p < 0.05 alone, about what chance gives "
+                "(listed under “No measurable effect here” with their adjusted p).")
     return "No offload had a significant effect in this run."
 
 
-def excluded_sentences(model: ReportModel) -> list[str]:
-    """Differences shown in the tables but kept out of the advice, with why."""
+def excluded_sentences(model: ReportModel, kind: str = NOT_AN_EFFECT) -> list[str]:
+    """Differences shown in the tables but kept out of the advice, with why: those that
+    are no offload effect (`kind` NOT_AN_EFFECT), or measured less precisely than the
+    run asked (IMPRECISE)."""
     out = []
     for step, reason in model.recommendations.excluded:
+        if reason.kind != kind:
+            continue
         features = display_list(step.credited or step.requested)
         out.append(f"{step.group.context}: {features} {step.where} ({step.label()}) — {reason}")
     return out
+
+
+def imprecise_keys(model: ReportModel) -> frozenset[str]:
+    """Cases whose adaptive repetitions stopped before their precision target."""
+    return frozenset(key for key, outcome in model.adaptive.items() if not outcome.reached)
+
+
+UNCORRECTED = "Significant alone, not across the report's tests (not advised)"
+
+
+def uncorrected_sentences(model: ReportModel) -> list[str]:
+    """Effects with p < 0.05 on their own that the correction over all the report's tests
+    does not keep: shown with both p-values, never advised."""
+    return [f"{display_list(e.features)} {e.step.where} · {e.step.group.context} "
+            f"({e.step.label()}): having it on: {e.figures()}"
+            for e in model.recommendations.uncorrected_only]
 
 
 def headlines(model: ReportModel) -> list[str]:
@@ -110,16 +154,20 @@ def headlines(model: ReportModel) -> list[str]:
     says so, since its all-on-vs-all-off difference contains that step's."""
     set_apart: dict[str, str] = {}
     for step, reason in model.recommendations.excluded:
-        set_apart.setdefault(step.group.title, reason.label)
+        heading = dict((kind, title.removesuffix(" (not advised)").removesuffix(" (shown, not advised)"))
+                       for title, kind in SET_APART)[reason.kind]
+        set_apart.setdefault(step.group.title, f"{reason.label}; see “{heading}”")
+    by_group: dict[int, list] = {}
+    for headline in model.recommendations.headlines:
+        by_group.setdefault(id(headline.group), []).append(headline)
     out = []
     for group in model.groups:
-        line = group_headline(group)
+        line = group_headline(by_group.get(id(group), []))
         if line is None:
             continue
         why = set_apart.get(group.title)
         if why:
-            line += (f" — this includes a difference that is not an offload effect ({why}; "
-                     "see “Differences that are not offload effects”)")
+            line += f" — this includes a difference set apart from the advice ({why})"
         out.append(line)
     return out
 

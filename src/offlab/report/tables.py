@@ -16,9 +16,11 @@ from .wire_view import packet_cells, receive_path
 
 RESULTS_NOTE = (
     "Throughput is the receiver's goodput; ± is the standard deviation over runs, the 95% CI "
-    "is Student's t. One sign convention everywhere: an effect is that of having the "
-    "offloads on — “All on vs this” is the group's all-on profile relative to the row's, "
-    "with its 95% CI (Fieller), * = significant by Welch's test (p < 0.05); +20% "
+    "is Student's t. One sign convention everywhere (tables, summary, chart, advice, claims): "
+    "an effect is that of having the offloads on — “All on vs this” is the group's all-on "
+    "profile relative to the row's, with its 95% CI in brackets (Fieller), * = p < 0.05 for "
+    "that comparison alone (advice also needs the correction over all the report's tests, "
+    "see Recommendations); +20% "
     "throughput or −20% CPU per Gbps means the offloads this row turns off help. CPU % is "
     "summed over cores (100 = one core). Retransmits are the sender's, with their share of "
     "the segments it sent (RFC 6349's TCP efficiency is 100% minus it); path drops are "
@@ -82,7 +84,9 @@ def versus(change: RelativeChange | None) -> str:
     return f"{text} *" if change.significant else f"{text} (n.s.)"
 
 
-def throughput_table(group: CaseGroup) -> Table:
+def throughput_table(group: CaseGroup, imprecise: frozenset[str] = frozenset()) -> Table:
+    """`imprecise`: keys of cases that missed their precision target (--ci-target),
+    labelled in the profile cell; they advise nothing (precision.py)."""
     unit, scale = group.rate_unit
     udp = group.traffic.protocol == "udp"
     header = (
@@ -98,7 +102,8 @@ def throughput_table(group: CaseGroup) -> Table:
         lossy = drops_where_none_belong(row) is not None
         rows.append((
             row.profile.name + (" (baseline)" if row is group.baseline else "")
-            + (" ⚠ overloaded" if flagged else "") + (" ⚠ drops on the path" if lossy else ""),
+            + (" ⚠ overloaded" if flagged else "") + (" ⚠ drops on the path" if lossy else "")
+            + (" ⚠ precision target missed" if row.case.key in imprecise else ""),
             _off_list(row),
             str(row.n),
             mean_std_cv(row.throughput, scale),

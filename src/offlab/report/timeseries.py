@@ -1,6 +1,10 @@
 """Throughput over time: each case's report intervals, repetitions overlaid, the warm-up
 shaded, and stalls — intervals below a tenth of the case's median — found and flagged.
-A mean hides a flow that stopped for a second; the series shows it."""
+A mean hides a flow that stopped for a second; the series shows it.
+
+iperf3 closes a test with whatever is left of its last interval (a few milliseconds
+after the final full one): its rate is a handful of bytes over a sliver of time, not a
+stall, so the stall detector leaves that trailing partial interval out."""
 
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from ..warnings import Stall
 from .model import CaseGroup
 
 STALL_FRACTION = 0.10
+PARTIAL = 0.9
+"""A last interval shorter than this share of the others' median length is iperf3's
+trailing remainder, not a report interval."""
 _COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 
@@ -23,17 +30,28 @@ def measured(intervals: Sequence[Interval]) -> list[Interval]:
     return [i for i in intervals if not i.warmup]
 
 
+def full_intervals(intervals: Sequence[Interval]) -> list[Interval]:
+    """The measured intervals without iperf3's trailing partial one (the last, when it is
+    shorter than the others)."""
+    kept = measured(intervals)
+    if len(kept) < 2:
+        return kept
+    usual = statistics.median(i.end_s - i.start_s for i in kept[:-1])
+    last = kept[-1]
+    return kept[:-1] if last.end_s - last.start_s < PARTIAL * usual else kept
+
+
 def stalls(key: str, samples: Sequence[Sample]) -> Iterator[Stall]:
-    """Stalls of one case: measured intervals under STALL_FRACTION × the median interval
-    rate over all its repetitions."""
-    rates = [i.bps for s in samples for i in measured(s.intervals)]
+    """Stalls of one case: full measured intervals under STALL_FRACTION × the median
+    interval rate over all its repetitions."""
+    rates = [i.bps for s in samples for i in full_intervals(s.intervals)]
     if len(rates) < 3:
         return
     median = statistics.median(rates)
     if median <= 0:
         return
     for sample in samples:
-        slow = [i for i in measured(sample.intervals) if i.bps < STALL_FRACTION * median]
+        slow = [i for i in full_intervals(sample.intervals) if i.bps < STALL_FRACTION * median]
         if slow:
             yield Stall(key, sample.repetition, len(slow), sum(i.end_s - i.start_s for i in slow), median)
 

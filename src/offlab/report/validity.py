@@ -108,6 +108,12 @@ def emulated(row: "ProfileRow") -> bool:
                and s.datapath[GUEST_ENTRY][TCG].on for s in row.samples)
 
 
+NOT_AN_EFFECT = "not an offload effect"
+IMPRECISE = "imprecise"
+"""Kinds of Exclusion: the difference is no offload's at all, or it may be one but was
+measured less precisely than the run asked (precision.py)."""
+
+
 @dataclass(frozen=True)
 class Exclusion:
     """Why a step's difference is not advice: a short label (what a summary line names)
@@ -115,6 +121,7 @@ class Exclusion:
 
     label: str
     why: str
+    kind: str = NOT_AN_EFFECT
 
     def __str__(self) -> str:
         return f"{self.label}: {self.why}"
