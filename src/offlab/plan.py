@@ -246,8 +246,8 @@ tick-sampled part of CPU time (softirq, irq) needs seconds to be worth stating."
 def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[TrafficSpec]:
     """`[service_demand]` (percent, duration, warmup): each TCP stream also paced at
     `percent` of the slowest saturated profile's throughput in its topology (the runner
-    sets the rate), measured over its own window; with `latency_probe` and a window of at
-    least latency.RR_MIN_WINDOW_S, with a paced TCP request/response beside it."""
+    sets the rate), measured over its own window (at least MIN_PACED_S); with `latency_probe`, with a
+    paced TCP request/response beside it."""
     table = check.doc.get("service_demand")
     if table is None:
         return []
@@ -266,9 +266,9 @@ def _service_demand(check: "_Checker", traffic: list[TrafficSpec]) -> list[Traff
     _check_warmup(warmup, f"{check.source}: key '{where}.warmup'")
     _check_total(warmup, duration, f"{check.source}: keys '{where}.warmup' + '{where}.duration'")
     # A plan with latency_probe measures latency at this fixed paced load too (paced TCP
-    # request/response, latency_probes.py) when the window holds sockperf's whole second.
-    probe = duration >= RR_MIN_WINDOW_S
-    return [replace(spec, service_demand=percent / 100.0, latency_probe=spec.latency_probe and probe,
+    # request/response, latency_probes.py); MIN_PACED_S holds sockperf's whole seconds.
+    assert MIN_PACED_S >= RR_MIN_WINDOW_S
+    return [replace(spec, service_demand=percent / 100.0, latency_probe=spec.latency_probe,
                     duration_s=duration, warmup_s=warmup) for spec in paced]
 
 
