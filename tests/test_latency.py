@@ -113,7 +113,7 @@ def test_a_paced_stream_gets_the_request_response_probe_when_its_window_holds_on
     from offlab.records import TrafficSpec as Spec
     base = ('name = "t"\nruns = 3\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\nmtus = [1500]\n'
             'sequences = ["tx"]\nlatency_probe = true\ntraffic = ["tcp"]\n[service_demand]\npercent = 80\n')
-    long = plan.parse(base + "duration = 5.5\nwarmup = 0.3\n", "t.toml")
+    long = plan.parse(base + "duration = 5.7\nwarmup = 0.3\n", "t.toml")
     paced = [c for c in long.cases if c.traffic.service_demand]
     assert paced and all(c.traffic.latency_probe for c in paced)
     assert isinstance(latency_probes.for_stream(None, paced[0].traffic), latency_probes.PacedRequestResponse)

@@ -27,7 +27,8 @@ def test_builtin_plans_exist_and_parse():
     udp = {c.profile.name for c in quick.cases if c.traffic.protocol == "udp"}
     assert udp == {"all-on", "txcsum+gso-off"}
     paced = [c for c in quick.cases if c.traffic.service_demand]
-    assert len(paced) == 8 and all(c.traffic.service_demand == 0.8 and not c.traffic.latency_probe
+    # each paced stream carries the TCP request/response probe: latency at one fixed load
+    assert len(paced) == 8 and all(c.traffic.service_demand == 0.8 and c.traffic.latency_probe
                                    and c.traffic.duration_s >= 5 for c in paced)
     bare_tx = [c.profile.name for c in quick.cases
                if c.scenario_label == "bare" and c.traffic.label == "tcp"]
