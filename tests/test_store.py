@@ -55,7 +55,8 @@ def test_each_sample_is_visible_to_another_reader_before_the_run_ends(store_at):
     writer.add_sample(run_id, case, samples[0])
     with Store(store_at, readonly=True) as reader:  # its own connection, as `offlab report` has
         assert reader.completed_counts(run_id) == {case.key: 1}
-        writer.add_sample(run_id, case, samples[1])
+    writer.add_sample(run_id, case, samples[1])
+    with Store(store_at, readonly=True) as reader:  # the next command
         assert reader.completed_counts(run_id) == {case.key: 2}
         assert reader.load_run(run_id).status == "running"
     if isinstance(store_at, Path):

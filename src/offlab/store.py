@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -41,6 +42,7 @@ from .runscope import pid_alive
 from .storage import location as locations
 from .storage import schema, writer
 from .storage.errors import StoreError
+from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
 from .storage.reading import load_run
 from .storage.results import RunResults, RunSummary
@@ -71,18 +73,39 @@ class Store:
         if self.location.path is not None:
             self._check_file()
         self._engine = locations.make_engine(self.location, readonly)
+        self._snapshot: Connection | None = None
         try:
-            if readonly:
+            if readonly and self.location.dialect == "postgresql":
+                # Every read of this command in one REPEATABLE READ transaction: one
+                # snapshot, however many runs are written meanwhile.
+                self._snapshot = self._engine.connect()
+                schema.check_readable(self._snapshot, self.location)
+            elif readonly:
                 with self._engine.connect() as connection:
                     schema.check_readable(connection, self.location)
             else:
-                schema.upgrade(self._engine, self.location)
+                schema.open_for_writing(self._engine, self.location)
         except StoreError:
-            self._engine.dispose()
+            self._release()
             raise
         except (DBAPIError, sqlite3.DatabaseError) as failure:
-            self._engine.dispose()
+            self._release()
             raise locations.connect_error(self.location, failure) from None
+
+    def _release(self) -> None:
+        if self._snapshot is not None:
+            self._snapshot.close()
+            self._snapshot = None
+        self._engine.dispose()
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """The connection reads go through: the command's snapshot, or a new one."""
+        if self._snapshot is not None:
+            yield self._snapshot
+            return
+        with self._engine.connect() as conn:
+            yield conn
 
     def _check_file(self) -> None:
         path = self.location.path
@@ -100,7 +123,7 @@ class Store:
                              "with a file you can read") from None
 
     def close(self) -> None:
-        self._engine.dispose()
+        self._release()
         if not self.readonly and self.location.path is not None:
             # WAL lets reports read while a run writes; a closed store goes back to a
             # rollback journal so that read-only openers (another user, a read-only
@@ -139,7 +162,7 @@ class Store:
                     campaign: tuple[str, str] | None, writer_json: str | None) -> None:
         conn.execute(run.insert().values(
             id=info.run_id, plan=info.plan, started_at=info.started_at, finished_at=finished_at,
-            status=status, command_line=info.command_line, kernel=info.kernel,
+            status=status, command_line=mask_command_line(info.command_line), kernel=info.kernel,
             cpu_model=info.cpu_model, cores=info.cores, host=info.host, notes=info.notes,
             tool_versions=json.dumps(dict(info.tool_versions)),
             settings=codec.settings_to_json(info.settings),
@@ -284,12 +307,12 @@ class Store:
         return killed
 
     def has_run(self, run_id: str) -> bool:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is not None
 
     def dead_runs(self) -> list[str]:
         """Runs still "running" whose offlab on this machine is gone (read only: `list`)."""
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return self._dead_runs(conn)
 
     @staticmethod
@@ -312,21 +335,28 @@ class Store:
         samples = select(func.count()).select_from(sample).where(sample.c.run_id == run.c.id).scalar_subquery()
         query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status, cases, samples)
                  .order_by(run.c.started_at, run.c.id))
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return [RunSummary(*row) for row in conn.execute(query).all()]
 
+    def run_count(self) -> tuple[int, int]:
+        """(runs, runs still "running"), counted by the database."""
+        query = select(func.count(), func.count().filter(run.c.status == "running"))
+        with self._reading() as conn:
+            total, running = conn.execute(query.select_from(run)).one()
+        return total, running
+
     def run_ids(self) -> list[str]:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return list(conn.execute(select(run.c.id).order_by(run.c.started_at, run.c.id)).scalars())
 
     def case_keys(self) -> list[tuple[str, str]]:
         """(run id, case key) of every stored case."""
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return [tuple(row) for row in conn.execute(
                 select(case_table.c.run_id, case_table.c.key).order_by(case_table.c.run_id, case_table.c.position))]
 
     def latest_run_id(self) -> str | None:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return conn.execute(select(run.c.id).order_by(run.c.started_at.desc(), run.c.id.desc())
                                 .limit(1)).scalar()
 
@@ -337,12 +367,12 @@ class Store:
                                                    & (sample.c.case_key == case_table.c.key)))
                  .where(case_table.c.run_id == run_id)
                  .group_by(case_table.c.key, case_table.c.position).order_by(case_table.c.position))
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             self._require_run(conn, run_id)
             return {key: count for key, count in conn.execute(query).all()}
 
     def load_run(self, run_id: str) -> RunResults:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             results = load_run(conn, run_id)
         if results is None:
             raise StoreError(f"no run {run_id!r} in {self.path}")
@@ -355,7 +385,7 @@ class Store:
                  .join(run, run.c.id == run_campaign.c.run_id)
                  .where(run_campaign.c.campaign == campaign)
                  .order_by(run_campaign.c.pair, run.c.started_at, run.c.id))
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return [tuple(row) for row in conn.execute(query).all()]
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from .. import codec
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, CpuShare, FeatureState, Interval, OffloadProfile, RateProbe, RunInfo, Sample
+from .masking import mask_command_line
 from .results import RunResults
 from .tables import (case, case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                      sample_interval, sample_offload, sample_probe)
@@ -26,7 +27,7 @@ def load_run(conn: Connection, run_id: str) -> RunResults | None:
     if row is None:
         return None
     info = RunInfo(
-        run_id=row.id, plan=row.plan, started_at=row.started_at, command_line=row.command_line,
+        run_id=row.id, plan=row.plan, started_at=row.started_at, command_line=mask_command_line(row.command_line),
         kernel=row.kernel, cpu_model=row.cpu_model, cores=row.cores,
         tool_versions=json.loads(row.tool_versions), host=row.host, notes=row.notes,
         settings=codec.settings_from_json(row.settings), host_facts=json.loads(row.host_facts),

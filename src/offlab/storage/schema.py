@@ -120,6 +120,30 @@ def _adopt_legacy(connection: Connection, location: StoreLocation, state: Schema
         connection.execute(text("UPDATE meta SET value = :v WHERE key = 'format_version'"), {"v": str(version)})
 
 
+def upgrade_command(location: StoreLocation) -> str:
+    return f"offlab store upgrade --store {location.display}"
+
+
+def open_for_writing(engine: Engine, location: StoreLocation) -> None:
+    """A writer's checks. A SQLite file is one engineer's: it is upgraded in place. A
+    PostgreSQL schema is the team's: only `offlab store upgrade`, run by the role that
+    owns it, changes it (a lab machine with a newer offlab must not upgrade it under the
+    others mid-campaign); a writer of another revision is refused in one line."""
+    if location.dialect == "sqlite":
+        upgrade(engine, location)
+        return
+    with engine.connect() as connection:
+        state = read_state(connection)
+    refuse_newer(location, state)
+    if not state.tables:
+        raise StoreError(f"{location.display}: an empty database; create offlab's tables once, as the "
+                         f"role that is to own them, with: {upgrade_command(location)}")
+    if state.revision != head_revision():
+        raise StoreError(f"{location.display}: results format {state.format_version} (schema revision "
+                         f"{state.revision or 'none'}) is older than this offlab's ({FORMAT_VERSION}, "
+                         f"{head_revision()}); the schema's owner upgrades it with: {upgrade_command(location)}")
+
+
 def check_readable(connection: Connection, location: StoreLocation) -> None:
     """A reading command's checks: an offlab store at the newest revision."""
     state = read_state(connection)
@@ -129,5 +153,5 @@ def check_readable(connection: Connection, location: StoreLocation) -> None:
     refuse_newer(location, state)
     if state.revision != head_revision():
         raise StoreError(f"{location.display}: results format {state.format_version} needs an upgrade "
-                         "that a reading command does not write; upgrade it once with: offlab doctor "
-                         f"--store {location.display} --upgrade-store (as a user who may write it)")
+                         "that a reading command does not write; upgrade it once, as a user who may "
+                         f"write it, with: {upgrade_command(location)}")
