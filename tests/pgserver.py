@@ -91,9 +91,10 @@ class PgServer:
         return done.stdout
 
     def restart(self) -> None:
-        """Stop the server (as a crash or failover does: every connection cut) and start
-        it again on the same port with the same data."""
-        _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        """Stop the server (fast: every connection cut, as a restart or failover does;
+        not immediate, which with this test server's synchronous_commit=off would lose
+        the last commits) and start it again on the same port with the same data."""
+        _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
         self._pg_ctl_start()
 
     def _pg_ctl_start(self) -> None:

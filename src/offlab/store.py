@@ -40,7 +40,7 @@ from .adaptive import AdaptiveOutcome
 from .records import CaseSpec, RunInfo, Sample
 from .runscope import pid_alive
 from .storage import location as locations
-from .storage import schema, writer
+from .storage import retry, schema, writer
 from .storage.errors import StoreError
 from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
@@ -74,6 +74,8 @@ class Store:
             self._check_file()
         self._engine = locations.make_engine(self.location, readonly)
         self._snapshot: Connection | None = None
+        self._cases_known: set[tuple[str, str]] = set()
+        """(run, case) this store has added: a sample's case is added once, not per sample."""
         try:
             if readonly and self.location.dialect == "postgresql":
                 # Every read of this command in one REPEATABLE READ transaction: one
@@ -194,13 +196,16 @@ class Store:
 
     def add_case(self, run_id: str, case: CaseSpec) -> None:
         """Record a plan cell; adding the same case twice is a no-op."""
-        with self._engine.begin() as conn:
-            self._insert_case(conn, run_id, case)
+        try:
+            retry.in_transaction(self._engine, lambda conn: self._insert_case(conn, run_id, case))
+        except IntegrityError as err:  # the foreign key: no such run
+            raise StoreError(f"no run {run_id!r} in {self.path}") from err
+        self._cases_known.add((run_id, case.key))
 
     def _insert_case(self, conn: Connection, run_id: str, case: CaseSpec) -> None:
-        self._require_run(conn, run_id)
-        position = conn.execute(select(func.count()).select_from(case_table)
-                                .where(case_table.c.run_id == run_id)).scalar_one()
+        """One statement: the case at the end of the run's order, unless it is there."""
+        position = (select(func.count()).select_from(case_table)
+                    .where(case_table.c.run_id == run_id).scalar_subquery())
         conn.execute(self._upsert_ignore(case_table, dict(
             run_id=run_id, key=case.key, position=position, scenario=case.scenario, mtu=case.mtu,
             profile_name=case.profile.name, profile_side=case.profile.side,
@@ -210,13 +215,17 @@ class Store:
             label=case.label)))
 
     def add_sample(self, run_id: str, case: CaseSpec, sample_: Sample) -> None:
-        """Store one repetition and commit at once."""
+        """Store one repetition and commit at once; a connection lost on the way is
+        reconnected and the transaction run again (storage/retry.py)."""
         if sample_.case_key != case.key:
             raise StoreError(f"sample for {sample_.case_key!r} given with case {case.key!r}")
+        if (run_id, case.key) not in self._cases_known:
+            self.add_case(run_id, case)
+        stored = (select(sample.c.id).where(sample.c.run_id == run_id, sample.c.case_key == case.key,
+                                            sample.c.repetition == sample_.repetition))
         try:
-            with self._engine.begin() as conn:
-                self._insert_case(conn, run_id, case)
-                self._insert_sample(conn, run_id, sample_)
+            retry.in_transaction(self._engine, lambda conn: self._insert_sample(conn, run_id, sample_),
+                                 done_already=lambda conn: conn.execute(stored).first() is not None)
         except IntegrityError as err:
             raise StoreError(
                 f"repetition {sample_.repetition} of {case.key} is already stored in run {run_id}"
@@ -254,9 +263,11 @@ class Store:
     def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None:
         """Store (or replace, on resume) how a case's adaptive repetitions ended."""
         key = (case_adaptive.c.run_id == run_id) & (case_adaptive.c.case_key == outcome.case_key)
-        with self._engine.begin() as conn:
+
+        def replace(conn: Connection) -> None:
             conn.execute(case_adaptive.delete().where(key))
             self._insert_adaptive(conn, run_id, outcome)
+        retry.in_transaction(self._engine, replace)
 
     @staticmethod
     def _insert_adaptive(conn: Connection, run_id: str, outcome: AdaptiveOutcome) -> None:
@@ -269,10 +280,12 @@ class Store:
         """Store (or replace, on resume) one host's stack configuration for a topology."""
         key = ((run_stack.c.run_id == run_id) & (run_stack.c.place == place)
                & (run_stack.c.host == host))
-        with self._engine.begin() as conn:
+
+        def replace(conn: Connection) -> None:
             self._require_run(conn, run_id)
             conn.execute(run_stack.delete().where(key))
             self._insert_stack(conn, run_id, {place: {host: config}})
+        retry.in_transaction(self._engine, replace)
 
     @staticmethod
     def _insert_stack(conn: Connection, run_id: str,
@@ -290,10 +303,12 @@ class Store:
         """Mark a run "complete", "interrupted" or "failed"."""
         if status not in RUN_STATUSES[1:]:
             raise StoreError(f"unknown run status {status!r} (want one of {RUN_STATUSES[1:]})")
-        with self._engine.begin() as conn:
+        ended = time.time() if finished_at is None else finished_at
+
+        def mark(conn: Connection) -> None:
             self._require_run(conn, run_id)
-            conn.execute(run.update().where(run.c.id == run_id).values(
-                status=status, finished_at=time.time() if finished_at is None else finished_at))
+            conn.execute(run.update().where(run.c.id == run_id).values(status=status, finished_at=ended))
+        retry.in_transaction(self._engine, mark)
 
     def close_killed_runs(self) -> list[str]:
         """Mark as "interrupted" the runs still "running" whose offlab was killed on this
