@@ -55,10 +55,12 @@ def copy_runs(run_ids: list[str], source: str | Path, dest: str | Path) -> list[
         raise StoreError(f"--store and --to are the same store ({src_at.display}); name another --to")
     with Store(src_at, readonly=True) as src:
         runs = [src.load_run(run_id) for run_id in dict.fromkeys(run_ids)]
-    for results in runs:
-        if results.status == "running":
-            raise StoreError(f"run {results.info.run_id} is still running in {src_at.display}; copy it "
-                             "when it has ended (nothing copied)")
+        for results in runs:
+            if src.may_be_written(results.info.run_id):
+                state = "is still running" if results.status == "running" else \
+                    "was marked interrupted by another offlab, but its writer may still be writing it"
+                raise StoreError(f"run {results.info.run_id} {state} in {src_at.display}; copy it "
+                                 "when it has ended (nothing copied)")
     with Store(dest_at) as target:
         present = {r.info.run_id: target.load_run(r.info.run_id) for r in runs if target.has_run(r.info.run_id)}
         for results in runs:

@@ -38,7 +38,6 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from . import codec
 from .adaptive import AdaptiveOutcome
 from .records import CaseSpec, RunInfo, Sample
-from .runscope import pid_alive
 from .storage import location as locations
 from .storage import retry, schema, writer
 from .storage.errors import StoreError
@@ -294,8 +293,11 @@ class Store:
                 for place, hosts in stack.items() for host, config in hosts.items()
                 for k, v in config.items()]
         if rows:
-            # seq from the database's own count keeps the reading order on both engines
-            first = conn.execute(select(func.count()).select_from(run_stack)
+            # seq after the run's last keeps the reading order on both engines; the run's
+            # row locked (PostgreSQL; SQLite's writer holds the file) so that two hosts
+            # recording at once draw distinct ones (unique per run)
+            conn.execute(select(run.c.id).where(run.c.id == run_id).with_for_update())
+            first = conn.execute(select(func.coalesce(func.max(run_stack.c.seq), -1) + 1)
                                  .where(run_stack.c.run_id == run_id)).scalar_one()
             conn.execute(run_stack.insert(), [dict(r, seq=first + i) for i, r in enumerate(rows)])
 
@@ -335,7 +337,20 @@ class Store:
         me = writer.current()
         rows = conn.execute(select(run.c.id, run.c.writer, run.c.host)
                             .where(run.c.status == "running").order_by(run.c.id)).all()
-        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me, pid_alive)]
+        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me)]
+
+    def may_be_written(self, run_id: str) -> bool:
+        """Whether a run's writer may still be writing it: "running", or marked
+        "interrupted" by another offlab (no end time: close_killed_runs) while its writer
+        is not known to be gone — one on another machine, or a clone of this one."""
+        with self._reading() as conn:
+            row = conn.execute(select(run.c.status, run.c.finished_at, run.c.writer, run.c.host)
+                               .where(run.c.id == run_id)).first()
+        if row is None or row.status in ("complete", "failed"):
+            return False
+        if row.status == "interrupted" and row.finished_at is not None:
+            return False  # its own offlab ended it
+        return writer.gone(row.writer, row.host, writer.current()) is not True
 
     def _require_run(self, conn: Connection, run_id: str) -> None:
         if conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is None:

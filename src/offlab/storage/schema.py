@@ -33,7 +33,7 @@ from .errors import StoreError
 from .location import StoreLocation
 
 SCRIPTS = Path(__file__).parent / "alembic"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """meta.format_version of the newest revision: what offlab releases before Alembic read
 to refuse a store they cannot write (see alembic/versions/0002_team_store.py)."""
 UPGRADE_LOCK = 0x6F66_6C61_62  # "oflab": the advisory lock key of schema upgrades
