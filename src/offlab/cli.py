@@ -436,8 +436,7 @@ def history_cmd(
     from .history import build_history, matches
     from .history_report import history_table, write_history
     with Store(store_path, readonly=True) as store:
-        wanted = sorted({run_id for run_id, key in store.case_keys() if matches(pattern, key)})
-        cases = build_history([store.load_run(run_id) for run_id in wanted], pattern)
+        cases = build_history(store.runs_with_cases(lambda key: matches(pattern, key)), pattern)
         where = store.location
     if not cases:
         raise LabError(f"no stored case matches {pattern!r} in {where.display}; `offlab list` shows the runs, "

@@ -28,7 +28,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -237,6 +237,7 @@ class Store:
             retransmits=s.retransmits, lost_packets=s.lost_packets, total_packets=s.total_packets,
             roles=json.dumps(dict(s.roles)), role_hosts=json.dumps(dict(s.role_hosts))))
         (sample_id,) = result.inserted_primary_key
+        conn.execute(run.update().where(run.c.id == run_id).values(sample_count=run.c.sample_count + 1))
         rows = {
             sample_cpu: [dict(sample_id=sample_id, ordinal=ordinal, core=share.core, percent=pct,
                               host=share.host, **{"class": cls})
@@ -359,14 +360,41 @@ class Store:
     # --- reading -------------------------------------------------------------------
 
     def runs(self) -> list[RunSummary]:
-        """Every run, oldest first, with how many cases and samples it holds."""
-        cases = (select(func.count()).select_from(case_table)
-                 .where(case_table.c.run_id == run.c.id).scalar_subquery())
-        samples = select(func.count()).select_from(sample).where(sample.c.run_id == run.c.id).scalar_subquery()
-        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status, cases, samples)
+        """Every run, oldest first, with how many cases and samples it holds: one query,
+        cases counted by a GROUP BY, samples by the run's own counter (counting a team
+        store's samples would read every one)."""
+        cases = (select(case_table.c.run_id, func.count().label("n"))
+                 .group_by(case_table.c.run_id).subquery())
+        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status,
+                        func.coalesce(cases.c.n, 0), run.c.sample_count)
+                 .select_from(run.outerjoin(cases, cases.c.run_id == run.c.id))
                  .order_by(run.c.started_at, run.c.id))
         with self._reading() as conn:
-            return [RunSummary(*row) for row in conn.execute(query).all()]
+            return [RunSummary(*row) for row in conn.execute(query)]
+
+    def runs_with_cases(self, wanted: Callable[[str], bool]) -> Iterator[RunResults]:
+        """The runs that measured a case whose key is `wanted`, oldest first, one at a time,
+        each with only the cases a history of those keys reads: the matching ones and the
+        others of their group (scenario, MTU, traffic: where the baseline comes from)."""
+        with self._reading() as conn:
+            keys = [k for k in conn.execute(select(case_table.c.key).distinct()).scalars() if wanted(k)]
+            if not keys:
+                return
+            matched = (select(case_table.c.run_id, case_table.c.scenario, case_table.c.mtu, case_table.c.traffic)
+                       .where(case_table.c.key.in_(keys)).subquery())
+            group = (select(run.c.id, run.c.started_at, case_table.c.key)
+                     .join(case_table, case_table.c.run_id == run.c.id)
+                     .join(matched, (matched.c.run_id == case_table.c.run_id)
+                           & (matched.c.scenario == case_table.c.scenario) & (matched.c.mtu == case_table.c.mtu)
+                           & (matched.c.traffic == case_table.c.traffic))
+                     .distinct().order_by(run.c.started_at, run.c.id))
+            per_run: dict[str, set[str]] = {}
+            for run_id, _, key in conn.execute(group):
+                per_run.setdefault(run_id, set()).add(key)
+            for run_id, only in per_run.items():
+                results = load_run(conn, run_id, only)
+                if results is not None:
+                    yield results
 
     def run_count(self) -> tuple[int, int]:
         """(runs, runs still "running"), counted by the database."""
@@ -378,12 +406,6 @@ class Store:
     def run_ids(self) -> list[str]:
         with self._reading() as conn:
             return list(conn.execute(select(run.c.id).order_by(run.c.started_at, run.c.id)).scalars())
-
-    def case_keys(self) -> list[tuple[str, str]]:
-        """(run id, case key) of every stored case."""
-        with self._reading() as conn:
-            return [tuple(row) for row in conn.execute(
-                select(case_table.c.run_id, case_table.c.key).order_by(case_table.c.run_id, case_table.c.position))]
 
     def latest_run_id(self) -> str | None:
         with self._reading() as conn:

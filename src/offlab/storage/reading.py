@@ -1,14 +1,15 @@
 """Rebuilding a stored run's records from its rows (both engines, one set of queries).
 
 A run's child rows are read table by table for the whole run (not per sample), so a
-run of thousands of samples costs a handful of queries against a remote database.
+run of thousands of samples costs a handful of queries against a remote database; a
+command that prints a few cases (history) reads only those cases' rows (`only`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from typing import Any, Collection
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
@@ -22,7 +23,8 @@ from .tables import (case, case_adaptive, run, run_campaign, run_stack, sample, 
                      sample_interval, sample_offload, sample_probe)
 
 
-def load_run(conn: Connection, run_id: str) -> RunResults | None:
+def load_run(conn: Connection, run_id: str, only: Collection[str] | None = None) -> RunResults | None:
+    """Everything stored for a run; with `only`, just those cases and their samples."""
     row = conn.execute(select(run).where(run.c.id == run_id)).first()
     if row is None:
         return None
@@ -32,9 +34,9 @@ def load_run(conn: Connection, run_id: str) -> RunResults | None:
         tool_versions=json.loads(row.tool_versions), host=row.host, notes=row.notes,
         settings=codec.settings_from_json(row.settings), host_facts=json.loads(row.host_facts),
     )
-    cases = _cases(conn, run_id)
+    cases = _cases(conn, run_id, only)
     samples: dict[str, tuple[Sample, ...]] = {c.key: () for c in cases}
-    for s in _samples(conn, run_id):
+    for s in _samples(conn, run_id, only):
         samples[s.case_key] = samples.get(s.case_key, ()) + (s,)
     tag = conn.execute(select(run_campaign.c.campaign, run_campaign.c.pair)
                        .where(run_campaign.c.run_id == run_id)).first()
@@ -60,8 +62,11 @@ def _adaptive(conn: Connection, run_id: str) -> dict[str, AdaptiveOutcome]:
                                         r.half_width, bool(r.reached)) for r in rows}
 
 
-def _cases(conn: Connection, run_id: str) -> list[CaseSpec]:
-    rows = conn.execute(select(case).where(case.c.run_id == run_id).order_by(case.c.position)).all()
+def _cases(conn: Connection, run_id: str, only: Collection[str] | None) -> list[CaseSpec]:
+    query = select(case).where(case.c.run_id == run_id).order_by(case.c.position)
+    if only is not None:
+        query = query.where(case.c.key.in_(list(only)))
+    rows = conn.execute(query).all()
     return [
         CaseSpec(
             scenario=r.scenario, mtu=r.mtu,
@@ -74,24 +79,29 @@ def _cases(conn: Connection, run_id: str) -> list[CaseSpec]:
     ]
 
 
-def _children(conn: Connection, table, run_id: str, *order) -> dict[int, list[Any]]:
+def _of_run(run_id: str, only: Collection[str] | None):
+    where = sample.c.run_id == run_id
+    return where if only is None else where & sample.c.case_key.in_(list(only))
+
+
+def _children(conn: Connection, table, run_id: str, only: Collection[str] | None, *order) -> dict[int, list[Any]]:
     """sample id → the table's rows of that sample, for every sample of the run."""
     query = (select(table).join(sample, sample.c.id == table.c.sample_id)
-             .where(sample.c.run_id == run_id).order_by(table.c.sample_id, *order))
+             .where(_of_run(run_id, only)).order_by(table.c.sample_id, *order))
     found: dict[int, list[Any]] = defaultdict(list)
     for row in conn.execute(query).all():
         found[row.sample_id].append(row)
     return found
 
 
-def _samples(conn: Connection, run_id: str) -> list[Sample]:
-    rows = conn.execute(select(sample).where(sample.c.run_id == run_id)
+def _samples(conn: Connection, run_id: str, only: Collection[str] | None) -> list[Sample]:
+    rows = conn.execute(select(sample).where(_of_run(run_id, only))
                         .order_by(sample.c.case_key, sample.c.repetition)).all()
-    cpu = _children(conn, sample_cpu, run_id, sample_cpu.c.ordinal, sample_cpu.c.seq)
-    offloads = _children(conn, sample_offload, run_id, sample_offload.c.seq)
-    counters = _children(conn, sample_counter, run_id, sample_counter.c.seq)
-    intervals = _children(conn, sample_interval, run_id, sample_interval.c.ordinal)
-    probes = _children(conn, sample_probe, run_id, sample_probe.c.ordinal)
+    cpu = _children(conn, sample_cpu, run_id, only, sample_cpu.c.ordinal, sample_cpu.c.seq)
+    offloads = _children(conn, sample_offload, run_id, only, sample_offload.c.seq)
+    counters = _children(conn, sample_counter, run_id, only, sample_counter.c.seq)
+    intervals = _children(conn, sample_interval, run_id, only, sample_interval.c.ordinal)
+    probes = _children(conn, sample_probe, run_id, only, sample_probe.c.ordinal)
     return [
         Sample(
             case_key=r.case_key, repetition=r.repetition, started_at=r.started_at,

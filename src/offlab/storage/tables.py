@@ -93,6 +93,8 @@ run = Table(
     Column("settings", Text, nullable=False, server_default="{}"),
     Column("host_facts", Text, nullable=False, server_default="{}"),
     Column("writer", Text),
+    Column("sample_count", Count, nullable=False, server_default="0"),
+    # Kept by each sample's own transaction: `list` prints it without counting samples.
     # Which offlab process writes the run (writer.py): how a later run on the same
     # machine tells a killed run from a live one without touching other machines' runs.
 )
@@ -114,6 +116,7 @@ case = Table(
     Column("label", Text, nullable=False, server_default=""),
     PrimaryKeyConstraint("run_id", "key"),
     ForeignKeyConstraint(["run_id"], ["run.id"]),
+    Index("case_key", "key"),  # history: the runs that measured a case
 )
 
 sample = Table(

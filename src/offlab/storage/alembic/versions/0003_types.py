@@ -14,6 +14,8 @@ Both engines:
 
 * ``run_stack.seq`` unique per run (two hosts recording at once could draw the same
   one): existing rows renumbered in their order, then a unique index;
+* ``run.sample_count``, kept by each sample's transaction (so that `list` counts no
+  samples), filled from the samples stored; an index on ``case.key`` (history);
 * ``run.writer``'s raw ``/etc/machine-id`` replaced by its hash with the run's host
   name (storage/writer.py), the way writers record it from now on.
 
@@ -80,5 +82,9 @@ def upgrade() -> None:
         _postgresql_types()
     _unique_stack_order(bind)
     _hashed_writers(bind)
+    op.add_column("run", sa.Column("sample_count", sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+                                   nullable=False, server_default="0"))
+    op.execute("UPDATE run SET sample_count = (SELECT count(*) FROM sample WHERE sample.run_id = run.id)")
+    op.create_index("case_key", "case", ["key"])
     meta = sa.table("meta", sa.column("key", sa.Text), sa.column("value", sa.Text))
     op.execute(meta.update().where(meta.c.key == "format_version").values(value=FORMAT_VERSION))
