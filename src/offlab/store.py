@@ -43,7 +43,7 @@ from .storage import retry, schema, writer
 from .storage.errors import StoreError
 from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
-from .storage.reading import load_run
+from .storage.reading import load_run, load_runs
 from .storage.results import RunResults, RunSummary
 from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                              sample_interval, sample_offload, sample_probe)
@@ -52,6 +52,9 @@ from .storage.tables import case as case_table
 __all__ = ["Store", "StoreError", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES", "LAYERS"]
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+
+HISTORY_BATCH = 100
+"""Runs a history reads per round of queries."""
 
 LAYERS = ("ethtool", "datapath")
 """sample_offload.layer: an ethtool feature of an interface, or a setting of the
@@ -391,10 +394,9 @@ class Store:
             per_run: dict[str, set[str]] = {}
             for run_id, _, key in conn.execute(group):
                 per_run.setdefault(run_id, set()).add(key)
-            for run_id, only in per_run.items():
-                results = load_run(conn, run_id, only)
-                if results is not None:
-                    yield results
+            batch = list(per_run.items())
+            for first in range(0, len(batch), HISTORY_BATCH):  # memory flat however many runs
+                yield from load_runs(conn, dict(batch[first:first + HISTORY_BATCH]))
 
     def run_count(self) -> tuple[int, int]:
         """(runs, runs still "running"), counted by the database."""
