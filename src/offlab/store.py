@@ -44,7 +44,7 @@ from .storage.errors import StoreError
 from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
 from .storage.reading import load_run, load_runs
-from .storage.results import RunResults, RunSummary
+from .storage.results import RunOutline, RunResults, RunSummary
 from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                              sample_interval, sample_offload, sample_probe)
 from .storage.tables import case as case_table
@@ -163,8 +163,10 @@ class Store:
         return info.run_id
 
     def _insert_run(self, conn: Connection, info: RunInfo, status: str, finished_at: float | None,
-                    campaign: tuple[str, str] | None, writer_json: str | None) -> None:
-        conn.execute(run.insert().values(
+                    campaign: tuple[str, str] | None, writer_json: str | None, if_absent: bool = False) -> bool:
+        """Insert the run's row (with `if_absent`, unless the run is there: ON CONFLICT DO
+        NOTHING); whether it was inserted."""
+        values = dict(
             id=info.run_id, plan=info.plan, started_at=info.started_at, finished_at=finished_at,
             status=status, command_line=mask_command_line(info.command_line), kernel=info.kernel,
             cpu_model=info.cpu_model, cores=info.cores, host=info.host, notes=info.notes,
@@ -172,20 +174,29 @@ class Store:
             settings=codec.settings_to_json(info.settings),
             host_facts=json.dumps({k: dict(v) for k, v in info.host_facts.items()}),
             writer=writer_json,
-        ))
+        )
+        if if_absent:
+            if conn.execute(self._upsert_ignore(run, values).returning(run.c.id)).first() is None:
+                return False
+        else:
+            conn.execute(run.insert().values(**values))
         if campaign is not None:
             conn.execute(run_campaign.insert().values(run_id=info.run_id, campaign=campaign[0],
                                                       pair=campaign[1]))
+        return True
 
-    def import_run(self, results: RunResults) -> None:
+    def import_run(self, results: RunResults) -> bool:
         """Write a whole run read from another store, in one transaction: all of it or,
-        on any failure, nothing (runcopy.py checks for clashes first)."""
+        on any failure, nothing (runcopy.py checks for clashes first). A run already
+        there (INSERT … ON CONFLICT DO NOTHING: a copy running at the same time) is left
+        as it is; whether this wrote it."""
         if results.status == "running":
             raise StoreError(f"run {results.info.run_id} is still running; copy it when it has ended")
         try:
             with self._engine.begin() as conn:
-                self._insert_run(conn, results.info, results.status, results.finished_at,
-                                 results.campaign, None)
+                if not self._insert_run(conn, results.info, results.status, results.finished_at,
+                                        results.campaign, None, if_absent=True):
+                    return False
                 for case in results.cases:
                     self._insert_case(conn, results.info.run_id, case)
                     for one in results.samples.get(case.key, ()):
@@ -195,6 +206,7 @@ class Store:
                 self._insert_stack(conn, results.info.run_id, results.stack)
         except IntegrityError as err:
             raise StoreError(f"run {results.info.run_id!r} already exists in {self.path}") from err
+        return True
 
     def add_case(self, run_id: str, case: CaseSpec) -> None:
         """Record a plan cell; adding the same case twice is a no-op."""
@@ -431,6 +443,19 @@ class Store:
         if results is None:
             raise StoreError(f"no run {run_id!r} in {self.path}")
         return results
+
+    def outline(self, run_id: str) -> RunOutline | None:
+        """A run's environment, status, case keys, sample count and throughput total,
+        without its samples' rows (what `copy` compares a run already in the destination by)."""
+        with self._reading() as conn:
+            found = load_runs(conn, {run_id: ()})
+            if not found:
+                return None
+            keys = conn.execute(select(case_table.c.key).where(case_table.c.run_id == run_id)
+                                .order_by(case_table.c.position)).scalars().all()
+            count, total = conn.execute(select(func.count(), func.coalesce(func.sum(sample.c.throughput_bps), 0.0))
+                                        .where(sample.c.run_id == run_id)).one()
+        return RunOutline(found[0].info, found[0].status, tuple(keys), count, total)
 
     def campaign_runs(self, campaign: str) -> list[tuple[str, str]]:
         """(run id, pair) of every run of a campaign, by pair name (then start, for a pair
