@@ -3,18 +3,20 @@
 One migration history for both engines (Alembic, alembic/versions). A store is in one
 of these states when it is opened:
 
-* empty (a new file, an empty database): created at the newest revision;
+* empty (a new file, an empty database): a SQLite file is created at the newest
+  revision; a PostgreSQL database is refused until its owner runs `offlab store upgrade`;
 * a SQLite store of the hand-written releases (a ``meta`` table, no ``alembic_version``):
   format 1 is first upgraded by offlab.migrations, then the history adopts it at 0001;
-* at an older revision: upgraded; at the newest: used as it is;
+* at an older revision: a SQLite file is upgraded by its first writer; a PostgreSQL
+  schema only by `offlab store upgrade` (open_for_writing refuses it in one line);
+* at the newest: used as it is;
 * written by a newer offlab (a revision this one does not know, or a newer format in
   ``meta``): refused in one line before anything is written.
 
 Upgrades run in one transaction (PostgreSQL and SQLite both have transactional DDL)
 under a lock — an advisory lock on PostgreSQL, the write lock on SQLite — so two
-writers opening an old or empty store at once upgrade it once; the second waits for
-the first's transaction and then finds the store current. Reading commands never
-upgrade: they ask for it in one line.
+upgrades at once upgrade once; the second waits for the first's transaction and then
+finds the store current. Reading commands never upgrade: they ask for it in one line.
 """
 
 from __future__ import annotations
