@@ -73,7 +73,8 @@ def parse(text: str | Path | StoreLocation) -> StoreLocation:
         return text
     if isinstance(text, Path) or not _URL_LIKE.match(str(text)):
         if str(text).startswith(("postgresql:", "postgres:")):
-            raise StoreError(f"{mask_url(str(text))}: not a store URL; write it as {EXAMPLE}")
+            # not echoed: without "//" nothing tells a password from a host in it
+            raise StoreError(f"--store {str(text).split(':', 1)[0]}:…: not a store URL; write it as {EXAMPLE}")
         path = Path(text)
         return StoreLocation(URL.create("sqlite", database=str(path)), path)
     try:
