@@ -87,6 +87,7 @@ def test_a_run_with_a_password_in_its_url_leaves_it_nowhere(pg_server, tmp_path,
     assert "SECRET" not in dump
     for p in printed:
         assert "SECRET" not in p.stdout + p.stderr
+    assert "SECRET" not in (pg_server.root / "server.log").read_text()  # the server's own log
     written = [f for f in out.rglob("*") if f.is_file() and f.suffix != ".sqlite"]
     assert {f.suffix for f in written} >= {".md", ".html", ".json", ".csv"}
     for f in written:
