@@ -59,14 +59,25 @@ def pg_server():
 
 
 @pytest.fixture()
-def pg_url(pg_server) -> str:
+def pg_empty_url(pg_server) -> str:
     """A URL of a new, empty database owned by the password-authenticated offlab role."""
     return pg_server.url(pg_server.create_database())
 
 
+@pytest.fixture()
+def pg_url(pg_empty_url) -> str:
+    """A new database with offlab's tables, created as its owner does it (`offlab store
+    upgrade`): on PostgreSQL a writer never creates or changes the schema itself."""
+    from offlab.storage.health import upgrade_store
+    from offlab.storage.location import parse
+    upgrade_store(parse(pg_empty_url))
+    return pg_empty_url
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_at(request, tmp_path):
-    """Where a new store goes: a SQLite file or an empty PostgreSQL database."""
+    """Where a new store goes: a SQLite file or a PostgreSQL database with offlab's
+    tables and no run."""
     if request.param == "sqlite":
         return tmp_path / "deep" / "dir" / "results.sqlite"
     return request.getfixturevalue("pg_url")

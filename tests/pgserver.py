@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import psycopg
+import psycopg.sql
 
 USER, PASSWORD = "offlab", "lab-secret"
 _counter = itertools.count()
@@ -53,10 +54,7 @@ class PgServer:
     def start(self) -> "PgServer":
         _as_postgres(str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
                      "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync")
-        options = (f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off")
-        _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options,
-                     "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+        self._pg_ctl_start()
         with self.admin() as conn:
             conn.execute(f"CREATE ROLE {USER} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
         return self
@@ -71,14 +69,42 @@ class PgServer:
         return psycopg.connect(host=str(self.root), port=self.port, user="postgres", dbname=dbname,
                                autocommit=True)
 
-    def create_database(self) -> str:
+    def create_database(self, owner: str = USER) -> str:
         name = f"store_{os.getpid()}_{next(_counter)}"
         with self.admin() as conn:
-            conn.execute(f"CREATE DATABASE {name} OWNER {USER}")
+            conn.execute(f"CREATE DATABASE {name} OWNER {owner}")
         return name
 
-    def url(self, dbname: str, password: str = PASSWORD, port: int | None = None) -> str:
-        return f"postgresql://{USER}:{password}@127.0.0.1:{port or self.port}/{dbname}"
+    def create_role(self, password: str) -> str:
+        """A new login role with this password (scram over TCP); its name."""
+        name = f"role_{os.getpid()}_{next(_counter)}"
+        with self.admin() as conn:
+            conn.execute(psycopg.sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                psycopg.sql.Identifier(name), psycopg.sql.Literal(password)))
+        return name
+
+    def dump(self, dbname: str) -> str:
+        """The database as pg_dump writes it (schema and every row)."""
+        done = subprocess.run(["runuser", "-u", "postgres", "--", str(self.bindir / "pg_dump"),
+                               "-h", str(self.root), "-p", str(self.port), dbname],
+                              check=True, capture_output=True, text=True, timeout=120)
+        return done.stdout
+
+    def restart(self) -> None:
+        """Stop the server (fast: every connection cut, as a restart or failover does;
+        not immediate, which with this test server's synchronous_commit=off would lose
+        the last commits) and start it again on the same port with the same data."""
+        _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        self._pg_ctl_start()
+
+    def _pg_ctl_start(self) -> None:
+        options = (f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   "-c synchronous_commit=off -c full_page_writes=off")
+        _as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options,
+                     "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+
+    def url(self, dbname: str, password: str = PASSWORD, port: int | None = None, user: str = USER) -> str:
+        return f"postgresql://{user}:{password}@127.0.0.1:{port or self.port}/{dbname}"
 
     def tables(self, dbname: str) -> set[str]:
         with self.admin(dbname) as conn:

@@ -92,3 +92,23 @@ def test_the_copy_command(tmp_path, pg_url):
     again = subprocess.run([*OFFLAB, "copy", "fixture-run", "--store", str(laptop), "--to", pg_url],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "already in" in again.stdout
+
+
+def test_a_run_marked_interrupted_whose_writer_may_be_alive_is_refused(tmp_path, pg_url):
+    """A clone of this machine (same /etc/machine-id, another host name) marked another
+    machine's run interrupted; that run's writer is not known to be gone."""
+    import json
+    from sqlalchemy import update
+    from offlab.storage import writer
+    from offlab.storage.tables import run
+    elsewhere = dict(writer.current(), machine=writer.machine_key("a-cloned-machine-id", "other-host"))
+    with Store(pg_url) as store:
+        store.begin_run(fixture_run_info())
+        with store._engine.begin() as conn:  # as the other machine recorded it, then the clone closed it
+            conn.execute(update(run).where(run.c.id == "fixture-run")
+                         .values(writer=json.dumps(elsewhere), status="interrupted"))
+    with pytest.raises(StoreError, match="may still be writing it"):
+        copy_runs(["fixture-run"], pg_url, tmp_path / "copy.sqlite")
+    with Store(pg_url) as store:
+        store.finish_run("fixture-run", "interrupted")  # its own offlab ended it
+    assert copy_runs(["fixture-run"], pg_url, tmp_path / "copy.sqlite")[0].already is False

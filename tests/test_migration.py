@@ -81,7 +81,7 @@ def test_v1_store_opens_as_the_current_format(v1_path: Path):
         assert len(store.runs()) == len(RUNS)
     version = sqlite3.connect(v1_path).execute(
         "SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0]
-    assert int(version) == FORMAT_VERSION == 3
+    assert int(version) == FORMAT_VERSION == 4
 
 
 @pytest.mark.parametrize("name", RUNS)

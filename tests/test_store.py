@@ -55,7 +55,8 @@ def test_each_sample_is_visible_to_another_reader_before_the_run_ends(store_at):
     writer.add_sample(run_id, case, samples[0])
     with Store(store_at, readonly=True) as reader:  # its own connection, as `offlab report` has
         assert reader.completed_counts(run_id) == {case.key: 1}
-        writer.add_sample(run_id, case, samples[1])
+    writer.add_sample(run_id, case, samples[1])
+    with Store(store_at, readonly=True) as reader:  # the next command
         assert reader.completed_counts(run_id) == {case.key: 2}
         assert reader.load_run(run_id).status == "running"
     if isinstance(store_at, Path):
@@ -210,3 +211,20 @@ def test_only_this_machines_dead_runs_are_closed(store_at):
         assert {r.id: r.status for r in store.runs()} == {
             "live-here": "running", "dead-here": "interrupted", "other-machine": "running",
             "before-reboot": "interrupted"}
+
+
+def test_a_reading_command_sees_one_snapshot_while_a_run_is_written(pg_url):
+    """Every read of one command in one REPEATABLE READ transaction: `list` and the report
+    it then loads agree, however many samples were added in between."""
+    case = fixture_cases()[0]
+    samples = make_samples(case, random.Random(8), runs=2)
+    with Store(pg_url) as writer:
+        run_id = writer.begin_run(fixture_run_info())
+        writer.add_sample(run_id, case, samples[0])
+        with Store(pg_url, readonly=True) as reader:
+            assert [r.samples for r in reader.runs()] == [1]
+            writer.add_sample(run_id, case, samples[1])
+            writer.finish_run(run_id, "complete")
+            assert [r.samples for r in reader.runs()] == [1]
+            loaded = reader.load_run(run_id)
+            assert loaded.status == "running" and loaded.samples[case.key] == (samples[0],)

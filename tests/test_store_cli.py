@@ -78,8 +78,9 @@ def test_a_wrong_password(tmp_path, pg_server):
     for command in (["list"], ["run", "--plan", "quick"]):
         _one_line_error(offlab(*command, "--store", wrong, cwd=tmp_path),
                         'password authentication failed for user "offlab"', "~/.pgpass")
-    doctor = offlab("doctor", "--store", wrong, "--upgrade-store", cwd=tmp_path)
+    doctor = offlab("doctor", "--store", wrong, cwd=tmp_path)
     assert doctor.returncode == 1 and 'password authentication failed' in doctor.stdout
+    _one_line_error(offlab("store", "upgrade", "--store", wrong, cwd=tmp_path), "password authentication failed")
     assert pg_server.tables(database) == set() and list(tmp_path.iterdir()) == []
 
 
@@ -88,8 +89,8 @@ def test_a_database_that_does_not_exist(tmp_path, pg_server):
                     'database "nosuchdb" does not exist', "createdb")
 
 
-def test_an_empty_database_is_no_store_to_read(tmp_path, pg_url):
-    _one_line_error(offlab("list", "--store", pg_url, cwd=tmp_path), "not an offlab store")
+def test_an_empty_database_is_no_store_to_read(tmp_path, pg_empty_url):
+    _one_line_error(offlab("list", "--store", pg_empty_url, cwd=tmp_path), "not an offlab store")
 
 
 def test_every_reading_command_takes_a_url(tmp_path, pg_url):
@@ -114,7 +115,7 @@ def test_compare_a_file_with_a_database(tmp_path, pg_url):
     assert "16 matching cases" in done.stdout
 
 
-def test_doctor_upgrades_an_old_store_a_reading_command_refuses(tmp_path):
+def test_store_upgrade_upgrades_an_old_store_a_reading_command_refuses(tmp_path):
     import gzip
     import sqlite3
     path = tmp_path / "v2.sqlite"
@@ -122,8 +123,11 @@ def test_doctor_upgrades_an_old_store_a_reading_command_refuses(tmp_path):
     conn.executescript(gzip.decompress((Path(__file__).parent / "fixtures" / "v2_store.sql.gz").read_bytes()).decode())
     conn.close()
     refused = offlab("list", "--store", str(path), cwd=tmp_path)
-    assert _one_line_error(refused, "needs an upgrade", "--upgrade-store")
+    assert _one_line_error(refused, "needs an upgrade", f"offlab store upgrade --store {path}")
     assert offlab("doctor", "--store", str(path), cwd=tmp_path).returncode == 1
-    upgraded = offlab("doctor", "--store", str(path), "--upgrade-store", cwd=tmp_path)
+    upgraded = offlab("store", "upgrade", "--store", str(path), cwd=tmp_path)
     assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+    assert "→" in upgraded.stdout
     assert "fixture-run" in offlab("list", "--store", str(path), cwd=tmp_path).stdout
+    again = offlab("store", "upgrade", "--store", str(path), cwd=tmp_path)
+    assert again.returncode == 0 and "nothing to do" in again.stdout

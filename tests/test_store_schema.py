@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import gzip
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from fixtures.make_store import build_store, fixture_cases, fixture_run_info
+from offlab.storage.health import upgrade_store
 from offlab.storage.location import parse
 from offlab.storage.schema import FORMAT_VERSION, head_revision
 from offlab.store import Store, StoreError
@@ -88,20 +91,62 @@ def test_a_schema_from_a_newer_offlab_is_refused_and_nothing_written(store_at, s
     assert _sql(store_at, "SELECT COUNT(*) FROM run") == [(1,)]
 
 
-def test_two_writers_opening_an_empty_database_at_once_create_it_once(pg_url):
+def test_two_owners_upgrading_an_empty_database_at_once_create_it_once(pg_empty_url):
     import threading
     failures = []
 
-    def open_it():
+    def upgrade_it():
         try:
-            Store(pg_url).close()
+            upgrade_store(parse(pg_empty_url))
         except Exception as failure:  # collected and asserted below
             failures.append(failure)
 
-    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    threads = [threading.Thread(target=upgrade_it) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert failures == []
-    assert _sql(pg_url, "SELECT version_num FROM alembic_version") == [(head_revision(),)]
+    assert _sql(pg_empty_url, "SELECT version_num FROM alembic_version") == [(head_revision(),)]
+
+
+def _at_revision(url: str, revision: str) -> None:
+    """A PostgreSQL store as an older offlab left it (Alembic to `revision`)."""
+    from alembic import command
+    from offlab.storage.schema import _config
+    engine = create_engine(parse(url).url)
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), revision)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_on_postgresql_only_store_upgrade_changes_the_schema(pg_empty_url, tmp_path, readonly):
+    empty = pytest.raises(StoreError, Store, pg_empty_url, readonly=readonly)
+    assert "\n" not in str(empty.value)
+    if not readonly:
+        assert f"offlab store upgrade --store {parse(pg_empty_url).display}" in str(empty.value)
+    assert _sql(pg_empty_url, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == [(0,)]
+    _at_revision(pg_empty_url, "0001")
+    old = pytest.raises(StoreError, Store, pg_empty_url, readonly=readonly)
+    message = str(old.value)
+    assert f"offlab store upgrade --store {parse(pg_empty_url).display}" in message and "\n" not in message
+    assert _sql(pg_empty_url, "SELECT version_num FROM alembic_version") == [("0001",)]
+    upgraded = subprocess.run([sys.executable, "-c", "from offlab.entry import main; main()", "store",
+                               "upgrade", "--store", pg_empty_url], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert f"0001 → {head_revision()}" in upgraded.stdout and "lab-secret" not in upgraded.stdout
+    Store(pg_empty_url, readonly=readonly).close()
+
+
+def test_a_sqlite_store_still_upgrades_itself(tmp_path):
+    path = tmp_path / "old.sqlite"
+    engine = create_engine(f"sqlite:///{path}")
+    from alembic import command
+    from offlab.storage.schema import _config
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "0001")
+    engine.dispose()
+    Store(path).close()
+    assert _sql(path, "SELECT version_num FROM alembic_version") == [(head_revision(),)]

@@ -9,6 +9,7 @@ refused command creates nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from importlib import metadata
@@ -39,6 +40,7 @@ from .proc import ProcessError
 from .runflow import RunError, begin, execute, resume
 from .runscope import RUNTIME_ROOT, BusyError, MachineLock, reclaim_stale
 from .storage import location as locations
+from .storage.masking import password_to_environment
 from .store import Store, StoreError
 from .textout import plain_table
 from .topology import TopologyError, sweep_leftovers
@@ -274,6 +276,8 @@ def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, 
             err.print(f"restored {line}")
         # confirmed above for every pair: the pairs' runs must not each ask again
         argv = sys.argv[1:] + ([] if "--yes" in sys.argv[1:] else ["--yes"])
+        argv, secret = password_to_environment(argv)  # the pairs' argv is world-readable
+        os.environ.update(secret)
         outcomes = run_waves(fleet, campaign_id, argv, RUNTIME_ROOT, print)
     finally:
         lock.release()
@@ -432,8 +436,7 @@ def history_cmd(
     from .history import build_history, matches
     from .history_report import history_table, write_history
     with Store(store_path, readonly=True) as store:
-        wanted = sorted({run_id for run_id, key in store.case_keys() if matches(pattern, key)})
-        cases = build_history([store.load_run(run_id) for run_id in wanted], pattern)
+        cases = build_history(store.runs_with_cases(lambda key: matches(pattern, key)), pattern)
         where = store.location
     if not cases:
         raise LabError(f"no stored case matches {pattern!r} in {where.display}; `offlab list` shows the runs, "
@@ -445,6 +448,19 @@ def history_cmd(
             print(f"  {line}")
     md, html = write_history(cases, pattern, where.display, out_dir or where.reports_dir() / "history")
     out.print(f"history: {md}\n         {html}")
+
+
+store_app = typer.Typer(no_args_is_help=True, help="The store's schema: on a team's PostgreSQL, its owner's command.")
+app.add_typer(store_app, name="store")
+
+
+@store_app.command("upgrade")
+def store_upgrade_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP)) -> None:
+    """Create offlab's tables in an empty database, or bring an older schema to this
+    offlab's revision (on PostgreSQL nothing else changes the schema: run it as the role
+    that owns it, when every lab machine has this offlab)."""
+    from .storage.health import upgrade_store
+    print(upgrade_store(locations.parse(store_path)))
 
 
 @app.command("restore")
@@ -486,17 +502,13 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
                guests: bool = typer.Option(False, "--guests", help="with --hosts: also what the qemu scenario needs "
                                            "there (QEMU, a KVM boot probe, vhost-net, memfd, bridge, free cores)"),
                plan: Optional[str] = typer.Option(None, "--plan", help="with --hosts: check what this plan needs "
-                                                  "(the router's IP forwarding only when it routes through R's kernel)"),
-               upgrade_store: bool = typer.Option(False, "--upgrade-store", help="with --store: bring the store's "
-                                                  "schema to this offlab's revision")) -> None:
+                                                  "(the router's IP forwarding only when it routes through R's kernel)")) -> None:
     """Check root, tools, kernel modules and namespaces, each with its fix."""
     if (guests or plan is not None) and hosts_path is None:
         raise LabError(f"{'--guests' if guests else '--plan'} checks servers: give them with --hosts hosts.toml")
-    if upgrade_store and store_path is None:
-        raise LabError("--upgrade-store needs --store FILE|URL: the store to upgrade")
     if store_path is not None:
         from .storage.health import check_store
-        _print_checks(check_store(locations.parse(store_path), upgrade_store))
+        _print_checks(check_store(locations.parse(store_path)))
         return
     if hosts_path is not None:
         hosts = hostsfile.load(hosts_path)

@@ -1,11 +1,13 @@
 """`offlab copy RUN_ID… --store SRC --to DEST`: runs from one store into another, on
 either engine (a laptop's SQLite runs into the team's PostgreSQL, and back).
 
-Idempotent: a run DEST already holds, equal in every stored figure, is left as it is.
-A clash — DEST holds a *different* run under the same id — is refused in one line and
-nothing is copied, for any of the runs given: every run is checked before the first is
-written. Each run is written in one transaction, so an interrupted copy leaves whole
-runs only, and running it again completes it.
+Idempotent: a run DEST already holds — the same environment, status, cases, number of
+samples and throughput total — is left as it is (its rows are not read back: INSERT … ON CONFLICT DO
+NOTHING leaves a run written meanwhile as it is). A clash — DEST holds a *different* run
+under the same id — is refused in one line and nothing is copied, for any of the runs
+given: every run is checked before the first is written. Each run is written in one
+transaction, so an interrupted copy leaves whole runs only, and running it again
+completes it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from .storage.errors import StoreError
 from .storage.location import StoreLocation, parse
-from .storage.results import RunResults
+from .storage.results import RunOutline, RunResults
 from .store import Store
 
 
@@ -36,16 +38,16 @@ def _samples(results: RunResults) -> int:
     return sum(len(v) for v in results.samples.values())
 
 
-def _difference(a: RunResults, b: RunResults) -> str:
+def _difference(a: RunOutline, b: RunOutline) -> str:
     """The first way two runs of one id differ, in words (for the clash line)."""
     if a.info != b.info:
         return "a different environment or start"
     if a.status != b.status:
         return f"status {b.status} against {a.status}"
-    if a.cases != b.cases:
+    if a.case_keys != b.case_keys:
         return "different cases"
-    if _samples(a) != _samples(b):
-        return f"{_samples(b)} samples against {_samples(a)}"
+    if a.samples != b.samples:
+        return f"{b.samples} samples against {a.samples}"
     return "different figures"
 
 
@@ -55,20 +57,17 @@ def copy_runs(run_ids: list[str], source: str | Path, dest: str | Path) -> list[
         raise StoreError(f"--store and --to are the same store ({src_at.display}); name another --to")
     with Store(src_at, readonly=True) as src:
         runs = [src.load_run(run_id) for run_id in dict.fromkeys(run_ids)]
-    for results in runs:
-        if results.status == "running":
-            raise StoreError(f"run {results.info.run_id} is still running in {src_at.display}; copy it "
-                             "when it has ended (nothing copied)")
+        for results in runs:
+            if src.may_be_written(results.info.run_id):
+                state = "is still running" if results.status == "running" else \
+                    "was marked interrupted by another offlab, but its writer may still be writing it"
+                raise StoreError(f"run {results.info.run_id} {state} in {src_at.display}; copy it "
+                                 "when it has ended (nothing copied)")
     with Store(dest_at) as target:
-        present = {r.info.run_id: target.load_run(r.info.run_id) for r in runs if target.has_run(r.info.run_id)}
         for results in runs:
-            there = present.get(results.info.run_id)
-            if there is not None and there != results:
+            there = target.outline(results.info.run_id)
+            if there is not None and not there.same_as(RunOutline.of(results)):
                 raise StoreError(f"run {results.info.run_id} clashes: {dest_at.display} holds another run "
-                                 f"with this id ({_difference(results, there)}); nothing copied")
-        done = []
-        for results in runs:
-            if results.info.run_id not in present:
-                target.import_run(results)
-            done.append(Copied(results.info.run_id, _samples(results), results.info.run_id in present))
-    return done
+                                 f"with this id ({_difference(RunOutline.of(results), there)}); nothing copied")
+        return [Copied(results.info.run_id, _samples(results), not target.import_run(results))
+                for results in runs]

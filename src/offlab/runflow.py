@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from . import environment
 from .records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner, RunnerStats
 from .runscope import MachineLock, RunScope, reclaim_stale
+from .storage.masking import mask_argv
 from .store import Store, StoreError, StoreLocation
 from .topology import Interrupted, TerminationSignals, Topology, sweep_leftovers
 
@@ -67,7 +67,7 @@ def begin(store: Store, plan_name: str, cases: tuple[CaseSpec, ...], settings: R
     """A new run in the store; `campaign`: (campaign id, pair name) it belongs to."""
     info = RunInfo(
         run_id=new_run_id(), plan=plan_name, started_at=time.time(),
-        command_line=shlex.join(sys.argv), kernel=environment.kernel(),
+        command_line=mask_argv(sys.argv), kernel=environment.kernel(),
         cpu_model=environment.cpu_model(), cores=environment.cores(),
         tool_versions=environment.tool_versions(), host=environment.host(), notes=notes,
         settings=settings, host_facts=host_facts or {},

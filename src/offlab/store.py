@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -37,13 +38,13 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from . import codec
 from .adaptive import AdaptiveOutcome
 from .records import CaseSpec, RunInfo, Sample
-from .runscope import pid_alive
 from .storage import location as locations
-from .storage import schema, writer
+from .storage import retry, schema, writer
 from .storage.errors import StoreError
+from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
-from .storage.reading import load_run
-from .storage.results import RunResults, RunSummary
+from .storage.reading import load_run, load_runs
+from .storage.results import RunOutline, RunResults, RunSummary
 from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                              sample_interval, sample_offload, sample_probe)
 from .storage.tables import case as case_table
@@ -51,6 +52,9 @@ from .storage.tables import case as case_table
 __all__ = ["Store", "StoreError", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES", "LAYERS"]
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+
+HISTORY_BATCH = 100
+"""Runs a history reads per round of queries."""
 
 LAYERS = ("ethtool", "datapath")
 """sample_offload.layer: an ethtool feature of an interface, or a setting of the
@@ -71,18 +75,41 @@ class Store:
         if self.location.path is not None:
             self._check_file()
         self._engine = locations.make_engine(self.location, readonly)
+        self._snapshot: Connection | None = None
+        self._cases_known: set[tuple[str, str]] = set()
+        """(run, case) this store has added: a sample's case is added once, not per sample."""
         try:
-            if readonly:
+            if readonly and self.location.dialect == "postgresql":
+                # Every read of this command in one REPEATABLE READ transaction: one
+                # snapshot, however many runs are written meanwhile.
+                self._snapshot = self._engine.connect()
+                schema.check_readable(self._snapshot, self.location)
+            elif readonly:
                 with self._engine.connect() as connection:
                     schema.check_readable(connection, self.location)
             else:
-                schema.upgrade(self._engine, self.location)
+                schema.open_for_writing(self._engine, self.location)
         except StoreError:
-            self._engine.dispose()
+            self._release()
             raise
         except (DBAPIError, sqlite3.DatabaseError) as failure:
-            self._engine.dispose()
+            self._release()
             raise locations.connect_error(self.location, failure) from None
+
+    def _release(self) -> None:
+        if self._snapshot is not None:
+            self._snapshot.close()
+            self._snapshot = None
+        self._engine.dispose()
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """The connection reads go through: the command's snapshot, or a new one."""
+        if self._snapshot is not None:
+            yield self._snapshot
+            return
+        with self._engine.connect() as conn:
+            yield conn
 
     def _check_file(self) -> None:
         path = self.location.path
@@ -100,7 +127,7 @@ class Store:
                              "with a file you can read") from None
 
     def close(self) -> None:
-        self._engine.dispose()
+        self._release()
         if not self.readonly and self.location.path is not None:
             # WAL lets reports read while a run writes; a closed store goes back to a
             # rollback journal so that read-only openers (another user, a read-only
@@ -136,29 +163,40 @@ class Store:
         return info.run_id
 
     def _insert_run(self, conn: Connection, info: RunInfo, status: str, finished_at: float | None,
-                    campaign: tuple[str, str] | None, writer_json: str | None) -> None:
-        conn.execute(run.insert().values(
+                    campaign: tuple[str, str] | None, writer_json: str | None, if_absent: bool = False) -> bool:
+        """Insert the run's row (with `if_absent`, unless the run is there: ON CONFLICT DO
+        NOTHING); whether it was inserted."""
+        values = dict(
             id=info.run_id, plan=info.plan, started_at=info.started_at, finished_at=finished_at,
-            status=status, command_line=info.command_line, kernel=info.kernel,
+            status=status, command_line=mask_command_line(info.command_line), kernel=info.kernel,
             cpu_model=info.cpu_model, cores=info.cores, host=info.host, notes=info.notes,
             tool_versions=json.dumps(dict(info.tool_versions)),
             settings=codec.settings_to_json(info.settings),
             host_facts=json.dumps({k: dict(v) for k, v in info.host_facts.items()}),
             writer=writer_json,
-        ))
+        )
+        if if_absent:
+            if conn.execute(self._upsert_ignore(run, values).returning(run.c.id)).first() is None:
+                return False
+        else:
+            conn.execute(run.insert().values(**values))
         if campaign is not None:
             conn.execute(run_campaign.insert().values(run_id=info.run_id, campaign=campaign[0],
                                                       pair=campaign[1]))
+        return True
 
-    def import_run(self, results: RunResults) -> None:
+    def import_run(self, results: RunResults) -> bool:
         """Write a whole run read from another store, in one transaction: all of it or,
-        on any failure, nothing (runcopy.py checks for clashes first)."""
+        on any failure, nothing (runcopy.py checks for clashes first). A run already
+        there (INSERT … ON CONFLICT DO NOTHING: a copy running at the same time) is left
+        as it is; whether this wrote it."""
         if results.status == "running":
             raise StoreError(f"run {results.info.run_id} is still running; copy it when it has ended")
         try:
             with self._engine.begin() as conn:
-                self._insert_run(conn, results.info, results.status, results.finished_at,
-                                 results.campaign, None)
+                if not self._insert_run(conn, results.info, results.status, results.finished_at,
+                                        results.campaign, None, if_absent=True):
+                    return False
                 for case in results.cases:
                     self._insert_case(conn, results.info.run_id, case)
                     for one in results.samples.get(case.key, ()):
@@ -168,16 +206,20 @@ class Store:
                 self._insert_stack(conn, results.info.run_id, results.stack)
         except IntegrityError as err:
             raise StoreError(f"run {results.info.run_id!r} already exists in {self.path}") from err
+        return True
 
     def add_case(self, run_id: str, case: CaseSpec) -> None:
         """Record a plan cell; adding the same case twice is a no-op."""
-        with self._engine.begin() as conn:
-            self._insert_case(conn, run_id, case)
+        try:
+            retry.in_transaction(self._engine, lambda conn: self._insert_case(conn, run_id, case))
+        except IntegrityError as err:  # the foreign key: no such run
+            raise StoreError(f"no run {run_id!r} in {self.path}") from err
+        self._cases_known.add((run_id, case.key))
 
     def _insert_case(self, conn: Connection, run_id: str, case: CaseSpec) -> None:
-        self._require_run(conn, run_id)
-        position = conn.execute(select(func.count()).select_from(case_table)
-                                .where(case_table.c.run_id == run_id)).scalar_one()
+        """One statement: the case at the end of the run's order, unless it is there."""
+        position = (select(func.count()).select_from(case_table)
+                    .where(case_table.c.run_id == run_id).scalar_subquery())
         conn.execute(self._upsert_ignore(case_table, dict(
             run_id=run_id, key=case.key, position=position, scenario=case.scenario, mtu=case.mtu,
             profile_name=case.profile.name, profile_side=case.profile.side,
@@ -187,13 +229,17 @@ class Store:
             label=case.label)))
 
     def add_sample(self, run_id: str, case: CaseSpec, sample_: Sample) -> None:
-        """Store one repetition and commit at once."""
+        """Store one repetition and commit at once; a connection lost on the way is
+        reconnected and the transaction run again (storage/retry.py)."""
         if sample_.case_key != case.key:
             raise StoreError(f"sample for {sample_.case_key!r} given with case {case.key!r}")
+        if (run_id, case.key) not in self._cases_known:
+            self.add_case(run_id, case)
+        stored = (select(sample.c.id).where(sample.c.run_id == run_id, sample.c.case_key == case.key,
+                                            sample.c.repetition == sample_.repetition))
         try:
-            with self._engine.begin() as conn:
-                self._insert_case(conn, run_id, case)
-                self._insert_sample(conn, run_id, sample_)
+            retry.in_transaction(self._engine, lambda conn: self._insert_sample(conn, run_id, sample_),
+                                 done_already=lambda conn: conn.execute(stored).first() is not None)
         except IntegrityError as err:
             raise StoreError(
                 f"repetition {sample_.repetition} of {case.key} is already stored in run {run_id}"
@@ -206,6 +252,7 @@ class Store:
             retransmits=s.retransmits, lost_packets=s.lost_packets, total_packets=s.total_packets,
             roles=json.dumps(dict(s.roles)), role_hosts=json.dumps(dict(s.role_hosts))))
         (sample_id,) = result.inserted_primary_key
+        conn.execute(run.update().where(run.c.id == run_id).values(sample_count=run.c.sample_count + 1))
         rows = {
             sample_cpu: [dict(sample_id=sample_id, ordinal=ordinal, core=share.core, percent=pct,
                               host=share.host, **{"class": cls})
@@ -231,9 +278,11 @@ class Store:
     def record_adaptive(self, run_id: str, outcome: AdaptiveOutcome) -> None:
         """Store (or replace, on resume) how a case's adaptive repetitions ended."""
         key = (case_adaptive.c.run_id == run_id) & (case_adaptive.c.case_key == outcome.case_key)
-        with self._engine.begin() as conn:
+
+        def replace(conn: Connection) -> None:
             conn.execute(case_adaptive.delete().where(key))
             self._insert_adaptive(conn, run_id, outcome)
+        retry.in_transaction(self._engine, replace)
 
     @staticmethod
     def _insert_adaptive(conn: Connection, run_id: str, outcome: AdaptiveOutcome) -> None:
@@ -246,10 +295,12 @@ class Store:
         """Store (or replace, on resume) one host's stack configuration for a topology."""
         key = ((run_stack.c.run_id == run_id) & (run_stack.c.place == place)
                & (run_stack.c.host == host))
-        with self._engine.begin() as conn:
+
+        def replace(conn: Connection) -> None:
             self._require_run(conn, run_id)
             conn.execute(run_stack.delete().where(key))
             self._insert_stack(conn, run_id, {place: {host: config}})
+        retry.in_transaction(self._engine, replace)
 
     @staticmethod
     def _insert_stack(conn: Connection, run_id: str,
@@ -258,8 +309,11 @@ class Store:
                 for place, hosts in stack.items() for host, config in hosts.items()
                 for k, v in config.items()]
         if rows:
-            # seq from the database's own count keeps the reading order on both engines
-            first = conn.execute(select(func.count()).select_from(run_stack)
+            # seq after the run's last keeps the reading order on both engines; the run's
+            # row locked (PostgreSQL; SQLite's writer holds the file) so that two hosts
+            # recording at once draw distinct ones (unique per run)
+            conn.execute(select(run.c.id).where(run.c.id == run_id).with_for_update())
+            first = conn.execute(select(func.coalesce(func.max(run_stack.c.seq), -1) + 1)
                                  .where(run_stack.c.run_id == run_id)).scalar_one()
             conn.execute(run_stack.insert(), [dict(r, seq=first + i) for i, r in enumerate(rows)])
 
@@ -267,10 +321,12 @@ class Store:
         """Mark a run "complete", "interrupted" or "failed"."""
         if status not in RUN_STATUSES[1:]:
             raise StoreError(f"unknown run status {status!r} (want one of {RUN_STATUSES[1:]})")
-        with self._engine.begin() as conn:
+        ended = time.time() if finished_at is None else finished_at
+
+        def mark(conn: Connection) -> None:
             self._require_run(conn, run_id)
-            conn.execute(run.update().where(run.c.id == run_id).values(
-                status=status, finished_at=time.time() if finished_at is None else finished_at))
+            conn.execute(run.update().where(run.c.id == run_id).values(status=status, finished_at=ended))
+        retry.in_transaction(self._engine, mark)
 
     def close_killed_runs(self) -> list[str]:
         """Mark as "interrupted" the runs still "running" whose offlab was killed on this
@@ -284,12 +340,12 @@ class Store:
         return killed
 
     def has_run(self, run_id: str) -> bool:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is not None
 
     def dead_runs(self) -> list[str]:
         """Runs still "running" whose offlab on this machine is gone (read only: `list`)."""
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return self._dead_runs(conn)
 
     @staticmethod
@@ -297,7 +353,20 @@ class Store:
         me = writer.current()
         rows = conn.execute(select(run.c.id, run.c.writer, run.c.host)
                             .where(run.c.status == "running").order_by(run.c.id)).all()
-        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me, pid_alive)]
+        return [r.id for r in rows if writer.killed_here(r.writer, r.host, me)]
+
+    def may_be_written(self, run_id: str) -> bool:
+        """Whether a run's writer may still be writing it: "running", or marked
+        "interrupted" by another offlab (no end time: close_killed_runs) while its writer
+        is not known to be gone — one on another machine, or a clone of this one."""
+        with self._reading() as conn:
+            row = conn.execute(select(run.c.status, run.c.finished_at, run.c.writer, run.c.host)
+                               .where(run.c.id == run_id)).first()
+        if row is None or row.status in ("complete", "failed"):
+            return False
+        if row.status == "interrupted" and row.finished_at is not None:
+            return False  # its own offlab ended it
+        return writer.gone(row.writer, row.host, writer.current()) is not True
 
     def _require_run(self, conn: Connection, run_id: str) -> None:
         if conn.execute(select(run.c.id).where(run.c.id == run_id)).first() is None:
@@ -306,27 +375,54 @@ class Store:
     # --- reading -------------------------------------------------------------------
 
     def runs(self) -> list[RunSummary]:
-        """Every run, oldest first, with how many cases and samples it holds."""
-        cases = (select(func.count()).select_from(case_table)
-                 .where(case_table.c.run_id == run.c.id).scalar_subquery())
-        samples = select(func.count()).select_from(sample).where(sample.c.run_id == run.c.id).scalar_subquery()
-        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status, cases, samples)
+        """Every run, oldest first, with how many cases and samples it holds: one query,
+        cases counted by a GROUP BY, samples by the run's own counter (counting a team
+        store's samples would read every one)."""
+        cases = (select(case_table.c.run_id, func.count().label("n"))
+                 .group_by(case_table.c.run_id).subquery())
+        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status,
+                        func.coalesce(cases.c.n, 0), run.c.sample_count)
+                 .select_from(run.outerjoin(cases, cases.c.run_id == run.c.id))
                  .order_by(run.c.started_at, run.c.id))
-        with self._engine.connect() as conn:
-            return [RunSummary(*row) for row in conn.execute(query).all()]
+        with self._reading() as conn:
+            return [RunSummary(*row) for row in conn.execute(query)]
+
+    def runs_with_cases(self, wanted: Callable[[str], bool]) -> Iterator[RunResults]:
+        """The runs that measured a case whose key is `wanted`, oldest first, one at a time,
+        each with only the cases a history of those keys reads: the matching ones and the
+        others of their group (scenario, MTU, traffic: where the baseline comes from)."""
+        with self._reading() as conn:
+            keys = [k for k in conn.execute(select(case_table.c.key).distinct()).scalars() if wanted(k)]
+            if not keys:
+                return
+            matched = (select(case_table.c.run_id, case_table.c.scenario, case_table.c.mtu, case_table.c.traffic)
+                       .where(case_table.c.key.in_(keys)).subquery())
+            group = (select(run.c.id, run.c.started_at, case_table.c.key)
+                     .join(case_table, case_table.c.run_id == run.c.id)
+                     .join(matched, (matched.c.run_id == case_table.c.run_id)
+                           & (matched.c.scenario == case_table.c.scenario) & (matched.c.mtu == case_table.c.mtu)
+                           & (matched.c.traffic == case_table.c.traffic))
+                     .distinct().order_by(run.c.started_at, run.c.id))
+            per_run: dict[str, set[str]] = {}
+            for run_id, _, key in conn.execute(group):
+                per_run.setdefault(run_id, set()).add(key)
+            batch = list(per_run.items())
+            for first in range(0, len(batch), HISTORY_BATCH):  # memory flat however many runs
+                yield from load_runs(conn, dict(batch[first:first + HISTORY_BATCH]))
+
+    def run_count(self) -> tuple[int, int]:
+        """(runs, runs still "running"), counted by the database."""
+        query = select(func.count(), func.count().filter(run.c.status == "running"))
+        with self._reading() as conn:
+            total, running = conn.execute(query.select_from(run)).one()
+        return total, running
 
     def run_ids(self) -> list[str]:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return list(conn.execute(select(run.c.id).order_by(run.c.started_at, run.c.id)).scalars())
 
-    def case_keys(self) -> list[tuple[str, str]]:
-        """(run id, case key) of every stored case."""
-        with self._engine.connect() as conn:
-            return [tuple(row) for row in conn.execute(
-                select(case_table.c.run_id, case_table.c.key).order_by(case_table.c.run_id, case_table.c.position))]
-
     def latest_run_id(self) -> str | None:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return conn.execute(select(run.c.id).order_by(run.c.started_at.desc(), run.c.id.desc())
                                 .limit(1)).scalar()
 
@@ -337,16 +433,29 @@ class Store:
                                                    & (sample.c.case_key == case_table.c.key)))
                  .where(case_table.c.run_id == run_id)
                  .group_by(case_table.c.key, case_table.c.position).order_by(case_table.c.position))
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             self._require_run(conn, run_id)
             return {key: count for key, count in conn.execute(query).all()}
 
     def load_run(self, run_id: str) -> RunResults:
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             results = load_run(conn, run_id)
         if results is None:
             raise StoreError(f"no run {run_id!r} in {self.path}")
         return results
+
+    def outline(self, run_id: str) -> RunOutline | None:
+        """A run's environment, status, case keys, sample count and throughput total,
+        without its samples' rows (what `copy` compares a run already in the destination by)."""
+        with self._reading() as conn:
+            found = load_runs(conn, {run_id: ()})
+            if not found:
+                return None
+            keys = conn.execute(select(case_table.c.key).where(case_table.c.run_id == run_id)
+                                .order_by(case_table.c.position)).scalars().all()
+            count, total = conn.execute(select(func.count(), func.coalesce(func.sum(sample.c.throughput_bps), 0.0))
+                                        .where(sample.c.run_id == run_id)).one()
+        return RunOutline(found[0].info, found[0].status, tuple(keys), count, total)
 
     def campaign_runs(self, campaign: str) -> list[tuple[str, str]]:
         """(run id, pair) of every run of a campaign, by pair name (then start, for a pair
@@ -355,7 +464,7 @@ class Store:
                  .join(run, run.c.id == run_campaign.c.run_id)
                  .where(run_campaign.c.campaign == campaign)
                  .order_by(run_campaign.c.pair, run.c.started_at, run.c.id))
-        with self._engine.connect() as conn:
+        with self._reading() as conn:
             return [tuple(row) for row in conn.execute(query).all()]
 
 

@@ -69,3 +69,35 @@ def test_two_lab_instances_write_one_postgresql_store_at_once(tmp_path: Path, pg
                 assert run.info.started_at <= sample.started_at <= run.finished_at
                 assert sample.throughput_bps > 0 and sample.cpu and sample.offloads
     assert sum(len(v) for r in results.values() for v in r.samples.values()) == 2 * 2 * len(planned)
+
+
+def _stored_samples(pg_server, database: str) -> int:
+    with pg_server.admin(database) as conn:
+        return conn.execute("SELECT count(*) FROM sample").fetchone()[0]
+
+
+def test_a_server_restart_during_a_run_loses_no_sample(tmp_path: Path, pg_server, pg_url: str):
+    """The run's pooled connection idles through each measurement; the server restarts
+    meanwhile (every connection cut). Before pre-ping and the retry, the next sample's
+    write failed and the run was marked failed."""
+    import time
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("runs = 2", "runs = 3"))
+    database = parse(pg_url).url.database
+    proc = subprocess.Popen([*OFFLAB, "run", "--plan", str(plan), "--store", pg_url, "--out", str(tmp_path),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while _stored_samples(pg_server, database) < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pg_server.restart()
+    restarted_after = _stored_samples(pg_server, database)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    planned = load(str(plan)).cases
+    with Store(pg_url, readonly=True) as store:
+        (run_id,) = store.run_ids()
+        results = store.load_run(run_id)
+    assert results.status == "complete"
+    assert restarted_after < 3 * len(planned)  # the restart came before the run's end
+    for case in planned:
+        assert [s.repetition for s in results.samples[case.key]] == [0, 1, 2]

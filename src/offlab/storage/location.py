@@ -9,6 +9,7 @@ and the documentation recommends ~/.pgpass or PGPASSWORD over a password in the 
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import urllib.parse
@@ -20,6 +21,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from .errors import StoreError
+from .masking import mask_url
 
 SQLITE_TIMEOUT_S = 30.0
 """How long a SQLite writer waits for another one's transaction (two lab instances
@@ -71,36 +73,46 @@ def parse(text: str | Path | StoreLocation) -> StoreLocation:
         return text
     if isinstance(text, Path) or not _URL_LIKE.match(str(text)):
         if str(text).startswith(("postgresql:", "postgres:")):
-            raise StoreError(f"{text}: not a store URL; write it as {EXAMPLE}")
+            # not echoed: without "//" nothing tells a password from a host in it
+            raise StoreError(f"--store {str(text).split(':', 1)[0]}:…: not a store URL; write it as {EXAMPLE}")
         path = Path(text)
         return StoreLocation(URL.create("sqlite", database=str(path)), path)
     try:
         url = make_url(str(text))
     except (ArgumentError, ValueError) as failure:
-        raise StoreError(f"{_masked(str(text))}: not a store URL ({failure}); write it as {EXAMPLE}") from None
+        raise StoreError(f"{mask_url(str(text))}: not a store URL ({failure}); write it as {EXAMPLE}") from None
     if url.drivername == "sqlite":
         if not url.database:
-            raise StoreError(f"{text}: names no file; write it as sqlite:///path/to/offlab.sqlite or a file path")
+            raise StoreError(f"{mask_url(str(text))}: names no file; write it as sqlite:///path/to/offlab.sqlite or a file path")
         return parse(Path(url.database))
     if url.drivername not in POSTGRES_SCHEMES:
-        raise StoreError(f"{_masked(str(text))}: offlab stores results in SQLite or PostgreSQL, not "
+        raise StoreError(f"{mask_url(str(text))}: offlab stores results in SQLite or PostgreSQL, not "
                          f"{url.drivername}; write it as {EXAMPLE}")
     url = url.set(drivername="postgresql+psycopg")
     if not url.database:
-        raise StoreError(f"{_masked(str(text))}: names no database; write it as {EXAMPLE}")
+        raise StoreError(f"{mask_url(str(text))}: names no database; write it as {EXAMPLE}")
     return StoreLocation(url, None)
 
 
-def _masked(text: str) -> str:
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", text)
+def _user_sets_timeout(url: URL) -> bool:
+    """Whether the user chose a connect timeout (or may have, in a service file):
+    libpq's keyword arguments would override it, so offlab then passes none."""
+    return any(k in url.query for k in ("connect_timeout", "service")) or any(
+        v in os.environ for v in ("PGCONNECT_TIMEOUT", "PGSERVICE"))
 
 
 def make_engine(location: StoreLocation, readonly: bool) -> Engine:
     if location.path is None:
-        args = {"connect_timeout": CONNECT_TIMEOUT_S}
-        if readonly:  # the server refuses any write a reading command might attempt
-            args["options"] = "-c default_transaction_read_only=on"
-        return create_engine(location.url, connect_args=args)
+        # Only what the user has not set: libpq reads the rest (the URL's query, PG*
+        # variables, ~/.pgpass or PGPASSFILE, a service file) as it always does.
+        args = {} if _user_sets_timeout(location.url) else {"connect_timeout": CONNECT_TIMEOUT_S}
+        # Readers: one REPEATABLE READ snapshot per command (Store holds its transaction),
+        # read-only so the server refuses any write one might attempt. Pre-ping: a pooled
+        # connection that idled through a measurement may be gone (restart, failover,
+        # idle timeout); writer.py retries a transaction cut in the middle.
+        options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True} if readonly else {}
+        return create_engine(location.url, connect_args=args, pool_pre_ping=True,
+                             execution_options=options)
     if readonly:
         uri = "file:" + urllib.parse.quote(str(location.path.resolve())) + "?mode=ro"
         engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -17,6 +18,30 @@ class RunSummary:
     status: str
     cases: int
     samples: int
+
+
+@dataclass(frozen=True)
+class RunOutline:
+    """What identifies a stored run short of its figures."""
+
+    info: RunInfo
+    status: str
+    case_keys: tuple[str, ...]
+    samples: int
+    throughput_total: float
+    """Every sample's throughput summed: two runs with other figures differ here."""
+
+    @classmethod
+    def of(cls, results: "RunResults") -> "RunOutline":
+        samples = [s for v in results.samples.values() for s in v]
+        return cls(results.info, results.status, tuple(c.key for c in results.cases), len(samples),
+                   math.fsum(s.throughput_bps for s in samples))
+
+    def same_as(self, other: "RunOutline") -> bool:
+        """Equal, the totals to rounding (the database sums in its own order)."""
+        return (self.info, self.status, self.case_keys, self.samples) == (
+            other.info, other.status, other.case_keys, other.samples) and math.isclose(
+            self.throughput_total, other.throughput_total, rel_tol=1e-12)
 
 
 @dataclass(frozen=True)

@@ -3,18 +3,20 @@
 One migration history for both engines (Alembic, alembic/versions). A store is in one
 of these states when it is opened:
 
-* empty (a new file, an empty database): created at the newest revision;
+* empty (a new file, an empty database): a SQLite file is created at the newest
+  revision; a PostgreSQL database is refused until its owner runs `offlab store upgrade`;
 * a SQLite store of the hand-written releases (a ``meta`` table, no ``alembic_version``):
   format 1 is first upgraded by offlab.migrations, then the history adopts it at 0001;
-* at an older revision: upgraded; at the newest: used as it is;
+* at an older revision: a SQLite file is upgraded by its first writer; a PostgreSQL
+  schema only by `offlab store upgrade` (open_for_writing refuses it in one line);
+* at the newest: used as it is;
 * written by a newer offlab (a revision this one does not know, or a newer format in
   ``meta``): refused in one line before anything is written.
 
 Upgrades run in one transaction (PostgreSQL and SQLite both have transactional DDL)
 under a lock — an advisory lock on PostgreSQL, the write lock on SQLite — so two
-writers opening an old or empty store at once upgrade it once; the second waits for
-the first's transaction and then finds the store current. Reading commands never
-upgrade: they ask for it in one line.
+upgrades at once upgrade once; the second waits for the first's transaction and then
+finds the store current. Reading commands never upgrade: they ask for it in one line.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .errors import StoreError
 from .location import StoreLocation
 
 SCRIPTS = Path(__file__).parent / "alembic"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """meta.format_version of the newest revision: what offlab releases before Alembic read
 to refuse a store they cannot write (see alembic/versions/0002_team_store.py)."""
 UPGRADE_LOCK = 0x6F66_6C61_62  # "oflab": the advisory lock key of schema upgrades
@@ -120,6 +122,30 @@ def _adopt_legacy(connection: Connection, location: StoreLocation, state: Schema
         connection.execute(text("UPDATE meta SET value = :v WHERE key = 'format_version'"), {"v": str(version)})
 
 
+def upgrade_command(location: StoreLocation) -> str:
+    return f"offlab store upgrade --store {location.display}"
+
+
+def open_for_writing(engine: Engine, location: StoreLocation) -> None:
+    """A writer's checks. A SQLite file is one engineer's: it is upgraded in place. A
+    PostgreSQL schema is the team's: only `offlab store upgrade`, run by the role that
+    owns it, changes it (a lab machine with a newer offlab must not upgrade it under the
+    others mid-campaign); a writer of another revision is refused in one line."""
+    if location.dialect == "sqlite":
+        upgrade(engine, location)
+        return
+    with engine.connect() as connection:
+        state = read_state(connection)
+    refuse_newer(location, state)
+    if not state.tables:
+        raise StoreError(f"{location.display}: an empty database; create offlab's tables once, as the "
+                         f"role that is to own them, with: {upgrade_command(location)}")
+    if state.revision != head_revision():
+        raise StoreError(f"{location.display}: results format {state.format_version} (schema revision "
+                         f"{state.revision or 'none'}) is older than this offlab's ({FORMAT_VERSION}, "
+                         f"{head_revision()}); the schema's owner upgrades it with: {upgrade_command(location)}")
+
+
 def check_readable(connection: Connection, location: StoreLocation) -> None:
     """A reading command's checks: an offlab store at the newest revision."""
     state = read_state(connection)
@@ -129,5 +155,5 @@ def check_readable(connection: Connection, location: StoreLocation) -> None:
     refuse_newer(location, state)
     if state.revision != head_revision():
         raise StoreError(f"{location.display}: results format {state.format_version} needs an upgrade "
-                         "that a reading command does not write; upgrade it once with: offlab doctor "
-                         f"--store {location.display} --upgrade-store (as a user who may write it)")
+                         "that a reading command does not write; upgrade it once, as a user who may "
+                         f"write it, with: {upgrade_command(location)}")

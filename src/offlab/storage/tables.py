@@ -6,15 +6,21 @@ create and change the tables step by step and never import this module (a migrat
 describes the schema as it was at its revision, not as it is now).
 
 Types chosen to mean the same on both engines: DOUBLE PRECISION for every measured
-figure (PostgreSQL's REAL is 4 bytes and would round them), BOOLEAN for flags (SQLite
-keeps 0/1, which older stores already hold), TEXT for the JSON of typed records
-(codec.py), so that a run copied from one engine to the other reads back equal.
+figure (PostgreSQL's REAL is 4 bytes and would round them), BIGINT for ids and packet
+counts (SQLite's INTEGER is 64-bit already, and its autoincrement needs that name),
+``timestamptz`` on PostgreSQL for times (epoch seconds on SQLite; both read back as epoch
+seconds to the microsecond), BOOLEAN for flags (SQLite keeps 0/1, which older stores
+already hold), TEXT for the JSON of typed records (codec.py: their key order is part of
+them, which JSONB would not keep), so that a run copied from one engine to the other
+reads back equal.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, Double, ForeignKeyConstraint, Integer, MetaData,
-                        PrimaryKeyConstraint, Table, Text, UniqueConstraint)
+from datetime import datetime, timezone
+
+from sqlalchemy import (BigInteger, Boolean, CheckConstraint, Column, DateTime, Double, ForeignKeyConstraint,
+                        Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, UniqueConstraint)
 from sqlalchemy.types import TypeDecorator
 
 metadata = MetaData()
@@ -34,6 +40,35 @@ class CounterValue(TypeDecorator):
         return value
 
 
+Id = BigInteger().with_variant(Integer, "sqlite")
+"""A 64-bit id: BIGINT on PostgreSQL; INTEGER on SQLite, the only name that autoincrements."""
+Count = BigInteger().with_variant(Integer, "sqlite")
+
+
+class Epoch(TypeDecorator):
+    """A time: epoch seconds (a float) in Python, ``timestamptz`` on PostgreSQL, a double
+    on SQLite; microseconds on both, so that a run reads back equal from either."""
+
+    impl = Double
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        return dialect.type_descriptor(DateTime(timezone=True) if dialect.name == "postgresql" else Double())
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        moment = datetime.fromtimestamp(round(float(value), 6), timezone.utc)
+        return moment if dialect.name == "postgresql" else moment.timestamp()
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value.timestamp()
+        return datetime.fromtimestamp(round(float(value), 6), timezone.utc).timestamp()
+
+
 meta = Table(
     "meta", metadata,
     Column("key", Text, primary_key=True),
@@ -44,9 +79,10 @@ run = Table(
     "run", metadata,
     Column("id", Text, primary_key=True),
     Column("plan", Text, nullable=False),
-    Column("started_at", Double, nullable=False),
-    Column("finished_at", Double),
-    Column("status", Text, nullable=False),
+    Column("started_at", Epoch, nullable=False),
+    Column("finished_at", Epoch),
+    Column("status", Text, CheckConstraint("status IN ('running', 'complete', 'interrupted', 'failed')",
+                                           name="run_status"), nullable=False),
     Column("command_line", Text, nullable=False),
     Column("kernel", Text, nullable=False),
     Column("cpu_model", Text, nullable=False),
@@ -57,6 +93,8 @@ run = Table(
     Column("settings", Text, nullable=False, server_default="{}"),
     Column("host_facts", Text, nullable=False, server_default="{}"),
     Column("writer", Text),
+    Column("sample_count", Count, nullable=False, server_default="0"),
+    # Kept by each sample's own transaction: `list` prints it without counting samples.
     # Which offlab process writes the run (writer.py): how a later run on the same
     # machine tells a killed run from a live one without touching other machines' runs.
 )
@@ -78,21 +116,22 @@ case = Table(
     Column("label", Text, nullable=False, server_default=""),
     PrimaryKeyConstraint("run_id", "key"),
     ForeignKeyConstraint(["run_id"], ["run.id"]),
+    Index("case_key", "key"),  # history: the runs that measured a case
 )
 
 sample = Table(
     "sample", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", Id, primary_key=True, autoincrement=True),
     Column("run_id", Text, nullable=False),
     Column("case_key", Text, nullable=False),
     Column("repetition", Integer, nullable=False),
-    Column("started_at", Double, nullable=False),
+    Column("started_at", Epoch, nullable=False),
     Column("duration_s", Double, nullable=False),
     Column("throughput_bps", Double, nullable=False),
     Column("sender_bps", Double, nullable=False),
-    Column("retransmits", Integer),
-    Column("lost_packets", Integer),
-    Column("total_packets", Integer),
+    Column("retransmits", Count),
+    Column("lost_packets", Count),
+    Column("total_packets", Count),
     Column("roles", Text, nullable=False),
     Column("role_hosts", Text, nullable=False, server_default="{}"),
     UniqueConstraint("run_id", "case_key", "repetition"),
@@ -101,7 +140,7 @@ sample = Table(
 
 sample_cpu = Table(
     "sample_cpu", metadata,
-    Column("sample_id", Integer, nullable=False),
+    Column("sample_id", Id, nullable=False),
     Column("ordinal", Integer, nullable=False),
     Column("core", Integer, nullable=False),
     Column("class", Text, nullable=False),
@@ -114,7 +153,7 @@ sample_cpu = Table(
 
 sample_offload = Table(
     "sample_offload", metadata,
-    Column("sample_id", Integer, nullable=False),
+    Column("sample_id", Id, nullable=False),
     Column("iface", Text, nullable=False),
     Column("feature", Text, nullable=False),
     Column("is_on", Boolean, nullable=False),
@@ -128,7 +167,7 @@ sample_offload = Table(
 
 sample_counter = Table(
     "sample_counter", metadata,
-    Column("sample_id", Integer, nullable=False),
+    Column("sample_id", Id, nullable=False),
     Column("name", Text, nullable=False),
     Column("value", CounterValue, nullable=False),
     Column("seq", Integer),
@@ -138,7 +177,7 @@ sample_counter = Table(
 
 sample_interval = Table(
     "sample_interval", metadata,
-    Column("sample_id", Integer, nullable=False),
+    Column("sample_id", Id, nullable=False),
     Column("ordinal", Integer, nullable=False),
     Column("start_s", Double, nullable=False),
     Column("end_s", Double, nullable=False),
@@ -150,7 +189,7 @@ sample_interval = Table(
 
 sample_probe = Table(
     "sample_probe", metadata,
-    Column("sample_id", Integer, nullable=False),
+    Column("sample_id", Id, nullable=False),
     Column("ordinal", Integer, nullable=False),
     Column("offered_bps", Double, nullable=False),
     Column("sent_bps", Double, nullable=False),
@@ -194,6 +233,7 @@ run_stack = Table(
     Column("seq", Integer),
     PrimaryKeyConstraint("run_id", "place", "host", "key"),
     ForeignKeyConstraint(["run_id"], ["run.id"]),
+    Index("run_stack_run_seq", "run_id", "seq", unique=True),
 )
 """Each host's network stack configuration per topology of a run (stackconfig.py):
 place ("bare · MTU 1500") × host × setting; ``seq`` keeps the order settings were read in."""

@@ -3,18 +3,23 @@
 Many machines write one PostgreSQL store, and two lab instances may run on one machine
 (each with its own OFFLAB_RUNTIME_DIR). A run that starts marks as interrupted the runs
 left "running" by a *killed* offlab — and only those of its own machine: a run still
-"running" elsewhere is being measured. The machine is /etc/machine-id (the hostname
-when there is none), the boot is the kernel's boot_id (a reboot kills every run), the
-process is its pid.
+"running" elsewhere is being measured.
+
+A writer is (machine, boot, pid, process start time). The machine is a hash of
+/etc/machine-id with the host name: cloned VMs share a machine-id, containers share the
+host's, and the raw id is not something to publish in a shared table. The boot is the
+kernel's boot_id (a reboot kills every run); the pid with its start time (clock ticks
+since boot, /proc/PID/stat) names one process — a pid reused by another process after
+a kill does not keep a dead run alive.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
 from pathlib import Path
-from typing import Callable
 
 MACHINE_ID = Path("/etc/machine-id")
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -27,26 +32,45 @@ def _read(path: Path) -> str:
         return ""
 
 
+def machine_key(machine_id: str, host: str) -> str:
+    return hashlib.sha256(f"offlab writer\0{machine_id}\0{host}".encode()).hexdigest()[:32]
+
+
+def process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot; None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[19])  # field 22: starttime
+
+
 def current() -> dict[str, object]:
-    return {"machine": _read(MACHINE_ID) or socket.gethostname(), "boot": _read(BOOT_ID),
-            "pid": os.getpid()}
+    host = socket.gethostname()
+    return {"machine": machine_key(_read(MACHINE_ID), host), "boot": _read(BOOT_ID),
+            "pid": os.getpid(), "start": process_start(os.getpid())}
 
 
 def to_json(writer: dict[str, object]) -> str:
     return json.dumps(writer, sort_keys=True)
 
 
-def killed_here(writer_json: str | None, run_host: str, me: dict[str, object],
-                alive: Callable[[int], bool]) -> bool:
-    """Whether a run still marked "running" was written by a dead offlab of this machine.
-    Runs recorded before writers were (`writer_json` None) are judged by host name, as
-    the one-machine store always did."""
+def gone(writer_json: str | None, run_host: str, me: dict[str, object]) -> bool | None:
+    """Whether a run's writer is known to be gone: True (a dead offlab of this machine),
+    False (alive here), None (another machine's: it may be alive). Runs recorded before
+    writers were (`writer_json` None) are judged by host name as the one-machine store
+    did, and their process by pid alone."""
     if writer_json is None:
-        return run_host == socket.gethostname()
+        return True if run_host == socket.gethostname() else None
     writer = json.loads(writer_json)
     if writer.get("machine") != me["machine"]:
-        return False
+        return None
     if writer.get("boot") != me["boot"]:
         return True
-    return not alive(int(writer["pid"]))
+    started = process_start(int(writer["pid"]))
+    return started is None or ("start" in writer and started != writer["start"])
 
+
+def killed_here(writer_json: str | None, run_host: str, me: dict[str, object]) -> bool:
+    """Whether a run still marked "running" was written by a dead offlab of this machine."""
+    return gone(writer_json, run_host, me) is True
