@@ -15,7 +15,8 @@
  * mbuf and every descriptor into an array; each payload mbuf is attached to the input's
  * buffer as an external buffer (rte_pktmbuf_attach_extbuf) narrowed to its payload
  * (zero-copy), all of them sharing one reference to the input through one shared-info
- * refcount set once. The header mbuf gets the input's metadata as DPDK's gso_do_segment
+ * refcount set once (OFFLAB_GSO_MBUF_MODEL=own: a shared info per payload mbuf and no
+ * atomic operation per segment). The header mbuf gets the input's metadata as DPDK's gso_do_segment
  * copies it. The 45 chains are freed as DPDK's rows free theirs; the last payload freed
  * gives the input's reference back (the shared info's free callback). */
 #include <stdio.h>
@@ -323,7 +324,8 @@ struct gso_mbuf_bench {
 	uint64_t segments;
 };
 
-/* How the payload mbufs hold the input (OFFLAB_GSO_MBUF_MODEL, default "own"):
+/* How the payload mbufs hold the input (OFFLAB_GSO_MBUF_MODEL, default "shared", the
+ * faster of the two on the 2026-11-28 run, docs/benchmarks.md):
  * - shared: one shared info for all of a super-packet's payload mbufs, its refcount set
  *   to the segment count once (rte_pktmbuf_attach would instead increment the input's
  *   refcount atomically per segment); any lcore may free the segments, each free is an
@@ -334,7 +336,7 @@ struct gso_mbuf_bench {
  *   counter beside the input. For the run-to-completion model, where the lcore that
  *   segments also frees what it transmitted: no atomic operation per segment at all. */
 enum gso_model { GSO_SHARED_REFCNT, GSO_OWN_REFCNT };
-static enum gso_model gso_model = GSO_OWN_REFCNT;
+static enum gso_model gso_model = GSO_SHARED_REFCNT;
 static int shinfo_field = -1; /* offset of the payload mbufs' own shared info */
 
 /* What the payload mbufs of one super-packet share, in the input's tailroom. */
@@ -367,9 +369,9 @@ static void gso_model_init(void)
 	};
 	const char *model = getenv("OFFLAB_GSO_MBUF_MODEL");
 
-	if (model != NULL && strcmp(model, "shared") == 0)
-		gso_model = GSO_SHARED_REFCNT;
-	else if (model != NULL && strcmp(model, "own") != 0)
+	if (model != NULL && strcmp(model, "own") == 0)
+		gso_model = GSO_OWN_REFCNT;
+	else if (model != NULL && strcmp(model, "shared") != 0)
 		die("OFFLAB_GSO_MBUF_MODEL takes shared or own");
 	if ((shinfo_field = rte_mbuf_dynfield_register(&shinfo_desc)) < 0)
 		die("rte_mbuf_dynfield_register (payload shared info)");

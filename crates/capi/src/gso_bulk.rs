@@ -117,12 +117,16 @@ unsafe fn copy_header(dst: *mut u8, src: &[u8]) {
     let s = src.as_ptr();
     // SAFETY (every copy): `at + n <= len` for each, both sides hold `len` bytes.
     let copy = |at: usize, n: usize| unsafe { core::ptr::copy_nonoverlapping(s.add(at), dst.add(at), n) };
-    if len >= 32 {
+    if len > 64 {
         let mut at = 0;
         while at + 32 < len {
             copy(at, 32);
             at += 32;
         }
+        copy(len - 32, 32);
+    } else if len >= 32 {
+        // The common case (Ethernet + IPv4/IPv6 + TCP/UDP): two moves, no loop.
+        copy(0, 32);
         copy(len - 32, 32);
     } else if len >= 16 {
         copy(0, 16);
