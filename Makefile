@@ -122,16 +122,18 @@ MIRI_ENGINE_TESTS := gso::tests::tcp::ip_id_increments gso::tests::tcp::fixed_ip
 # The allocator hook's global allocator keeps a tag in front of each block, a pattern
 # Stacked Borrows cannot express (a Box's pointer loses the bytes outside the Box:
 # rust-lang/unsafe-code-guidelines#256 and #402, miri#2104), so these run under Tree
-# Borrows, the model Miri's authors point such allocators to.
+# Borrows, the model Miri's authors point such allocators to. The bulk GSO read
+# (gso_bulk) writes headers through caller pointers: its small cases run here too.
 MIRI_CAPI_TESTS := the_size_field_is_checked growth_allocations_inside_a_call_all_go_to_the_hook \
-  a_hook_returning_null_gives_a_clean_error
+  a_hook_returning_null_gives_a_clean_error \
+  bulk_read_of_a_small_chain_matches_one_by_one bulk_refusals_write_nothing
 test-engine-checks: engine-tools
 	@# checksum:: is skipped here: its exhaustive kernel-vs-reference tests take minutes
 	@# unoptimised, and the release run already covers them.
 	PROPTEST_CASES=32 $(CARGO) test -p offlab-engine --lib --test gro_props --test gso_props --test fuzz_regressions --quiet -- --skip checksum::
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 	  PROPTEST_CASES=2 MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p offlab-engine --lib --quiet -- $(MIRI_ENGINE_TESTS) && \
-	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --quiet -- $(MIRI_CAPI_TESTS); \
+	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --quiet -- $(MIRI_CAPI_TESTS); \
 	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)"; fi
 	@if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
 	  scripts/fuzz.sh --smoke $(FUZZ_SMOKE_SECONDS); \

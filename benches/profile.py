@@ -5,7 +5,9 @@ For each workload, both binaries run under `valgrind --tool=callgrind` twice, wi
 `--rounds LOW` and `--rounds HIGH`; the difference divided by the extra rounds and the
 operations per round is the steady-state cost per packet / segment / byte, free of
 start-up and set-up. Valgrind cannot run AVX-512, so the DPDK side is its
-`dpdk_bench_avx2` build (no AVX-512) and the engine takes its AVX2 kernel. The
+`dpdk_bench_avx2` build (no AVX-512) and the engine takes its AVX2 kernel. The engine
+through its C API with DPDK's mbuf work (side `engine_c_mbuf`) runs as `capi_bench_avx2
+--mbuf-only`, on the rows it has. The
 HIGH run's profile is kept in target/callgrind/ for `callgrind_annotate --inclusive=yes`. Run `benches/run.py` (or its build step) first.
 
 Callgrind counts every iteration of a `rep stos`/`rep movs` as one instruction; glibc's
@@ -42,10 +44,16 @@ def ops_of(workload: str) -> tuple[int, str]:
     raise SystemExit(f"unknown workload {workload}")
 
 
-def instructions(binary: Path, workload: str, rounds: int, keep: Path | None) -> int:
+# Rows the C API's side with DPDK's mbuf work has (benches/peer/capi_mbuf.c).
+MBUF_ROWS = ("gro_tcp4_f", "gso_tcp4_partial", "gso_tcp4_full")
+CAPI_AVX2_BIN = bench.PEER_DIR / "build" / "capi_bench_avx2"
+
+
+def instructions(binary: Path, workload: str, rounds: int, keep: Path | None,
+                 extra: tuple[str, ...] = ()) -> int:
     out_file = keep or (OUT_DIR / "scratch.out")
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
-           str(binary), "--rounds", str(rounds), "--only", workload]
+           str(binary), "--rounds", str(rounds), "--only", workload, *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     match = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or not match:
@@ -66,20 +74,25 @@ def main() -> None:
     # A workload in both lists (VXLAN GSO: compared with DPDK and with the IPv4 row) once.
     names = list(dict.fromkeys([w for w, *_ in bench.COMPARED] + [w for w, *_ in bench.ENGINE_ONLY]))
     chosen = [n for n in names if not args.workloads or any(n.startswith(p) for p in args.workloads)]
-    table = ["| workload | DPDK instr/op | engine instr/op | op |", "|---|---|---|---|"]
+    bench.build_capi()  # also builds capi_bench_avx2, the mbuf side valgrind can run
+    table = ["| workload | DPDK instr/op | engine instr/op | engine via C + mbufs instr/op | op |",
+             "|---|---|---|---|---|"]
     print("\n".join(table), flush=True)
+    sides = (("dpdk", bench.DPDK_AVX2_BIN, ()), ("engine", engine_bin, ()),
+             ("engine_c_mbuf", CAPI_AVX2_BIN, ("--mbuf-only",)))
     for workload in chosen:
         ops, unit = ops_of(workload)
         cells = []
-        for side, binary in (("dpdk", bench.DPDK_AVX2_BIN), ("engine", engine_bin)):
-            if side == "dpdk" and workload not in {w for w, _, _ in bench.COMPARED}:
+        for side, binary, extra in sides:
+            if (side == "dpdk" and workload not in {w for w, _, _ in bench.COMPARED}) or \
+                    (side == "engine_c_mbuf" and not workload.startswith(MBUF_ROWS)):
                 cells.append("–")
                 continue
             keep = OUT_DIR / f"{side}.{workload}.out"
-            low = instructions(binary, workload, args.low, None)
-            high = instructions(binary, workload, args.high, keep)
+            low = instructions(binary, workload, args.low, None, extra)
+            high = instructions(binary, workload, args.high, keep, extra)
             cells.append(f"{(high - low) / (args.high - args.low) / ops:.2f}")
-        table.append(f"| {workload} | {cells[0]} | {cells[1]} | {unit} |")
+        table.append(f"| {workload} | {' | '.join(cells)} | {unit} |")
         print(table[-1], flush=True)
     if args.write:
         note = (f"`python3 benches/profile.py --low {args.low} --high {args.high}` "

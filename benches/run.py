@@ -426,8 +426,10 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path) -> str
         "in pool mbufs re-primed as DPDK's are, pushed a burst at a time, each delivery "
         "built into an mbuf chain (merged header written into the first mbuf, the other "
         "mbufs trimmed to their payload and linked on); GSO segments each a header mbuf "
-        "(engine header copied in) plus an indirect mbuf attached to the input's payload, "
-        "then freed, as DPDK's rows free theirs. C+mbufs/DPDK is what an adopter gets "
+        "(the engine writes the header into it, `ofl_gso_segment_get_bulk`) plus a payload "
+        "mbuf attached to the input's buffer as an external buffer, all from two bulk gets "
+        "of DPDK's pools, then freed as DPDK's rows free theirs (`benches/peer/mbuf_tx.h`). "
+        "C+mbufs/DPDK is what an adopter gets "
         "against DPDK doing the same mbuf work:",
         markdown_table(["workload", "DPDK", "engine (Rust)", "via C, no mbuf work",
                         "C/Rust (median)", "C/DPDK (median)", "depth via C",

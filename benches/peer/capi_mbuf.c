@@ -8,12 +8,17 @@
  * the first part's mbuf right before its payload, every further part's mbuf is trimmed to
  * its payload (data_off, data_len) and linked on, pkt_len and nb_segs are summed.
  *
- * GSO: the super-packet is one rte_mbuf, as in DPDK's rows. For each segment of
- * ofl_gso_segment: a header mbuf from a direct pool gets the engine's header, the input's
- * metadata (as DPDK's gso_do_segment copies it) and an indirect mbuf from an indirect pool
- * attached to the input and narrowed to the segment's payload (zero-copy); the 45 chains
- * are then freed with rte_pktmbuf_free, which detaches the indirect mbufs, as DPDK's rows
- * free their output. Allocation is one rte_pktmbuf_alloc per mbuf, as DPDK's GSO does. */
+ * GSO: the super-packet is one rte_mbuf, as in DPDK's rows, segmented by ofl_gso_segment.
+ * Its segments' mbufs come from two rte_pktmbuf_alloc_bulk calls on the same pools as
+ * DPDK's (a direct pool for the header mbufs, the indirect pool's buffer-less mbufs for
+ * the payloads); ofl_gso_segment_get_bulk writes every header straight into its header
+ * mbuf and every descriptor into an array; each payload mbuf is attached to the input's
+ * buffer as an external buffer (rte_pktmbuf_attach_extbuf) narrowed to its payload
+ * (zero-copy), all of them sharing one reference to the input through one shared-info
+ * refcount set once (OFFLAB_GSO_MBUF_MODEL=own: a shared info per payload mbuf and no
+ * atomic operation per segment). The header mbuf gets the input's metadata as DPDK's gso_do_segment
+ * copies it. The 45 chains are freed as DPDK's rows free theirs; the last payload freed
+ * gives the input's reference back (the shared info's free callback). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +27,10 @@
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 
 #include "capi_mbuf.h"
+#include "mbuf_tx.h"
 #include "measure.h"
 #include "offlab_engine.h"
 #include "packets.h"
@@ -35,6 +42,8 @@
 #define MAX_FLOWS 64
 
 static struct rte_mempool *gro_pool, *gso_big, *gso_direct, *gso_indirect;
+
+static void gso_model_init(void);
 
 static void die(const char *what)
 {
@@ -68,6 +77,7 @@ void capi_mbuf_init(const char *argv0)
 	gso_indirect = rte_pktmbuf_pool_create("gso_indirect", 1023, 256, 0, 0, rte_socket_id());
 	if (gro_pool == NULL || gso_big == NULL || gso_direct == NULL || gso_indirect == NULL)
 		die("mbuf pools");
+	gso_model_init();
 }
 
 void capi_mbuf_cleanup(void)
@@ -298,72 +308,181 @@ void capi_mbuf_run_gro(double seconds, const char *only)
 	rte_pktmbuf_free_bulk(g.mbufs, ROUND);
 }
 
-/* ---- W2: GSO into header + indirect mbufs ----------------------------------------- */
+/* ---- W2: GSO into header mbufs + payload mbufs on the input as an external buffer -- */
 
 struct gso_mbuf_bench {
 	struct rte_mbuf *pkt;
-	struct rte_mbuf *out[GSO_SEGMENTS];
+	struct rte_mbuf *out[GSO_SEGMENTS];	 /* header mbufs: the segments' heads */
+	struct rte_mbuf *payloads[GSO_SEGMENTS]; /* each chained after its header mbuf */
+	uint8_t *header_bufs[GSO_SEGMENTS];	 /* the header mbufs' data rooms */
+	ofl_gso_seg segs[GSO_SEGMENTS];
+	struct rte_mbuf_ext_shared_info *shinfo; /* model "shared": the input's */
+	struct gso_ticket *ticket;		 /* model "own": beside the input */
 	ofl_gso *gso;
 	ofl_vnet_hdr vnet;
 	uint32_t flags;
 	uint64_t segments;
 };
 
-/* Segment `s` of `pkt` as a two-mbuf chain: header mbuf, then an indirect mbuf on the
- * payload. NULL when a pool is empty. */
-static struct rte_mbuf *segment_mbuf(struct rte_mbuf *pkt, const ofl_gso_seg *s)
-{
-	struct rte_mbuf *hdr = rte_pktmbuf_alloc(gso_direct), *payload;
+/* How the payload mbufs hold the input (OFFLAB_GSO_MBUF_MODEL, default "shared", the
+ * faster of the two on the 2026-11-28 run, docs/benchmarks.md):
+ * - shared: one shared info for all of a super-packet's payload mbufs, its refcount set
+ *   to the segment count once (rte_pktmbuf_attach would instead increment the input's
+ *   refcount atomically per segment); any lcore may free the segments, each free is an
+ *   atomic decrement but the last.
+ * - own: each payload mbuf carries its own shared info (in a registered dynamic field,
+ *   so the pools stay DPDK's) with refcount 1, which DPDK's free drops without an
+ *   atomic; its free callback counts the super-packet's segments down in a plain
+ *   counter beside the input. For the run-to-completion model, where the lcore that
+ *   segments also frees what it transmitted: no atomic operation per segment at all. */
+enum gso_model { GSO_SHARED_REFCNT, GSO_OWN_REFCNT };
+static enum gso_model gso_model = GSO_SHARED_REFCNT;
+static int shinfo_field = -1; /* offset of the payload mbufs' own shared info */
 
-	if (hdr == NULL)
-		return NULL;
-	payload = rte_pktmbuf_alloc(gso_indirect);
-	if (payload == NULL) {
-		rte_pktmbuf_free(hdr);
-		return NULL;
+/* What the payload mbufs of one super-packet share, in the input's tailroom. */
+struct gso_ticket {
+	struct rte_mbuf *input;
+	uint16_t left; /* payload mbufs not freed yet (model "own") */
+};
+
+/* Model "shared": the last payload mbuf of a super-packet was freed. */
+static void on_payloads_freed(void *addr, void *input)
+{
+	rte_pktmbuf_free(input);
+}
+
+/* Model "own": one payload mbuf was freed; the last one gives the input back. */
+static void on_payload_freed(void *addr, void *ticket)
+{
+	struct gso_ticket *t = ticket;
+
+	if (--t->left == 0)
+		rte_pktmbuf_free(t->input);
+}
+
+static void gso_model_init(void)
+{
+	static const struct rte_mbuf_dynfield shinfo_desc = {
+		.name = "offlab_gso_payload_shinfo",
+		.size = sizeof(struct rte_mbuf_ext_shared_info),
+		.align = __alignof__(struct rte_mbuf_ext_shared_info),
+	};
+	const char *model = getenv("OFFLAB_GSO_MBUF_MODEL");
+
+	if (model != NULL && strcmp(model, "own") == 0)
+		gso_model = GSO_OWN_REFCNT;
+	else if (model != NULL && strcmp(model, "shared") != 0)
+		die("OFFLAB_GSO_MBUF_MODEL takes shared or own");
+	if ((shinfo_field = rte_mbuf_dynfield_register(&shinfo_desc)) < 0)
+		die("rte_mbuf_dynfield_register (payload shared info)");
+}
+
+/* The input's buffer lent to `n` payload mbufs, with one more reference to the input
+ * for all of them together. Returns the buffer length left beside what sits in its
+ * tailroom (the shared info, or the ticket). */
+static uint16_t share_input(struct gso_mbuf_bench *g, unsigned n)
+{
+	struct rte_mbuf *pkt = g->pkt;
+	uint16_t buf_len = pkt->buf_len;
+
+	if (gso_model == GSO_SHARED_REFCNT) {
+		g->shinfo = rte_pktmbuf_ext_shinfo_init_helper(pkt->buf_addr, &buf_len,
+							       on_payloads_freed, pkt);
+		if (g->shinfo != NULL)
+			rte_mbuf_ext_refcnt_set(g->shinfo, (uint16_t)n);
+	} else {
+		buf_len = (uint16_t)RTE_ALIGN_FLOOR(buf_len - sizeof(struct gso_ticket),
+						    __alignof__(struct gso_ticket));
+		g->ticket = RTE_PTR_ADD(pkt->buf_addr, buf_len);
+		g->ticket->input = pkt;
+		g->ticket->left = (uint16_t)n;
 	}
-	memcpy(rte_pktmbuf_mtod(hdr, uint8_t *), s->header, s->header_len);
+	if (pkt->data_off + pkt->data_len > buf_len)
+		die("GSO input: no tailroom for what its segments share");
+	rte_mbuf_refcnt_update(pkt, 1);
+	return buf_len;
+}
+
+/* The shared info payload mbuf `m` is attached with. */
+static struct rte_mbuf_ext_shared_info *payload_shinfo(struct gso_mbuf_bench *g,
+						       struct rte_mbuf *m)
+{
+	struct rte_mbuf_ext_shared_info *own;
+
+	if (gso_model == GSO_SHARED_REFCNT)
+		return g->shinfo;
+	own = RTE_MBUF_DYNFIELD(m, shinfo_field, struct rte_mbuf_ext_shared_info *);
+	own->free_cb = on_payload_freed;
+	own->fcb_opaque = g->ticket;
+	rte_mbuf_ext_refcnt_set(own, 1);
+	return own;
+}
+
+/* Segment i as a two-mbuf chain: its header mbuf (the engine wrote the header into it)
+ * with the input's metadata, as DPDK's gso_do_segment copies it, then its payload mbuf
+ * on the input's buffer. */
+static void link_segment(struct gso_mbuf_bench *g, unsigned i, uint16_t buf_len)
+{
+	struct rte_mbuf *pkt = g->pkt, *hdr = g->out[i], *payload = g->payloads[i];
+	const ofl_gso_seg *s = &g->segs[i];
+
+	payload->ol_flags = 0;
+	rte_pktmbuf_attach_extbuf(payload, pkt->buf_addr, rte_mbuf_iova_get(pkt), buf_len,
+				  payload_shinfo(g, payload));
+	payload->data_off = (uint16_t)(pkt->data_off + s->payload_offset);
+	payload->data_len = (uint16_t)s->payload_len;
+	payload->pkt_len = (uint32_t)s->payload_len;
 	hdr->port = pkt->port;
+	hdr->vlan_tci = pkt->vlan_tci;
+	hdr->vlan_tci_outer = pkt->vlan_tci_outer;
 	hdr->packet_type = pkt->packet_type;
 	hdr->tx_offload = pkt->tx_offload;
 	hdr->ol_flags = s->csum_partial ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM : 0;
-	rte_pktmbuf_attach(payload, pkt);
-	payload->data_off = (uint16_t)(pkt->data_off + s->payload_offset);
-	payload->data_len = (uint16_t)s->payload_len;
 	hdr->data_len = (uint16_t)s->header_len;
 	hdr->pkt_len = (uint32_t)(s->header_len + s->payload_len);
 	hdr->nb_segs = 2;
 	hdr->next = payload;
-	return hdr;
 }
 
-/* Segments the input into g->out; returns the count. */
+/* Segments the input into g->out; returns the count. The mbufs of all segments come
+ * from two bulk allocations; one call reads every segment, headers written straight
+ * into the header mbufs. */
 static int segment_into_mbufs(struct gso_mbuf_bench *g)
 {
 	struct rte_mbuf *pkt = g->pkt;
 	const uint8_t *frame = rte_pktmbuf_mtod(pkt, const uint8_t *);
+	uint16_t buf_len;
 	int n, i;
 
 	n = ofl_gso_segment(g->gso, frame, pkt->data_len, &g->vnet, g->flags);
 	if (n != GSO_SEGMENTS)
 		die("ofl_gso_segment did not give 45 segments");
+	/* Raw allocation (the mbufs as the pool keeps them: refcount 1, one segment, no
+	 * next): every field a segment needs is written below, as a PMD's receive path
+	 * writes its own; rte_pktmbuf_alloc_bulk's reset would write most of them twice. */
+	if (rte_mempool_get_bulk(gso_direct, (void **)g->out, (unsigned)n) != 0)
+		die("GSO header pool empty");
+	if (rte_mempool_get_bulk(gso_indirect, (void **)g->payloads, (unsigned)n) != 0)
+		die("GSO payload pool empty");
 	for (i = 0; i < n; i++) {
-		ofl_gso_seg s;
-
-		ofl_gso_segment_get(g->gso, (size_t)i, &s);
-		if ((g->out[i] = segment_mbuf(pkt, &s)) == NULL)
-			die("GSO mbuf pools empty");
+		g->out[i]->data_off = RTE_PKTMBUF_HEADROOM;
+		g->header_bufs[i] = rte_pktmbuf_mtod(g->out[i], uint8_t *);
 	}
+	must(ofl_gso_segment_get_bulk(g->gso, 0, g->segs, (size_t)n, g->header_bufs,
+				      rte_pktmbuf_tailroom(g->out[0])),
+	     "ofl_gso_segment_get_bulk");
+	buf_len = share_input(g, (unsigned)n);
+	for (i = 0; i < n; i++)
+		link_segment(g, (unsigned)i, buf_len);
 	return n;
 }
 
 static void gso_round(void *arg)
 {
 	struct gso_mbuf_bench *g = arg;
-	int n = segment_into_mbufs(g), i;
+	int n = segment_into_mbufs(g);
 
-	for (i = 0; i < n; i++)
-		rte_pktmbuf_free(g->out[i]);
+	tx_free_chains(g->out, (unsigned)n);
 	g->segments += (uint64_t)n;
 }
 
@@ -372,22 +491,39 @@ static void gso_reset(void *arg)
 	((struct gso_mbuf_bench *)arg)->segments = 0;
 }
 
+/* Whether the header mbuf of segment i holds other bytes than the handle's header (what
+ * ofl_gso_segment_get gives). */
+static int header_differs(struct gso_mbuf_bench *g, int i, const struct rte_mbuf *seg)
+{
+	ofl_gso_seg ref;
+
+	must(ofl_gso_segment_get(g->gso, (size_t)i, &ref), "ofl_gso_segment_get");
+	return seg->data_len != ref.header_len ||
+	       memcmp(rte_pktmbuf_mtod(seg, const uint8_t *), ref.header, ref.header_len) != 0;
+}
+
 /* Proves the measured work is the real work: 45 two-mbuf chains of 54 + 1448 bytes whose
- * payload link is the input's payload (no copy), whose full checksums (W2b) verify over
- * the chain, and whose freeing gives the input's references back. */
+ * payload link is the input's payload (no copy, an external buffer sharing one reference
+ * to the input), whose full checksums (W2b) verify over the chain, and whose freeing
+ * gives the input's reference back. */
 static void check_gso_chains(struct gso_mbuf_bench *g)
 {
 	int n = segment_into_mbufs(g), i;
 
-	if (rte_mbuf_refcnt_read(g->pkt) != 1 + GSO_SEGMENTS)
-		die("GSO check: every payload mbuf must hold a reference to the input");
+	if (rte_mbuf_refcnt_read(g->pkt) != 2 ||
+	    (gso_model == GSO_SHARED_REFCNT ? rte_mbuf_ext_refcnt_read(g->shinfo)
+					    : g->ticket->left) != GSO_SEGMENTS)
+		die("GSO check: the payload mbufs must share one reference to the input");
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *seg = g->out[i];
 		const uint8_t *payload = rte_pktmbuf_mtod(seg->next, const uint8_t *);
 		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(seg, struct rte_ipv4_hdr *, ETH_LEN);
 
 		if (seg->pkt_len != TCP4_HDRS + GSO_MSS || seg->nb_segs != 2 ||
-		    !RTE_MBUF_CLONED(seg->next) ||
+		    !RTE_MBUF_HAS_EXTBUF(seg->next) ||
+		    seg->next->shinfo != (gso_model == GSO_SHARED_REFCNT ? g->shinfo :
+					  RTE_MBUF_DYNFIELD(seg->next, shinfo_field, void *)) ||
+		    header_differs(g, i, seg) ||
 		    payload != rte_pktmbuf_mtod(g->pkt, const uint8_t *) + TCP4_HDRS + i * GSO_MSS)
 			die("GSO check: a segment is not header mbuf + indirect payload");
 		if ((g->flags & OFL_GSO_FULL_CSUM) &&

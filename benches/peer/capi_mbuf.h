@@ -12,8 +12,9 @@ void capi_mbuf_init(const char *argv0);
 void capi_mbuf_run_gro(double seconds, const char *only);
 
 /* W2 GSO rows: the super-packet in one rte_mbuf; every segment becomes a header mbuf
- * (the engine's header copied in) chained to an indirect mbuf on the input's payload;
- * the segments are freed, as DPDK's rows free theirs. */
+ * (the engine writes the header into it: ofl_gso_segment_get_bulk) chained to a payload
+ * mbuf attached to the input's buffer as an external buffer; all mbufs from two bulk
+ * gets, the segments freed as DPDK's rows free theirs (mbuf_tx.h). */
 void capi_mbuf_run_gso(double seconds, const char *only);
 
 /* Frees the pools and stops the EAL. */

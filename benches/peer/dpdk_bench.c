@@ -18,6 +18,7 @@
 #include <rte_tcp.h>
 #include <rte_ethdev.h>
 
+#include "mbuf_tx.h"
 #include "measure.h"
 #include "packets.h"
 
@@ -303,8 +304,7 @@ static void gso_round(void *arg)
 	if (g->software_csum)
 		for (i = 0; i < n; i++)
 			checksum_segment(out[i]);
-	for (i = 0; i < n; i++)
-		rte_pktmbuf_free(out[i]);
+	tx_free_chains(out, (unsigned)n);
 	g->segments += n;
 }
 

@@ -37,10 +37,12 @@
 // hook `ofl_allocator`, `OFL_ERR_NO_MEMORY`, and symbol versions (OFL_1.0, OFL_1.1,
 // OFL_1.2) on the shared library; and chained input: `ofl_iovec`, `ofl_gro_push_chain`,
 // `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
-// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9).
+// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9). ABI 1.3 added the adopter's
+// bulk calls: `ofl_gso_segment_get_bulk` (every segment's descriptor at once, headers
+// written into caller buffers).
 #define OFL_ABI_MAJOR 1
 
-#define OFL_ABI_MINOR 2
+#define OFL_ABI_MINOR 3
 
 // The most iovecs one chained frame may have (`OFL_ERR_TOO_MANY_IOVECS` above). A
 // 64 KiB super-packet in 512-byte segments fits. Added in ABI 1.2.
@@ -1050,6 +1052,28 @@ int32_t ofl_gso_segment_contig(struct ofl_gso *gso,
                                size_t cap,
                                size_t *offsets,
                                size_t n_offsets);
+
+// Segments `first ..` of the last `ofl_gso_segment*` call into `segs` (at most
+// `n_segs` of them); returns how many were written (0 when `first` is the count).
+// With `headers` NULL each `segs[i].header` points into the handle, as
+// `ofl_gso_segment_get` gives it; otherwise `headers` holds `n_segs` buffers of
+// `header_cap` bytes each, segment `first + i`'s header is copied into `headers[i]`
+// and `segs[i].header` is `headers[i]`. Returns `OFL_ERR_INVALID_ARGUMENT` when
+// `first` is above the count, `OFL_ERR_NULL` for a NULL `segs` (with `n_segs` > 0) or
+// a NULL buffer among the ones used, `OFL_ERR_BUFFER_TOO_SMALL` when `header_cap` is
+// below the longest header of the call's segments; nothing is written then. Added in
+// ABI 1.3.
+//
+// # Safety
+// `gso` a live handle; `segs` NULL or writable for `n_segs` entries; `headers` NULL or
+// readable for `n_segs` pointers, each used one writable for `header_cap` bytes and
+// not overlapping `segs` or another.
+int32_t ofl_gso_segment_get_bulk(const struct ofl_gso *gso,
+                                 size_t first,
+                                 struct ofl_gso_seg *segs,
+                                 size_t n_segs,
+                                 uint8_t *const *headers,
+                                 size_t header_cap);
 
 // Parses `frame` (`len` bytes from the Ethernet destination address) into `*out`
 // with the default tunnel ports. Returns `OFL_OK` or an `OFL_ERR_PARSE_*` code

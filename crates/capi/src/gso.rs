@@ -15,6 +15,10 @@
 //! `ofl_gso_segment_chain` (ABI 1.2): the same segments as for the concatenated bytes,
 //! zero-copy as above; `ofl_gso_segment_pieces` cuts a segment's payload range back
 //! into pieces of the input chain (what a DPDK application attaches indirect mbufs to).
+//!
+//! `ofl_gso_segment_get_bulk` (ABI 1.3, [`crate::gso_bulk`]) reads every segment of the
+//! last call at once, headers written straight into the caller's buffers (the header
+//! mbufs of a DPDK application).
 
 use engine::chain::{ChainFrame, ChainScratch};
 use engine::gso::{self, GsoOutput, GsoParams, L4Checksum};
@@ -47,9 +51,9 @@ const _: () = assert!(OFL_GSO_MAX_SEGMENTS == gso::MAX_SEGMENTS);
 /// thread.
 pub struct ofl_gso {
     parse: ParseOptions,
-    out: GsoOutput,
+    pub(crate) out: GsoOutput,
     /// Segments of the last call that succeeded up to segmentation (0 after a failure).
-    valid: usize,
+    pub(crate) valid: usize,
     /// Where the output's memory comes from (`ofl_gso_new_ex`); None: the system.
     hook: Option<Hook>,
     /// Header bytes of chained input (`ofl_gso_segment_chain`), allocated by the first.

@@ -27,6 +27,7 @@ pub mod chain;
 pub mod csum;
 pub mod gro;
 pub mod gso;
+pub mod gso_bulk;
 pub mod parse;
 pub mod status;
 pub mod vnet;
@@ -37,6 +38,7 @@ pub use chain::*;
 pub use csum::*;
 pub use gro::*;
 pub use gso::*;
+pub use gso_bulk::*;
 pub use parse::*;
 pub use status::*;
 pub use vnet::*;
@@ -67,9 +69,11 @@ pub const OFL_VERSION_PATCH: u32 = 0;
 /// hook `ofl_allocator`, `OFL_ERR_NO_MEMORY`, and symbol versions (OFL_1.0, OFL_1.1,
 /// OFL_1.2) on the shared library; and chained input: `ofl_iovec`, `ofl_gro_push_chain`,
 /// `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
-/// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9).
+/// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9). ABI 1.3 added the adopter's
+/// bulk calls: `ofl_gso_segment_get_bulk` (every segment's descriptor at once, headers
+/// written into caller buffers).
 pub const OFL_ABI_MAJOR: u32 = 1;
-pub const OFL_ABI_MINOR: u32 = 2;
+pub const OFL_ABI_MINOR: u32 = 3;
 
 /// The library's ABI: `OFL_ABI_MAJOR << 16 | OFL_ABI_MINOR` as it was built.
 #[no_mangle]

@@ -224,7 +224,7 @@ fn bad_chains_get_typed_codes() {
 
     let text = unsafe { CStr::from_ptr(ofl_strerror(ofl_status::OFL_ERR_TOO_MANY_IOVECS as i32)) };
     assert!(text.to_str().unwrap().contains("OFL_CHAIN_MAX_IOV"));
-    assert_eq!(ofl_abi_version(), (1 << 16) | 2);
+    assert!(ofl_abi_version() >> 16 == 1 && ofl_abi_version() & 0xffff >= 2, "the chain API came with ABI 1.2");
     unsafe {
         ofl_gro_free(gro);
         ofl_gso_free(gso);

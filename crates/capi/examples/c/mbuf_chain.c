@@ -13,6 +13,9 @@
  *    pieces of the input chain (ofl_gso_segment_pieces), one indirect mbuf per piece;
  *    those segment chains are pushed to GRO as received chains (ofl_gro_push_chain) and
  *    merged back into one chain.
+ * 3. Bulk (ABI 1.3): the contiguous super-packet again, its header mbufs allocated first
+ *    and every segment read by one ofl_gso_segment_get_bulk call, which writes each
+ *    header straight into its header mbuf.
  * Every output chain is read back and checked: lengths, IPv4 and TCP checksums, payload
  * bytes equal to the original; every mbuf must be back in its pool at the end.
  *
@@ -32,6 +35,10 @@
  * older header the example runs its contiguous half only. */
 #if OFL_ABI_MAJOR == 1 && OFL_ABI_MINOR >= 2
 #define HAVE_CHAIN_API 1
+#endif
+/* The bulk read (ofl_gso_segment_get_bulk) came with ABI 1.3. */
+#if OFL_ABI_MAJOR == 1 && OFL_ABI_MINOR >= 3
+#define HAVE_BULK_API 1
 #endif
 
 #define MSS 1000
@@ -327,6 +334,56 @@ static int segment_contiguous(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbu
 	return n;
 }
 
+#ifdef HAVE_BULK_API
+/* Contiguous input read in bulk: header mbufs allocated for every segment, then one
+ * call writes all headers into them and all descriptors into `descs`. */
+static int segment_bulk(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbuf *in,
+			struct mbuf **segs)
+{
+	int n = must(ofl_gso_segment(gso, mtod(in), in->data_len, vnet, OFL_GSO_FULL_CSUM),
+		     "ofl_gso_segment");
+	uint8_t *headers[MAX_SEGS];
+	ofl_gso_seg descs[MAX_SEGS];
+	int i;
+
+	if (n <= 0 || n > MAX_SEGS)
+		return -1;
+	for (i = 0; i < n; i++) {
+		segs[i] = mbuf_alloc(&direct);
+		headers[i] = mtod(segs[i]);
+	}
+	must(ofl_gso_segment_get_bulk(gso, 0, descs, (size_t)n, headers,
+				      segs[0]->buf_len - segs[0]->data_off),
+	     "ofl_gso_segment_get_bulk");
+	for (i = 0; i < n; i++) {
+		struct mbuf *tail = segs[i], *piece = mbuf_alloc(&indirect);
+
+		CHECK(descs[i].header == headers[i], "bulk: header %d not in its mbuf", i);
+		segs[i]->data_len = (uint16_t)descs[i].header_len;
+		segs[i]->pkt_len = segs[i]->data_len;
+		mbuf_attach(piece, in, (uint32_t)descs[i].payload_offset,
+			    (uint32_t)descs[i].payload_len);
+		chain_append(segs[i], &tail, piece);
+	}
+	return n;
+}
+
+static void run_bulk(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbuf *in)
+{
+	struct mbuf *segs[MAX_SEGS];
+	int n = segment_bulk(gso, vnet, in, segs), i;
+
+	printf("gso bulk: %d segments, every header written into its header mbuf by one call "
+	       "(input refcnt %u)\n", n, in->refcnt);
+	CHECK(n == 11 && in->refcnt == 1 + (unsigned)n, "bulk: %d segments, refcnt %u", n,
+	      in->refcnt);
+	check_segments(segs, n, "gso bulk");
+	for (i = 0; i < n; i++)
+		mbuf_free_chain(segs[i]);
+	CHECK(in->refcnt == 1, "bulk: input refcnt %u after the segments' free", in->refcnt);
+}
+#endif
+
 /* ---- GRO: merged runs as chains of the received mbufs ------------------------------ */
 
 struct gro_out {
@@ -583,6 +640,17 @@ int main(void)
 	check_segments(segs, n, "gso contiguous");
 	gro_contiguous(gro, segs, n);
 	CHECK(in->refcnt == 1, "contiguous: input refcnt %u after the segments' free", in->refcnt);
+
+	/* 3. Bulk, on the same input. */
+#ifdef HAVE_BULK_API
+	if ((ofl_abi_version() >> 16) == OFL_ABI_MAJOR && (ofl_abi_version() & 0xffff) >= 3)
+		run_bulk(gso, &vnet, in);
+	else
+		printf("bulk API: the library is older than ABI 1.3, skipped\n");
+#else
+	printf("bulk API: not in this header (ABI %d.%d, before 1.3), skipped\n",
+	       OFL_ABI_MAJOR, OFL_ABI_MINOR);
+#endif
 	mbuf_free_one(in);
 
 	/* 2. Chained. */

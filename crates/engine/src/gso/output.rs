@@ -93,6 +93,12 @@ impl GsoOutput {
         self.partial_checksum
     }
 
+    /// The longest header of the last call's segments (0 without segments): the room a
+    /// caller's header buffer needs for any of them.
+    pub fn longest_header(&self) -> usize {
+        self.entries.iter().map(|e| e.header.len()).max().unwrap_or(0)
+    }
+
     /// Total bytes of header written (for statistics: the bytes GSO had to produce).
     pub fn header_bytes(&self) -> usize {
         self.headers.len()
