@@ -84,12 +84,30 @@ def check_privileges() -> None:
                              "CAP_NET_ADMIN and CAP_SYS_ADMIN; run it as root (sudo .venv/bin/offlab run …)")
 
 
+def needs(cases: Iterable[CaseSpec]) -> set[str]:
+    """What of the project's own builds the cases run: "offlab-fwd" (a userspace datapath,
+    or guests on vhost-user), "offlab-udpload" (its UDP load), "guest" (QEMU guests'
+    image). `make demo` builds only these (scripts/plan-needs.py)."""
+    cases = list(cases)
+    found = set()
+    guests = [c for c in cases if c.scenario == GUEST_SCENARIO]
+    if any(c.datapath is not None and c.datapath.forwarder for c in cases) \
+            or any(str(c.topology.get("backend", "tap")) == "vhost-user" for c in guests):
+        found.add("offlab-fwd")
+    if any(c.traffic.generator == "udpload" for c in cases):
+        found.add("offlab-udpload")
+    if guests:
+        found.add("guest")
+    return found
+
+
 def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset()) -> None:
     """The tools the plan's cases need; offlab-fwd when a case has a userspace datapath."""
     missing = [f"{tool} (apt-get install {package})" for tool, package in TOOLS.items()
                if shutil.which(tool) is None]
     if missing:
         raise PreflightError(f"missing {', '.join(missing)}; or run: make setup")
+    cases = list(cases)
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
         from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
         try:
