@@ -33,11 +33,17 @@ class PreflightError(Exception):
 @dataclass(frozen=True)
 class Estimate:
     samples: int
+    """Samples at each case's expected repetitions."""
     topologies: int
     seconds: float
+    """Expected wall time: every case at its minimum repetitions."""
+    ceiling_s: float = 0.0
+    """Wall time if every adaptive case needs its maximum repetitions."""
 
     @property
     def text(self) -> str:
+        if self.ceiling_s > self.seconds + 0.5:
+            return f"{duration_text(self.seconds)} (at most {duration_text(self.ceiling_s)})"
         return duration_text(self.seconds)
 
 
@@ -51,28 +57,49 @@ def duration_text(seconds: float) -> str:
     return f"{seconds} s"
 
 
+def sample_seconds(case: CaseSpec) -> float:
+    """One sample's wall time: a capacity search's probes and its verification trial, or
+    the warm-up and the measured window, plus the per-sample overhead."""
+    traffic_s = (capacity.expected_seconds(case.traffic) if case.traffic.mode == "capacity"
+                 else case.traffic.warmup_s + case.traffic.duration_s)
+    return traffic_s + SAMPLE_OVERHEAD_S
+
+
+def repetitions(case: CaseSpec, settings: RunSettings) -> tuple[int, int]:
+    """(expected, at most) repetitions of a case. With adaptive repetitions only the
+    saturated runs chase their CI (runner.py): a capacity search and a paced
+    (service-demand) run always take the minimum. The expected count is the minimum: most
+    cases meet the CI target there, and the ceiling says what the others can add."""
+    if settings.ci_target is None or not settings.max_runs:
+        return settings.repetitions, settings.repetitions
+    low = settings.min_runs or settings.repetitions
+    if case.traffic.mode == "capacity" or case.traffic.service_demand:
+        return low, low
+    return low, max(low, settings.max_runs)
+
+
 def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, int] | None = None) -> Estimate:
-    """Expected wall time: each sample's warm-up + duration + overhead, each topology's
-    build; adaptive runs counted at their maximum (the ceiling is what a user must plan for)."""
-    runs = settings.max_runs if settings.ci_target is not None and settings.max_runs else settings.repetitions
+    """Expected wall time, phase by phase: each topology's build and teardown (a guest
+    topology's boot), and each sample (sample_seconds) times its case's repetitions; the
+    ceiling counts adaptive cases at their maximum (what --max-eta is checked against)."""
     done = done or {}
-    samples, seconds = 0, 0.0
+    samples, seconds, ceiling = 0, 0.0, 0.0
     topologies = set()
     for case in cases:
-        left = max(0, runs - done.get(case.key, 0))
-        if not left:
+        expected, most = repetitions(case, settings)
+        left, left_most = max(0, expected - done.get(case.key, 0)), max(0, most - done.get(case.key, 0))
+        if not left_most:
             continue
         samples += left
-        traffic_s = (capacity.expected_seconds(case.traffic) if case.traffic.mode == "capacity"
-                     else case.traffic.warmup_s + case.traffic.duration_s)
-        seconds += left * (traffic_s + SAMPLE_OVERHEAD_S)
+        seconds += left * sample_seconds(case)
+        ceiling += left_most * sample_seconds(case)
         topologies.add((case.scenario, case.mtu, case.topology))
     builds = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
-    return Estimate(samples, len(topologies), seconds + builds)
+    return Estimate(samples, len(topologies), seconds + builds, ceiling + builds)
 
 
 def check_eta(eta: Estimate, max_eta_s: float, confirmed: bool) -> None:
-    if eta.seconds > max_eta_s and not confirmed:
+    if max(eta.seconds, eta.ceiling_s) > max_eta_s and not confirmed:
         raise PreflightError(f"this run would take about {eta.text} ({eta.samples} samples), more "
                              f"than --max-eta {duration_text(max_eta_s)}; lower --runs or --duration, "
                              "or pass --yes to run it anyway")
