@@ -68,7 +68,7 @@ targets_of() { # the targets of the fuzz dir in $PWD, filtered by FUZZ_TARGETS
 # A short run of every target on a scratch corpus seeded from the committed one: a
 # regression check, not a campaign (nothing goes to runs.log or corpus-local). It is
 # built without a sanitizer: ASan's build of every target took minutes of `make test`,
-# and what the smoke guards — a panic, an overflow, a slice out of bounds, in safe Rust
+# and what the smoke guards — a panic, an index out of bounds, a failed assertion, in safe Rust
 # — aborts without one; ASan's campaigns over the engine's unsafe code are `make fuzz`'s.
 # The last line says how many targets ran (make test's closing line quotes it).
 smoke() {
