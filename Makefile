@@ -18,7 +18,7 @@ TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) sockperf openssh-client open
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 
 .PHONY: setup setup-demo setup-test deps deps-demo venv venv-test build capi-so engine-tools guest \
-        demo test test-rust test-engine-checks test-python bench fuzz install clean
+        demo readme-excerpt test test-rust test-engine-checks test-python bench fuzz install clean
 
 ## setup: everything — what `make demo` installs and what `make test` installs
 setup: setup-test
@@ -101,6 +101,13 @@ capi-so:
 ## demo: install what the demo plan runs (setup-demo), run it, write the report
 demo: setup-demo
 	$(OFFLAB) run --plan $(DEMO_PLAN)
+
+## readme-excerpt: README.md's report excerpt from a stored run (RUN=id; default the
+## latest in results/offlab.sqlite), written from the run's own report with the machine
+## it ran on (scripts/readme-excerpt.py)
+RUN ?=
+readme-excerpt: venv
+	$(PY) scripts/readme-excerpt.py $(RUN)
 
 ## test: every test (Rust unit/property/kernel-differential, Python unit/integration)
 test: setup-test test-rust test-python

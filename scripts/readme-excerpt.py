@@ -4,7 +4,8 @@ the report's own Markdown, as `offlab report` writes it, cut to its first sectio
 a line naming the machine the run was on (CPU model, cores, kernel, from the run's
 recorded environment) and saying that the figures are that machine's.
 
-Usage: scripts/readme-excerpt.py RUN_ID [--store results/offlab.sqlite] [--readme README.md]
+Usage: .venv/bin/python scripts/readme-excerpt.py [RUN_ID] [--store results/offlab.sqlite] [--readme README.md]
+       (or `make readme-excerpt [RUN=RUN_ID]`); without RUN_ID, the store's latest run.
 
 The excerpt is the block of README.md between EXCERPT_BEGIN and EXCERPT_END. The
 sections taken are the report's, by their headings (SECTIONS); the script reads the
@@ -98,6 +99,17 @@ def machine_line(run_id: str, store: str) -> str:
             "(results/offlab.sqlite).")
 
 
+def latest_run(store: str) -> str:
+    from offlab.store import Store
+    if "://" not in store and not Path(store).is_file():
+        raise ExcerptError(f"{store}: no such store; run `make demo` first, or pass --store")
+    with Store(store, readonly=True) as opened:
+        found = opened.latest_run_id()
+    if found is None:
+        raise ExcerptError(f"no runs in {store}; run `make demo` first")
+    return found
+
+
 def rewrite(readme: Path, block: str) -> None:
     text = readme.read_text()
     if text.count(EXCERPT_BEGIN) != 1 or text.count(EXCERPT_END) != 1:
@@ -110,11 +122,13 @@ def rewrite(readme: Path, block: str) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Rewrite README.md's report excerpt from a stored run.")
-    parser.add_argument("run_id")
+    parser.add_argument("run_id", nargs="?", help="the run (default: the store's latest)")
     parser.add_argument("--store", default=str(ROOT / "results" / "offlab.sqlite"))
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     args = parser.parse_args(argv[1:])
     try:
+        if args.run_id is None:
+            args.run_id = latest_run(args.store)
         with tempfile.TemporaryDirectory(prefix="offlab-excerpt-") as scratch:
             found = sections(report_markdown(args.run_id, args.store, Path(scratch)))
         block = machine_line(args.run_id, args.store) + "\n\n" + quoted(found)
