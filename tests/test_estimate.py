@@ -32,7 +32,7 @@ def test_the_estimate_is_the_sum_of_its_phases(quick):
     eta = preflight.estimate(cases, settings)
     topologies = {(c.scenario, c.mtu, c.topology) for c in cases}
     expected = sum(settings.min_runs * preflight.sample_seconds(c) for c in cases)
-    expected += len(topologies) * preflight.BUILD_S
+    expected += len(topologies) * preflight.BUILD_S + preflight.REPORT_S
     assert eta.seconds == pytest.approx(expected)
     assert eta.samples == settings.min_runs * len(cases)
     adaptive = [c for c in cases if preflight.repetitions(c, settings)[1] > settings.min_runs]

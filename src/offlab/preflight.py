@@ -15,10 +15,18 @@ from typing import Iterable, Sequence
 from . import capacity
 from .records import CaseSpec, RunSettings
 
-SAMPLE_OVERHEAD_S = 1.5
-"""Per sample beyond its traffic: iperf3 start and report, ethtool read-back, counters."""
-BUILD_S = 2.0
-"""Per topology: namespaces, links, steering, servers (more with a forwarder)."""
+SAMPLE_OVERHEAD_S = 0.5
+"""Per sample beyond its traffic: the tool's start and report, ethtool read-back, counters.
+Measured: a quick run (20261128-073012, loaded 2-core VM) started each sample 0.46 s
+(saturated TCP) and 0.52 s (paced) after the previous one's window plus its warm-up."""
+PROBE_OVERHEAD_S = 0.35
+"""Per probe of a capacity search beyond its traffic (the same run: 8.7 s per capacity
+sample, median 7.5 probes of 0.5 s and a 2 s trial)."""
+BUILD_S = 1.0
+"""Per topology: namespaces, links, steering, servers, teardown (the same run: a
+topology's first sample came 0.2 s later than the others; room for a forwarder's start)."""
+REPORT_S = 15.0
+"""Per run: the report's tables and charts (12.5 s of CPU for that run's report)."""
 GUEST_BUILD_S = 30.0
 """Per topology with QEMU guests: their boot (about 7 s each under TCG, more side by side)."""
 GUEST_SCENARIO = "qemu"
@@ -60,9 +68,9 @@ def duration_text(seconds: float) -> str:
 def sample_seconds(case: CaseSpec) -> float:
     """One sample's wall time: a capacity search's probes and its verification trial, or
     the warm-up and the measured window, plus the per-sample overhead."""
-    traffic_s = (capacity.expected_seconds(case.traffic) if case.traffic.mode == "capacity"
-                 else case.traffic.warmup_s + case.traffic.duration_s)
-    return traffic_s + SAMPLE_OVERHEAD_S
+    if case.traffic.mode == "capacity":
+        return capacity.expected_seconds(case.traffic) + capacity.MAX_PROBES * PROBE_OVERHEAD_S + SAMPLE_OVERHEAD_S
+    return case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S
 
 
 def repetitions(case: CaseSpec, settings: RunSettings) -> tuple[int, int]:
@@ -80,8 +88,9 @@ def repetitions(case: CaseSpec, settings: RunSettings) -> tuple[int, int]:
 
 def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, int] | None = None) -> Estimate:
     """Expected wall time, phase by phase: each topology's build and teardown (a guest
-    topology's boot), and each sample (sample_seconds) times its case's repetitions; the
-    ceiling counts adaptive cases at their maximum (what --max-eta is checked against)."""
+    topology's boot), each sample (sample_seconds) times its case's repetitions, and the
+    report; the ceiling counts adaptive cases at their maximum (what --max-eta is checked
+    against)."""
     done = done or {}
     samples, seconds, ceiling = 0, 0.0, 0.0
     topologies = set()
@@ -94,8 +103,9 @@ def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, i
         seconds += left * sample_seconds(case)
         ceiling += left_most * sample_seconds(case)
         topologies.add((case.scenario, case.mtu, case.topology))
-    builds = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
-    return Estimate(samples, len(topologies), seconds + builds, ceiling + builds)
+    fixed = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
+    fixed += REPORT_S if topologies else 0.0
+    return Estimate(samples, len(topologies), seconds + fixed, ceiling + fixed)
 
 
 def check_eta(eta: Estimate, max_eta_s: float, confirmed: bool) -> None:
