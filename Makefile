@@ -6,16 +6,36 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
-APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf openssh-client openssh-server \
-            qemu-system-x86 binutils cpio xz-utils zstd postgresql
+DEMO_PLAN ?= quick
+# What every lab run uses (irtt: the quick plan's RTT under load).
+DEMO_APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt
+# A plan with QEMU guests: QEMU, and what guest/build.sh builds the guest with.
+GUEST_APT_PKGS := qemu-system-x86 binutils cpio xz-utils zstd
+# What the tests need beyond those: sockperf (request/response), the SSH rigs' OpenSSH
+# server and client, PostgreSQL for the team store.
+TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) sockperf openssh-client openssh-server postgresql
 # dpdk-dev ships dpdk-testpmd (W5: testpmd as the vhost-user backend); make test never needs it
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 
-.PHONY: setup deps venv build capi-so engine-tools guest demo test test-rust test-engine-checks test-python bench fuzz install clean
+.PHONY: setup setup-demo setup-test deps deps-demo venv venv-test build capi-so engine-tools guest \
+        demo readme-excerpt test test-rust test-engine-checks test-python bench fuzz install clean
 
-## setup: system tools (apt), the Python venv with offlab installed, the Rust build,
-## and the engine checks' tools
-setup: deps venv build guest engine-tools
+## setup: everything — what `make demo` installs and what `make test` installs
+setup: setup-test
+
+## setup-demo: only what the demo plan ($(DEMO_PLAN)) runs: the lab's apt packages, the
+## venv, a release build of the binaries the plan runs (offlab-udpload, offlab-fwd) and
+## the guest only if the plan has QEMU guests (scripts/plan-needs.py says which). No
+## engine-tools, no test packages.
+setup-demo: deps-demo venv
+	@needs=$$($(PY) scripts/plan-needs.py $(DEMO_PLAN)) || exit 2; \
+	crates=$$(grep -x 'offlab-fwd\|offlab-udpload' <<<"$$needs" | sed 's/^/-p /' | tr '\n' ' '); \
+	if [ -n "$$crates" ]; then echo "building (release): $$crates"; $(CARGO) build --release --quiet $$crates || exit 1; fi; \
+	if grep -qx guest <<<"$$needs"; then $(MAKE) --no-print-directory guest; fi
+
+## setup-test: what `make test` runs: every apt package of the tests, the venv with the
+## test tools, the whole workspace's release build, the guest, and engine-tools.
+setup-test: deps venv-test build guest engine-tools
 
 ## guest: the lab's QEMU guest (kernel + initramfs from Debian packages, docs/vms.md),
 ## rebuilt when its recipe changes; `make guest GUEST_FORCE=1` rebuilds it anyway
@@ -25,13 +45,17 @@ GUEST_INPUTS := guest/build.sh guest/init.sh guest/agent.sh guest/packages guest
 ifdef GUEST_FORCE
 .PHONY: $(GUEST_DIR)/manifest.txt
 endif
-$(GUEST_DIR)/manifest.txt: $(GUEST_INPUTS) | deps
+$(GUEST_DIR)/manifest.txt: $(GUEST_INPUTS)
+	@$(MAKE) --no-print-directory deps APT='$(GUEST_APT_PKGS)'
 	guest/build.sh $(GUEST_DIR)
 
 guest: $(GUEST_DIR)/manifest.txt
 
+## deps: the apt packages in APT (default: the tests' list, which holds the demo's);
+## only the missing ones are installed
+APT ?= $(TEST_APT_PKGS)
 deps:
-	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(APT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -41,10 +65,20 @@ deps:
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e .
 	touch $@
 
 venv: $(VENV)/.installed
+
+# The test tools (pytest, pytest-xdist) on top: `make test`'s, not the demo's.
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv-test: $(VENV)/.installed-test
+
+deps-demo:
+	@$(MAKE) --no-print-directory deps APT='$(DEMO_APT_PKGS)'
 
 build:
 	$(CARGO) build --release --workspace --quiet
@@ -64,12 +98,21 @@ capi-so:
 	ln -sf $(CAPI_SO) target/release/$(CAPI_SONAME)
 	ln -sf $(CAPI_SONAME) target/release/libofflab_engine_c.so
 
-## demo: install what is missing, build, run the quick plan, write the report
-demo: setup
-	$(OFFLAB) run --plan quick
+## demo: install what the demo plan runs (setup-demo), run it, write the report
+demo: setup-demo
+	$(OFFLAB) run --plan $(DEMO_PLAN)
+
+## readme-excerpt: README.md's report excerpt from a stored run (RUN=id; default the
+## latest in results/offlab.sqlite), written from the run's own report with the machine
+## it ran on (scripts/readme-excerpt.py)
+RUN ?=
+readme-excerpt: venv
+	$(PY) scripts/readme-excerpt.py $(RUN)
 
 ## test: every test (Rust unit/property/kernel-differential, Python unit/integration)
-test: setup test-rust test-python
+test: setup-test test-rust test-python
+	@# the closing line: which of the engine checks ran here and which were skipped (and why)
+	@echo "engine checks: $$(paste -sd, $(ENGINE_CHECKS_LOG) | sed 's/,/, /g')"
 
 test-rust:
 	$(CARGO) test --release --workspace --no-fail-fast
@@ -78,7 +121,8 @@ test-rust:
 ## test-engine-checks: the engine's unit and property tests once more in the debug
 ## profile (integer overflow traps), Miri over chosen GSO/GRO unit tests that reach
 ## unsafe code and over the C library's allocator hook, a short fuzz smoke of every
-## target, and the MSRV check. engine-tools (part of `make setup`) installs Miri,
+## target (no sanitizer: ASan is `make fuzz`'s), and the MSRV check. engine-tools (part of
+## `make setup-test`) installs Miri,
 ## cargo-fuzz and the MSRV toolchain; where one could not be installed its check
 ## prints a one-line skip.
 MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
@@ -127,20 +171,24 @@ MIRI_ENGINE_TESTS := gso::tests::tcp::ip_id_increments gso::tests::tcp::fixed_ip
 MIRI_CAPI_TESTS := the_size_field_is_checked growth_allocations_inside_a_call_all_go_to_the_hook \
   a_hook_returning_null_gives_a_clean_error \
   bulk_read_of_a_small_chain_matches_one_by_one bulk_refusals_write_nothing
+ENGINE_CHECKS_LOG := target/engine-checks.txt
 test-engine-checks: engine-tools
+	@mkdir -p target && : > $(ENGINE_CHECKS_LOG)
 	@# checksum:: is skipped here: its exhaustive kernel-vs-reference tests take minutes
 	@# unoptimised, and the release run already covers them.
 	PROPTEST_CASES=32 $(CARGO) test -p offlab-engine --lib --test gro_props --test gso_props --test fuzz_regressions --quiet -- --skip checksum::
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 	  PROPTEST_CASES=2 MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p offlab-engine --lib --quiet -- $(MIRI_ENGINE_TESTS) && \
-	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --quiet -- $(MIRI_CAPI_TESTS); \
-	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)"; fi
+	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --quiet -- $(MIRI_CAPI_TESTS) && \
+	  echo "miri ran" >> $(ENGINE_CHECKS_LOG); \
+	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)" | tee -a $(ENGINE_CHECKS_LOG); fi
 	@if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
-	  scripts/fuzz.sh --smoke $(FUZZ_SMOKE_SECONDS); \
-	else echo "fuzz smoke: skipped (cargo-fuzz on nightly is not installed: make engine-tools)"; fi
+	  set -o pipefail; scripts/fuzz.sh --smoke $(FUZZ_SMOKE_SECONDS) | tee target/fuzz-smoke.txt && \
+	  sed -n 's/^fuzz smoke: \([0-9]*\) targets.*/fuzz smoke ran (\1 targets)/p' target/fuzz-smoke.txt >> $(ENGINE_CHECKS_LOG); \
+	else echo "fuzz smoke: skipped (cargo-fuzz on nightly is not installed: make engine-tools)" | tee -a $(ENGINE_CHECKS_LOG); fi
 	@if rustup run $(MSRV) cargo --version >/dev/null 2>&1; then \
-	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV): ok"; \
-	else echo "msrv $(MSRV): skipped (toolchain not installed: make engine-tools)"; fi
+	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV) ran" | tee -a $(ENGINE_CHECKS_LOG); \
+	else echo "msrv $(MSRV): skipped (toolchain not installed: make engine-tools)" | tee -a $(ENGINE_CHECKS_LOG); fi
 
 ## install: the C library (static, and shared with its SONAME and symbol versions), its header and a
 ## pkg-config file under PREFIX (default /usr/local); DESTDIR for staging
@@ -169,12 +217,12 @@ TEST_WORKERS ?= 2
 test-python:
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
 	status=0; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 --ignore=tests/integration || status=1; \
-	$(PY) -m pytest -q --durations=30 tests/integration || status=1; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration || status=1; \
+	$(PY) -m pytest -q --durations=10 tests/integration || status=1; \
 	exit $$status
 
 ## bench: engine vs DPDK (and the kernel), side by side in one run
-bench: setup
+bench: setup-test
 	@missing=$$(for p in $(BENCH_APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \

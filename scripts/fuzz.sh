@@ -8,7 +8,8 @@
 #   scripts/fuzz.sh --summary      accumulated executions per target, from the run logs
 #   scripts/fuzz.sh --cmin         merge new inputs into the committed corpus, minimised
 #   scripts/fuzz.sh --smoke SECS   every target for SECS from the committed corpus, nothing
-#                                  logged or kept (what `make test` runs where cargo-fuzz is)
+#                                  logged or kept (what `make test` runs where cargo-fuzz is);
+#                                  built without a sanitizer (FUZZ_SANITIZER, default none)
 # Environment: FUZZ_TARGETS="gro gso" runs only those targets (names as `cargo fuzz
 # list` gives them); FUZZ_SANITIZER (default: cargo-fuzz's, address) is passed to
 # `cargo fuzz --sanitizer`.
@@ -65,21 +66,27 @@ targets_of() { # the targets of the fuzz dir in $PWD, filtered by FUZZ_TARGETS
 }
 
 # A short run of every target on a scratch corpus seeded from the committed one: a
-# regression check, not a campaign (nothing goes to runs.log or corpus-local).
+# regression check, not a campaign (nothing goes to runs.log or corpus-local). It is
+# built without a sanitizer: ASan's build of every target took minutes of `make test`,
+# and what the smoke guards — a panic, an index out of bounds, a failed assertion, in safe Rust
+# — aborts without one; ASan's campaigns over the engine's unsafe code are `make fuzz`'s.
+# The last line says how many targets ran (make test's closing line quotes it).
 smoke() {
-    local seconds="$1" failed=() scratch
+    local seconds="$1" failed=() scratch ran=0
+    local sanitizer="${FUZZ_SANITIZER:-none}"
     for dir in "${fuzz_dirs[@]}"; do
         cd "$dir"
         for target in $(targets_of); do
             scratch="$(mktemp -d)"
             mkdir -p "corpus/$target"
-            if cargo +nightly fuzz run "$target" "$scratch" "corpus/$target" -- \
+            if cargo +nightly fuzz run --sanitizer "$sanitizer" "$target" "$scratch" "corpus/$target" -- \
                 -max_total_time="$seconds" -max_len=$max_len >"$scratch.log" 2>&1; then
                 echo "fuzz smoke ${dir#"$root"/}:$target ${seconds}s: ok"
             else
                 tail -20 "$scratch.log" >&2
                 failed+=("${dir#"$root"/}:$target")
             fi
+            ran=$((ran + 1))
             rm -rf "$scratch" "$scratch.log"
         done
     done
@@ -87,6 +94,7 @@ smoke() {
         echo "fuzz smoke found a failure in: ${failed[*]} (artifacts in <fuzz dir>/artifacts)" >&2
         exit 1
     fi
+    echo "fuzz smoke: $ran targets ran ${seconds}s each (sanitizer $sanitizer)"
 }
 
 ensure_cargo_fuzz() {

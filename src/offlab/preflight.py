@@ -15,10 +15,18 @@ from typing import Iterable, Sequence
 from . import capacity
 from .records import CaseSpec, RunSettings
 
-SAMPLE_OVERHEAD_S = 1.5
-"""Per sample beyond its traffic: iperf3 start and report, ethtool read-back, counters."""
-BUILD_S = 2.0
-"""Per topology: namespaces, links, steering, servers (more with a forwarder)."""
+SAMPLE_OVERHEAD_S = 0.5
+"""Per sample beyond its traffic: the tool's start and report, ethtool read-back, counters.
+Measured: a quick run (20261128-073012, loaded 2-core VM) started each sample 0.46 s
+(saturated TCP) and 0.52 s (paced) after the previous one's window plus its warm-up."""
+PROBE_OVERHEAD_S = 0.35
+"""Per probe of a capacity search beyond its traffic (the same run: 8.7 s per capacity
+sample, median 7.5 probes of 0.5 s and a 2 s trial)."""
+BUILD_S = 1.0
+"""Per topology: namespaces, links, steering, servers, teardown (the same run: a
+topology's first sample came 0.2 s later than the others; room for a forwarder's start)."""
+REPORT_S = 15.0
+"""Per run: the report's tables and charts (12.5 s of CPU for that run's report)."""
 GUEST_BUILD_S = 30.0
 """Per topology with QEMU guests: their boot (about 7 s each under TCG, more side by side)."""
 GUEST_SCENARIO = "qemu"
@@ -33,11 +41,17 @@ class PreflightError(Exception):
 @dataclass(frozen=True)
 class Estimate:
     samples: int
+    """Samples at each case's expected repetitions."""
     topologies: int
     seconds: float
+    """Expected wall time: every case at its minimum repetitions."""
+    ceiling_s: float = 0.0
+    """Wall time if every adaptive case needs its maximum repetitions."""
 
     @property
     def text(self) -> str:
+        if self.ceiling_s > self.seconds + 0.5:
+            return f"{duration_text(self.seconds)} (at most {duration_text(self.ceiling_s)})"
         return duration_text(self.seconds)
 
 
@@ -51,30 +65,51 @@ def duration_text(seconds: float) -> str:
     return f"{seconds} s"
 
 
+def sample_seconds(case: CaseSpec) -> float:
+    """One sample's wall time: a capacity search's probes and its verification trial, or
+    the warm-up and the measured window, plus the per-sample overhead."""
+    if case.traffic.mode == "capacity":
+        return capacity.expected_seconds(case.traffic) + capacity.MAX_PROBES * PROBE_OVERHEAD_S + SAMPLE_OVERHEAD_S
+    return case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S
+
+
+def repetitions(case: CaseSpec, settings: RunSettings) -> tuple[int, int]:
+    """(expected, at most) repetitions of a case. With adaptive repetitions only the
+    saturated runs chase their CI (runner.py): a capacity search and a paced
+    (service-demand) run always take the minimum. The expected count is the minimum: most
+    cases meet the CI target there, and the ceiling says what the others can add."""
+    if settings.ci_target is None or not settings.max_runs:
+        return settings.repetitions, settings.repetitions
+    low = settings.min_runs or settings.repetitions
+    if case.traffic.mode == "capacity" or case.traffic.service_demand:
+        return low, low
+    return low, max(low, settings.max_runs)
+
+
 def estimate(cases: Sequence[CaseSpec], settings: RunSettings, done: dict[str, int] | None = None) -> Estimate:
-    """Expected wall time: each sample's warm-up + duration + overhead, each topology's
-    build; adaptive runs counted at their maximum (the ceiling is what a user must plan
-    for). Capacity searches and paced (service-demand) runs never repeat past `runs`."""
-    most = settings.max_runs if settings.ci_target is not None and settings.max_runs else settings.repetitions
+    """Expected wall time, phase by phase: each topology's build and teardown (a guest
+    topology's boot), each sample (sample_seconds) times its case's repetitions, and the
+    report; the ceiling counts adaptive cases at their maximum (what --max-eta is checked
+    against)."""
     done = done or {}
-    samples, seconds = 0, 0.0
+    samples, seconds, ceiling = 0, 0.0, 0.0
     topologies = set()
     for case in cases:
-        fixed = case.traffic.mode == "capacity" or case.traffic.service_demand is not None
-        left = max(0, (settings.repetitions if fixed else most) - done.get(case.key, 0))
-        if not left:
+        expected, most = repetitions(case, settings)
+        left, left_most = max(0, expected - done.get(case.key, 0)), max(0, most - done.get(case.key, 0))
+        if not left_most:
             continue
         samples += left
-        traffic_s = (capacity.expected_seconds(case.traffic) if case.traffic.mode == "capacity"
-                     else case.traffic.warmup_s + case.traffic.duration_s)
-        seconds += left * (traffic_s + SAMPLE_OVERHEAD_S)
+        seconds += left * sample_seconds(case)
+        ceiling += left_most * sample_seconds(case)
         topologies.add((case.scenario, case.mtu, case.topology))
-    builds = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
-    return Estimate(samples, len(topologies), seconds + builds)
+    fixed = sum(GUEST_BUILD_S if scenario == GUEST_SCENARIO else BUILD_S for scenario, _, _ in topologies)
+    fixed += REPORT_S if topologies else 0.0
+    return Estimate(samples, len(topologies), seconds + fixed, ceiling + fixed)
 
 
 def check_eta(eta: Estimate, max_eta_s: float, confirmed: bool) -> None:
-    if eta.seconds > max_eta_s and not confirmed:
+    if max(eta.seconds, eta.ceiling_s) > max_eta_s and not confirmed:
         raise PreflightError(f"this run would take about {eta.text} ({eta.samples} samples), more "
                              f"than --max-eta {duration_text(max_eta_s)}; lower --runs or --duration, "
                              "or pass --yes to run it anyway")
@@ -86,12 +121,30 @@ def check_privileges() -> None:
                              "CAP_NET_ADMIN and CAP_SYS_ADMIN; run it as root (sudo .venv/bin/offlab run …)")
 
 
+def needs(cases: Iterable[CaseSpec]) -> set[str]:
+    """What of the project's own builds the cases run: "offlab-fwd" (a userspace datapath,
+    or guests on vhost-user), "offlab-udpload" (its UDP load), "guest" (QEMU guests'
+    image). `make demo` builds only these (scripts/plan-needs.py)."""
+    cases = list(cases)
+    found = set()
+    guests = [c for c in cases if c.scenario == GUEST_SCENARIO]
+    if any(c.datapath is not None and c.datapath.forwarder for c in cases) \
+            or any(str(c.topology.get("backend", "tap")) == "vhost-user" for c in guests):
+        found.add("offlab-fwd")
+    if any(c.traffic.generator == "udpload" for c in cases):
+        found.add("offlab-udpload")
+    if guests:
+        found.add("guest")
+    return found
+
+
 def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset()) -> None:
     """The tools the plan's cases need; offlab-fwd when a case has a userspace datapath."""
     missing = [f"{tool} (apt-get install {package})" for tool, package in TOOLS.items()
                if shutil.which(tool) is None]
     if missing:
         raise PreflightError(f"missing {', '.join(missing)}; or run: make setup")
+    cases = list(cases)
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
         from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
         try:

@@ -1,27 +1,20 @@
-"""Three stand-ins for a user's servers, A ⇄ R ⇄ B: the two-server rig of sshlab.py (each
-"server" a namespace running its own OpenSSH server with throwaway keys, reached from
-the root namespace over a management veth) with a third one, the router, between them
-on two test links. A and B are on two networks, each routed to the other through R, as
-a user's would be; R's IP forwarding starts off, so a run needs --allow-forwarding."""
+"""Three stand-ins for a user's servers, A ⇄ R ⇄ B: three servers of the session's pool
+(sshpool.py: each a namespace running its own OpenSSH server with throwaway keys,
+reached from the root namespace over a management veth), the router between the other
+two on two test links. A and B are on two networks, each routed to the other through R,
+as a user's would be; R's IP forwarding starts off, so a run needs --allow-forwarding."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import tempfile
 from pathlib import Path
 
-from offlab.hosts import LocalNamespace, connect_veth
+from offlab.hosts import connect_veth
 from offlab.proc import run
 
 from .sshlab import SshLab
 
-MGMT3 = {"a": ("ofl-m3a", "10.242.1.1", "10.242.1.2"), "r": ("ofl-m3r", "10.242.2.1", "10.242.2.2"),
-         "b": ("ofl-m3b", "10.242.3.1", "10.242.3.2")}
-"""Root-side management device (the server's end is `mgmt0`, not ofl-: offlab refuses a
-server with ofl- devices it did not name), root address, server address."""
 LINKS = (("a", "ofl-3a0", "10.243.1.1", "r", "ofl-3r0", "10.243.1.2"),
          ("r", "ofl-3r1", "10.243.2.1", "b", "ofl-3b0", "10.243.2.2"))
 ROUTES = {"a": ("10.243.2.0/24", "10.243.1.2"), "b": ("10.243.1.0/24", "10.243.2.1")}
@@ -32,27 +25,9 @@ WATCHDOG_S = 10
 class RouterLab(SshLab):
     """Three servers: hosta (sender), hostr (router), hostb (receiver)."""
 
-    def start(self) -> "RouterLab":
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        key = self.folder / "id_ed25519"
-        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)])
-        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.folder / "host_key")])
-        (self.folder / "authorized_keys").write_text((self.folder / "id_ed25519.pub").read_text())
-        os.chmod(self.folder / "authorized_keys", 0o600)
-        config = []
-        for name, (root_dev, root_addr, server_addr) in MGMT3.items():
-            server = LocalNamespace(f"ssh3{name}").create()
-            self.servers[name] = server
-            run(["ip", "link", "add", root_dev, "type", "veth", "peer", "name", "mgmt0", "netns", server.namespace])
-            run(["ip", "addr", "add", f"{root_addr}/24", "dev", root_dev])
-            run(["ip", "link", "set", root_dev, "up"])
-            server.add_address("mgmt0", server_addr, 24)
-            server.set_link("mgmt0")
-            server.set_link("lo")
-            self._sshd(name, server, server_addr)
-            config.append(f"Host host{name}\n  HostName {server_addr}\n  User root\n"
-                          f"  IdentityFile {key}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
-                          "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+    NAMES = ("a", "r", "b")
+
+    def wire(self) -> None:
         for left, left_dev, left_addr, right, right_dev, right_addr in LINKS:
             connect_veth(self.servers[left], left_dev, self.servers[right], right_dev)
             for name, device, address in ((left, left_dev, left_addr), (right, right_dev, right_addr)):
@@ -61,10 +36,9 @@ class RouterLab(SshLab):
         for name, (network, gateway) in ROUTES.items():
             self.servers[name].add_route(network, gateway)
         self.servers["r"].sysctl("net.ipv4.ip_forward", "0")
-        self.ssh_config.write_text("\n".join(config))
-        os.chmod(self.ssh_config, 0o600)
-        self.hosts_file.write_text(self.hosts_toml())
-        return self
+
+    def test_devices(self) -> dict[str, tuple[str, ...]]:
+        return TEST_DEVICES
 
     def hosts_toml(self) -> str:
         # Three namespaces of one kernel: said, as a user with such a setup must.
@@ -107,23 +81,6 @@ class RouterLab(SshLab):
                     listed.append(f"{comm} ({pid})")
             found[name] = listed
         return found
-
-    def stop(self) -> None:
-        for process in self.sshd.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        for server in self.servers.values():
-            for pid in run(["ip", "netns", "pids", server.namespace], check=False).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            server.remove()
-        for root_dev, *_ in MGMT3.values():
-            run(["ip", "link", "del", root_dev], check=False)
-        shutil.rmtree(self.folder, ignore_errors=True)
-
 
 def router_lab() -> RouterLab:
     return RouterLab(Path(tempfile.mkdtemp(prefix="offlab-routerlab-"))).start()

@@ -1,28 +1,29 @@
-"""Two stand-ins for a user's servers: each a network namespace running its own OpenSSH
-server (Debian's openssh-server, started here with a throwaway host key, a throwaway
-client key and a throwaway ssh config — nothing of this machine's ssh setup is read or
-changed), reached from the root namespace over a management veth, and joined to the
-other by a test link. The lab talks to them only as `ssh hosta` / `ssh hostb` would."""
+"""Two stand-ins for a user's servers, hosta and hostb: two servers of the session's pool
+(sshpool.py: each a namespace running its own OpenSSH server with throwaway keys,
+reached from the root namespace over a management veth), joined by a test link. The lab
+talks to them only as `ssh hosta` / `ssh hostb` would.
+
+Each `ssh_lab()` is a fresh rig as far as a test can tell (a new test link, a new ssh
+config and hosts file, nothing of an earlier rig running on the servers, every sshd up)
+but the servers themselves start once per session."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from offlab.hosts import LocalNamespace, connect_veth
 from offlab.proc import run
 
+from .sshpool import SERVERS, pool
+
 SSHD = "/usr/sbin/sshd"
-MGMT = {"a": ("ofl-ma", "mgmt0", "10.240.1.1", "10.240.1.2"), "b": ("ofl-mb", "mgmt0", "10.240.2.1", "10.240.2.2")}
-"""Root-side device (ofl-, removed at the end), the server's end (inside the server's
-namespace, so it goes with it; not ofl-: offlab refuses servers with ofl- devices it did
-not name), addresses."""
+MGMT = {name: (SERVERS[name].root_dev, "mgmt0", SERVERS[name].root_addr, SERVERS[name].address)
+        for name in ("a", "b")}
+"""Root-side device, the server's end, addresses (sshpool.py's servers a and b)."""
 WATCHDOG_S = 10
 """The servers restore themselves 10 s after the controller's last heartbeat (60 s by
 default): short, so a test of it waits little."""
@@ -34,6 +35,11 @@ class SshLab:
     folder: Path
     servers: dict[str, LocalNamespace] = field(default_factory=dict)
     sshd: dict[str, subprocess.Popen] = field(default_factory=dict)
+    """The pool's sshd processes (one dict for every rig: a killed and restarted sshd is
+    seen by all)."""
+
+    NAMES = ("a", "b")
+    """The pool's servers this rig wires, and (as `host<name>`) their ssh aliases."""
 
     @property
     def ssh_config(self) -> Path:
@@ -44,54 +50,30 @@ class SshLab:
         return self.folder / "hosts.toml"
 
     def start(self) -> "SshLab":
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
-        key = self.folder / "id_ed25519"
-        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)])
-        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.folder / "host_key")])
-        (self.folder / "authorized_keys").write_text((self.folder / "id_ed25519.pub").read_text())
-        os.chmod(self.folder / "authorized_keys", 0o600)
-        config = []
-        for name in ("a", "b"):
-            server = LocalNamespace(f"ssh{name}").create()
-            self.servers[name] = server
-            root_dev, server_dev, root_addr, server_addr = MGMT[name]
-            run(["ip", "link", "add", root_dev, "type", "veth", "peer", "name", server_dev,
-                 "netns", server.namespace])
-            run(["ip", "addr", "add", f"{root_addr}/24", "dev", root_dev])
-            run(["ip", "link", "set", root_dev, "up"])
-            server.add_address(server_dev, server_addr, 24)
-            server.set_link(server_dev)
-            self._sshd(name, server, server_addr)
-            config.append(f"Host host{name}\n  HostName {server_addr}\n  User root\n"
-                          f"  IdentityFile {key}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
-                          "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+        servers = pool()
+        for name in self.NAMES:
+            self.servers[name] = servers.server(name)
+        self.sshd = servers.sshd
+        self.wire()
+        self.ssh_config.write_text("\n".join(servers.ssh_entry(self.alias(name), name) for name in self.NAMES))
+        self.ssh_config.chmod(0o600)
+        self.hosts_file.write_text(self.hosts_toml())
+        return self
+
+    def alias(self, name: str) -> str:
+        return f"host{name}"
+
+    def wire(self) -> None:
+        """The rig's test links (removed by `unwire`)."""
         connect_veth(self.servers["a"], TEST["a"][0], self.servers["b"], TEST["b"][0])
         for name in ("a", "b"):
             device, address = TEST[name]
             self.servers[name].add_address(device, address, 24)
             self.servers[name].set_link(device)
-        self.ssh_config.write_text("\n".join(config))
-        self.hosts_file.write_text(self.hosts_toml())
-        return self
 
-    def _sshd(self, name: str, server: LocalNamespace, address: str) -> None:
-        config = self.folder / f"sshd_{name}"
-        config.write_text(
-            f"ListenAddress {address}\nHostKey {self.folder / 'host_key'}\n"
-            f"AuthorizedKeysFile {self.folder / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-            f"PidFile {self.folder / f'sshd_{name}.pid'}\nMaxSessions 50\nMaxStartups 50\n")
-        self.sshd[name] = server.spawn([SSHD, "-D", "-e", "-f", str(config)])
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            probe = run(["ssh", "-F", str(self.ssh_config) if self.ssh_config.exists() else "/dev/null",
-                         "-o", "BatchMode=yes", "-o", "ConnectTimeout=1", "-o", "StrictHostKeyChecking=no",
-                         "-o", "UserKnownHostsFile=/dev/null", "-i", str(self.folder / "id_ed25519"),
-                         f"root@{address}", "true"], check=False, timeout=5)
-            if probe.returncode == 0:
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"sshd in {server.namespace} did not answer: {probe.stderr}")
+    def test_devices(self) -> dict[str, tuple[str, ...]]:
+        """Per server, the test devices `wire` made there."""
+        return {name: (TEST[name][0],) for name in ("a", "b")}
 
     def hosts_toml(self) -> str:
         # Both "servers" are namespaces of one kernel: said, as a user with such a setup must.
@@ -102,30 +84,20 @@ class SshLab:
                 'peer = "10.241.0.1"\napp_core = 1\n')
 
     def kill_sshd(self, name: str) -> None:
-        """The host goes away: its sshd and every session it carries."""
-        self.sshd[name].send_signal(signal.SIGKILL)
-        self.sshd[name].wait()
-        for pid in run(["ip", "netns", "pids", self.servers[name].namespace], check=False).stdout.split():
-            try:
-                if "sshd" in Path(f"/proc/{pid}/comm").read_text():
-                    os.kill(int(pid), signal.SIGKILL)
-            except (FileNotFoundError, ProcessLookupError):
-                pass  # it ended between the listing and here: gone is what we want
+        """The host goes away: its sshd and every session it carries (the next rig starts
+        it again)."""
+        pool().kill_sshd(name)
 
     def stop(self) -> None:
-        for name, process in self.sshd.items():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        for server in self.servers.values():
-            for pid in run(["ip", "netns", "pids", server.namespace], check=False).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            server.remove()
-        for root_dev, *_ in MGMT.values():
-            run(["ip", "link", "del", root_dev], check=False)
+        """Everything the rig's tests started on its servers ended, its test devices (with
+        their addresses, routes and upper devices) deleted, its files removed; the servers
+        stay for the next rig."""
+        servers = pool()
+        servers.end_sessions(self.NAMES)
+        for name, devices in self.test_devices().items():
+            for device in devices:
+                if self.servers[name].has_link(device):
+                    self.servers[name].ip("link", "del", device)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

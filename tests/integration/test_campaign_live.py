@@ -30,7 +30,7 @@ sequences = ["tx"]
 
 
 @pytest.fixture()
-def fleet():
+def fleet(ssh_servers):
     if not Path("/usr/sbin/sshd").exists():
         pytest.skip("openssh-server is not installed (make setup)")
     started = ssh_fleet()

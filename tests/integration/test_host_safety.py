@@ -41,7 +41,7 @@ sequences = ["all-on"]
 
 
 @pytest.fixture(scope="module")
-def lab():
+def lab(ssh_servers):
     if not Path("/usr/sbin/sshd").exists():
         pytest.skip("openssh-server is not installed (make setup)")
     assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"

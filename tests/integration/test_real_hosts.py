@@ -36,7 +36,7 @@ sequences = ["tx"]
 
 
 @pytest.fixture()
-def lab():
+def lab(ssh_servers):
     if not Path("/usr/sbin/sshd").exists():
         pytest.skip("openssh-server is not installed (make setup)")
     assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"

@@ -44,7 +44,7 @@ JOURNALS = 4
 
 
 @pytest.fixture(scope="module")
-def lab():
+def lab(ssh_servers):
     if not Path("/usr/sbin/sshd").exists():
         pytest.skip("openssh-server is not installed (make setup)")
     try:
