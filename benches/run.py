@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import fwd_w5
+import w5_report
+import w5_testpmd
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_DIR = ROOT / "benches" / "peer"
@@ -555,14 +557,15 @@ def run_w5(args: argparse.Namespace) -> None:
     W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
     section = "\n".join([
         f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}.", "", machine()[0],
-        f"- Kernel: {platform.release()}; DPDK {fwd_w5.testpmd_version()} "
+        f"- Kernel: {platform.release()}; DPDK {w5_testpmd.version()} "
         f"(`{fwd_w5.TESTPMD}` from Debian's dpdk-dev)", "",
-        fwd_w5.section(lines, args.w5_pairs, args.w5_seconds, markdown_table),
+        w5_report.section(lines, args.w5_pairs, args.w5_seconds, markdown_table,
+                          huge=any(l["config"].endswith("+huge") for l in lines)),
         "", f"Raw lines: `{W5_RAW.relative_to(ROOT)}`."])
     print(section)
     if not args.no_write and args.w5_pairs >= 5:
         write_doc(section, W5_BEGIN, W5_END)
-    refused = [row for row in fwd_w5.table_rows(lines) if "refused" in row[-1]]
+    refused = [row for row in w5_report.table_rows(lines) if "refused" in row[-1]]
     if refused:
         raise SystemExit("W5 rows refused (frames differ or failed the sink's checks): "
                          + "; ".join(f"{r[0]}: {r[-1]}" for r in refused))
