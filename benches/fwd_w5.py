@@ -135,7 +135,7 @@ class Lines:
 
 
 def testpmd_setup(row: Row, huge_dir: str | None = None) -> w5_testpmd.Setup:
-    return w5_testpmd.tuned(row.fwd_mode == "pass", huge_dir)
+    return w5_testpmd.tuned(row.fwd_mode, huge_dir)
 
 
 def start_testpmd(setup: w5_testpmd.Setup, row: Row, sockets: list[str], prefix: str):

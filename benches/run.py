@@ -521,6 +521,9 @@ def main() -> None:
     parser.add_argument("--w5-pairs", type=int, default=5, help="W5 testpmd/offlab-fwd run pairs")
     parser.add_argument("--w5-seconds", type=float, default=1.0, help="W5 measured seconds per run")
     parser.add_argument("--w5-rows", default="", help="W5 rows whose key starts with this")
+    parser.add_argument("--w5-append", action="store_true",
+                        help="add this run's W5 lines to the last raw file's and report all "
+                             "(W5 measured a few rows at a time, in short holds of the lock)")
     args = parser.parse_args()
     if not args.no_w5:
         run_w5(args)
@@ -553,6 +556,11 @@ def run_w5(args: argparse.Namespace) -> None:
         return
     fwd_w5.build()
     lines = fwd_w5.collect(args.w5_pairs, args.w5_seconds, args.w5_rows)
+    if args.w5_append and W5_RAW.exists():
+        kept = [json.loads(l) for l in W5_RAW.read_text().splitlines() if l.strip()]
+        kept = [l for l in kept if "loss" in l]  # lines from before loss was measured
+        measured_now = {l["workload"] for l in lines}
+        lines = [l for l in kept if l["workload"] not in measured_now] + lines
     W5_RAW.parent.mkdir(parents=True, exist_ok=True)
     W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
     section = "\n".join([

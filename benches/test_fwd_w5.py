@@ -117,6 +117,10 @@ class TestpmdTest(unittest.TestCase):
         self.assertLessEqual(burst * segments, 2048)  # GSO_MAX_PKT_BURST, testpmd.h
         self.assertIn("net_vhost0,iface=A,queues=1,tso=1,ext-buffer=1", argv)
 
+    def test_gro_rows_merge_over_bursts_of_64(self):
+        argv = fwd_w5.testpmd_setup(ROW["gro_f8"]).argv(["A", "B"], "p")
+        self.assertIn("--burst=64", argv)
+
     def test_the_pass_row_is_io_forwarding_with_legacy_offload_flags(self):
         setup = fwd_w5.testpmd_setup(ROW["pass_tso"])
         self.assertIn("set fwd io", setup.commands(gro=False, gso=False))
