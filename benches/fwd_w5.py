@@ -277,10 +277,11 @@ def order(pair: int) -> tuple[str, str]:
 
 
 def collect(pairs: int, seconds: float, only: str = "") -> list[dict]:
-    """`pairs` alternated pairs per row, then up to EXTRA_PAIRS more for rows whose
+    """`pairs` alternated pairs per row (rows whose key starts with one of the
+    comma-separated prefixes in `only`), then up to EXTRA_PAIRS more for rows whose
     ratios spread wider than WIDE_SPREAD."""
     import w5_report  # noqa: PLC0415 (it imports this module for ROWS)
-    rows = [r for r in ROWS if r.key.startswith(only)]
+    rows = [r for r in ROWS if any(r.key.startswith(p) for p in only.split(","))]
     lines: list[dict] = []
     for pair in range(pairs):
         for row in rows:

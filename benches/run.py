@@ -520,7 +520,7 @@ def main() -> None:
                         help="run W5 alone (no engine workloads)")
     parser.add_argument("--w5-pairs", type=int, default=5, help="W5 testpmd/offlab-fwd run pairs")
     parser.add_argument("--w5-seconds", type=float, default=1.0, help="W5 measured seconds per run")
-    parser.add_argument("--w5-rows", default="", help="W5 rows whose key starts with this")
+    parser.add_argument("--w5-rows", default="", help="W5 rows whose key starts with this (comma-separated prefixes)")
     parser.add_argument("--w5-append", action="store_true",
                         help="add this run's W5 lines to the last raw file's and report all "
                              "(W5 measured a few rows at a time, in short holds of the lock)")
