@@ -115,14 +115,18 @@ class TestpmdTest(unittest.TestCase):
         burst = int(next(a for a in argv if a.startswith("--burst=")).split("=")[1])
         segments = -(-65535 // (w5_testpmd.GSO_SEGMENT - 66))  # a 64 KiB frame's segments
         self.assertLessEqual(burst * segments, 2048)  # GSO_MAX_PKT_BURST, testpmd.h
-        self.assertIn("net_vhost0,iface=A,queues=1,tso=1,ext-buffer=1", argv)
 
     def test_gro_rows_merge_over_bursts_of_64(self):
         argv = fwd_w5.testpmd_setup(ROW["gro_f8"]).argv(["A", "B"], "p")
         self.assertIn("--burst=64", argv)
 
-    def test_the_pass_row_is_io_forwarding_with_legacy_offload_flags(self):
-        setup = fwd_w5.testpmd_setup(ROW["pass_tso"])
+    def test_gso_rows_hold_a_64_kib_frame_in_one_mbuf(self):
+        argv = fwd_w5.testpmd_setup(ROW["gso_full"]).argv(["A", "B"], "p")
+        self.assertIn("--mbuf-size=65535", argv)
+        self.assertFalse(any("ext-buffer" in a for a in argv))
+
+    def test_dpdks_own_pass_is_io_forwarding_with_legacy_offload_flags(self):
+        setup = w5_testpmd.IO_PASS
         self.assertIn("set fwd io", setup.commands(gro=False, gso=False))
         self.assertNotIn("csum set", setup.commands(gro=False, gso=False))
         self.assertTrue(all("legacy-ol-flags=1" in a for a in setup.argv(["A", "B"], "p")
