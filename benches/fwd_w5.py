@@ -257,6 +257,7 @@ def measured(side: str, row: Row, pair: int, result: dict, backend: dict, config
     segments_per_s = delivered / mss / secs if delivered else 0.0
     per_segment = (lambda share: share * 1e9 / segments_per_s if segments_per_s else None)
     return {"side": side, "config": config, "workload": row.key, "pair": pair, "unit": "Gbit/s",
+            "mss": mss,
             "value": result["gbps"], "depth": result["merge_depth"],
             "offered_gbps": offered * 8 / secs / 1e9,
             "loss": 1 - delivered / offered if offered else None,

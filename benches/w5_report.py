@@ -155,11 +155,11 @@ def seed004_rows(lines: list[dict]) -> list[list[str]]:
     return out
 
 
-def commands() -> str:
+def commands(huge: bool) -> str:
     """testpmd's command line and prompt input, once per distinct configuration."""
     seen: dict[tuple[str, str], list[str]] = {}
     for row in ROWS:
-        setup = fwd_w5.testpmd_setup(row)
+        setup = fwd_w5.testpmd_setup(row, "HUGETLBFS" if huge else None)
         typed = setup.commands(row.gro, row.gso).strip().replace("\n", "; ")
         seen.setdefault((setup.shown(), typed), []).append(row.key)
     return "\n".join(f"- {', '.join(keys)}: `{line}` fed `{typed}`"
@@ -205,7 +205,7 @@ def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
         "",
         "testpmd command lines (per row group; sockets A and B):",
         "",
-        commands(),
+        commands(huge),
         "",
         f"offlab-fwd: `offlab-fwd --port vhost-user:A --port vhost-user:B --mode M --cpu "
         f"{fwd_w5.FWD_CPU}`; load: `taskset -c {fwd_w5.LOAD_CPU} offlab-vhostload --source A "

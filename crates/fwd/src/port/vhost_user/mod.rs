@@ -36,6 +36,9 @@ use ring::{pop_rx_chain, publish_used, read_chain, write_at, write_used, RxChain
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
 const NUM_BUFFERS: std::ops::Range<usize> = 10..12;
+/// A frame found too few receive buffers: held by the forwarder, dropped only when the
+/// guest takes none for long (pipeline.rs, HOLD_LIMIT).
+pub const RING_FULL: &str = "guest receive ring full";
 /// epoll tokens: the listening socket, the connection, then one per ring's kick.
 const LISTENER: u64 = 0;
 const CONNECTION: u64 = 1;
@@ -266,7 +269,7 @@ fn deliver<'a>(
             queue.go_to_previous_position();
         }
         return Err(if none_left {
-            "guest receive ring full"
+            RING_FULL
         } else {
             "guest receive buffer too small"
         });
@@ -398,16 +401,18 @@ impl Port for VhostUserPort {
         Ok(())
     }
 
-    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, counters: &mut Counters) -> io::Result<()> {
+    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, from: usize, counters: &mut Counters)
+        -> io::Result<usize> {
         let device = &mut *self.device.lock().unwrap_or_else(|p| p.into_inner());
         let Some(memory) = device.memory.clone().filter(|_| self.connection.is_some()) else {
-            (0..tx.len()).for_each(|_| counters.drop("egress", "guest not connected"));
-            return Ok(());
+            (from..tx.len()).for_each(|_| counters.drop("egress", "guest not connected"));
+            return Ok(tx.len());
         };
         let merged = device.has(VIRTIO_NET_F_MRG_RXBUF);
         let ring = &mut device.rings[RX_QUEUE];
         let mut delivered = false;
-        for index in 0..tx.len() {
+        let mut reached = tx.len();
+        for index in from..tx.len() {
             // The virtio-net header is the frame's first VNET_LEN bytes (its own piece
             // or the head of a longer one); it is copied out so num_buffers can be set.
             let mut header = [0u8; VNET_LEN];
@@ -434,6 +439,11 @@ impl Port for VhostUserPort {
                     counters.copied_bytes += len as u64;
                     counters.sent(len - VNET_LEN)
                 }
+                // No buffer for it yet: the caller holds it and the frames behind it.
+                Err(RING_FULL) => {
+                    reached = index;
+                    break;
+                }
                 Err(reason) => counters.drop("egress", reason),
             }
         }
@@ -444,7 +454,7 @@ impl Port for VhostUserPort {
         if delivered {
             ring.notify(&memory);
         }
-        Ok(())
+        Ok(reached)
     }
 
     fn state(&self) -> Option<serde_json::Value> {
