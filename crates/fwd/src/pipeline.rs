@@ -19,11 +19,12 @@ const MTU_REFRESH: Duration = Duration::from_secs(1);
 const HOLD_LIMIT: Duration = Duration::from_secs(1);
 
 /// Frames of a direction's last batch the egress had no room for: from `from` on,
-/// held since `since`; the direction reads nothing new until they are gone.
+/// held since `since` (None before the first miss: the clock is read only then, not
+/// per batch); the direction reads nothing new until they are gone.
 #[derive(Clone, Copy)]
 struct Held {
     from: usize,
-    since: Instant,
+    since: Option<Instant>,
 }
 
 /// Signals the loop reacts to, set from signal handlers.
@@ -132,7 +133,7 @@ impl Forwarder {
             mtu: self.ports[egress].mtu(),
         };
         self.directions[ingress].process(rx, &target);
-        self.write_out(ingress, Held { from: 0, since: Instant::now() })?;
+        self.write_out(ingress, Held { from: 0, since: None })?;
         Ok(true)
     }
 
@@ -144,13 +145,14 @@ impl Forwarder {
         let reached = self.ports[egress]
             .send(tx, &self.rx[ingress], held.from, counters)
             .map_err(|err| port_error(&self.labels[egress], err))?;
+        let since = held.since.unwrap_or_else(Instant::now);
         self.held[ingress] = if reached >= tx.len() {
             None
-        } else if held.since.elapsed() >= HOLD_LIMIT {
+        } else if since.elapsed() >= HOLD_LIMIT {
             (reached..tx.len()).for_each(|_| counters.drop("egress", "egress full for 1 s"));
             None
         } else {
-            Some(Held { from: reached, ..held })
+            Some(Held { from: reached, since: Some(since) })
         };
         Ok(())
     }
