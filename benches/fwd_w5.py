@@ -104,6 +104,10 @@ def testpmd_available() -> bool:
     return shutil.which(TESTPMD) is not None
 
 
+class NotStarted(RuntimeError):
+    """A backend that exited or hung before forwarding."""
+
+
 class Lines:
     """A child's stdout read on a thread, so waiting for a line can time out."""
 
@@ -148,7 +152,7 @@ def start_testpmd(setup: w5_testpmd.Setup, row: Row, sockets: list[str], prefix:
     proc.stdin.flush()
     if not lines.wait_for("packet forwarding - ports", 90):
         stop(proc)
-        raise RuntimeError("testpmd did not start forwarding:\n" + "".join(lines.seen)[-3000:])
+        raise NotStarted("testpmd did not start forwarding:\n" + "".join(lines.seen)[-3000:])
     return proc, lines
 
 
@@ -229,7 +233,14 @@ def run_one(side: str, row: Row, seconds: float, pair: int, setup=None) -> dict:
     one, on hugepages when they can be reserved, unless given)."""
     if side == "testpmd" and setup is None and TESTPMD_HUGEPAGES:
         with w5_testpmd.hugepages() as huge_dir:
-            return run_one(side, row, seconds, pair, testpmd_setup(row, huge_dir))
+            try:
+                return run_one(side, row, seconds, pair, testpmd_setup(row, huge_dir))
+            except NotStarted as err:
+                if huge_dir is None:
+                    raise
+                print(f"testpmd on hugepages did not start, run without: {err}"[:300],
+                      file=sys.stderr)
+        setup = testpmd_setup(row)
     with tempfile.TemporaryDirectory(prefix="ofl-w5-") as tmp:
         sockets = [os.path.join(tmp, "a.sock"), os.path.join(tmp, "b.sock")]
         if side == "testpmd":

@@ -54,7 +54,9 @@ class Setup:
         return "\n".join(cmds) + "\n"
 
     def argv(self, sockets: list[str], prefix: str) -> list[str]:
-        eal = (["--huge-dir", self.huge_dir, "-m", "1536", *self.eal] if self.huge_dir
+        # On hugepages EAL takes memory as the pools need it (a fixed -m must find all
+        # its pages free at start, which a shared machine does not promise).
+        eal = (["--huge-dir", self.huge_dir, *self.eal] if self.huge_dir
                else ["--no-huge", "-m", "1536", *self.eal])
         vdevs = [arg for i, s in enumerate(sockets)
                  for arg in ("--vdev", ",".join([f"net_vhost{i}", f"iface={s}", *self.vdev]))]
