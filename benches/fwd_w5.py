@@ -10,6 +10,7 @@ digest). Called by run.py; Python standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -21,26 +22,28 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import w5_testpmd
+
 ROOT = Path(__file__).resolve().parent.parent
-TESTPMD = "dpdk-testpmd"
+TESTPMD = w5_testpmd.TESTPMD
 BUILD = ["cargo", "build", "--release", "-p", "offlab-fwd", "-p", "offlab-vhostload"]
 FWD_BIN = ROOT / "target" / "release" / "offlab-fwd"
 LOAD_BIN = ROOT / "target" / "release" / "offlab-vhostload"
 FWD_CPU, LOAD_CPU = "1", "0"
-# Seed 004's testpmd as the issue ran it: two net_vhost ports, no hugepages, csum
-# forwarding. `tso=1` lets the guests negotiate host_tso4/6 (the PMD removes them
-# otherwise); bursts of 64 frames, as offlab-fwd's batches.
-TESTPMD_EAL = ["--no-huge", "-m", "1024", "--no-pci", "-l", "0-1", "--log-level=lib.eal:error"]
-TESTPMD_APP = ["-i", "--total-num-mbufs=16384", "--burst=64"]
-GSO_SEGMENT = 1514  # testpmd's `set gso segsz`: whole frame, 1448 B of TCP payload
+WARMUP = 0.5
+# testpmd's mbufs on 2 MiB hugepages (reserved per run, given back after it).
+TESTPMD_HUGEPAGES = True
 SINK_TSO = "guest_csum,guest_tso4,guest_tso6,mrg_rxbuf"
 SINK_CSUM = "guest_csum,mrg_rxbuf"
 SINK_PLAIN = "mrg_rxbuf"
 SOURCE_TSO = "csum,host_tso4,host_tso6"
 SOURCE_CSUM = "csum"
+# A row whose ratios spread wider than this (max/min) gets up to EXTRA_PAIRS more pairs.
+WIDE_SPREAD, EXTRA_PAIRS = 1.25, 2
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,8 @@ def testpmd_available() -> bool:
     return shutil.which(TESTPMD) is not None
 
 
-def testpmd_version() -> str:
-    """The installed dpdk-dev package's version (testpmd prints none of its own)."""
-    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "dpdk-dev"],
-                          capture_output=True, text=True)
-    return proc.stdout.strip() or "unknown"
+class NotStarted(RuntimeError):
+    """A backend that exited or hung before forwarding."""
 
 
 class Lines:
@@ -138,33 +138,21 @@ class Lines:
         return "".join(self.seen)
 
 
-def testpmd_commands(row: Row) -> str:
-    """Both ports check TCP checksums in 'hardware' (the vhost PMD marks them partial
-    for the guest, or completes them itself for a guest without guest_csum)."""
-    cmds = ["port stop all"]
-    for port in (0, 1):
-        cmds += [f"csum set ip sw {port}", f"csum set tcp hw {port}"]
-    if row.gro:
-        cmds += ["set port 0 gro on", "set gro flush 1"]
-    if row.gso:
-        cmds += ["set port 1 gso on", f"set gso segsz {GSO_SEGMENT}"]
-    cmds += ["set fwd csum", "port start all", "start"]
-    return "\n".join(cmds) + "\n"
+def testpmd_setup(row: Row, huge_dir: str | None = None) -> w5_testpmd.Setup:
+    return w5_testpmd.tuned(row.fwd_mode, huge_dir)
 
 
-def start_testpmd(row: Row, sockets: list[str], prefix: str):
-    vdevs = [arg for i, s in enumerate(sockets)
-             for arg in ("--vdev", f"net_vhost{i},iface={s},queues=1,tso=1")]
+def start_testpmd(setup: w5_testpmd.Setup, row: Row, sockets: list[str], prefix: str):
     # stdbuf: testpmd's stdout is a pipe here, and its prompt lines must arrive as printed.
-    cmd = ["stdbuf", "-oL", TESTPMD, *TESTPMD_EAL, f"--file-prefix={prefix}", *vdevs, "--", *TESTPMD_APP]
+    cmd = ["stdbuf", "-oL", *setup.argv(sockets, prefix)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     lines = Lines(proc)
-    proc.stdin.write(testpmd_commands(row))
+    proc.stdin.write(setup.commands(row.gro, row.gso))
     proc.stdin.flush()
     if not lines.wait_for("packet forwarding - ports", 90):
         stop(proc)
-        raise RuntimeError("testpmd did not start forwarding:\n" + "".join(lines.seen)[-3000:])
+        raise NotStarted("testpmd did not start forwarding:\n" + "".join(lines.seen)[-3000:])
     return proc, lines
 
 
@@ -177,15 +165,7 @@ def stop_testpmd(proc, lines: Lines) -> dict:
         pass
     out = lines.rest(30)
     stop(proc)
-    rx = [int(v) for v in re.findall(r"RX-bytes:\s+(\d+)", out)]
-    tx = [int(v) for v in re.findall(r"TX-bytes:\s+(\d+)", out)]
-    dropped = [int(v) for v in re.findall(r"TX-dropped:\s+(\d+)", out)]
-    # Port 0 receives from the source, port 1 sends to the sink. DPDK's vhost library
-    # copies every received byte into mbufs and every sent byte into guest buffers
-    # (GRO chains mbufs, GSO makes indirect ones: neither copies payload).
-    return {"copied": (rx[0] + tx[1]) if len(rx) > 1 and len(tx) > 1 else None,
-            "delivered": tx[1] if len(tx) > 1 else None,
-            "dropped": max(dropped) if dropped else None}
+    return w5_testpmd.port_counters(out)
 
 
 def start_fwd(row: Row, sockets: list[str]):
@@ -219,31 +199,83 @@ def stop(proc) -> None:
         proc.wait()
 
 
-def run_load(row: Row, sockets: list[str], seconds: float) -> dict:
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds all of a process's threads have run (/proc/PID/task/*/schedstat)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError):
+            total += int(stat.read_text().split()[0])
+    return total
+
+
+def run_load(row: Row, sockets: list[str], seconds: float, backend_pid: int) -> dict:
+    """The source/sink run; the backend's and the load's CPU time are sampled over
+    (about) the load's measured window."""
     cmd = ["taskset", "-c", LOAD_CPU, str(LOAD_BIN), "--source", sockets[0], "--sink",
-           sockets[1], *row.load, "--seconds", str(seconds), "--warmup", "0.5"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+           sockets[1], *row.load, "--seconds", str(seconds), "--warmup", str(WARMUP)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(WARMUP)
+    before = (cpu_ns(backend_pid), cpu_ns(proc.pid), time.monotonic())
+    time.sleep(seconds)
+    after = (cpu_ns(backend_pid), cpu_ns(proc.pid), time.monotonic())
+    out, err = proc.communicate(timeout=120)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr.strip()}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{' '.join(cmd)}: {err.strip()}")
+    result = json.loads(out.strip().splitlines()[-1])
+    wall = after[2] - before[2]
+    result["backend_cpu_share"] = (after[0] - before[0]) / 1e9 / wall
+    result["load_cpu_share"] = (after[1] - before[1]) / 1e9 / wall
+    return result
 
 
-def run_one(side: str, row: Row, seconds: float, pair: int) -> dict:
+def run_one(side: str, row: Row, seconds: float, pair: int, setup=None) -> dict:
+    """One run of one row on one backend (`setup`: a testpmd configuration; W5's tuned
+    one, on hugepages when they can be reserved, unless given)."""
+    if side == "testpmd" and setup is None and TESTPMD_HUGEPAGES:
+        with w5_testpmd.hugepages() as huge_dir:
+            try:
+                return run_one(side, row, seconds, pair, testpmd_setup(row, huge_dir))
+            except NotStarted as err:
+                if huge_dir is None:
+                    raise
+                print(f"testpmd on hugepages did not start, run without: {err}"[:300],
+                      file=sys.stderr)
+        setup = testpmd_setup(row)
     with tempfile.TemporaryDirectory(prefix="ofl-w5-") as tmp:
         sockets = [os.path.join(tmp, "a.sock"), os.path.join(tmp, "b.sock")]
         if side == "testpmd":
-            proc, lines = start_testpmd(row, sockets, f"ofl-w5-{os.getpid()}")
+            setup = setup or testpmd_setup(row)
+            proc, lines = start_testpmd(setup, row, sockets, f"ofl-w5-{os.getpid()}")
         else:
             proc, lines = start_fwd(row, sockets)
         try:
-            result = run_load(row, sockets, seconds)
+            result = run_load(row, sockets, seconds, proc.pid)
         finally:
             backend = (stop_testpmd(proc, lines) if side == "testpmd"
                        else stop_fwd(proc, lines, sockets))
+    config = "offlab-fwd" if side == "fwd" else setup.name + ("+huge" if setup.huge_dir else "")
+    return measured(side, row, pair, result, backend, config)
+
+
+def measured(side: str, row: Row, pair: int, result: dict, backend: dict, config: str) -> dict:
+    """One raw line: throughput, loss, per-segment CPU of both sides, the sink's checks."""
     copies = (backend["copied"] / backend["delivered"]
               if backend["copied"] is not None and backend["delivered"] else None)
-    return {"side": side, "workload": row.key, "pair": pair, "unit": "Gbit/s",
+    secs, mss = result["seconds"], result["mss"]
+    offered, delivered = result["sent_payload_bytes"], result["payload_bytes"]
+    # Per delivered MSS segment (payload / MSS), so rows that merge or split compare
+    # the same unit of work; CPU shares are fractions of one core over the window.
+    segments_per_s = delivered / mss / secs if delivered else 0.0
+    per_segment = (lambda share: share * 1e9 / segments_per_s if segments_per_s else None)
+    return {"side": side, "config": config, "workload": row.key, "pair": pair, "unit": "Gbit/s",
+            "mss": mss,
             "value": result["gbps"], "depth": result["merge_depth"],
+            "offered_gbps": offered * 8 / secs / 1e9,
+            "loss": 1 - delivered / offered if offered else None,
+            "backend_ns_per_segment": per_segment(result["backend_cpu_share"]),
+            "source_busy_share": result["source_busy_seconds"] / secs,
+            "sink_busy_share": result["sink_busy_seconds"] / secs,
+            "load_cpu_share": result["load_cpu_share"],
             "digest": result["input_digest"], "verified": result["verified"],
             "mismatches": result["mismatches"], "gso_types": result["gso_types"],
             "over_mtu_without_gso": result["over_mtu_without_gso"],
@@ -251,137 +283,32 @@ def run_one(side: str, row: Row, seconds: float, pair: int) -> dict:
             "negotiated": [result["source_negotiated"], result["sink_negotiated"]]}
 
 
+def order(pair: int) -> tuple[str, str]:
+    """ABBA: testpmd first in even pairs, offlab-fwd first in odd ones."""
+    return ("testpmd", "fwd") if pair % 2 == 0 else ("fwd", "testpmd")
+
+
 def collect(pairs: int, seconds: float, only: str = "") -> list[dict]:
-    rows = [r for r in ROWS if r.key.startswith(only)]
-    lines = []
+    """`pairs` alternated pairs per row (rows whose key starts with one of the
+    comma-separated prefixes in `only`), then up to EXTRA_PAIRS more for rows whose
+    ratios spread wider than WIDE_SPREAD."""
+    import w5_report  # noqa: PLC0415 (it imports this module for ROWS)
+    rows = [r for r in ROWS if any(r.key.startswith(p) for p in only.split(","))]
+    lines: list[dict] = []
     for pair in range(pairs):
         for row in rows:
-            for side in ("testpmd", "fwd"):
-                print(f"W5 pair {pair + 1}/{pairs}: {row.key} on {side}", file=sys.stderr, flush=True)
-                lines.append(run_one(side, row, seconds, pair))
+            lines += run_pair(row, seconds, pair, pairs)
+    for extra in range(EXTRA_PAIRS):
+        wide = [r for r in rows if w5_report.spread(lines, r.key) > WIDE_SPREAD]
+        for row in wide:
+            lines += run_pair(row, seconds, pairs + extra, pairs)
     return lines
 
 
-def _median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def _by(lines: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for line in lines:
-        groups.setdefault((line["side"], line["workload"]), []).append(line)
-    return groups
-
-
-def refusal(dpdk: list[dict], fwd: list[dict]) -> str | None:
-    """Why a row cannot be judged: different input frames, or frames that failed the
-    sink's checks, on either side."""
-    if {l["digest"] for l in dpdk} != {l["digest"] for l in fwd}:
-        return "input digests differ"
-    for side in (dpdk, fwd):
-        bad = {k: v for l in side for k, v in l["mismatches"].items()}
-        if bad:
-            return f"{side[0]['side']}: sink found {bad}"
-        if not all(l["verified"] for l in side):
-            return f"{side[0]['side']}: nothing verified"
-    return None
-
-
-def _ratio_cells(dpdk: list[dict], fwd: list[dict]) -> list[float]:
-    by_pair = {l["pair"]: l["value"] for l in dpdk}
-    return [l["value"] / by_pair[l["pair"]] for l in fwd if by_pair.get(l["pair"])]
-
-
-def table_rows(lines: list[dict]) -> list[list[str]]:
-    """Same columns as W1-W4: DPDK side, offlab side, ratio, min-max, (no re-prime
-    column here), merge depths, goal, verdict."""
-    groups, out = _by(lines), []
-    for row in ROWS:
-        dpdk, fwd = groups.get(("testpmd", row.key)), groups.get(("fwd", row.key))
-        goal = "–" if row.goal is None else f"≥ {row.goal}×"
-        if not dpdk or not fwd:
-            continue
-        d, f = _median([l["value"] for l in dpdk]), _median([l["value"] for l in fwd])
-        d_depth, f_depth = _median([l["depth"] for l in dpdk]), _median([l["depth"] for l in fwd])
-        ratios = _ratio_cells(dpdk, fwd)
-        why = refusal(dpdk, fwd)
-        if why or not ratios:
-            met = f"**refused** ({why or 'no pair'})"
-        elif f_depth + 0.05 < d_depth:
-            met = "**no** (merges less)"
-        else:
-            met = "yes" if row.goal is None or statistics.median(ratios) >= row.goal else "**no**"
-        out.append([row.label, f"{d:.2f} Gbit/s", f"{f:.2f} Gbit/s",
-                    f"{statistics.median(ratios):.2f}×" if ratios else "–",
-                    f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "–", "–",
-                    f"{d_depth:.2f}", f"{f_depth:.2f}", goal, met])
+def run_pair(row: Row, seconds: float, pair: int, pairs: int) -> list[dict]:
+    out = []
+    for side in order(pair):
+        print(f"W5 pair {pair + 1}/{pairs}: {row.key} on {side}", file=sys.stderr, flush=True)
+        out.append(run_one(side, row, seconds, pair))
     return out
 
-
-def detail_rows(lines: list[dict]) -> list[list[str]]:
-    """Per row and side: bytes copied per byte delivered, what the sink got marked."""
-    groups, out = _by(lines), []
-    for row in ROWS:
-        for side in ("testpmd", "fwd"):
-            runs = groups.get((side, row.key))
-            if not runs:
-                continue
-            copies = _median([l["copies_per_byte"] for l in runs])
-            gso = runs[-1]["gso_types"]
-            out.append([row.key, "testpmd" if side == "testpmd" else "offlab-fwd",
-                        "–" if copies is None else f"{copies:.2f}",
-                        ", ".join(f"{'none' if k == '0' else 'tcpv4' if k == '1' else k}: {v}"
-                                  for k, v in gso.items()),
-                        str(runs[-1]["over_mtu_without_gso"]),
-                        str(sum(l["verified"] for l in runs)),
-                        str(_median([l["backend_dropped"] for l in runs]))])
-    return out
-
-
-def seed004_rows(lines: list[dict]) -> list[list[str]]:
-    groups, out = _by(lines), []
-    for label, offload, baseline in SEED004:
-        for side, name in (("testpmd", "DPDK testpmd"), ("fwd", "offlab-fwd")):
-            on, off = groups.get((side, offload)), groups.get((side, baseline))
-            if not on or not off:
-                continue
-            a, b = _median([l["value"] for l in on]), _median([l["value"] for l in off])
-            out.append([label, name, f"{a:.2f}", f"{b:.2f}", f"{(a / b - 1) * 100:+.0f} %"])
-    return out
-
-
-def section(lines: list[dict], pairs: int, seconds: float, markdown_table) -> str:
-    return "\n".join([
-        f"W5: offlab-fwd vs DPDK testpmd as the vhost-user backend, {pairs} pairs (testpmd, "
-        f"offlab-fwd, in turn per row), {seconds} s measured after 0.5 s per run; backend on "
-        f"CPU {FWD_CPU}, source/sink (`offlab-vhostload`) on CPU {LOAD_CPU}; figure = TCP "
-        "payload delivered to the sink; medians; ratio = offlab-fwd/testpmd of the same pair. "
-        "Merge depth = MSS segments per frame the sink received.",
-        "",
-        markdown_table(["workload", "DPDK testpmd", "offlab-fwd", "ratio (median)",
-                        "ratio min–max", "ratio w/o re-prime", "depth DPDK", "depth offlab",
-                        "goal", "met?"], table_rows(lines)),
-        "",
-        "Per side: bytes copied per byte delivered (offlab-fwd: its own count; testpmd: "
-        "bytes its ports received plus sent, each copied once by DPDK's vhost library), the "
-        "GSO types the sink saw (last run), frames over the MTU that carried no GSO type "
-        "(last run), frames the sink verified (all runs), frames the backend dropped "
-        "(median):",
-        "",
-        markdown_table(["row", "backend", "copies/byte", "sink saw", "over MTU, no GSO",
-                        "verified", "dropped"], detail_rows(lines)),
-        "",
-        "Seed 004's comparison (Gbit/s of payload delivered, medians):",
-        "",
-        markdown_table(["offload", "backend", "with backend offload", "without", "gain"],
-                       seed004_rows(lines)),
-        "",
-        "Commands (per run): `" + " ".join([TESTPMD, *TESTPMD_EAL, "--file-prefix=…",
-        "--vdev net_vhost0,iface=A,queues=1,tso=1 --vdev net_vhost1,iface=B,queues=1,tso=1",
-        "--", *TESTPMD_APP]) + "` fed `" + testpmd_commands(ROWS[0]).strip().replace("\n", "; ")
-        + "` (GSO rows: `set port 1 gso on; set gso segsz 1514` instead of GRO); "
-        f"`offlab-fwd --port vhost-user:A --port vhost-user:B --mode M --cpu {FWD_CPU}`; "
-        f"`taskset -c {LOAD_CPU} offlab-vhostload --source A --sink B …` (arguments per row "
-        "in benches/fwd_w5.py).",
-    ])

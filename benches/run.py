@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import fwd_w5
+import w5_report
+import w5_testpmd
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_DIR = ROOT / "benches" / "peer"
@@ -520,7 +522,10 @@ def main() -> None:
                         help="run W5 alone (no engine workloads)")
     parser.add_argument("--w5-pairs", type=int, default=5, help="W5 testpmd/offlab-fwd run pairs")
     parser.add_argument("--w5-seconds", type=float, default=1.0, help="W5 measured seconds per run")
-    parser.add_argument("--w5-rows", default="", help="W5 rows whose key starts with this")
+    parser.add_argument("--w5-rows", default="", help="W5 rows whose key starts with this (comma-separated prefixes)")
+    parser.add_argument("--w5-append", action="store_true",
+                        help="add this run's W5 lines to the last raw file's and report all "
+                             "(W5 measured a few rows at a time, in short holds of the lock)")
     args = parser.parse_args()
     if not args.no_w5:
         run_w5(args)
@@ -553,18 +558,24 @@ def run_w5(args: argparse.Namespace) -> None:
         return
     fwd_w5.build()
     lines = fwd_w5.collect(args.w5_pairs, args.w5_seconds, args.w5_rows)
+    if args.w5_append and W5_RAW.exists():
+        kept = [json.loads(l) for l in W5_RAW.read_text().splitlines() if l.strip()]
+        kept = [l for l in kept if "loss" in l]  # lines from before loss was measured
+        measured_now = {l["workload"] for l in lines}
+        lines = [l for l in kept if l["workload"] not in measured_now] + lines
     W5_RAW.parent.mkdir(parents=True, exist_ok=True)
     W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
     section = "\n".join([
         f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}.", "", machine()[0],
-        f"- Kernel: {platform.release()}; DPDK {fwd_w5.testpmd_version()} "
+        f"- Kernel: {platform.release()}; DPDK {w5_testpmd.version()} "
         f"(`{fwd_w5.TESTPMD}` from Debian's dpdk-dev)", "",
-        fwd_w5.section(lines, args.w5_pairs, args.w5_seconds, markdown_table),
+        w5_report.section(lines, args.w5_pairs, args.w5_seconds, markdown_table,
+                          huge=any(l["config"].endswith("+huge") for l in lines)),
         "", f"Raw lines: `{W5_RAW.relative_to(ROOT)}`."])
     print(section)
     if not args.no_write and args.w5_pairs >= 5:
         write_doc(section, W5_BEGIN, W5_END)
-    refused = [row for row in fwd_w5.table_rows(lines) if "refused" in row[-1]]
+    refused = [row for row in w5_report.table_rows(lines) if "refused" in row[-1]]
     if refused:
         raise SystemExit("W5 rows refused (frames differ or failed the sink's checks): "
                          + "; ".join(f"{r[0]}: {r[-1]}" for r in refused))

@@ -280,6 +280,39 @@ fn a_frame_crosses_from_one_guest_to_the_other_intact() {
     assert!(negotiated.contains("guest_tso4") && negotiated.contains("mrg_rxbuf"), "{negotiated}");
 }
 
+/// A frame that finds the receiving guest's ring empty is held, not dropped, and
+/// arrives once the guest posts a buffer (before this change it was dropped as
+/// "guest receive ring full" the moment it met the empty ring).
+#[test]
+fn a_frame_waits_for_a_receive_buffer_instead_of_being_dropped() {
+    let dir = TempDir(format!("/tmp/ofl-vu-test-{}-held", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let sockets = [format!("{}/a.sock", dir.0), format!("{}/b.sock", dir.0)];
+    let fwd = Fwd::start(&[
+        "--port".into(), format!("vhost-user:{}", sockets[0]),
+        "--port".into(), format!("vhost-user:{}", sockets[1]),
+        "--mode".into(), "pass".into(),
+    ]);
+    let a = Guest::connect(&sockets[0], FEATURES);
+    let b = Guest::connect(&sockets[1], FEATURES); // no receive buffers yet
+    let mut lab = Lab { fwd, a, b, sockets, _dir: dir };
+    lab.wait_rings_ready();
+    let frame = udp_frame(11);
+    lab.a.send(0, &frame);
+    // Until the forwarder has read the frame from A (it then meets B's empty ring).
+    let a_to_b = format!("vhost-user:{} -> vhost-user:{}", lab.sockets[0], lab.sockets[1]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lab.fwd.stats()["directions"][&a_to_b]["rx_packets"].as_u64().unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "A's frame never read");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    lab.b.post_receive_buffers(1);
+    let got = lab.b.receive().unwrap_or_else(|| panic!("held frame at B: {}", lab.fwd.stats()));
+    assert_eq!(&got[VNET_LEN..], &frame[VNET_LEN..]);
+    assert_eq!(drops(&lab.fwd.stats(), "egress", "guest receive ring full"), 0);
+}
+
 /// Each malformed chain is dropped with its reason; the forwarder lives and the good
 /// frame sent after it arrives.
 #[test]

@@ -75,7 +75,7 @@ fn run(lab: &Lab, w: Workload, source_features: &str, sink_features: &str)
         connect_wait: Duration::from_secs(5),
     };
     let (mut source, mut sink) = session::connect(&setup).expect("connect");
-    let timing = Timing { warmup: Duration::from_millis(100), measure: Duration::from_millis(300), verify_every: 1 };
+    let timing = Timing { warmup: Duration::from_millis(100), measure: Duration::from_millis(700), verify_every: 1 };
     let (counts, _) = load::run(&mut source, &mut sink, &w, &timing);
     let features = (feature_names(source.guest.acked), feature_names(sink.guest.acked));
     (counts, features.0, features.1, Guests { _source: source, _sink: sink })

@@ -184,6 +184,11 @@ pub struct Counts {
     pub over_mtu_without_gso: u64,
     pub verified: u64,
     pub mismatches: BTreeMap<&'static str, u64>,
+    /// Time the source spent in rounds that sent or took back frames (its polls that
+    /// found nothing to do are not counted): what a guest's driver would spend.
+    pub source_busy: Duration,
+    /// The same for the sink: rounds that took at least one frame.
+    pub sink_busy: Duration,
 }
 
 impl Counts {
@@ -208,6 +213,8 @@ impl Counts {
             over_mtu_without_gso: self.over_mtu_without_gso - before.over_mtu_without_gso,
             verified: self.verified,
             mismatches: self.mismatches.clone(),
+            source_busy: self.source_busy - before.source_busy,
+            sink_busy: self.sink_busy - before.sink_busy,
         }
     }
 }
@@ -225,15 +232,24 @@ pub fn run(source: &mut Source, sink: &mut Sink, w: &Workload, timing: &Timing) 
     let start = Instant::now();
     let mut window: Option<(Instant, Counts)> = None;
     let verify_every = timing.verify_every.max(1);
+    let mut now = Instant::now();
     for round in 0u64.. {
         let (frames, payload) = source.pump();
+        let pumped = Instant::now();
+        if frames > 0 {
+            counts.source_busy += pumped - now;
+        }
         counts.sent_frames += frames;
         counts.sent_payload += payload;
+        let received = counts.frames;
         sink.drain(w, &mut counts, verify_every);
+        now = Instant::now();
+        if counts.frames > received {
+            counts.sink_busy += now - pumped;
+        }
         if round % 64 != 0 {
             continue;
         }
-        let now = Instant::now();
         match &window {
             None if now - start >= timing.warmup => window = Some((now, counts.clone())),
             Some((at, before)) if now - *at >= timing.measure => return (counts.since(before), now - *at),

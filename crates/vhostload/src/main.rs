@@ -120,6 +120,8 @@ fn run(args: &Args) -> Result<(), String> {
         "verified": counts.verified,
         "mismatches": counts.mismatches,
         "receive_buffer": buffer,
+        "source_busy_seconds": counts.source_busy.as_secs_f64(),
+        "sink_busy_seconds": counts.sink_busy.as_secs_f64(),
     }));
     Ok(())
 }

@@ -40,9 +40,13 @@ pub trait Port {
     /// left; frames the port itself refuses are counted in `counters` (the direction's
     /// that starts here). An error is fatal for the port (the device went away).
     fn recv_batch(&mut self, batch: &mut RxBatch, counters: &mut Counters) -> io::Result<()>;
-    /// Writes every frame of `tx`. Frames the device refuses are counted in `counters`
-    /// as drops by errno; only a vanished device is an error.
-    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, counters: &mut Counters) -> io::Result<()>;
+    /// Writes the frames of `tx` from index `from` on. Frames the device refuses are
+    /// counted in `counters` as drops by errno; only a vanished device is an error.
+    /// Returns the index of the first frame the receiver has no room for yet (a
+    /// vhost-user guest whose receive ring is full: the caller holds it and the rest,
+    /// and the sending guest's ring fills behind them), or `tx.len()`.
+    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, from: usize, counters: &mut Counters)
+        -> io::Result<usize>;
     /// The port's own state for the stats (a vhost-user port: connected, negotiated
     /// features); None for ports that have nothing beyond their label.
     fn state(&self) -> Option<serde_json::Value> {

@@ -165,12 +165,13 @@ impl Port for PacketPort {
         Ok(())
     }
 
-    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, counters: &mut Counters) -> io::Result<()> {
+    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, from: usize, counters: &mut Counters)
+        -> io::Result<usize> {
         self.iovecs.clear();
         self.frame_bytes.clear();
         let first_iovec = &mut self.first_iovec;
         first_iovec.clear();
-        for index in 0..tx.len() {
+        for index in from..tx.len() {
             first_iovec.push(self.iovecs.len());
             self.frame_bytes
                 .push(tx.iovecs(index, rx, &mut self.iovecs));
@@ -217,6 +218,6 @@ impl Port for PacketPort {
                 }
             }
         }
-        Ok(())
+        Ok(tx.len())
     }
 }

@@ -104,8 +104,9 @@ impl Port for TapPort {
         Ok(())
     }
 
-    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, counters: &mut Counters) -> io::Result<()> {
-        for index in 0..tx.len() {
+    fn send(&mut self, tx: &TxQueue, rx: &RxBatch, from: usize, counters: &mut Counters)
+        -> io::Result<usize> {
+        for index in from..tx.len() {
             self.iovecs.clear();
             let bytes = tx.iovecs(index, rx, &mut self.iovecs);
             match sys::writev(self.fd.as_raw_fd(), &self.iovecs) {
@@ -114,6 +115,6 @@ impl Port for TapPort {
                 Err(err) => counters.drop("egress", send_error_reason(&err)),
             }
         }
-        Ok(())
+        Ok(tx.len())
     }
 }

@@ -1,0 +1,213 @@
+"""W5's tables: throughput and verdicts, per-side loss and CPU, seed 004's comparison.
+
+Reads the raw lines `fwd_w5.run_one` makes; pure functions, Python standard library only.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import fwd_w5
+from fwd_w5 import ROWS, SEED004
+
+# A side "loses" when more than this share of the payload its source offered in the
+# window did not reach the sink (frames in flight at the window's edges are ~0.1 %).
+LOSS_TOLERANCE = 0.005
+SIDES = (("testpmd", "testpmd"), ("fwd", "offlab-fwd"))
+
+
+def _median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _by(lines: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for line in lines:
+        groups.setdefault((line["side"], line["workload"]), []).append(line)
+    return groups
+
+
+def refusal(dpdk: list[dict], fwd: list[dict]) -> str | None:
+    """Why a row cannot be judged: different input frames, or frames that failed the
+    sink's checks, on either side."""
+    if {l["digest"] for l in dpdk} != {l["digest"] for l in fwd}:
+        return "input digests differ"
+    for side in (dpdk, fwd):
+        bad = {k: v for l in side for k, v in l["mismatches"].items()}
+        if bad:
+            return f"{side[0]['side']}: sink found {bad}"
+        if not all(l["verified"] for l in side):
+            return f"{side[0]['side']}: nothing verified"
+    return None
+
+
+def ratio_cells(dpdk: list[dict], fwd: list[dict]) -> list[float]:
+    by_pair = {l["pair"]: l["value"] for l in dpdk}
+    return [l["value"] / by_pair[l["pair"]] for l in fwd if by_pair.get(l["pair"])]
+
+
+def spread(lines: list[dict], key: str) -> float:
+    """max/min of a row's per-pair ratios (1.0 when it has none)."""
+    groups = _by(lines)
+    ratios = ratio_cells(groups.get(("testpmd", key), []), groups.get(("fwd", key), []))
+    return max(ratios) / min(ratios) if ratios and min(ratios) > 0 else 1.0
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f} %"
+
+
+def verdict(row: fwd_w5.Row, dpdk: list[dict], fwd: list[dict]) -> str:
+    ratios = ratio_cells(dpdk, fwd)
+    why = refusal(dpdk, fwd)
+    if why or not ratios:
+        return f"**refused** ({why or 'no pair'})"
+    if _median([l["depth"] for l in fwd]) + 0.05 < _median([l["depth"] for l in dpdk]):
+        return "**no** (merges less)"
+    loss = _median([l["loss"] for l in fwd])
+    if loss is not None and loss > LOSS_TOLERANCE:
+        return f"**no** (loses {_pct(loss)})"
+    return "yes" if row.goal is None or statistics.median(ratios) >= row.goal else "**no**"
+
+
+def table_rows(lines: list[dict]) -> list[list[str]]:
+    """Per row: both sides' delivered Gbit/s and loss, the ratio (median, min-max, pairs),
+    merge depths, goal, verdict."""
+    groups, out = _by(lines), []
+    for row in ROWS:
+        dpdk, fwd = groups.get(("testpmd", row.key)), groups.get(("fwd", row.key))
+        if not dpdk or not fwd:
+            continue
+        ratios = ratio_cells(dpdk, fwd)
+        out.append([row.label,
+                    f"{_median([l['value'] for l in dpdk]):.2f} Gbit/s",
+                    f"{_median([l['value'] for l in fwd]):.2f} Gbit/s",
+                    f"{statistics.median(ratios):.2f}×" if ratios else "–",
+                    f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "–",
+                    str(len(ratios)),
+                    _pct(_median([l["loss"] for l in dpdk])),
+                    _pct(_median([l["loss"] for l in fwd])),
+                    f"{_median([l['depth'] for l in dpdk]):.2f}",
+                    f"{_median([l['depth'] for l in fwd]):.2f}",
+                    "–" if row.goal is None else f"≥ {row.goal}×",
+                    verdict(row, dpdk, fwd)])
+    return out
+
+
+def _ns(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
+def detail_rows(lines: list[dict]) -> list[list[str]]:
+    """Per row and side: offered and delivered payload, loss, CPU per delivered segment
+    (backend; source and sink), copies per byte, what the sink got marked, drops."""
+    groups, out = _by(lines), []
+    for row in ROWS:
+        for side, name in SIDES:
+            runs = groups.get((side, row.key))
+            if not runs:
+                continue
+            copies = _median([l["copies_per_byte"] for l in runs])
+            gso = runs[-1]["gso_types"]
+            out.append([row.key, name,
+                        f"{_median([l['offered_gbps'] for l in runs]):.2f}",
+                        f"{_median([l['value'] for l in runs]):.2f}",
+                        _pct(_median([l["loss"] for l in runs])),
+                        _ns(_median([l["backend_ns_per_segment"] for l in runs])),
+                        _ns(_median([load_ns_per_segment(l, "source") for l in runs])),
+                        _ns(_median([load_ns_per_segment(l, "sink") for l in runs])),
+                        "–" if copies is None else f"{copies:.2f}",
+                        ", ".join(f"{'none' if k == '0' else 'tcpv4' if k == '1' else k}: {v}"
+                                  for k, v in gso.items()),
+                        str(runs[-1]["over_mtu_without_gso"]),
+                        str(sum(l["verified"] for l in runs)),
+                        str(_median([l["backend_dropped"] for l in runs]))])
+    return out
+
+
+def load_ns_per_segment(line: dict, who: str) -> float | None:
+    """The source's or sink's busy time per delivered MSS segment, in ns."""
+    segments_per_s = line["value"] * 1e9 / 8 / line["mss"] if line.get("mss") else 0
+    share = line[f"{who}_busy_share"]
+    return share * 1e9 / segments_per_s if segments_per_s else None
+
+
+def per_gbps(lines: list[dict], who: str) -> float | None:
+    """Share of a core the source or sink was busy, per Gbit/s delivered (median)."""
+    return _median([l[f"{who}_busy_share"] / l["value"] for l in lines if l["value"]])
+
+
+def seed004_rows(lines: list[dict]) -> list[list[str]]:
+    """Seed 004's figures: Gbit/s with and without backend offload, and what the two
+    guests spent for it (busy share of a core per Gbit/s delivered)."""
+    groups, out = _by(lines), []
+    for label, offload, baseline in SEED004:
+        for side, name in SIDES:
+            on, off = groups.get((side, offload)), groups.get((side, baseline))
+            if not on or not off:
+                continue
+            a, b = _median([l["value"] for l in on]), _median([l["value"] for l in off])
+            cells = [label, name, f"{a:.2f}", f"{b:.2f}", f"{(a / b - 1) * 100:+.0f} %"]
+            for who in ("source", "sink"):
+                cells += [_pct(per_gbps(on, who)), _pct(per_gbps(off, who))]
+            out.append(cells)
+    return out
+
+
+def commands(huge: bool) -> str:
+    """testpmd's command line and prompt input, once per distinct configuration."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for row in ROWS:
+        setup = fwd_w5.testpmd_setup(row, "HUGETLBFS" if huge else None)
+        typed = setup.commands(row.gro, row.gso).strip().replace("\n", "; ")
+        seen.setdefault((setup.shown(), typed), []).append(row.key)
+    return "\n".join(f"- {', '.join(keys)}: `{line}` fed `{typed}`"
+                     for (line, typed), keys in seen.items())
+
+
+def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
+            huge: bool = False) -> str:
+    return "\n".join([
+        f"W5: offlab-fwd vs DPDK testpmd (tuned, see above) as the vhost-user backend, "
+        f"{pairs} pairs per row in ABBA order (testpmd first in even pairs, offlab-fwd in odd "
+        f"ones; up to {fwd_w5.EXTRA_PAIRS} more pairs for rows whose ratios spread over "
+        f"{fwd_w5.WIDE_SPREAD}×), {seconds} s measured after {fwd_w5.WARMUP} s per run; "
+        f"backend on CPU {fwd_w5.FWD_CPU}, source/sink (`offlab-vhostload`) on CPU "
+        f"{fwd_w5.LOAD_CPU}; figure = TCP payload delivered to the sink; medians; ratio = "
+        "offlab-fwd/testpmd of the same pair. Loss = payload the source handed over in the "
+        "window that the sink did not get. Merge depth = MSS segments per frame the sink "
+        f"received. testpmd's memory: {'2 MiB hugepages' if huge else 'no hugepages'}.",
+        "",
+        markdown_table(["workload", "DPDK testpmd", "offlab-fwd", "ratio (median)",
+                        "ratio min–max", "pairs", "loss DPDK", "loss offlab", "depth DPDK",
+                        "depth offlab", "goal", "met?"], table_rows(lines)),
+        "",
+        "Per side: payload offered by the source and delivered to the sink (Gbit/s, "
+        "medians), loss; CPU per delivered MSS-size segment in ns — the backend's (its "
+        "process's CPU time from /proc/PID/task/*/schedstat over the window; both backends "
+        "poll, so this is its whole core divided by what it delivered), the source's and "
+        "the sink's (time in rounds that moved a frame); bytes copied per byte delivered; "
+        "GSO types the sink saw and frames over the MTU without one (last run); frames "
+        "verified (all runs); frames the backend dropped (median):",
+        "",
+        markdown_table(["row", "backend", "offered", "delivered", "loss", "backend ns/seg",
+                        "source ns/seg", "sink ns/seg", "copies/byte", "sink saw",
+                        "over MTU, no GSO", "verified", "dropped"], detail_rows(lines)),
+        "",
+        "Seed 004's comparison: Gbit/s with and without backend offload, and the guests' "
+        "CPU for it — the share of a core the source and the sink were busy, per Gbit/s "
+        "delivered (medians):",
+        "",
+        markdown_table(["offload", "backend", "Gbit/s with", "without", "gain",
+                        "source CPU/Gbit/s with", "without", "sink CPU/Gbit/s with",
+                        "without"], seed004_rows(lines)),
+        "",
+        "testpmd command lines (per row group; sockets A and B):",
+        "",
+        commands(huge),
+        "",
+        f"offlab-fwd: `offlab-fwd --port vhost-user:A --port vhost-user:B --mode M --cpu "
+        f"{fwd_w5.FWD_CPU}`; load: `taskset -c {fwd_w5.LOAD_CPU} offlab-vhostload --source A "
+        "--sink B …` (arguments per row in benches/fwd_w5.py).",
+    ])
