@@ -163,6 +163,23 @@ def current(host: Host, change: Change) -> Any:
     raise ValueError(f"unknown change kind {change.kind!r}")
 
 
+MASK_FILES = ("rps_cpus", "xps_cpus", "smp_affinity")
+"""Files holding a CPU bitmask in hex: "4" written reads back "00000000,00000004"."""
+
+
+def normal(change: Change, value: Any) -> Any:
+    """`value` in a form that compares equal however the kernel prints it: hex CPU masks
+    as numbers, multi-value sysctls ("4096\t131072") with single spaces."""
+    if change.kind != "file" or not isinstance(value, str):
+        return value
+    if change.target.rsplit("/", 1)[-1] in MASK_FILES:
+        try:
+            return int(value.replace(",", "").strip() or "0", 16)
+        except ValueError:
+            return value
+    return " ".join(value.split())
+
+
 def _read(host: Host, path: str) -> str:
     try:
         return host.read_file(path).strip()

@@ -13,7 +13,8 @@ its fix:
   kernel: their CPU and counters are not two hosts'. Refused unless the hosts file says
   `same_kernel = true`;
 * **UDP within a cap** — no congestion control on a network others may use: at most
-  `udp_max_rate` (1 Gbit/s unless the hosts file raises it);
+  `udp_max_rate` (1 Gbit/s unless the hosts file raises it) offered in total by a case
+  (rate x streams x directions, irtt probes and UDP ping-pong counted);
 * **nothing of another offlab** — `ofl-` devices already there (another run's, or a
   killed one's) are refused, and so are iperf3's TCP port taken on the receiver (named
   with the process holding it), a VXLAN device already on offlab's VNI and port, and an
@@ -31,7 +32,7 @@ from .base import HostError
 from .hostsfile import HostsFile, HostSpec
 
 if TYPE_CHECKING:
-    from ..records import CaseSpec
+    from ..records import CaseSpec, TrafficSpec
     from .ssh import SshHost
 
 OVERRIDE_FLAG = "--allow-shared-interface"
@@ -212,20 +213,54 @@ def check_servers(hosts: HostsFile, allow_shared: bool) -> list[str]:
     return check(hosts, uses, allow_shared)
 
 
+IRTT_PACKET_BITS = 100 * 8
+"""An irtt probe, UDP/IP headers and irtt's timestamps included, at most (both ways)."""
+RR_FLOOR_S = 10e-6
+"""The shortest round trip a ping-pong through two kernels takes: UDP request/response
+(sockperf) keeps one message in flight each way, so it offers at most this fast."""
+
+
+def offered_udp_bps(traffic: "TrafficSpec") -> float | None:
+    """The UDP a case puts on the servers' network in total, every tool counted: the
+    rate is per stream and per direction (iperf3's -b with -P and --bidir), an irtt
+    probe beside a stream adds its packets both ways, a UDP ping-pong one message in
+    flight each way; None: unbounded (no rate, or a capacity search's first probe)."""
+    from ..latency import PROBE_INTERVAL_MS, RR_MESSAGE
+    directions = 2 if traffic.bidirectional else 1
+    probe = 2 * IRTT_PACKET_BITS / (PROBE_INTERVAL_MS / 1000) if traffic.latency_probe else 0.0
+    if traffic.mode == "rr":
+        message = traffic.message_size or RR_MESSAGE
+        return 2 * (message + 28) * 8 / RR_FLOOR_S if traffic.protocol == "udp" else probe
+    if traffic.protocol != "udp":
+        return probe
+    if traffic.mode == "capacity" or traffic.rate_bps is None:
+        return None
+    return traffic.rate_bps * max(1, traffic.streams) * directions + probe
+
+
 def check_udp_rates(hosts: HostsFile, cases: "Iterable[CaseSpec]") -> None:
     """UDP on real hosts at most at the hosts file's `udp_max_rate` (1 Gbit/s unless
-    raised): an unlimited rate, a rate above it or a capacity search (whose first probe
-    is unlimited) is refused before the run."""
+    raised), counted as the whole offered load of each case (offered_udp_bps): an
+    unlimited rate, a total above it or a capacity search is refused before the run."""
     cap = hosts.udp_max_bps
     if cap is None:
         return
     for case in cases:
         traffic = case.traffic
-        if traffic.protocol != "udp":
+        offered = offered_udp_bps(traffic)
+        if offered is not None and offered <= cap:
             continue
-        if traffic.mode == "capacity" or traffic.rate_bps is None or traffic.rate_bps > cap:
-            offered = ("a capacity search (unlimited probes)" if traffic.mode == "capacity" else
-                       "an unlimited rate" if traffic.rate_bps is None else f"{traffic.rate_bps / 1e9:g} Gbit/s")
-            raise HostError(f"{case.key}: UDP at {offered} over your servers' network, above the cap of "
-                            f"{cap / 1e9:g} Gbit/s; set the plan's udp_rate to at most that, or raise the cap "
-                            f"with udp_max_rate = \"10G\" (or \"unlimited\") in {hosts.source}")
+        if traffic.mode == "capacity":
+            what = "a capacity search (unlimited probes)"
+        elif offered is None:
+            what = "an unlimited rate"
+        else:
+            parts = [f"{traffic.rate_bps / 1e9:g} Gbit/s" if traffic.rate_bps else ""]
+            parts += [f"{traffic.streams} streams"] if traffic.streams > 1 else []
+            parts += ["both directions"] if traffic.bidirectional else []
+            what = f"{offered / 1e9:g} Gbit/s in total ({' x '.join(p for p in parts if p)})" \
+                if traffic.protocol == "udp" and traffic.mode != "rr" else f"up to {offered / 1e9:g} Gbit/s"
+        raise HostError(f"{case.key}: UDP at {what} over your servers' network, above the cap of "
+                        f"{cap / 1e9:g} Gbit/s; lower the plan's udp_rate (it is per stream and per "
+                        f"direction) or streams, or raise the cap with udp_max_rate = \"10G\" (or "
+                        f"\"unlimited\") in {hosts.source}")

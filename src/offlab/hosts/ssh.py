@@ -36,6 +36,8 @@ from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError, run
 from ..runscope import RUNTIME_ROOT
 from .base import Host, HostError
 from .hostsfile import HostSpec
+from .journal import STATE_DIR
+from .lease import LEASE_LOST_STATUS, Fence
 
 SSH_FAILED = 255
 """ssh's own exit status when it could not run the command at all."""
@@ -43,7 +45,7 @@ CONNECT_TIMEOUT_S = 5
 PINNED_OPTIONS = ("BatchMode=yes", "ForwardAgent=no", "ForwardX11=no", "ClearAllForwardings=yes",
                   "PermitLocalCommand=no")
 """Options no config can change for offlab's connections."""
-AUDIT_LOG = Path("/var/lib/offlab/audit.jsonl")
+AUDIT_LOG = STATE_DIR / "audit.jsonl"
 
 
 class HostJournal(Protocol):
@@ -150,6 +152,8 @@ class SshHost(Host):
         self.audit = audit
         self.journal: HostJournal | None = None
         """Set while a topology journals this host: every spawned process is recorded."""
+        self.fence: Fence | None = None
+        """Set while the run holds the server (session.py): every command carries the token."""
         user = ssh_user()
         self._control = control_dir or _control_dir()
         if user is not None:
@@ -157,8 +161,11 @@ class SshHost(Host):
             os.chown(self._control, entry.pw_uid, entry.pw_gid)
         self._base = ssh_command(ssh_config, self._control, spec.ssh, user)
 
-    def _remote(self, args: Sequence[str]) -> str:
-        command = shlex.join(args)
+    def _remote(self, args: Sequence[str], hand_over: bool = False) -> str:
+        """The command line run on the server: behind the lease's token check while the
+        run holds it (lease.py; `hand_over`: a long-running process lets the lock go)."""
+        words = self.fence.wrap(list(args), hand_over) if self.fence is not None else list(args)
+        command = shlex.join(words)
         return f"sudo -n {command}" if self.spec.sudo else command
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
@@ -180,6 +187,8 @@ class SshHost(Host):
                             "check the host answers `ssh " + self.spec.ssh + " true`") from None
         if self.audit is not None:
             self.audit.add(self.name, self.spec.ssh, command, done.returncode)
+        if done.returncode == LEASE_LOST_STATUS and self.fence is not None and self.fence.refused(done.stderr):
+            raise self.fence.lose_from(done.stderr)
         if done.returncode == SSH_FAILED:
             raise HostError(f"{self.name} ({self.spec.ssh}): ssh failed: {done.stderr.strip()[-200:]}; "
                             f"check that `ssh {self.spec.ssh} true` works without a password")
@@ -196,7 +205,7 @@ class SshHost(Host):
         # its pid on stderr, waits for "go" (sent once the journal has it), then becomes
         # the command. Without "go" (offlab died first) it exits without running it.
         inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)}" + ("" if keep_stdin else " </dev/null")
-        remote = self._remote(["setsid", "-w", "sh", "-c", inner])
+        remote = self._remote(["setsid", "-w", "sh", "-c", inner], hand_over=True)
         if self.audit is not None:
             self.audit.add(self.name, self.spec.ssh, remote, None)
         local = subprocess.Popen([*self._base, "--", remote], stdin=subprocess.PIPE,
@@ -207,6 +216,8 @@ class SshHost(Host):
         if not first.isdigit():
             local.kill()
             local.wait()
+            if self.fence is not None and self.fence.refused(first):
+                raise self.fence.lose_from(first)
             raise HostError(f"{self.name} ({self.spec.ssh}): could not start `{shlex.join(args)}`: "
                             f"{first or 'ssh closed'}")
         pid = int(first)
@@ -227,7 +238,13 @@ class SshHost(Host):
         return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry))
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
-        """TERM the remote process group, KILL it after the grace period, then reap the ssh."""
+        """TERM the remote process group, KILL it after the grace period, then reap the ssh.
+        On a server whose lease is lost only the local ssh is ended: the server's watchdog
+        killed the group when it restored, and the pid may be another run's by now."""
+        if process.poll() is None and self.fence is not None and self.fence.lost is not None:
+            local = process.local if isinstance(process, RemoteProcess) else process
+            local.kill()
+            local.wait(timeout=grace_s)
         if process.poll() is None:
             self.run(["kill", "-s", "TERM", "--", f"-{process.pid}"], check=False, timeout=10)
             try:

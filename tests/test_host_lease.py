@@ -1,0 +1,76 @@
+"""The lease's token check (hosts/lease.py) run by the real POSIX shell and flock(1) on a
+run directory in a temporary folder, and the drift comparison of values the kernel
+prints in another form. The whole lease on live sshd servers:
+tests/integration/test_host_lease.py."""
+
+import subprocess
+
+import pytest
+
+from offlab.hosts import changes
+from offlab.hosts.journal import forget
+from offlab.hosts.base import HostError
+from offlab.hosts.lease import LEASE_LOST_STATUS, Fence, LeaseLost
+
+
+def _held(tmp_path, token: str):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "owner").write_text(f"{token}\nboot\n")
+    return run_dir
+
+
+def _sh(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=10)
+
+
+def test_a_command_of_the_holder_runs_behind_the_lock(tmp_path):
+    run_dir = _held(tmp_path, "run A")
+    fence = Fence(str(run_dir), "run A", "rx")
+    done = _sh(fence.wrap(["sh", "-c", "echo ran; exit 3"]))
+    assert done.returncode == 3 and done.stdout == "ran\n"
+
+
+@pytest.mark.parametrize("owner", ["run B", None])
+def test_a_command_of_another_token_is_refused_and_does_not_run(tmp_path, owner):
+    run_dir = _held(tmp_path, owner) if owner else tmp_path / "run"
+    fence = Fence(str(run_dir), "run A", "rx")
+    marker = tmp_path / "touched"
+    done = _sh(fence.wrap(["touch", str(marker)]))
+    assert done.returncode == LEASE_LOST_STATUS and fence.refused(done.stderr)
+    assert not marker.exists()
+    lost = fence.lose_from(done.stderr)
+    assert f"{owner or 'nobody'} holds" in lost.reason
+    with pytest.raises(LeaseLost):  # once lost, nothing more is even sent
+        fence.wrap(["true"])
+
+
+def test_a_spawned_command_lets_the_lock_go(tmp_path):
+    """A long-running process must not keep the watchdog from the lock."""
+    run_dir = _held(tmp_path, "run A")
+    fence = Fence(str(run_dir), "run A", "rx")
+    done = _sh(fence.wrap(["sh", "-c", f"flock -n {run_dir}.lock echo free"], hand_over=True))
+    assert done.returncode == 0 and done.stdout == "free\n"
+    held = _sh(fence.wrap(["sh", "-c", f"flock -n {run_dir}.lock echo free"]))
+    assert held.returncode == 1  # a plain command holds it until it ends
+
+
+@pytest.mark.parametrize("path, written, read", [
+    ("/sys/class/net/eth0/queues/rx-0/rps_cpus", "4", "00000000,00000004"),
+    ("/proc/irq/30/smp_affinity", "f", "0000000f"),
+    ("/proc/sys/net/ipv4/tcp_rmem", "4096 131072 6291456", "4096\t131072\t6291456"),
+])
+def test_a_value_read_back_in_the_kernels_form_is_the_value_set(path, written, read):
+    change = changes.file(path, "0", written)
+    assert changes.normal(change, read) == changes.normal(change, written)
+    assert changes.normal(change, "00000000,00000008") != changes.normal(change, written)
+
+
+def test_forget_drops_one_servers_journals_and_names_what_may_be_left(tmp_path):
+    (tmp_path / "k.json").write_text(
+        '{"spec": {"role": "sender", "ssh": "old1"}, "ssh_config": null, "identity": {}, "version": 2, '
+        '"changes": [{"kind": "mtu", "target": "eth9", "old": "1500", "new": "9000", "undo": []}]}')
+    with pytest.raises(HostError, match="no journal of 'other'"):
+        forget("other", tmp_path)
+    lines = forget("old1", tmp_path)
+    assert len(lines) == 1 and "mtu eth9" in lines[0] and not (tmp_path / "k.json").exists()
