@@ -74,3 +74,31 @@ def test_forget_drops_one_servers_journals_and_names_what_may_be_left(tmp_path):
         forget("other", tmp_path)
     lines = forget("old1", tmp_path)
     assert len(lines) == 1 and "mtu eth9" in lines[0] and not (tmp_path / "k.json").exists()
+
+
+def test_a_neighbour_entry_offlab_replaces_is_put_back_as_it_was():
+    """`ip neigh replace` overwrites an operator's static entry: the change records it
+    and the undo puts it back instead of deleting it."""
+    shown = [{"dst": "10.0.0.2", "dev": "eth1", "lladdr": "02:AA:00:00:00:01", "state": ["PERMANENT"]}]
+    old = changes.neigh_value(shown)
+    assert old == "02:aa:00:00:00:01 PERMANENT"
+    change = changes.neigh("10.0.0.2", "eth1", "02:bb:00:00:00:02", old)
+    assert change.undo == (("ip", "neigh", "replace", "10.0.0.2", "lladdr", "02:aa:00:00:00:01", "dev", "eth1",
+                            "nud", "permanent"),)
+    fresh = changes.neigh("10.0.0.2", "eth1", "02:bb:00:00:00:02", changes.neigh_value([]))
+    assert fresh.undo == (("ip", "neigh", "del", "10.0.0.2", "dev", "eth1"),)
+
+
+def test_the_confirmation_names_the_host_wide_socket_limits_a_udp_plan_raises():
+    from offlab.hosts.confirm import planned_changes
+    from offlab.hosts.hostsfile import parse
+    from offlab.plan import parse as parse_plan
+    hosts = parse({"sender": {"ssh": "s1", "interface": "e1", "address": "192.0.2.1", "peer": "192.0.2.2", "app_core": 0},
+                   "receiver": {"ssh": "s2", "interface": "e1", "address": "192.0.2.2", "peer": "192.0.2.1",
+                                "app_core": 1}}, "h.toml")
+    plan = ('name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["{}"]\n'
+            'sequences = ["all-on"]\n')
+    udp = planned_changes(hosts, parse_plan(plan.format("udp1472"), "p").cases, False)
+    assert all("net.core.rmem_max and net.core.wmem_max raised" in line for line in udp)
+    tcp = planned_changes(hosts, parse_plan(plan.format("tcp"), "p").cases, False)
+    assert not any("rmem_max" in line for line in tcp)

@@ -182,6 +182,22 @@ class Journal:
         if old != new.strip():
             self._once(changes.file(path, old, new.strip()))
 
+    def after_features(self, device: str) -> None:
+        """The test interface's features as the kernel has them after offlab's change
+        (dependent features included): the value set, for the drift check."""
+        for entry in self.record.changes:
+            if entry["kind"] == "features" and entry["target"] == device:
+                listing = parse_features(self.host.run(["ethtool", "-k", device]).stdout)
+                entry["new"] = {name: f.on for name, f in listing.features.items() if name in entry["old"]}
+                self._write("")
+                return
+
+    def before_neigh(self, address: str, dev: str, mac: str) -> None:
+        """A permanent neighbour entry about to be put in place: whatever entry is there
+        now is recorded, and the undo puts it back (or deletes offlab's)."""
+        shown = json.loads(self.host.ip("-j", "neigh", "show", "to", address, "dev", dev, check=False).stdout or "[]")
+        self.add(changes.neigh(address, dev, mac, changes.neigh_value(shown)))
+
     def before_route(self, spec: tuple[str, ...]) -> None:
         self.add(changes.route(spec))
 

@@ -61,6 +61,10 @@ class HostJournal(Protocol):
 
     def before_route(self, spec: tuple[str, ...]) -> None: ...
 
+    def after_features(self, device: str) -> None: ...
+
+    def before_neigh(self, address: str, dev: str, mac: str) -> None: ...
+
 
 def ssh_user() -> str | None:
     """The user ssh runs as: the one who called `sudo offlab …`, else None (this one)."""
@@ -265,6 +269,14 @@ class SshHost(Host):
         if self.journal is not None:
             self.journal.before_link(device, mtu, up)
         super().set_link(device, mtu=mtu, up=up)
+
+    def set_features(self, device: str, pairs: Sequence[str]) -> Completed:
+        """The features as read back after the change are journaled as the value set, so
+        a later restore sees whether someone changed them since (drift)."""
+        done = super().set_features(device, pairs)
+        if self.journal is not None:
+            self.journal.after_features(device)
+        return done
 
     def write_file(self, path: str, text: str, check: bool = True) -> bool:
         if self.journal is not None:
