@@ -20,6 +20,7 @@ import pytest
 
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
+from offlab.hosts.ssh import AUDIT_LOG
 
 from .runs import OFFLAB, samples, start_run
 from .sshlab import WATCHDOG_S, ssh_lab
@@ -157,11 +158,16 @@ def test_a_controller_frozen_past_the_watchdog_comes_back_fenced(lab, tmp_path):
     assert not Path(SERVER_DIR).exists()
 
 
+def _audit_lines() -> list[dict]:
+    return [json.loads(line) for line in AUDIT_LOG.read_text().splitlines()] if AUDIT_LOG.exists() else []
+
+
 def test_an_unreachable_old_journal_blocks_no_run_and_can_be_forgotten(lab, tmp_path):
     """A killed run's journal of a server that can no longer be reached: a run to other
     servers starts (only this run's servers' journals are replayed first), `offlab
     restore` names it and the way out, and `--forget` drops it with a warning of what
-    may be left."""
+    may be left. The run's spawned processes and the restore's attempt are audited with
+    their exit status."""
     gone = JOURNAL_DIR / "ofltestgone.json"
     JOURNAL_DIR.mkdir(parents=True, exist_ok=True)
     gone.write_text(json.dumps({
@@ -172,15 +178,22 @@ def test_an_unreachable_old_journal_blocks_no_run_and_can_be_forgotten(lab, tmp_
         "changes": [{"kind": "mtu", "target": "eth9", "old": "1500", "new": "9000",
                      "undo": [["ip", "link", "set", "dev", "eth9", "mtu", "1500"]]}],
         "token": "elsewhere pid 1", "version": 2}))
+    audited = _audit_lines()
     try:
         done = subprocess.run([*OFFLAB, "run", "--hosts", str(lab.hosts_file), "--plan",
                                str(_plan(tmp_path / "r", 1, 1400)), "--out", str(tmp_path / "r"), "--yes",
                                "--no-progress"], capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stderr
         assert gone.exists()  # not this run's server: left for `offlab restore`
+        # Every spawned process's end is audited with its exit status.
+        run_lines = _audit_lines()[len(audited):]
+        ends = [e for e in run_lines if e.get("event") == "end" and "iperf3" in e["command"]]
+        assert ends and all(isinstance(e["status"], int) for e in ends)
         restore = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=60)
         assert restore.returncode == 1 and "NOT restored sender (ofl-gone.invalid)" in restore.stdout
         assert "--forget" in restore.stderr and gone.exists()
+        # The restore's attempt is in the controller's audit log, with ssh's status.
+        assert any(e["ssh"] == "ofl-gone.invalid" and e["status"] == 255 for e in _audit_lines()[len(audited):])
         forgot = subprocess.run([*OFFLAB, "restore", "--forget", "ofl-gone.invalid"], capture_output=True,
                                 text=True, timeout=60)
         assert forgot.returncode == 0, forgot.stderr

@@ -13,7 +13,7 @@ from . import guard
 from .base import HostError
 from .facts import read_facts
 from .hostsfile import HostsFile, HostSpec
-from .ssh import SshHost
+from .ssh import AuditLog, SshHost
 
 OLD_BIN_DIR = "/var/lib/offlab/bin"
 """Where offlab before the one files cache (hosts/files.py) copied offlab-fwd: still
@@ -166,10 +166,11 @@ def purge_files(hosts: HostsFile) -> list[str]:
     from . import files
     lines = []
     for role, spec in hosts.hosts.items():
-        host = SshHost(role, spec, hosts.ssh_config)
+        host = SshHost(role, spec, hosts.ssh_config, audit=AuditLog())
         try:
-            lines.append(files.purge(host))
-            lines.append(files.purge(host, OLD_BIN_DIR))
+            for said in (files.purge(host), files.purge(host, OLD_BIN_DIR)):
+                lines.append(said)
+                host.log(f"offlab restore --purge: {said}")
         except HostError as err:
             lines.append(f"{role}: not purged: {err}")
         finally:

@@ -239,9 +239,9 @@ def replay_session(record: Record) -> list[str]:
     the journal's token with their drift check, the server-side copy removed and the
     server released."""
     from .hostsfile import HostSpec
-    from .ssh import SshHost
+    from .ssh import AuditLog, SshHost
     spec = HostSpec(**record.spec)
-    host = SshHost(spec.role, spec, record.ssh_config)
+    host = SshHost(spec.role, spec, record.ssh_config, audit=AuditLog())
     try:
         expected = record.identity
         if not expected:  # a journal of offlab before version 2: no server-side hold
@@ -262,6 +262,8 @@ def replay_session(record: Record) -> list[str]:
             lines = _replay(host, record)
         except LeaseLost as lost:
             return [f"{host.name}: restored by the server's own watchdog meanwhile ({lost.reason})"]
+        for line in lines:
+            host.log(f"restore of {record.token}: {line}")
         server.remove(found.key)
         server.release()
         return lines or [f"{host.name}: nothing to do (already as it was)"]

@@ -87,10 +87,12 @@ class AuditLog:
     def __init__(self, path: Path = AUDIT_LOG):
         self.path = path
 
-    def add(self, host: str, destination: str, command: str, status: int | None) -> None:
+    def add(self, host: str, destination: str, command: str, status: int | None, event: str = "run") -> None:
+        """`event`: "run" (a command run to its end, or not at all: status null), or
+        "start" and "end" of a spawned process (the end carries its exit status)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
-                           "ssh": destination, "command": command, "status": status})
+                           "ssh": destination, "command": command, "status": status, "event": event})
         with open(self.path, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
@@ -110,12 +112,17 @@ class RemoteProcess:
     """A process started over ssh: `pid` is its pid on the remote host; waiting and
     reading go through the local ssh client that carries its output."""
 
-    def __init__(self, local: subprocess.Popen[str], pid: int, on_end: Callable[[], None] | None = None):
+    def __init__(self, local: subprocess.Popen[str], pid: int, on_end: Callable[[], None] | None = None,
+                 on_status: Callable[[int], None] | None = None):
         self.local = local
         self.pid = pid
         self._on_end = on_end
+        self._on_status = on_status
 
     def _ended(self, status: int | None) -> int | None:
+        if status is not None and self._on_status is not None:
+            on_status, self._on_status = self._on_status, None
+            on_status(status)
         if status is not None and self._on_end is not None:
             on_end, self._on_end = self._on_end, None
             on_end()
@@ -174,23 +181,29 @@ class SshHost(Host):
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
             input_text: str | None = None) -> Completed:
-        return self._run(self._remote(args), args, timeout, check, input_text)
+        return self._run(self._remote(args), args, timeout, check, input_text, self._shown(args))
 
     def run_plain(self, args: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> Completed:
         """A command as the login user, without sudo (what is installed, who am I)."""
-        return self._run(shlex.join(args), args, timeout, True, None)
+        return self._run(shlex.join(args), args, timeout, True, None, shlex.join(args))
+
+    def _shown(self, args: Sequence[str]) -> str:
+        """A command as the audit log shows it: as run, without the lease's prelude
+        (lease.py), with the token it carried."""
+        fenced = f" [lease {self.fence.token}]" if self.fence is not None else ""
+        return ("sudo -n " if self.spec.sudo else "") + shlex.join(args) + fenced
 
     def _run(self, command: str, args: Sequence[str], timeout: float, check: bool,
-             input_text: str | None) -> Completed:
+             input_text: str | None, shown: str) -> Completed:
         try:
             done = run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
         except ProcessError as err:
             if self.audit is not None:
-                self.audit.add(self.name, self.spec.ssh, command, None)
+                self.audit.add(self.name, self.spec.ssh, shown, None)
             raise HostError(f"{self.name} ({self.spec.ssh}): `{shlex.join(args)}` {err.reason}; "
                             "check the host answers `ssh " + self.spec.ssh + " true`") from None
         if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, command, done.returncode)
+            self.audit.add(self.name, self.spec.ssh, shown, done.returncode)
         if done.returncode == LEASE_LOST_STATUS and self.fence is not None and self.fence.refused(done.stderr):
             raise self.fence.lose_from(done.stderr)
         if done.returncode == SSH_FAILED:
@@ -211,7 +224,7 @@ class SshHost(Host):
         inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)}" + ("" if keep_stdin else " </dev/null")
         remote = self._remote(["setsid", "-w", "sh", "-c", inner], hand_over=True)
         if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, remote, None)
+            self.audit.add(self.name, self.spec.ssh, self._shown(args), None, "start")
         local = subprocess.Popen([*self._base, "--", remote], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -239,7 +252,10 @@ class SshHost(Host):
         else:
             local.stdin.close()
             local.stdin = None  # communicate() must not flush it again
-        return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry))
+        audit = self.audit
+        return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry),
+                             None if audit is None else
+                             lambda status: audit.add(self.name, self.spec.ssh, self._shown(args), status, "end"))
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
         """TERM the remote process group, KILL it after the grace period, then reap the ssh.
@@ -295,15 +311,20 @@ class SshHost(Host):
         """Run `command` on the host with the bytes of the local file `source` on its
         stdin (a copy over the same connection, hosts/files.py)."""
         remote = self._remote(command)
-        if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, remote, None)
         with open(source, "rb") as data:
             done = subprocess.run([*self._base, "--", remote], stdin=data, capture_output=True, timeout=timeout)
+        if self.audit is not None:
+            self.audit.add(self.name, self.spec.ssh, self._shown(command), done.returncode)
         stderr = done.stderr.decode(errors="replace").strip()
         if done.returncode != 0:
             raise HostError(f"{self.name} ({self.spec.ssh}): could not copy {source.name} "
                             f"(`{shlex.join(command)}` exited with status {done.returncode}: {stderr[-200:]})")
         return Completed(tuple(command), done.returncode, done.stdout.decode(errors="replace"), stderr)
+
+    def log(self, message: str) -> None:
+        """A line in the server's syslog (`journalctl -t offlab`): what offlab did as root
+        there outside a run's journal (a restore, a purge)."""
+        self.run(["logger", "-t", "offlab", "--", message], check=False, timeout=10)
 
     def close(self) -> None:
         """End the multiplexed connection and remove its socket's directory."""
