@@ -102,3 +102,22 @@ def test_the_confirmation_names_the_host_wide_socket_limits_a_udp_plan_raises():
     assert all("net.core.rmem_max and net.core.wmem_max raised" in line for line in udp)
     tcp = planned_changes(hosts, parse_plan(plan.format("tcp"), "p").cases, False)
     assert not any("rmem_max" in line for line in tcp)
+
+
+@pytest.mark.parametrize("args, root", [
+    (["taskset", "-c", "2", "iperf3", "-s", "-p", "5201"], False),
+    (["/var/lib/offlab/cache/ab/offlab-udpload", "recv"], False),
+    (["irtt", "server", "-b", "10.0.0.2:2112"], False),
+    (["ethtool", "-k", "eth1"], False),
+    (["ethtool", "-K", "eth1", "tso", "off"], True),
+    (["ip", "-j", "link", "show"], False),
+    (["ip", "link", "set", "dev", "eth1", "mtu", "1400"], True),
+    (["ip", "neigh", "replace", "10.0.0.2", "lladdr", "02:00:00:00:00:01", "dev", "eth1"], True),
+    (["tee", "/proc/sys/net/core/rmem_max"], True),
+    (["cat", "/proc/stat"], False),
+    (["kill", "-s", "TERM", "--", "-4242"], True),
+    (["taskset", "-c", "1", "/var/lib/offlab/cache/cd/offlab-fwd", "--config", "x"], True),
+])
+def test_only_what_needs_root_goes_through_sudo(args, root):
+    from offlab.hosts.privilege import needs_root
+    assert needs_root(args) is root

@@ -35,9 +35,11 @@ DEFAULT_WATCHDOG_S = 60
 
 _ACQUIRE = r"""
 d=$1
+umask 022
 mkdir -p "${d%/*}"
 exec 9>>"$d.lock"; flock 9
-if mkdir -m 700 "$d" 2>/dev/null; then
+# 755 and a readable owner: the token check of a command run as the SSH user reads it.
+if mkdir -m 755 "$d" 2>/dev/null; then
   printf '%s\n%s\n' "$2" "$3" > "$d/owner"; touch "$d/heartbeat"
   logger -t offlab -- "held for a run by $2" 2>/dev/null; echo acquired
 else
@@ -102,7 +104,7 @@ if [ -d "$d" ]; then
   [ "$owner" = "$t" ] && { touch "$d/heartbeat"; echo mine; exit 0; }
   echo "other $owner"; exit 0
 fi
-mkdir -m 700 "$d" && printf '%s\n%s\n' "$t" "$boot" > "$d/owner" && touch "$d/heartbeat" && echo mine
+umask 022; mkdir -m 755 "$d" && printf '%s\n%s\n' "$t" "$boot" > "$d/owner" && touch "$d/heartbeat" && echo mine
 """
 """`offlab restore` of a killed run's journal asks the server first (under the lease's
 lock): "restored" (its watchdog did, and left a mark), "rebooted" (the reboot undid

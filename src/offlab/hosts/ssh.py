@@ -38,7 +38,10 @@ from .base import Host, HostError
 from .hostsfile import HostSpec
 from .journal import STATE_DIR
 from .lease import LEASE_LOST_STATUS, Fence
+from .privilege import needs_root
 
+SUDO_PASSWORD = "a password is required"
+"""sudo -n's own words when the user may not run the command without a password."""
 SSH_FAILED = 255
 """ssh's own exit status when it could not run the command at all."""
 CONNECT_TIMEOUT_S = 5
@@ -172,12 +175,17 @@ class SshHost(Host):
             os.chown(self._control, entry.pw_uid, entry.pw_gid)
         self._base = ssh_command(ssh_config, self._control, spec.ssh, user)
 
-    def _remote(self, args: Sequence[str], hand_over: bool = False) -> str:
+    def _remote(self, args: Sequence[str], hand_over: bool = False, command: Sequence[str] | None = None) -> str:
         """The command line run on the server: behind the lease's token check while the
-        run holds it (lease.py; `hand_over`: a long-running process lets the lock go)."""
+        run holds it (lease.py; `hand_over`: a long-running process lets the lock go),
+        through `sudo -n` only when the host asks for sudo and `command` (what `args`
+        finally runs; `args` itself by default) needs root (privilege.py)."""
         words = self.fence.wrap(list(args), hand_over) if self.fence is not None else list(args)
-        command = shlex.join(words)
-        return f"sudo -n {command}" if self.spec.sudo else command
+        line = shlex.join(words)
+        return f"sudo -n {line}" if self._sudo(command or args) else line
+
+    def _sudo(self, command: Sequence[str]) -> bool:
+        return self.spec.sudo and needs_root(command)
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
             input_text: str | None = None) -> Completed:
@@ -191,7 +199,7 @@ class SshHost(Host):
         """A command as the audit log shows it: as run, without the lease's prelude
         (lease.py), with the token it carried."""
         fenced = f" [lease {self.fence.token}]" if self.fence is not None else ""
-        return ("sudo -n " if self.spec.sudo else "") + shlex.join(args) + fenced
+        return ("sudo -n " if self._sudo(args) else "") + shlex.join(args) + fenced
 
     def _run(self, command: str, args: Sequence[str], timeout: float, check: bool,
              input_text: str | None, shown: str) -> Completed:
@@ -206,6 +214,10 @@ class SshHost(Host):
             self.audit.add(self.name, self.spec.ssh, shown, done.returncode)
         if done.returncode == LEASE_LOST_STATUS and self.fence is not None and self.fence.refused(done.stderr):
             raise self.fence.lose_from(done.stderr)
+        if self._sudo(args) and done.returncode != 0 and SUDO_PASSWORD in done.stderr:
+            raise HostError(f"{self.name} ({self.spec.ssh}): sudo -n asks for a password for `{shlex.join(args)}`; "
+                            "let the SSH user run the commands docs/real-hosts.md lists without one (its "
+                            "sudoers snippet), or log in as root with sudo = false")
         if done.returncode == SSH_FAILED:
             raise HostError(f"{self.name} ({self.spec.ssh}): ssh failed: {done.stderr.strip()[-200:]}; "
                             f"check that `ssh {self.spec.ssh} true` works without a password")
@@ -222,7 +234,7 @@ class SshHost(Host):
         # its pid on stderr, waits for "go" (sent once the journal has it), then becomes
         # the command. Without "go" (offlab died first) it exits without running it.
         inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)}" + ("" if keep_stdin else " </dev/null")
-        remote = self._remote(["setsid", "-w", "sh", "-c", inner], hand_over=True)
+        remote = self._remote(["setsid", "-w", "sh", "-c", inner], hand_over=True, command=args)
         if self.audit is not None:
             self.audit.add(self.name, self.spec.ssh, self._shown(args), None, "start")
         local = subprocess.Popen([*self._base, "--", remote], stdin=subprocess.PIPE,
