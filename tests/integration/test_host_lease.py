@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from offlab.hosts import hostsfile
+from offlab.hosts.base import HostError
 from offlab.hosts.journal import JOURNAL_DIR
+from offlab.hosts.session import RemoteSession
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
@@ -202,3 +205,43 @@ def test_an_unreachable_old_journal_blocks_no_run_and_can_be_forgotten(lab, tmp_
     finally:
         gone.unlink(missing_ok=True)
     assert _mtu(lab, "a", "ofl-ta0") == 1500 and not Path(SERVER_DIR).exists()
+
+
+def _watchdogs() -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            line = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"offlab-watchdog" in line and SERVER_DIR.encode() in line:
+            found.append(int(proc.name))
+    return found
+
+
+def test_the_watchdog_has_a_cgroup_of_its_own_and_a_stale_hold_is_named(lab, tmp_path):
+    """The watchdog leaves the SSH session's cgroup (killing the session's processes must
+    not kill it); `doctor --hosts` lists it; a hold whose watchdog is gone is refused as
+    stale, with the way to clear it."""
+    session = RemoteSession(hostsfile.load(lab.hosts_file), journal_dir=tmp_path / "journal")
+    session.start()
+    try:
+        pids = _watchdogs()
+        assert pids
+        for pid in pids:
+            assert "offlab-watchdog/" in Path(f"/proc/{pid}/cgroup").read_text()
+        doctor = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file)], capture_output=True,
+                                text=True, timeout=120)
+        assert "offlab hold" in doctor.stdout and "watchdog of" in doctor.stdout, doctor.stdout
+        session._heartbeat.stop()  # the controller goes silent …
+        for pid in pids:  # … and its watchdogs are gone too
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(WATCHDOG_S + 2)  # the heartbeat must be older than watchdog_s
+        with pytest.raises(HostError, match="a stale hold .* no watchdog runs there"):
+            RemoteSession(hostsfile.load(lab.hosts_file), journal_dir=tmp_path / "other").start()
+    finally:
+        shutil.rmtree(SERVER_DIR, ignore_errors=True)  # the documented clearing, once checked
+        session.close()
+    assert not Path(SERVER_DIR).exists()

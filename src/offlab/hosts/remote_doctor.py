@@ -104,6 +104,31 @@ def _guard_checks(hosts: HostsFile, spec: HostSpec, use: guard.InterfaceUse, all
                         "offlab restore, or ip link del them" if leftovers else "")]
 
 
+_HOLD = r"""
+d=$1
+[ -d "$d" ] || { echo free; exit 0; }
+echo "held by $(head -n 1 "$d/owner" 2>/dev/null)"
+echo "heartbeat $(( $(date +%s) - $(stat -c %Y "$d/heartbeat" 2>/dev/null || echo 0) )) s ago"
+pgrep -af "offlab-watchdog $d " | sed 's/.*offlab-watchdog [^ ]* [^ ]* \([^ ]*\) .*/watchdog of \1/'
+command -v systemctl >/dev/null 2>&1 && systemctl list-units --plain --no-legend 'offlab-watchdog-*' 2>/dev/null
+"""
+
+
+def _hold_check(host: SshHost, name: str) -> RemoteCheck:
+    """An offlab run's hold on the server and the watchdogs that would restore it: a
+    hold without a watchdog is stale (docs/real-hosts.md, "A stale hold")."""
+    from .server import SERVER_DIR
+    lines = host.run(["sh", "-c", _HOLD, "offlab-hold", SERVER_DIR], check=False, timeout=15).stdout.splitlines()
+    if lines[:1] == ["free"] or not lines:
+        return RemoteCheck(name, "offlab hold", True, "free (no run holds it)")
+    watchdogs = [line for line in lines[2:] if line.strip()]
+    detail = f"{lines[0]}; {lines[1] if len(lines) > 1 else ''}; " + (
+        ", ".join(watchdogs) if watchdogs else "no watchdog running")
+    return RemoteCheck(name, "offlab hold", bool(watchdogs), detail,
+                       "" if watchdogs else "a stale hold: check the server, then clear it as docs/real-hosts.md "
+                       "says (\"A stale hold\")")
+
+
 def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
     name = f"{spec.role} ({spec.ssh})"
     try:
@@ -115,6 +140,7 @@ def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
     root = uid == "0" or spec.sudo
     found.append(RemoteCheck(name, "root or sudo", root, f"uid {uid}" + (", sudo -n" if spec.sudo else ""),
                              "" if root else "log in as root, or set sudo = true with passwordless sudo"))
+    found.append(_hold_check(host, name))
     for tool, package in TOOLS.items():
         where = host.run(["sh", "-c", f"command -v {tool}"], check=False).stdout.strip()
         found.append(RemoteCheck(name, tool, bool(where), where or "not found",

@@ -47,13 +47,34 @@ else
     rm -rf "$d"; echo "rebooted"; exit 0
   fi
   echo held; head -n 1 "$d/owner" 2>/dev/null
+  echo "watchdogs $(pgrep -fc "offlab-watchdog $d ")"
   echo "age $(( $(date +%s) - $(stat -c %Y "$d/heartbeat" 2>/dev/null || echo 0) ))"
 fi
 """
 
+_LAUNCH = r"""
+w=$1; shift
+if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
+  exec systemd-run --unit="offlab-watchdog-$3" --collect --quiet sh -c "$w" offlab-watchdog "$@"
+fi
+setsid -f sh -c "$w" offlab-watchdog "$@"
+"""
+"""Where systemd runs, the watchdog is a transient unit of its own (`systemctl status
+offlab-watchdog-KEY`): logind's KillUserProcesses, which ends a login session's
+processes, cannot reach it. Elsewhere it leaves the SSH session in a session of its
+own and moves into a cgroup of its own (offlab-watchdog/KEY under cgroup2), so that
+killing the session's cgroup does not kill it."""
+
 _WATCHDOG = r"""
 exec </dev/null >/dev/null 2>&1
 d=$1; delay=$2; key=$3; t=$4; undo=$1/$3.undo.sh
+if [ -z "$INVOCATION_ID" ]; then
+  g=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  if [ -n "$g" ]; then
+    for old in "$g"/offlab-watchdog/*; do rmdir "$old" 2>/dev/null; done
+    mkdir -p "$g/offlab-watchdog/$key" && echo $$ > "$g/offlab-watchdog/$key/cgroup.procs"
+  fi
+fi
 mine() { [ "$(head -n 1 "$d/owner" 2>/dev/null)" = "$t" ]; }
 late() {
   beat=$(stat -c %Y "$d/heartbeat" 2>/dev/null) || return 1
@@ -151,6 +172,11 @@ class ServerRun(Mirror):
                 continue
             owner = said[1] if len(said) > 1 else "an unknown controller"
             age = said[-1].removeprefix("age ") if said[-1].startswith("age ") else "?"
+            watchdogs = next((line.split()[1] for line in said if line.startswith("watchdogs ")), "?")
+            if watchdogs == "0" and age.isdigit() and int(age) > self.delay_s:
+                raise HostError(f"{self.host.name}: a stale hold ({owner}; last heartbeat {age} s ago) and no "
+                                f"watchdog runs there to restore it; check the server, then clear it as "
+                                "docs/real-hosts.md says (\"A stale hold\")")
             raise HostError(f"{self.host.name}: the server is in use by another offlab run ({owner}; "
                             f"last heartbeat {age} s ago, {self.directory}); wait for it to end — if its "
                             f"controller is gone, the server restores itself within {self.delay_s} s "
@@ -166,7 +192,7 @@ class ServerRun(Mirror):
         that share a kernel may not share a network namespace: each undoes its own);
         that connection carries the token from now on."""
         self._fence(host)
-        host.run(["setsid", "-f", "sh", "-c", _WATCHDOG, "offlab-watchdog", self.directory,
+        host.run(["sh", "-c", _LAUNCH, "offlab-launch", _WATCHDOG, self.directory,
                   str(self.delay_s), key, self.token], timeout=20)
 
     def beat(self) -> None:
