@@ -35,6 +35,35 @@ def rx(**changed) -> InterfaceUse:
     return use(**{"addresses": ({"local": "192.0.2.2", "prefixlen": 24},), "boot_id": "b2", **changed})
 
 
+@pytest.mark.parametrize("route, nexthops", [
+    # ECMP: only nexthops[], no dev of its own
+    ({"dst": "default", "nexthops": [{"gateway": "198.51.100.254", "dev": "eno1"},
+                                     {"gateway": "192.0.2.254", "dev": "ens1f0"}]}, ()),
+    # a nexthop group: neither dev nor nexthops, only nhid
+    ({"dst": "default", "nhid": 10}, ({"id": 10, "group": [{"id": 1}, {"id": 2}]},
+                                      {"id": 1, "gateway": "198.51.100.254", "dev": "eno1"},
+                                      {"id": 2, "gateway": "192.0.2.254", "dev": "ens1f0"})),
+    # another routing table (policy routing), IPv6
+    ({"dst": "default", "gateway": "2001:db8::1", "dev": "ens1f0", "table": "100"}, ()),
+])
+def test_a_default_route_by_the_test_interface_is_found_in_every_layout(route, nexthops):
+    found = findings(SPEC, use(default_routes=(route,), nexthops=nexthops))
+    assert len(found) == 1 and "default route" in found[0] and "leaves by ens1f0" in found[0]
+
+
+def test_an_upper_device_in_another_namespace_and_vfs_are_found():
+    links = ({"ifname": "lo"}, {"ifname": "eno1"}, {"ifname": "ens1f0", "ifindex": 4, "mtu": 1500,
+                                                     "vfinfo_list": [{"vf": 0}, {"vf": 1}]})
+    container = ({"ifname": "eth0", "link_index": 4, "link_netnsid": 0, "netns": "web",
+                  "linkinfo": {"info_kind": "macvlan"}},
+                 {"ifname": "veth1", "link_index": 4, "link_netnsid": 0, "netns": "web",
+                  "linkinfo": {"info_kind": "veth"}})
+    found = findings(SPEC, use(links=links, foreign_links=container))
+    assert "eth0 (macvlan) in namespace web sits on ens1f0" in found
+    assert "ens1f0 has 2 SR-IOV VFs (their traffic goes through it)" in found
+    assert len(found) == 2  # a veth peer is not an upper device
+
+
 def test_a_dedicated_test_interface_passes():
     assert findings(SPEC, use()) == []
 

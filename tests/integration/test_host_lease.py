@@ -1,7 +1,10 @@
-"""The run's lease on real hosts (hosts/lease.py) on the two OpenSSH "servers" of
-sshlab.py: a controller that comes back after its servers restored themselves and
-another controller took them touches nothing there and marks its run interrupted.
-Scenarios that need the rig share one module-scoped rig (each costs a minute to start)."""
+"""What an SRE asks of offlab on real hosts (issue 38), on the two OpenSSH "servers"
+of sshlab.py: the run's lease (hosts/lease.py) — a controller that comes back after its
+servers restored themselves and another controller took them touches nothing there and
+marks its run interrupted —, old journals that never block a run, the audit, the
+watchdog outside the SSH session, the lockout guard on real routing layouts, and a
+management-network outage mid-run. The scenarios share one module-scoped rig (each
+rig costs a minute to start)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import pytest
 
 from offlab.hosts import hostsfile
 from offlab.hosts.base import HostError
+from offlab.hosts.guard import check_servers
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.session import RemoteSession
 from offlab.hosts.server import SERVER_DIR
@@ -245,3 +249,37 @@ def test_the_watchdog_has_a_cgroup_of_its_own_and_a_stale_hold_is_named(lab, tmp
         shutil.rmtree(SERVER_DIR, ignore_errors=True)  # the documented clearing, once checked
         session.close()
     assert not Path(SERVER_DIR).exists()
+
+
+LAYOUTS = {
+    "multipath": [("route", "add", "default", "nexthop", "via", "10.240.1.1", "dev", "mgmt0",
+                   "nexthop", "via", "10.241.0.2", "dev", "ofl-ta0")],
+    "nexthop group": [("nexthop", "add", "id", "71", "via", "10.241.0.2", "dev", "ofl-ta0"),
+                      ("nexthop", "add", "id", "72", "via", "10.240.1.1", "dev", "mgmt0"),
+                      ("nexthop", "add", "id", "70", "group", "71/72"),
+                      ("route", "add", "default", "nhid", "70")],
+    "IPv6 in another table": [("-6", "route", "add", "default", "dev", "ofl-ta0", "table", "100")],
+}
+UNDO = {
+    "multipath": [("route", "del", "default")],
+    "nexthop group": [("route", "del", "default"), ("nexthop", "flush")],
+    "IPv6 in another table": [("-6", "route", "flush", "table", "100")],
+}
+
+
+def test_the_lockout_guard_sees_every_default_route_layout(lab):
+    """Each layout built in the sender's namespace, the test interface carrying a default
+    route only through it: an ECMP route's next hops, a nexthop group (`nhid`), an IPv6
+    default in a table other than main. Each is refused before anything changes."""
+    hosts = hostsfile.load(lab.hosts_file)
+    server = lab.servers["a"]
+    for layout, commands in LAYOUTS.items():
+        for command in commands:
+            server.ip(*command)
+        try:
+            with pytest.raises(HostError, match="default route.* leaves by ofl-ta0"):
+                check_servers(hosts, allow_shared=False)
+        finally:
+            for command in UNDO[layout]:
+                server.ip(*command, check=False)
+    assert check_servers(hosts, allow_shared=False) == []

@@ -2,9 +2,12 @@
 its fix:
 
 * **lockout** — the test interface must carry nothing but the test: not the SSH session
-  offlab itself arrives by (`$SSH_CONNECTION` as the server sees it), not the default
-  route, not a bond/bridge port (a master) nor the parent of VLAN/macvlan devices (upper
-  devices), and no address outside the test prefix. A run sets the MTU and link state
+  offlab itself arrives by (`$SSH_CONNECTION` as the server sees it, routed back as
+  policy routing picks it: `ip route get CLIENT from SERVER`), not a default route of
+  any table or family (a multipath route's next hops and `nhid` nexthop groups
+  included), not a bond/bridge port (a master) nor the parent of VLAN/macvlan/ipvlan
+  devices (upper devices, in any named namespace too) or of SR-IOV VFs, and no address
+  outside the test prefix. A run sets the MTU and link state
   of the test interface and `ethtool -K` on it, which on many drivers resets the link:
   on a management interface the session, and the restore, go with it. The operator may
   take that risk with `--allow-shared-interface` (then `pin_irqs` is still refused: it
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
     from .ssh import SshHost
 
 OVERRIDE_FLAG = "--allow-shared-interface"
+UPPER_KINDS = frozenset({"macvlan", "macvtap", "ipvlan", "ipvtap", "vlan"})
+"""Devices that sit on a lower device from another namespace (a container's): a veth
+peer names its peer's index the same way and is not one."""
 OUR_PREFIX = "ofl-"
 
 
@@ -54,27 +60,61 @@ class InterfaceUse:
     boot_id: str
     listening: tuple[str, ...] = ()
     """`ss -Hltnp` lines: the TCP ports taken, with the process holding each."""
+    nexthops: tuple[dict[str, Any], ...] = ()
+    """`ip -j nexthop show`: the objects a route's `nhid` names (a device, or a group)."""
+    foreign_links: tuple[dict[str, Any], ...] = ()
+    """`ip -d link show` of every named network namespace, each with its "netns" added:
+    a macvlan/ipvlan/VLAN of a container sits on the test interface from there."""
 
 
 def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
-    """Read what `findings` judges (SSH_CONNECTION as the login user: sudo drops it)."""
+    """Read what `findings` judges (SSH_CONNECTION as the login user: sudo drops it):
+    the route back to offlab's client as policy routing picks it (`from` the address the
+    session arrived at), the default routes of every table and family, the nexthop
+    objects they may name, and the links of every named network namespace."""
     session = host.run_plain(["sh", "-c", 'echo "$SSH_CONNECTION"'], timeout=15).stdout.strip()
-    client = session.split()[0] if session else ""
+    parts = session.split()
     route_dev = ""
-    if client:
-        found = json.loads(host.ip("-j", "route", "get", client, check=False).stdout or "[{}]")
+    if len(parts) >= 3:
+        found = json.loads(host.ip("-j", "route", "get", parts[0], "from", parts[2], check=False).stdout or "[{}]")
+        if not found or not found[0].get("dev"):  # `from` an address the kernel will not source
+            found = json.loads(host.ip("-j", "route", "get", parts[0], check=False).stdout or "[{}]")
         route_dev = found[0].get("dev", "") if found else ""
     links = json.loads(host.ip("-j", "-d", "link", "show").stdout or "[]")
     addresses = json.loads(host.ip("-j", "addr", "show", "dev", spec.interface, check=False).stdout or "[]")
     defaults = [route for family in ("-4", "-6")
-                for route in json.loads(host.ip("-j", family, "route", "show", "default", check=False).stdout or "[]")]
+                for route in json.loads(host.ip("-j", family, "route", "show", "table", "all", "default",
+                                                check=False).stdout or "[]")]
+    nexthops = json.loads(host.ip("-j", "nexthop", "show", check=False).stdout or "[]")
     boot = host.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout=15).stdout.strip()
     listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()
     return InterfaceUse(session, route_dev, tuple(links),
                         tuple(a for link in addresses for a in link.get("addr_info", [])), tuple(defaults), boot,
-                        tuple(listening))
+                        tuple(listening), tuple(nexthops), tuple(_namespace_links(host)))
 
 
+def _namespace_links(host: "SshHost") -> list[dict[str, Any]]:
+    names = [entry.get("name") for entry in json.loads(host.ip("-j", "netns", "list", check=False).stdout or "[]")]
+    found = []
+    for name in filter(None, names):
+        shown = host.ip("-n", name, "-j", "-d", "link", "show", check=False).stdout
+        found += [{**link, "netns": name} for link in json.loads(shown or "[]")]
+    return found
+
+
+def route_devices(route: dict[str, Any], nexthops: tuple[dict[str, Any], ...]) -> set[str]:
+    """Every device a route leaves by: its own, each of a multipath route's `nexthops`,
+    each member of the nexthop object (or group) its `nhid` names."""
+    devices = {route["dev"]} if route.get("dev") else set()
+    devices |= {hop["dev"] for hop in route.get("nexthops", []) if hop.get("dev")}
+    by_id = {entry.get("id"): entry for entry in nexthops}
+    pending = [route["nhid"]] if "nhid" in route else []
+    while pending:
+        entry = by_id.get(pending.pop(), {})
+        if entry.get("dev"):
+            devices.add(entry["dev"])
+        pending += [member.get("id") for member in entry.get("group", [])]
+    return devices
 def port_holder(use: InterfaceUse, port: int) -> str | None:
     """The process (or "a process") listening on TCP `port`, from `ss -Hltnp` lines."""
     for line in use.listening:
@@ -104,15 +144,25 @@ def findings(spec: HostSpec, use: InterfaceUse) -> list[str]:
     if use.ssh_route_device == device or (len(parts) >= 3 and parts[2] in own):
         found.append(f"offlab's own SSH session (from {parts[0] if parts else '?'}) runs over {device}")
     for route in use.default_routes:
-        if route.get("dev") == device:
-            found.append(f"the default route{' via ' + route['gateway'] if route.get('gateway') else ''} "
-                         f"leaves by {device}")
+        if device in route_devices(route, use.nexthops):
+            gateway = route.get("gateway") or next((h.get("gateway") for h in route.get("nexthops", [])
+                                                    if h.get("dev") == device), None)
+            table = f" (table {route['table']})" if route.get("table") not in (None, "main") else ""
+            found.append(f"the default route{' via ' + gateway if gateway else ''}{table} leaves by {device}")
     this = next((link for link in use.links if link.get("ifname") == device), {})
     if this.get("master"):
         found.append(f"{device} is a port of {this['master']} (a bond or bridge)")
     for upper in (link for link in use.links if link.get("link") == device):
         kind = upper.get("linkinfo", {}).get("info_kind", "upper device")
         found.append(f"{upper.get('ifname')} ({kind}) sits on {device}")
+    for upper in use.foreign_links:
+        kind = upper.get("linkinfo", {}).get("info_kind")
+        if kind in UPPER_KINDS and this.get("ifindex") is not None \
+                and upper.get("link_index") == this.get("ifindex") and "link_netnsid" in upper:
+            kind = upper.get("linkinfo", {}).get("info_kind", "upper device")
+            found.append(f"{upper.get('ifname')} ({kind}) in namespace {upper['netns']} sits on {device}")
+    if this.get("vfinfo_list"):
+        found.append(f"{device} has {len(this['vfinfo_list'])} SR-IOV VFs (their traffic goes through it)")
     prefix = _test_prefix(spec, use.addresses)
     for entry in use.addresses:
         address = ipaddress.ip_address(entry.get("local", "::"))
