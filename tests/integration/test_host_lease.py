@@ -30,7 +30,7 @@ from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
 from .runs import OFFLAB, samples, start_run
-from .sshlab import WATCHDOG_S, ssh_lab
+from .sshlab import MGMT, WATCHDOG_S, ssh_lab
 
 PLAN = """
 name = "lease"
@@ -283,3 +283,34 @@ def test_the_lockout_guard_sees_every_default_route_layout(lab):
             for command in UNDO[layout]:
                 server.ip(*command, check=False)
     assert check_servers(hosts, allow_shared=False) == []
+
+
+def test_a_management_network_outage_mid_run_stops_cleanly_and_keeps_every_sample(lab, tmp_path):
+    """The SSH path to the sender is down for 30 s mid-run (its management veth down):
+    the servers' watchdog restores them once the heartbeat is older than watchdog_s; the
+    run then survives or stops, keeping every sample it finished; afterwards both
+    servers are as before, nothing is held, and `offlab restore` leaves no journal."""
+    management = MGMT["a"][0]
+    db = tmp_path / "r" / "offlab.sqlite"
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(_plan(tmp_path / "r", 30, 1400)),
+                     "--out", str(db.parent), "--yes"], db, wait_for=1)
+    try:
+        assert run.poll() is None, run.communicate()[1]
+        kept = samples(db)
+        subprocess.run(["ip", "link", "set", management, "down"], check=True)
+        try:
+            time.sleep(30)
+        finally:
+            subprocess.run(["ip", "link", "set", management, "up"], check=True)
+        out, err = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    with sqlite3.connect(db) as conn:
+        status = conn.execute("SELECT status FROM run").fetchone()[0]
+    assert status in ("complete", "interrupted", "failed") and samples(db) >= kept
+    restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
+    assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "b", "ofl-tb0") == 1500
