@@ -179,7 +179,7 @@ def test_an_unreachable_old_journal_blocks_no_run_and_can_be_forgotten(lab, tmp_
     JOURNAL_DIR.mkdir(parents=True, exist_ok=True)
     gone.write_text(json.dumps({
         "spec": {"role": "sender", "ssh": "ofl-gone.invalid", "interface": "eth9", "address": "10.9.0.1",
-                 "peer": "10.9.0.2"},
+                 "peer": "10.9.0.2", "app_core": 0},
         "ssh_config": str(lab.ssh_config),
         "identity": {"machine_id": "0" * 32, "boot_id": "b", "mac": "02:00:00:00:00:09"},
         "changes": [{"kind": "mtu", "target": "eth9", "old": "1500", "new": "9000",
