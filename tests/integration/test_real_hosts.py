@@ -125,7 +125,7 @@ def test_kill_9_the_servers_watchdog_restores_them_and_restore_finds_them_back(l
     assert not _iperf3_on_servers(lab)
     restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
     assert restored.returncode == 0, restored.stderr
-    assert "restored tx: already restored by the server's own watchdog" in restored.stdout, restored.stdout
+    assert "restored sender: already restored by the server's own watchdog" in restored.stdout, restored.stdout
     assert not list(JOURNAL_DIR.glob("*.json")) and samples(db) >= 1
 
 

@@ -202,9 +202,15 @@ class Journal:
         self.add(changes.route(spec))
 
     def _once(self, change: Change) -> None:
-        """The first value of a target is the original; later changes keep it."""
-        if not any(c["kind"] == change.kind and c["target"] == change.target for c in self.record.changes):
-            self.add(change)
+        """The first value of a target is the original; a later change keeps it and
+        records its own value as the one set (what the drift check compares with)."""
+        for entry in self.record.changes:
+            if entry["kind"] == change.kind and entry["target"] == change.target:
+                if change.new is not None and entry["new"] != change.new:
+                    entry["new"] = change.new
+                    self._write(f"{self.host.name}: {change.kind} {change.target}: -> {change.new}")
+                return
+        self.add(change)
 
     # --- putting it back ----------------------------------------------------------------
 
