@@ -115,6 +115,9 @@ def test_the_confirmation_names_the_host_wide_socket_limits_a_udp_plan_raises():
     (["ip", "neigh", "replace", "10.0.0.2", "lladdr", "02:00:00:00:00:01", "dev", "eth1"], True),
     (["tee", "/proc/sys/net/core/rmem_max"], True),
     (["cat", "/proc/stat"], False),
+    (["ss", "-Hltnp"], True),
+    (["ss", "-tin"], False),
+    (["ip", "-n", "web", "-j", "-d", "link", "show"], True),
     (["kill", "-s", "TERM", "--", "-4242"], True),
     (["taskset", "-c", "1", "/var/lib/offlab/cache/cd/offlab-fwd", "--config", "x"], True),
 ])

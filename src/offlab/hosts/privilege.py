@@ -21,7 +21,7 @@ ROOT_TOOLS = frozenset({"offlab-fwd", "qemu-system-x86_64", "qemu-system-aarch64
 """Always as root: the datapath and guests (raw sockets, TAP, KVM), kills of offlab's
 process groups, offlab's state directory, the server-side scripts (hold, watchdog,
 journal copy, undo; `sh -c`)."""
-READ_ONLY = frozenset({"cat", "ls", "grep", "ss", "id", "sha256sum", "test", "tail", "stat", "uname", "nproc",
+READ_ONLY = frozenset({"cat", "ls", "grep", "id", "sha256sum", "test", "tail", "stat", "uname", "nproc",
                        "readlink", "true", "logger", "mktemp", "ps", "pgrep"})
 _CHANGES = frozenset({"add", "del", "delete", "set", "replace", "change", "flush", "append", "prepend"})
 _ETHTOOL_SETS = frozenset({"-K", "--features", "--offload", "-G", "--set-ring", "-L", "--set-channels", "-C",
@@ -46,10 +46,12 @@ def needs_root(args: Sequence[str]) -> bool:
         return False
     if name in ROOT_TOOLS:
         return True
+    if name == "ss":  # the processes holding sockets (-p) are shown to root only
+        return any(word.startswith("-") and not word.startswith("--") and "p" in word for word in args[1:])
     if name in READ_ONLY:
         return False
-    if name in ("ip", "tc", "bridge"):
-        return bool(words & _CHANGES)
+    if name in ("ip", "tc", "bridge"):  # -n and netns enter another namespace: setns needs root
+        return bool(words & _CHANGES) or "-n" in words or "netns" in words
     if name == "ethtool":
         return bool(words & _ETHTOOL_SETS)
     if name == "sysctl":
