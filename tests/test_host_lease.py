@@ -124,3 +124,29 @@ def test_the_confirmation_names_the_host_wide_socket_limits_a_udp_plan_raises():
 def test_only_what_needs_root_goes_through_sudo(args, root):
     from offlab.hosts.privilege import needs_root
     assert needs_root(args) is root
+
+
+def test_a_run_whose_lease_is_lost_is_interrupted_with_the_reason(tmp_path):
+    """runflow: a LeaseLost raised while the run builds or measures (a fenced command
+    refused) ends the run as interrupted, the reason in its notes, whatever the runner
+    was doing; a real store (SQLite) is the oracle."""
+    from rich.console import Console
+
+    from offlab import plan, runflow
+    from offlab.store import Store
+
+    cases = plan.parse('name = "l"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\n'
+                       'traffic = ["tcp"]\nsequences = ["all-on"]\n', "p").cases
+
+    def build(*args, **kwargs):
+        raise LeaseLost("rx", "run B holds /var/lib/offlab/run now")
+
+    with Store(tmp_path / "s.sqlite") as store:
+        session = runflow.begin(store, "l", cases, plan.parse(
+            'name = "l"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["tcp"]\n'
+            'sequences = ["all-on"]\n', "p").settings())
+        outcome = runflow._run(store, session, Console(file=open("/dev/null", "w")), False, None, build,
+                               lambda: None)
+        info = store.load_run(session.run_id)
+    assert outcome.status == "interrupted" and "run B holds" in (outcome.reason or "")
+    assert info.status == "interrupted" and "interrupted: rx: lease lost (run B holds" in info.info.notes
