@@ -70,6 +70,11 @@ exec </dev/null >/dev/null 2>&1
 d=$1; delay=$2; key=$3; t=$4; undo=$1/$3.undo.sh
 if [ -z "$INVOCATION_ID" ]; then
   g=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  if [ -z "$g" ] || [ ! -e "$g/cgroup.procs" ]; then
+    # No cgroup2 in sight (a session under `ip netns exec` has a sysfs of its own):
+    # mount the hierarchy privately to reach it.
+    g=$(mktemp -d) && { mount -t cgroup2 none "$g" 2>/dev/null || { rmdir "$g"; g=""; }; }
+  fi
   if [ -n "$g" ]; then
     for old in "$g"/offlab-watchdog/*; do rmdir "$old" 2>/dev/null; done
     mkdir -p "$g/offlab-watchdog/$key" && echo $$ > "$g/offlab-watchdog/$key/cgroup.procs"
