@@ -12,8 +12,13 @@
   connection every `delay / 4` s) is older than `delay` seconds — the controller was killed, its machine went away, or the
   network between them did. It runs the undo scripts (processes killed by process
   group, devices removed, MTUs, link states, files and features put back), logs to
-  syslog (`logger -t offlab`) and exits; it also exits as soon as the run directory
-  is gone (the controller restored and released the server itself).
+  syslog (`logger -t offlab`), leaves a mark (`restored/<key>`, the run's token) and
+  exits; it also exits as soon as the hold is not its run's any more (the controller
+  restored and released the server itself). It runs outside the SSH session: a
+  systemd unit where systemd runs, else a session and a cgroup of its own (_LAUNCH).
+
+The hold is a lease (lease.py): every command of the run carries its token and runs
+behind a check of the owner under `flock <run dir>.lock`, which the watchdog takes too.
 """
 
 from __future__ import annotations
