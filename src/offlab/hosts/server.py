@@ -81,7 +81,8 @@ if [ -z "$INVOCATION_ID" ]; then
     g=$(mktemp -d) && { mount -t cgroup2 none "$g" 2>/dev/null || { rmdir "$g"; g=""; }; }
   fi
   if [ -n "$g" ]; then
-    for old in "$g"/offlab-watchdog/*; do rmdir "$old" 2>/dev/null; done
+    # One cgroup per journal key, left (empty) after: a watchdog removing another's could
+    # remove it between that one's mkdir and its move.
     mkdir -p "$g/offlab-watchdog/$key" && echo $$ > "$g/offlab-watchdog/$key/cgroup.procs"
   fi
 fi
