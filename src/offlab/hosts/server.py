@@ -59,10 +59,16 @@ fi
 
 _LAUNCH = r"""
 w=$1; shift
+rm -f "$1/$3.watching"
 if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
-  exec systemd-run --unit="offlab-watchdog-$3" --collect --quiet sh -c "$w" offlab-watchdog "$@"
+  systemd-run --unit="offlab-watchdog-$3" --collect --quiet sh -c "$w" offlab-watchdog "$@" || exit 1
+else
+  setsid -f sh -c "$w" offlab-watchdog "$@" || exit 1
 fi
-setsid -f sh -c "$w" offlab-watchdog "$@"
+# Back only once the watchdog is in place (out of the session), before any change.
+i=0
+while [ ! -e "$1/$3.watching" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$1/$3.watching" ] || { echo "the watchdog did not start" >&2; exit 1; }
 """
 """Where systemd runs, the watchdog is a transient unit of its own (`systemctl status
 offlab-watchdog-KEY`): logind's KillUserProcesses, which ends a login session's
@@ -86,6 +92,7 @@ if [ -z "$INVOCATION_ID" ]; then
     mkdir -p "$g/offlab-watchdog/$key" && echo $$ > "$g/offlab-watchdog/$key/cgroup.procs"
   fi
 fi
+touch "$d/$key.watching"
 mine() { [ "$(head -n 1 "$d/owner" 2>/dev/null)" = "$t" ]; }
 late() {
   beat=$(stat -c %Y "$d/heartbeat" 2>/dev/null) || return 1
