@@ -5,6 +5,7 @@ watchdog runs. The same guards on live sshd "servers": tests/integration/test_ho
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -32,6 +33,35 @@ def use(**changed) -> InterfaceUse:
 
 def rx(**changed) -> InterfaceUse:
     return use(**{"addresses": ({"local": "192.0.2.2", "prefixlen": 24},), "boot_id": "b2", **changed})
+
+
+@pytest.mark.parametrize("route, nexthops", [
+    # ECMP: only nexthops[], no dev of its own
+    ({"dst": "default", "nexthops": [{"gateway": "198.51.100.254", "dev": "eno1"},
+                                     {"gateway": "192.0.2.254", "dev": "ens1f0"}]}, ()),
+    # a nexthop group: neither dev nor nexthops, only nhid
+    ({"dst": "default", "nhid": 10}, ({"id": 10, "group": [{"id": 1}, {"id": 2}]},
+                                      {"id": 1, "gateway": "198.51.100.254", "dev": "eno1"},
+                                      {"id": 2, "gateway": "192.0.2.254", "dev": "ens1f0"})),
+    # another routing table (policy routing), IPv6
+    ({"dst": "default", "gateway": "2001:db8::1", "dev": "ens1f0", "table": "100"}, ()),
+])
+def test_a_default_route_by_the_test_interface_is_found_in_every_layout(route, nexthops):
+    found = findings(SPEC, use(default_routes=(route,), nexthops=nexthops))
+    assert len(found) == 1 and "default route" in found[0] and "leaves by ens1f0" in found[0]
+
+
+def test_an_upper_device_in_another_namespace_and_vfs_are_found():
+    links = ({"ifname": "lo"}, {"ifname": "eno1"}, {"ifname": "ens1f0", "ifindex": 4, "mtu": 1500,
+                                                     "vfinfo_list": [{"vf": 0}, {"vf": 1}]})
+    container = ({"ifname": "eth0", "link_index": 4, "link_netnsid": 0, "netns": "web",
+                  "linkinfo": {"info_kind": "macvlan"}},
+                 {"ifname": "veth1", "link_index": 4, "link_netnsid": 0, "netns": "web",
+                  "linkinfo": {"info_kind": "veth"}})
+    found = findings(SPEC, use(links=links, foreign_links=container))
+    assert "eth0 (macvlan) in namespace web sits on ens1f0" in found
+    assert "ens1f0 has 2 SR-IOV VFs (their traffic goes through it)" in found
+    assert len(found) == 2  # a veth peer is not an upper device
 
 
 def test_a_dedicated_test_interface_passes():
@@ -163,6 +193,33 @@ def test_udp_on_real_hosts_is_capped_unless_raised():
     check_udp_rates(parse({**DOC, "udp_max_rate": "unlimited"}, "h.toml"), capacity)
     with pytest.raises(HostsFileError, match="udp_max_rate = 'fast'"):
         parse({**DOC, "udp_max_rate": "fast"}, "h.toml")
+
+
+def test_the_cap_counts_every_stream_and_direction():
+    """iperf3 applies -b per stream and per direction: 1G x 8 streams is 8 Gbit/s offered."""
+    from offlab.plan import parse as parse_plan
+    plan = ('name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["udp1472"]\n'
+            'sequences = ["all-on"]\nudp_rate = "{}"\nstreams = {}\n')
+    with pytest.raises(HostError, match=r"UDP at 8 Gbit/s in total \(1 Gbit/s x 8 streams\)"):
+        check_udp_rates(HOSTS, parse_plan(plan.format("1G", 8), "p").cases)
+    with pytest.raises(HostError, match="1.2 Gbit/s in total"):
+        check_udp_rates(HOSTS, parse_plan(plan.format("300M", 4), "p").cases)
+    check_udp_rates(HOSTS, parse_plan(plan.format("250M", 4), "p").cases)
+
+
+def test_a_dry_run_refuses_what_the_run_would(tmp_path):
+    """The cap is checked before any server is reached: a dry run above it is refused in
+    one line, as the run is (a dry run that passes is a run that starts)."""
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[sender]\nssh = "s1"\ninterface = "eth1"\naddress = "192.0.2.1"\npeer = "192.0.2.2"\napp_core = 0\n\n'
+                     '[receiver]\nssh = "s2"\ninterface = "eth1"\naddress = "192.0.2.2"\npeer = "192.0.2.1"\napp_core = 1\n')
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\n'
+                    'traffic = ["udp1472"]\nsequences = ["all-on"]\nudp_rate = "2G"\n')
+    done = subprocess.run([sys.executable, "-c", "from offlab.entry import main; main()", "run", "--hosts",
+                           str(hosts), "--plan", str(plan), "--dry-run"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 1 and "above the cap of 1 Gbit/s" in done.stderr.strip().splitlines()[-1], done
 
 
 def test_a_taken_iperf3_port_and_a_clashing_vxlan_are_named():

@@ -27,13 +27,13 @@ from .hosts import HostError, hostsfile
 from .campaign import Fleet, load_hosts, new_campaign_id, run_waves
 from .hosts.confirm import planned_changes
 from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
-from .hosts.journal import restore_pending
+from .hosts.journal import forget, restore_pending
 from .hosts.remote_doctor import purge_files
 from .hosts.remote_doctor import remote_facts
 from .hosts.remote_doctor import remote_checks, remote_guest_checks
 from .hosts.dryrun import describe_hosts
 from .hosts.router import check_router, planned_router_changes, router_checks, router_facts
-from .hosts.session import RemoteSession, restore_first, restore_journals
+from .hosts.session import RemoteSession, destinations, restore_first, restore_journals
 from .hosts.ssh import AuditLog
 from .plan import PlanError, load
 from .proc import ProcessError
@@ -178,28 +178,31 @@ def run_cmd(
         cases, done = chosen.cases, {}
         plan_name = chosen.source if chosen.source.endswith(".toml") else chosen.name
     eta = preflight.estimate(cases, settings, done)
+    # A dry run runs every check the run would (a dry run that passes is a run that
+    # starts); it only neither replays old journals nor asks.
+    if not max_eta > 0:
+        raise LabError(f"--max-eta {max_eta:g} must be a positive number of hours")
+    preflight.check_privileges()
+    locations.check_reachable(store_file)
+    preflight.check_eta(eta, max_eta * 3600, yes or dry_run)
+    if hosts is None:
+        preflight.check_tools(cases)
+        preflight.check_devices(cases)
+        preflight.check_guests(cases)
+    else:
+        check_udp_rates(hosts, cases)  # before any server is reached
+        preflight.check_remote(cases, hosts)
+        for line in restore_first(wait, destinations(hosts)) if campaign_id is None and not dry_run else []:
+            err.print(f"restored {line}")
+        for warning in check_servers(hosts, allow_shared) + check_router(hosts, cases, allow_forwarding, allow_shared):
+            err.print(f"[yellow]warning[/]: {warning}")
     if dry_run:
         for line in preflight.describe(cases, settings, eta, local=hosts is None):
             print(line)
         for line in describe_hosts(hosts, cases, settings.steer_rx_softirq) if hosts is not None else []:
             print(line)
         return
-    if not max_eta > 0:
-        raise LabError(f"--max-eta {max_eta:g} must be a positive number of hours")
-    preflight.check_privileges()
-    locations.check_reachable(store_file)
-    preflight.check_eta(eta, max_eta * 3600, yes)
-    if hosts is None:
-        preflight.check_tools(cases)
-        preflight.check_devices(cases)
-        preflight.check_guests(cases)
-    else:
-        preflight.check_remote(cases, hosts)
-        check_udp_rates(hosts, cases)
-        for line in restore_first(wait) if campaign_id is None else []:
-            err.print(f"restored {line}")
-        for warning in check_servers(hosts, allow_shared) + check_router(hosts, cases, allow_forwarding, allow_shared):
-            err.print(f"[yellow]warning[/]: {warning}")
+    if hosts is not None:
         _confirm(planned_changes(hosts, cases, settings.steer_rx_softirq)
                  + planned_router_changes(hosts, cases, allow_forwarding), yes)
 
@@ -226,12 +229,17 @@ def run_cmd(
     # must not, or it would undo the journals of a sibling pair measuring at the same time.
     session = (RemoteSession(hosts, audit=AuditLog(), restore_first=campaign_id is None,
                              allow_forwarding=allow_forwarding) if hosts is not None else None)
-    remote = {} if session is None else {"build": remote_builder(session), "before_start": session.start}
+    remote = {} if session is None else {"build": remote_builder(session), "before_start": session.start,
+                                          "lost": lambda: session.lost}
     try:
         outcome = execute(store_file, prepare, console=err, show_progress=not no_progress, wait=wait, **remote)
     finally:
         for line in session.close() if session is not None else []:
             err.print(f"[yellow]kept[/]: {line}")
+    if outcome.status == "interrupted" and outcome.reason is not None:
+        raise HostError(f"run {outcome.run_id} interrupted: {outcome.reason}; {outcome.stats.samples} samples "
+                        "of this session kept, nothing else touched on that server (its watchdog restored it); "
+                        f"resume with `offlab run --resume {outcome.run_id}` once it is free")
     if outcome.status == "interrupted":
         err.print(f"interrupted: {outcome.stats.samples} samples of this session kept, namespaces removed")
         where = f" --store {store_file}" if store_file.path != DEFAULT_STORE else ""
@@ -272,7 +280,8 @@ def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, 
     lock = MachineLock()
     lock.acquire(f"campaign {campaign_id}, {store_file}", wait=wait)
     try:
-        for line in ([] if dry_run else restore_journals()):
+        only = {ssh for pair in fleet.pairs for ssh in destinations(pair.hosts)}
+        for line in ([] if dry_run else restore_journals(only=only)):
             err.print(f"restored {line}")
         # confirmed above for every pair: the pairs' runs must not each ask again
         argv = sys.argv[1:] + ([] if "--yes" in sys.argv[1:] else ["--yes"])
@@ -466,8 +475,21 @@ def store_upgrade_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--stor
 @app.command("restore")
 def restore_cmd(purge: bool = typer.Option(False, "--purge", help="also remove the files offlab copied to the "
                                            "servers of --hosts (guest kernel and initramfs, offlab-fwd)"),
-                hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="with --purge: the servers to purge")) -> None:
+                hosts_path: Optional[Path] = typer.Option(None, "--hosts", help="with --purge: the servers to purge"),
+                forget_host: Optional[str] = typer.Option(None, "--forget", metavar="HOST",
+                                                          help="drop the journals of HOST (its ssh destination) "
+                                                          "without reaching it: a server gone for good")) -> None:
     """Put back every real host a killed run left changed (offloads, MTU, devices)."""
+    if forget_host is not None:
+        lock = MachineLock()
+        lock.acquire("offlab restore --forget")
+        try:
+            lines = forget(forget_host)
+        finally:
+            lock.release()
+        for line in lines:
+            err.print(f"[yellow]warning[/]: {line}")
+        return
     if purge and hosts_path is None:
         raise LabError("--purge removes offlab's files from servers: name them with --hosts hosts.toml")
     hosts = hostsfile.load(hosts_path) if hosts_path is not None else None
@@ -490,7 +512,7 @@ def restore_cmd(purge: bool = typer.Option(False, "--purge", help="also remove t
     failed = [r.host for r in results if not r.ok]
     if failed:
         raise LabError(f"{', '.join(failed)} not restored (the others were); fix what each line says and "
-                       "run offlab restore again")
+                       "run offlab restore again, or `offlab restore --forget HOST` for a server gone for good")
 
 
 @app.command("doctor")

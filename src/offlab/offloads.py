@@ -137,7 +137,7 @@ class OffloadControl:
             changes += [name, "on" if on else "off"]
         if not changes:
             return
-        done = iface.host.run(["ethtool", "-K", iface.device, *changes], check=False)
+        done = iface.host.set_features(iface.device, changes)
         if done.returncode != 0:
             self.refused.append(f"{iface.label}: {' '.join(changes)}: {done.stderr.strip()}")
 

@@ -19,6 +19,7 @@ from typing import Callable, Mapping
 from rich.console import Console
 
 from . import environment
+from .hosts.lease import LeaseLost
 from .records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner, RunnerStats
 from .runscope import MachineLock, RunScope, reclaim_stale
@@ -49,6 +50,8 @@ class Outcome:
     status: str
     stats: RunnerStats
     signal: int | None = None
+    reason: str | None = None
+    """Why an interrupted run stopped when no signal asked it to (a server's lease lost)."""
 
 
 RUN_ID_TRIES = 5
@@ -104,10 +107,12 @@ def resume(store: Store, run_id: str, runs: int | None) -> Session:
 
 def execute(store_path: StoreLocation | Path, prepare: Callable[[Store], Session], *, console: Console,
             show_progress: bool, wait: bool, build: Callable[..., Topology] | None = None,
-            before_start: Callable[[], list[str]] | None = None) -> Outcome:
+            before_start: Callable[[], list[str]] | None = None,
+            lost: Callable[[], str | None] = lambda: None) -> Outcome:
     """`build`: how topologies are made (default: local namespaces); `before_start`:
-    what else to reclaim once the machine is ours (real hosts a killed run left changed)."""
-    """Take the machine, reclaim what killed runs left, run the session, release all."""
+    what else to reclaim once the machine is ours (real hosts a killed run left changed);
+    `lost`: why the run lost its hold on a server, once it has (hosts/session.py).
+    Take the machine, reclaim what killed runs left, run the session, release all."""
     lock = MachineLock()
     lock.acquire(str(store_path), wait=wait)
     scope = RunScope()
@@ -122,23 +127,28 @@ def execute(store_path: StoreLocation | Path, prepare: Callable[[Store], Session
                 console.print(f"run {run_id} was killed: marked interrupted (its samples are kept)")
             session = prepare(store)
             lock.name_run(session.run_id)
-            return _run(store, session, console, show_progress, scope.cgroup_name, build)
+            return _run(store, session, console, show_progress, scope.cgroup_name, build, lost)
     finally:
         scope.leave()
         lock.release()
 
 
 def _run(store: Store, session: Session, console: Console, show_progress: bool,
-         own_cgroup: str | None, build: Callable[..., Topology] | None) -> Outcome:
+         own_cgroup: str | None, build: Callable[..., Topology] | None,
+         lost: Callable[[], str | None]) -> Outcome:
     runner = Runner(store, session.run_id, session.settings, console=console,
                     show_progress=show_progress, history=session.history, own_cgroup=own_cgroup,
                     **({"build": build} if build is not None else {}))
     try:
         with TerminationSignals():
             stats = runner.execute(session.cases, session.done)
-    except Interrupted as stop:
-        store.finish_run(session.run_id, "interrupted")
-        return Outcome(session.run_id, "interrupted", runner.stats, stop.signum)
+    except (Interrupted, LeaseLost) as stop:
+        # A lease lost (seen by a command, or by the heartbeat that then sent SIGTERM) is
+        # the reason, whatever unwound the run.
+        reason = lost() or (str(stop) if isinstance(stop, LeaseLost) else None)
+        store.finish_run(session.run_id, "interrupted", note=f"interrupted: {reason}" if reason else "")
+        return Outcome(session.run_id, "interrupted", runner.stats,
+                       None if reason else getattr(stop, "signum", None), reason)
     except BaseException:
         store.finish_run(session.run_id, "failed")
         raise

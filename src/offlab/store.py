@@ -317,15 +317,19 @@ class Store:
                                  .where(run_stack.c.run_id == run_id)).scalar_one()
             conn.execute(run_stack.insert(), [dict(r, seq=first + i) for i, r in enumerate(rows)])
 
-    def finish_run(self, run_id: str, status: str, finished_at: float | None = None) -> None:
-        """Mark a run "complete", "interrupted" or "failed"."""
+    def finish_run(self, run_id: str, status: str, finished_at: float | None = None, note: str = "") -> None:
+        """Mark a run "complete", "interrupted" or "failed"; `note`: why, added to its notes."""
         if status not in RUN_STATUSES[1:]:
             raise StoreError(f"unknown run status {status!r} (want one of {RUN_STATUSES[1:]})")
         ended = time.time() if finished_at is None else finished_at
 
         def mark(conn: Connection) -> None:
             self._require_run(conn, run_id)
-            conn.execute(run.update().where(run.c.id == run_id).values(status=status, finished_at=ended))
+            values = dict(status=status, finished_at=ended)
+            if note:
+                notes = conn.execute(select(run.c.notes).where(run.c.id == run_id)).scalar_one()
+                values["notes"] = f"{notes}; {note}" if notes else note
+            conn.execute(run.update().where(run.c.id == run_id).values(**values))
         retry.in_transaction(self._engine, mark)
 
     def close_killed_runs(self) -> list[str]:

@@ -64,6 +64,11 @@ class Host(ABC):
     def has_link(self, device: str) -> bool:
         return any(link.get("ifname") == device for link in self.links())
 
+    def set_features(self, device: str, pairs: Sequence[str]) -> Completed:
+        """`ethtool -K device name on|off …` (the status is the caller's to judge: a
+        driver may refuse a feature)."""
+        return self.run(["ethtool", "-K", device, *pairs], check=False)
+
     def set_link(self, device: str, *, mtu: int | None = None, up: bool = True) -> None:
         if mtu is not None:
             self.ip("link", "set", "dev", device, "mtu", str(mtu))

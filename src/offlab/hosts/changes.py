@@ -10,14 +10,16 @@ Kinds (each with how its current value is read back):
   link     a device's administrative state          up / down
   file     a value under /proc/sys or /sys (sysctls, RPS masks, IRQ affinity)
   route    a route offlab added                     present / absent
-  neigh    a permanent neighbour entry offlab added ("ADDRESS dev DEVICE")  present / absent
+  neigh    a permanent neighbour entry offlab put in place ("ADDRESS dev DEVICE")
+                                                   "MAC STATE" / absent
   process  a process group offlab started ("PID command"): its leader's start time
            (clock ticks since boot) / gone
   master   a device's master (the test interface enslaved to a guests' bridge)
                                                    none / the bridge
   address  an address and the device holding it ("10.1.0.1/24"), moved to a bridge or
            added for a guest path                  the device / absent
-  features the interface's changeable ethtool features (old = every one as it was)
+  features the interface's changeable ethtool features (old = every one as it was,
+           new = as read back after offlab's last change)
 """
 
 from __future__ import annotations
@@ -85,11 +87,26 @@ def route(spec: tuple[str, ...]) -> Change:
     return Change("route", " ".join(spec), ABSENT, PRESENT, (("ip", "route", "del", *spec),))
 
 
-def neigh(address: str, dev: str, mac: str) -> Change:
+def neigh(address: str, dev: str, mac: str, old: str = ABSENT) -> Change:
     """A permanent neighbour entry (the middlebox with offlab-fwd as R: A and B address
-    each other's MAC directly); the undo deletes it, and the kernel resolves anew."""
-    return Change("neigh", f"{address} dev {dev}", ABSENT, mac,
-                  (("ip", "neigh", "del", address, "dev", dev),))
+    each other's MAC directly). `old` is the entry that was there ("MAC STATE", or
+    absent): the undo puts it back as it was, or deletes offlab's and the kernel
+    resolves anew."""
+    if old == ABSENT:
+        back: tuple[str, ...] = ("ip", "neigh", "del", address, "dev", dev)
+    else:
+        old_mac, _, state = old.partition(" ")
+        back = ("ip", "neigh", "replace", address, "lladdr", old_mac, "dev", dev, "nud", state.lower() or "permanent")
+    return Change("neigh", f"{address} dev {dev}", old, f"{mac.lower()} PERMANENT", (back,))
+
+
+def neigh_value(shown: list[dict[str, Any]]) -> str:
+    """`ip -j neigh show to ADDRESS dev DEV` as a value: "MAC STATE", or absent (an
+    entry without a MAC — FAILED, INCOMPLETE — holds nothing to put back)."""
+    for entry in shown:
+        if entry.get("lladdr"):
+            return f"{entry['lladdr'].lower()} {(entry.get('state') or ['PERMANENT'])[0]}"
+    return ABSENT
 
 
 def process(pid: int, start: str, command: str) -> Change:
@@ -143,8 +160,8 @@ def current(host: Host, change: Change) -> Any:
         return PRESENT if shown.strip() else ABSENT
     if change.kind == "neigh":
         address, _, dev = change.target.partition(" dev ")
-        shown = host.ip("neigh", "show", "to", address, "dev", dev, check=False).stdout
-        return change.new if "PERMANENT" in shown and str(change.new).lower() in shown.lower() else ABSENT
+        return neigh_value(json.loads(host.ip("-j", "neigh", "show", "to", address, "dev", dev,
+                                              check=False).stdout or "[]"))
     if change.kind == "process":
         return start_time(host, int(change.target.split()[0])) or GONE
     if change.kind == "master":
@@ -161,6 +178,23 @@ def current(host: Host, change: Change) -> Any:
         listing = parse_features(host.run(["ethtool", "-k", change.target], check=False).stdout)
         return {name: f.on for name, f in listing.features.items() if name in change.old}
     raise ValueError(f"unknown change kind {change.kind!r}")
+
+
+MASK_FILES = ("rps_cpus", "xps_cpus", "smp_affinity")
+"""Files holding a CPU bitmask in hex: "4" written reads back "00000000,00000004"."""
+
+
+def normal(change: Change, value: Any) -> Any:
+    """`value` in a form that compares equal however the kernel prints it: hex CPU masks
+    as numbers, multi-value sysctls ("4096\t131072") with single spaces."""
+    if change.kind != "file" or not isinstance(value, str):
+        return value
+    if change.target.rsplit("/", 1)[-1] in MASK_FILES:
+        try:
+            return int(value.replace(",", "").strip() or "0", 16)
+        except ValueError:
+            return value
+    return " ".join(value.split())
 
 
 def _read(host: Host, path: str) -> str:

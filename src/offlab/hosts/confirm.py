@@ -43,8 +43,21 @@ def planned_changes(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softir
             parts.append(f"iperf3 (port {hosts.test_network.iperf3_port}; and the plan's probes) started and ended")
         from ..topology.remote_guests import planned_changes
         parts += planned_changes(role, spec, cases, hosts.test_network)
+        parts += host_wide(cases, role)
         lines.append(f"{role} {spec.ssh}, interface {spec.interface}: " + "; ".join(parts))
     return lines
+
+
+def host_wide(cases: Iterable[CaseSpec], role: str) -> list[str]:
+    """The host-wide sysctls a run raises on a server (for every socket there, not only
+    offlab's): UDP cases raise the socket buffer limits (sockbuf.py) where lower."""
+    from ..sockbuf import LIMITS, UDP_SOCKET_BUFFER
+    udp = [c for c in cases if c.traffic.protocol == "udp"
+           and (c.scenario != "middlebox" or _on_a_middlebox_path([c], "a" if role == "sender" else "b"))]
+    if not udp or role == "router":
+        return []
+    return [f"host-wide {' and '.join(LIMITS)} raised to {UDP_SOCKET_BUFFER} where lower (every socket's "
+            "buffer limit on that server; journaled and put back)"]
 
 
 def features_off(cases: Iterable[CaseSpec], side: str) -> list[str]:

@@ -104,12 +104,30 @@ def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec
     if role != "router":
         from ..topology.remote_guests import planned_changes
         said += planned_changes(role, spec, pair, hosts.test_network)
+    said += _host_wide(host, role, [*pair, *middlebox])
     if role == "router":
         said += _router_changes(host, hosts, middlebox)
     elif bridged_by_fwd(middlebox):
         peer = hosts.hosts["receiver" if role == "sender" else "sender"]
         said.append(f"while R is offlab-fwd: route {peer.address} dev {spec.interface} and a permanent "
                     f"neighbour entry for it (the peer's MAC), removed after")
+    return said
+
+
+def _host_wide(host: SshHost, role: str, cases: list[CaseSpec]) -> list[str]:
+    """Each host-wide sysctl the run raises there, with its value now."""
+    from ..sockbuf import LIMITS, UDP_SOCKET_BUFFER
+    from .confirm import host_wide
+    if not host_wide(cases, role):
+        return []
+    said = []
+    for key in LIMITS:
+        now = _now(host, ["cat", "/proc/sys/" + key.replace(".", "/")])
+        value = "? (not reachable now)" if now is None else now.strip()
+        if value.isdigit() and int(value) >= UDP_SOCKET_BUFFER:
+            said.append(f"host-wide {key} already {value}: left as is")
+        else:
+            said.append(f"host-wide {key} {value} -> {UDP_SOCKET_BUFFER} (every socket's limit there), then back")
     return said
 
 

@@ -2,9 +2,12 @@
 its fix:
 
 * **lockout** — the test interface must carry nothing but the test: not the SSH session
-  offlab itself arrives by (`$SSH_CONNECTION` as the server sees it), not the default
-  route, not a bond/bridge port (a master) nor the parent of VLAN/macvlan devices (upper
-  devices), and no address outside the test prefix. A run sets the MTU and link state
+  offlab itself arrives by (`$SSH_CONNECTION` as the server sees it, routed back as
+  policy routing picks it: `ip route get CLIENT from SERVER`), not a default route of
+  any table or family (a multipath route's next hops and `nhid` nexthop groups
+  included), not a bond/bridge port (a master) nor the parent of VLAN/macvlan/ipvlan
+  devices (upper devices, in any named namespace too) or of SR-IOV VFs, and no address
+  outside the test prefix. A run sets the MTU and link state
   of the test interface and `ethtool -K` on it, which on many drivers resets the link:
   on a management interface the session, and the restore, go with it. The operator may
   take that risk with `--allow-shared-interface` (then `pin_irqs` is still refused: it
@@ -13,7 +16,8 @@ its fix:
   kernel: their CPU and counters are not two hosts'. Refused unless the hosts file says
   `same_kernel = true`;
 * **UDP within a cap** — no congestion control on a network others may use: at most
-  `udp_max_rate` (1 Gbit/s unless the hosts file raises it);
+  `udp_max_rate` (1 Gbit/s unless the hosts file raises it) offered in total by a case
+  (rate x streams x directions, irtt probes and UDP ping-pong counted);
 * **nothing of another offlab** — `ofl-` devices already there (another run's, or a
   killed one's) are refused, and so are iperf3's TCP port taken on the receiver (named
   with the process holding it), a VXLAN device already on offlab's VNI and port, and an
@@ -31,10 +35,13 @@ from .base import HostError
 from .hostsfile import HostsFile, HostSpec
 
 if TYPE_CHECKING:
-    from ..records import CaseSpec
+    from ..records import CaseSpec, TrafficSpec
     from .ssh import SshHost
 
 OVERRIDE_FLAG = "--allow-shared-interface"
+UPPER_KINDS = frozenset({"macvlan", "macvtap", "ipvlan", "ipvtap", "vlan"})
+"""Devices that sit on a lower device from another namespace (a container's): a veth
+peer names its peer's index the same way and is not one."""
 OUR_PREFIX = "ofl-"
 
 
@@ -53,27 +60,64 @@ class InterfaceUse:
     boot_id: str
     listening: tuple[str, ...] = ()
     """`ss -Hltnp` lines: the TCP ports taken, with the process holding each."""
+    nexthops: tuple[dict[str, Any], ...] = ()
+    """`ip -j nexthop show`: the objects a route's `nhid` names (a device, or a group)."""
+    foreign_links: tuple[dict[str, Any], ...] = ()
+    """`ip -d link show` of every named network namespace, each with its "netns" added:
+    a macvlan/ipvlan/VLAN of a container sits on the test interface from there."""
 
 
 def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
-    """Read what `findings` judges (SSH_CONNECTION as the login user: sudo drops it)."""
+    """Read what `findings` judges (SSH_CONNECTION as the login user: sudo drops it):
+    the route back to offlab's client as policy routing picks it (`from` the address the
+    session arrived at), the default routes of every table and family, the nexthop
+    objects they may name, and the links of every named network namespace."""
     session = host.run_plain(["sh", "-c", 'echo "$SSH_CONNECTION"'], timeout=15).stdout.strip()
-    client = session.split()[0] if session else ""
+    parts = session.split()
     route_dev = ""
-    if client:
-        found = json.loads(host.ip("-j", "route", "get", client, check=False).stdout or "[{}]")
+    if len(parts) >= 3:
+        found = json.loads(host.ip("-j", "route", "get", parts[0], "from", parts[2], check=False).stdout or "[{}]")
+        if not found or not found[0].get("dev"):  # `from` an address the kernel will not source
+            found = json.loads(host.ip("-j", "route", "get", parts[0], check=False).stdout or "[{}]")
         route_dev = found[0].get("dev", "") if found else ""
     links = json.loads(host.ip("-j", "-d", "link", "show").stdout or "[]")
     addresses = json.loads(host.ip("-j", "addr", "show", "dev", spec.interface, check=False).stdout or "[]")
     defaults = [route for family in ("-4", "-6")
-                for route in json.loads(host.ip("-j", family, "route", "show", "default", check=False).stdout or "[]")]
+                for route in json.loads(host.ip("-j", family, "route", "show", "table", "all", "default",
+                                                check=False).stdout or "[]")]
+    nexthops = json.loads(host.ip("-j", "nexthop", "show", check=False).stdout or "[]")
     boot = host.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout=15).stdout.strip()
     listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()
     return InterfaceUse(session, route_dev, tuple(links),
                         tuple(a for link in addresses for a in link.get("addr_info", [])), tuple(defaults), boot,
-                        tuple(listening))
+                        tuple(listening), tuple(nexthops), tuple(_namespace_links(host)))
 
 
+def _namespace_links(host: "SshHost") -> list[dict[str, Any]]:
+    names = [entry.get("name") for entry in json.loads(host.ip("-j", "netns", "list", check=False).stdout or "[]")]
+    found = []
+    for name in filter(None, names):
+        # A namespace may go between the listing and here (ip then exits 255, ssh's own
+        # status): it has nothing on the test interface any more.
+        shown = host.run(["sh", "-c", 'ip -n "$1" -j -d link show 2>/dev/null || true', "offlab-netns", name],
+                         check=False).stdout
+        found += [{**link, "netns": name} for link in json.loads(shown or "[]")]
+    return found
+
+
+def route_devices(route: dict[str, Any], nexthops: tuple[dict[str, Any], ...]) -> set[str]:
+    """Every device a route leaves by: its own, each of a multipath route's `nexthops`,
+    each member of the nexthop object (or group) its `nhid` names."""
+    devices = {route["dev"]} if route.get("dev") else set()
+    devices |= {hop["dev"] for hop in route.get("nexthops", []) if hop.get("dev")}
+    by_id = {entry.get("id"): entry for entry in nexthops}
+    pending = [route["nhid"]] if "nhid" in route else []
+    while pending:
+        entry = by_id.get(pending.pop(), {})
+        if entry.get("dev"):
+            devices.add(entry["dev"])
+        pending += [member.get("id") for member in entry.get("group", [])]
+    return devices
 def port_holder(use: InterfaceUse, port: int) -> str | None:
     """The process (or "a process") listening on TCP `port`, from `ss -Hltnp` lines."""
     for line in use.listening:
@@ -103,15 +147,25 @@ def findings(spec: HostSpec, use: InterfaceUse) -> list[str]:
     if use.ssh_route_device == device or (len(parts) >= 3 and parts[2] in own):
         found.append(f"offlab's own SSH session (from {parts[0] if parts else '?'}) runs over {device}")
     for route in use.default_routes:
-        if route.get("dev") == device:
-            found.append(f"the default route{' via ' + route['gateway'] if route.get('gateway') else ''} "
-                         f"leaves by {device}")
+        if device in route_devices(route, use.nexthops):
+            gateway = route.get("gateway") or next((h.get("gateway") for h in route.get("nexthops", [])
+                                                    if h.get("dev") == device), None)
+            table = f" (table {route['table']})" if route.get("table") not in (None, "main") else ""
+            found.append(f"the default route{' via ' + gateway if gateway else ''}{table} leaves by {device}")
     this = next((link for link in use.links if link.get("ifname") == device), {})
     if this.get("master"):
         found.append(f"{device} is a port of {this['master']} (a bond or bridge)")
     for upper in (link for link in use.links if link.get("link") == device):
         kind = upper.get("linkinfo", {}).get("info_kind", "upper device")
         found.append(f"{upper.get('ifname')} ({kind}) sits on {device}")
+    for upper in use.foreign_links:
+        kind = upper.get("linkinfo", {}).get("info_kind")
+        if kind in UPPER_KINDS and this.get("ifindex") is not None \
+                and upper.get("link_index") == this.get("ifindex") and "link_netnsid" in upper:
+            kind = upper.get("linkinfo", {}).get("info_kind", "upper device")
+            found.append(f"{upper.get('ifname')} ({kind}) in namespace {upper['netns']} sits on {device}")
+    if this.get("vfinfo_list"):
+        found.append(f"{device} has {len(this['vfinfo_list'])} SR-IOV VFs (their traffic goes through it)")
     prefix = _test_prefix(spec, use.addresses)
     for entry in use.addresses:
         address = ipaddress.ip_address(entry.get("local", "::"))
@@ -212,20 +266,54 @@ def check_servers(hosts: HostsFile, allow_shared: bool) -> list[str]:
     return check(hosts, uses, allow_shared)
 
 
+IRTT_PACKET_BITS = 100 * 8
+"""An irtt probe, UDP/IP headers and irtt's timestamps included, at most (both ways)."""
+RR_FLOOR_S = 10e-6
+"""The shortest round trip a ping-pong through two kernels takes: UDP request/response
+(sockperf) keeps one message in flight each way, so it offers at most this fast."""
+
+
+def offered_udp_bps(traffic: "TrafficSpec") -> float | None:
+    """The UDP a case puts on the servers' network in total, every tool counted: the
+    rate is per stream and per direction (iperf3's -b with -P and --bidir), an irtt
+    probe beside a stream adds its packets both ways, a UDP ping-pong one message in
+    flight each way; None: unbounded (no rate, or a capacity search's first probe)."""
+    from ..latency import PROBE_INTERVAL_MS, RR_MESSAGE
+    directions = 2 if traffic.bidirectional else 1
+    probe = 2 * IRTT_PACKET_BITS / (PROBE_INTERVAL_MS / 1000) if traffic.latency_probe else 0.0
+    if traffic.mode == "rr":
+        message = traffic.message_size or RR_MESSAGE
+        return 2 * (message + 28) * 8 / RR_FLOOR_S if traffic.protocol == "udp" else probe
+    if traffic.protocol != "udp":
+        return probe
+    if traffic.mode == "capacity" or traffic.rate_bps is None:
+        return None
+    return traffic.rate_bps * max(1, traffic.streams) * directions + probe
+
+
 def check_udp_rates(hosts: HostsFile, cases: "Iterable[CaseSpec]") -> None:
     """UDP on real hosts at most at the hosts file's `udp_max_rate` (1 Gbit/s unless
-    raised): an unlimited rate, a rate above it or a capacity search (whose first probe
-    is unlimited) is refused before the run."""
+    raised), counted as the whole offered load of each case (offered_udp_bps): an
+    unlimited rate, a total above it or a capacity search is refused before the run."""
     cap = hosts.udp_max_bps
     if cap is None:
         return
     for case in cases:
         traffic = case.traffic
-        if traffic.protocol != "udp":
+        offered = offered_udp_bps(traffic)
+        if offered is not None and offered <= cap:
             continue
-        if traffic.mode == "capacity" or traffic.rate_bps is None or traffic.rate_bps > cap:
-            offered = ("a capacity search (unlimited probes)" if traffic.mode == "capacity" else
-                       "an unlimited rate" if traffic.rate_bps is None else f"{traffic.rate_bps / 1e9:g} Gbit/s")
-            raise HostError(f"{case.key}: UDP at {offered} over your servers' network, above the cap of "
-                            f"{cap / 1e9:g} Gbit/s; set the plan's udp_rate to at most that, or raise the cap "
-                            f"with udp_max_rate = \"10G\" (or \"unlimited\") in {hosts.source}")
+        if traffic.mode == "capacity":
+            what = "a capacity search (unlimited probes)"
+        elif offered is None:
+            what = "an unlimited rate"
+        else:
+            parts = [f"{traffic.rate_bps / 1e9:g} Gbit/s" if traffic.rate_bps else ""]
+            parts += [f"{traffic.streams} streams"] if traffic.streams > 1 else []
+            parts += ["both directions"] if traffic.bidirectional else []
+            what = f"{offered / 1e9:g} Gbit/s in total ({' x '.join(p for p in parts if p)})" \
+                if traffic.protocol == "udp" and traffic.mode != "rr" else f"up to {offered / 1e9:g} Gbit/s"
+        raise HostError(f"{case.key}: UDP at {what} over your servers' network, above the cap of "
+                        f"{cap / 1e9:g} Gbit/s; lower the plan's udp_rate (it is per stream and per "
+                        f"direction) or streams, or raise the cap with udp_max_rate = \"10G\" (or "
+                        f"\"unlimited\") in {hosts.source}")

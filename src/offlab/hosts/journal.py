@@ -29,10 +29,15 @@ from typing import Any
 from ..offloads import Interface, OffloadControl, parse_features
 from . import changes
 from .base import Host, HostError
+from .lease import LeaseLost
 from .changes import Change
 from .hostsfile import HostSpec
 
-JOURNAL_DIR = Path("/var/lib/offlab/journal")
+STATE_DIR = Path(os.environ.get("OFFLAB_STATE_DIR", "/var/lib/offlab"))
+"""The controller's own state (journals, audit log): per lab instance like
+OFFLAB_RUNTIME_DIR, so a second controller on one machine (a test of two controllers,
+as on two machines) keeps its own."""
+JOURNAL_DIR = STATE_DIR / "journal"
 VERSION = 2
 
 
@@ -78,6 +83,8 @@ class Mirror:
     the host has no server-side copy."""
 
     token: str = ""
+    lost: str | None = None
+    """Why the run's lease on the server is gone, once it is (lease.py)."""
 
     def write(self, key: str, record: Record, undo_script: str, log: str) -> None: ...
 
@@ -175,25 +182,59 @@ class Journal:
         if old != new.strip():
             self._once(changes.file(path, old, new.strip()))
 
+    def after_features(self, device: str) -> None:
+        """The test interface's features as the kernel has them after offlab's change
+        (dependent features included): the value set, for the drift check."""
+        for entry in self.record.changes:
+            if entry["kind"] == "features" and entry["target"] == device:
+                listing = parse_features(self.host.run(["ethtool", "-k", device]).stdout)
+                entry["new"] = {name: f.on for name, f in listing.features.items() if name in entry["old"]}
+                self._write("")
+                return
+
+    def before_neigh(self, address: str, dev: str, mac: str) -> None:
+        """A permanent neighbour entry about to be put in place: whatever entry is there
+        now is recorded, and the undo puts it back (or deletes offlab's)."""
+        shown = json.loads(self.host.ip("-j", "neigh", "show", "to", address, "dev", dev, check=False).stdout or "[]")
+        self.add(changes.neigh(address, dev, mac, changes.neigh_value(shown)))
+
     def before_route(self, spec: tuple[str, ...]) -> None:
         self.add(changes.route(spec))
 
     def _once(self, change: Change) -> None:
-        """The first value of a target is the original; later changes keep it."""
-        if not any(c["kind"] == change.kind and c["target"] == change.target for c in self.record.changes):
-            self.add(change)
+        """The first value of a target is the original; a later change keeps it and
+        records its own value as the one set (what the drift check compares with)."""
+        for entry in self.record.changes:
+            if entry["kind"] == change.kind and entry["target"] == change.target:
+                if change.new is not None and entry["new"] != change.new:
+                    entry["new"] = change.new
+                    self._write(f"{self.host.name}: {change.kind} {change.target}: -> {change.new}")
+                return
+        self.add(change)
 
     # --- putting it back ----------------------------------------------------------------
 
     def restore(self) -> list[str]:
-        """Undo everything (no drift check: this run made the changes moments ago); the
-        journal goes once all is back, and stays for `offlab restore` otherwise."""
-        lines, failed = undo_all(self.host, self.changes, drift_check=False)
+        """Undo what this run changed and is still as it set it (a value somebody changed
+        since is reported as drift and left alone); the journal goes once all is back,
+        and stays for `offlab restore` otherwise. On a server whose lease is lost nothing
+        is touched: its watchdog restored it before another run could take it."""
+        if self.mirror is not None and self.mirror.lost is not None:
+            return self._lost(self.mirror.lost)
+        try:
+            lines, failed = undo_all(self.host, self.changes, drift_check=True)
+        except LeaseLost as lost:
+            return self._lost(lost.reason)
         if failed:
             raise HostError(f"{self.host.name}: could not undo {'; '.join(failed)}; "
                             "the journal stays for `offlab restore`")
         self.discard()
         return lines
+
+    def _lost(self, reason: str) -> list[str]:
+        self.discard()
+        return [f"{self.host.name}: left alone, the run's lease is gone ({reason}); the server's "
+                "watchdog restored it"]
 
     def discard(self) -> None:
         self.closed = True
@@ -218,10 +259,10 @@ def undo_all(host: Host, found: list[Change], drift_check: bool) -> tuple[list[s
 
 def _undo(host: Host, change: Change, drift_check: bool) -> str:
     if drift_check:
-        now = changes.current(host, change)
-        if now == change.old:
+        now = changes.normal(change, changes.current(host, change))
+        if now == changes.normal(change, change.old):
             return "" if change.kind == "process" else f"{change.what} already {_show(change.old)}"
-        if change.new is not None and now != change.new:
+        if change.new is not None and now != changes.normal(change, change.new):
             return (f"left {change.what} alone: it is {_show(now)} now, offlab had set {_show(change.new)} "
                     f"(was {_show(change.old)}); changed since by someone else")
     if change.kind == "features":
@@ -294,14 +335,17 @@ class HostRestore:
     lines: tuple[str, ...]
 
 
-def restore_pending(root: Path = JOURNAL_DIR) -> list[HostRestore]:
-    """Reconnect to every host a killed run left changed and restore it: every host is
-    tried, whatever another one did, and each gets its own result."""
+def restore_pending(root: Path = JOURNAL_DIR, only: set[str] | None = None) -> list[HostRestore]:
+    """Reconnect to every host a killed run left changed (`only`: the journals of these
+    ssh destinations, the servers of the run about to start) and restore it, or learn
+    from the server that its watchdog already did: every host is tried, whatever another
+    one did, and each gets its own result; a journal goes once its host is settled."""
     from .server import replay_session
     results = []
     for path, record in pending(root):
-        spec = HostSpec(**record.spec)
-        name = f"{spec.role} ({spec.ssh})"
+        if only is not None and record.spec.get("ssh") not in only:
+            continue
+        name = f"{record.spec.get('role')} ({record.spec.get('ssh')})"
         try:
             lines = replay_session(record)
         except Exception as err:  # an unreachable host must not keep the others changed
@@ -310,3 +354,20 @@ def restore_pending(root: Path = JOURNAL_DIR) -> list[HostRestore]:
         path.unlink()
         results.append(HostRestore(name, True, tuple(lines)))
     return results
+
+
+def forget(destination: str, root: Path = JOURNAL_DIR) -> list[str]:
+    """Drop the journals of one ssh destination without touching the server (it is gone
+    for good, or was put back by hand); a line per journal naming what may be left."""
+    lines = []
+    for path, record in pending(root):
+        if record.spec.get("ssh") != destination:
+            continue
+        what = ", ".join(dict.fromkeys(Change.from_json(c).what for c in record.changes
+                                       if c["kind"] != "process")) or "nothing"
+        path.unlink()
+        lines.append(f"{record.spec.get('role')} ({destination}): journal forgotten; unless its watchdog "
+                     f"or a reboot restored it, these may still be as offlab set them: {what}")
+    if not lines:
+        raise HostError(f"no journal of {destination!r} in {root}; `offlab restore` lists what is left")
+    return lines

@@ -13,7 +13,7 @@ from . import guard
 from .base import HostError
 from .facts import read_facts
 from .hostsfile import HostsFile, HostSpec
-from .ssh import SshHost
+from .ssh import AuditLog, SshHost
 
 OLD_BIN_DIR = "/var/lib/offlab/bin"
 """Where offlab before the one files cache (hosts/files.py) copied offlab-fwd: still
@@ -104,6 +104,31 @@ def _guard_checks(hosts: HostsFile, spec: HostSpec, use: guard.InterfaceUse, all
                         "offlab restore, or ip link del them" if leftovers else "")]
 
 
+_HOLD = r"""
+d=$1
+[ -d "$d" ] || { echo free; exit 0; }
+echo "held by $(head -n 1 "$d/owner" 2>/dev/null)"
+echo "heartbeat $(( $(date +%s) - $(stat -c %Y "$d/heartbeat" 2>/dev/null || echo 0) )) s ago"
+pgrep -af "offlab-watchdog $d " | sed 's/.*offlab-watchdog [^ ]* [^ ]* \([^ ]*\) .*/watchdog of \1/'
+command -v systemctl >/dev/null 2>&1 && systemctl list-units --plain --no-legend 'offlab-watchdog-*' 2>/dev/null
+"""
+
+
+def _hold_check(host: SshHost, name: str) -> RemoteCheck:
+    """An offlab run's hold on the server and the watchdogs that would restore it: a
+    hold without a watchdog is stale (docs/real-hosts.md, "A stale hold")."""
+    from .server import SERVER_DIR
+    lines = host.run(["sh", "-c", _HOLD, "offlab-hold", SERVER_DIR], check=False, timeout=15).stdout.splitlines()
+    if lines[:1] == ["free"] or not lines:
+        return RemoteCheck(name, "offlab hold", True, "free (no run holds it)")
+    watchdogs = [line for line in lines[2:] if line.strip()]
+    detail = f"{lines[0]}; {lines[1] if len(lines) > 1 else ''}; " + (
+        ", ".join(watchdogs) if watchdogs else "no watchdog running")
+    return RemoteCheck(name, "offlab hold", bool(watchdogs), detail,
+                       "" if watchdogs else "a stale hold: check the server, then clear it as docs/real-hosts.md "
+                       "says (\"A stale hold\")")
+
+
 def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
     name = f"{spec.role} ({spec.ssh})"
     try:
@@ -115,6 +140,7 @@ def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
     root = uid == "0" or spec.sudo
     found.append(RemoteCheck(name, "root or sudo", root, f"uid {uid}" + (", sudo -n" if spec.sudo else ""),
                              "" if root else "log in as root, or set sudo = true with passwordless sudo"))
+    found.append(_hold_check(host, name))
     for tool, package in TOOLS.items():
         where = host.run(["sh", "-c", f"command -v {tool}"], check=False).stdout.strip()
         found.append(RemoteCheck(name, tool, bool(where), where or "not found",
@@ -166,10 +192,11 @@ def purge_files(hosts: HostsFile) -> list[str]:
     from . import files
     lines = []
     for role, spec in hosts.hosts.items():
-        host = SshHost(role, spec, hosts.ssh_config)
+        host = SshHost(role, spec, hosts.ssh_config, audit=AuditLog())
         try:
-            lines.append(files.purge(host))
-            lines.append(files.purge(host, OLD_BIN_DIR))
+            for said in (files.purge(host), files.purge(host, OLD_BIN_DIR)):
+                lines.append(said)
+                host.log(f"offlab restore --purge: {said}")
         except HostError as err:
             lines.append(f"{role}: not purged: {err}")
         finally:

@@ -12,8 +12,13 @@
   connection every `delay / 4` s) is older than `delay` seconds — the controller was killed, its machine went away, or the
   network between them did. It runs the undo scripts (processes killed by process
   group, devices removed, MTUs, link states, files and features put back), logs to
-  syslog (`logger -t offlab`) and exits; it also exits as soon as the run directory
-  is gone (the controller restored and released the server itself).
+  syslog (`logger -t offlab`), leaves a mark (`restored/<key>`, the run's token) and
+  exits; it also exits as soon as the hold is not its run's any more (the controller
+  restored and released the server itself). It runs outside the SSH session: a
+  systemd unit where systemd runs, else a session and a cgroup of its own (_LAUNCH).
+
+The hold is a lease (lease.py): every command of the run carries its token and runs
+behind a check of the owner under `flock <run dir>.lock`, which the watchdog takes too.
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ import os
 import socket
 import threading
 import time
+from typing import Callable
+
 from .base import Host, HostError
 from .journal import Identity, Mirror, Record, read_identity, undo_all
 from .changes import Change
+from .lease import Fence, LeaseLost
 
 SERVER_DIR = "/var/lib/offlab/run"
 DEFAULT_WATCHDOG_S = 60
@@ -32,32 +40,81 @@ DEFAULT_WATCHDOG_S = 60
 
 _ACQUIRE = r"""
 d=$1
+umask 022
 mkdir -p "${d%/*}"
-if mkdir -m 700 "$d" 2>/dev/null; then
+exec 9>>"$d.lock"; flock 9
+# 755 and a readable owner: the token check of a command run as the SSH user reads it.
+if mkdir -m 755 "$d" 2>/dev/null; then
   printf '%s\n%s\n' "$2" "$3" > "$d/owner"; touch "$d/heartbeat"
-  logger -t offlab "held for a run by $2" 2>/dev/null; echo acquired
+  logger -t offlab -- "held for a run by $2" 2>/dev/null; echo acquired
 else
-  echo held; cat "$d/owner" 2>/dev/null
+  if [ "$(sed -n 2p "$d/owner" 2>/dev/null)" != "$3" ]; then
+    rm -rf "$d"; echo "rebooted"; exit 0
+  fi
+  echo held; head -n 1 "$d/owner" 2>/dev/null
+  echo "watchdogs $(pgrep -fc "offlab-watchdog $d ")"
   echo "age $(( $(date +%s) - $(stat -c %Y "$d/heartbeat" 2>/dev/null || echo 0) ))"
 fi
 """
 
+_LAUNCH = r"""
+w=$1; shift
+rm -f "$1/$3.watching"
+if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
+  systemd-run --unit="offlab-watchdog-$3" --collect --quiet sh -c "$w" offlab-watchdog "$@" || exit 1
+else
+  setsid -f sh -c "$w" offlab-watchdog "$@" || exit 1
+fi
+# Back only once the watchdog is in place (out of the session), before any change.
+i=0
+while [ ! -e "$1/$3.watching" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$1/$3.watching" ] || { echo "the watchdog did not start" >&2; exit 1; }
+"""
+"""Where systemd runs, the watchdog is a transient unit of its own (`systemctl status
+offlab-watchdog-KEY`): logind's KillUserProcesses, which ends a login session's
+processes, cannot reach it. Elsewhere it leaves the SSH session in a session of its
+own and moves into a cgroup of its own (offlab-watchdog/KEY under cgroup2), so that
+killing the session's cgroup does not kill it."""
+
 _WATCHDOG = r"""
 exec </dev/null >/dev/null 2>&1
-d=$1; delay=$2; undo=$1/$3.undo.sh
-while [ -d "$d" ]; do
+d=$1; delay=$2; key=$3; t=$4; undo=$1/$3.undo.sh
+if [ -z "$INVOCATION_ID" ]; then
+  g=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  if [ -z "$g" ] || [ ! -e "$g/cgroup.procs" ]; then
+    # No cgroup2 in sight (a session under `ip netns exec` has a sysfs of its own):
+    # mount the hierarchy privately to reach it.
+    g=$(mktemp -d) && { mount -t cgroup2 none "$g" 2>/dev/null || { rmdir "$g"; g=""; }; }
+  fi
+  if [ -n "$g" ]; then
+    # One cgroup per journal key, left (empty) after: a watchdog removing another's could
+    # remove it between that one's mkdir and its move.
+    mkdir -p "$g/offlab-watchdog/$key" && echo $$ > "$g/offlab-watchdog/$key/cgroup.procs"
+  fi
+fi
+touch "$d/$key.watching"
+mine() { [ "$(head -n 1 "$d/owner" 2>/dev/null)" = "$t" ]; }
+late() {
+  beat=$(stat -c %Y "$d/heartbeat" 2>/dev/null) || return 1
+  [ $(( $(date +%s) - beat )) -gt "$delay" ]
+}
+while mine; do
   sleep 1
-  beat=$(stat -c %Y "$d/heartbeat" 2>/dev/null) || continue
-  [ $(( $(date +%s) - beat )) -gt "$delay" ] || continue
+  late || continue
+  exec 9>>"$d.lock"; flock 9
+  # Under the lock: a fenced command of the controller is either done or refused.
+  mine || exit 0
+  if ! late; then exec 9>&-; continue; fi
   if [ -f "$undo" ]; then
-    logger -t offlab "no heartbeat from the controller for ${delay} s: restoring from $undo" 2>/dev/null
+    logger -t offlab -- "no heartbeat from $t for ${delay} s: restoring from $undo" 2>/dev/null
     said=$(sh "$undo" 2>&1)
-    [ -z "$said" ] || logger -t offlab "$said" 2>/dev/null
+    [ -z "$said" ] || logger -t offlab -- "$said" 2>/dev/null
+    mkdir -p "${d%/*}/restored" && printf '%s\n' "$t" > "${d%/*}/restored/$key"
     rm -f "$undo"
   fi
   for other in "$d"/*.undo.sh; do [ -e "$other" ] && exit 0; done
   rm -rf "$d"
-  logger -t offlab "restored and released" 2>/dev/null
+  logger -t offlab -- "restored and released the hold of $t" 2>/dev/null
   exit 0
 done
 """
@@ -71,11 +128,28 @@ exit 0
 
 _RELEASE = r"""
 d=$1
-[ -d "$d" ] || { echo gone; exit 0; }
-[ "$(head -n 1 "$d/owner" 2>/dev/null)" = "$2" ] || { echo other; exit 0; }
 for f in "$d"/*.undo.sh; do [ -e "$f" ] && { echo kept; exit 0; }; done
-rm -rf "$d"; logger -t offlab "released by $2" 2>/dev/null; echo released
+rm -rf "$d"; logger -t offlab -- "released by $2" 2>/dev/null; echo released
 """
+
+_CLAIM = r"""
+d=$1; t=$2; boot=$3; key=$4
+mkdir -p "${d%/*}"
+exec 9>>"$d.lock"; flock 9
+if [ "$(cat "${d%/*}/restored/$key" 2>/dev/null)" = "$t" ]; then echo restored; exit 0; fi
+if [ -d "$d" ]; then
+  if [ "$(sed -n 2p "$d/owner" 2>/dev/null)" != "$boot" ]; then rm -rf "$d"; echo rebooted; exit 0; fi
+  owner=$(head -n 1 "$d/owner" 2>/dev/null)
+  [ "$owner" = "$t" ] && { touch "$d/heartbeat"; echo mine; exit 0; }
+  echo "other $owner"; exit 0
+fi
+umask 022; mkdir -m 755 "$d" && printf '%s\n%s\n' "$t" "$boot" > "$d/owner" && touch "$d/heartbeat" && echo mine
+"""
+"""`offlab restore` of a killed run's journal asks the server first (under the lease's
+lock): "restored" (its watchdog did, and left a mark), "rebooted" (the reboot undid
+every change), "other OWNER" (another run holds it: it could only take the hold once
+this run's watchdog had restored it), or "mine" (the killed run's hold, or a new one
+with its token: the replay goes on behind that token)."""
 
 
 def controller_token() -> str:
@@ -93,6 +167,12 @@ class ServerRun(Mirror):
         self.delay_s = delay_s
         self.directory = directory
         self.held = False
+        self.fence = Fence(directory, token, host.name)
+        """Set on every connection to this server once held (SshHost.fence)."""
+
+    @property
+    def lost(self) -> str | None:
+        return self.fence.lost
 
     def acquire(self) -> str:
         """Hold the server or refuse in one line naming the holder; returns a note when
@@ -103,27 +183,38 @@ class ServerRun(Mirror):
                                   self.identity.boot_id], timeout=20).stdout.splitlines()
             if said[:1] == ["acquired"]:
                 self.held = True
+                self._fence(self.host)
                 return note
-            owner = said[1] if len(said) > 1 else "an unknown controller"
-            boot = said[2] if len(said) > 2 else ""
-            if boot and boot != self.identity.boot_id:
-                self.host.run(["rm", "-rf", self.directory])
-                note = f"{self.host.name}: cleared a hold from before the server's last reboot ({owner})"
+            if said[:1] == ["rebooted"]:
+                note = f"{self.host.name}: cleared a hold from before the server's last reboot"
                 continue
+            owner = said[1] if len(said) > 1 else "an unknown controller"
             age = said[-1].removeprefix("age ") if said[-1].startswith("age ") else "?"
+            watchdogs = next((line.split()[1] for line in said if line.startswith("watchdogs ")), "?")
+            if watchdogs == "0" and age.isdigit() and int(age) > self.delay_s:
+                raise HostError(f"{self.host.name}: a stale hold ({owner}; last heartbeat {age} s ago) and no "
+                                f"watchdog runs there to restore it; check the server, then clear it as "
+                                "docs/real-hosts.md says (\"A stale hold\")")
             raise HostError(f"{self.host.name}: the server is in use by another offlab run ({owner}; "
                             f"last heartbeat {age} s ago, {self.directory}); wait for it to end — if its "
                             f"controller is gone, the server restores itself within {self.delay_s} s "
                             "of its last heartbeat")
         raise HostError(f"{self.host.name}: could not hold {self.directory}; remove it by hand")
 
+    def _fence(self, host: Host) -> None:
+        if hasattr(host, "fence"):
+            host.fence = self.fence  # type: ignore[attr-defined]
+
     def watch(self, host: Host, key: str) -> None:
         """Start the watchdog of one journal, through the connection of its role (roles
-        that share a kernel may not share a network namespace: each undoes its own)."""
-        host.run(["setsid", "-f", "sh", "-c", _WATCHDOG, "offlab-watchdog", self.directory,
-                  str(self.delay_s), key], timeout=20)
+        that share a kernel may not share a network namespace: each undoes its own);
+        that connection carries the token from now on."""
+        self._fence(host)
+        host.run(["sh", "-c", _LAUNCH, "offlab-launch", _WATCHDOG, self.directory,
+                  str(self.delay_s), key, self.token], timeout=20)
 
     def beat(self) -> None:
+        """Touch the heartbeat behind the token: LeaseLost when the hold is gone."""
         self.host.run(["touch", f"{self.directory}/heartbeat"], check=False, timeout=10)
 
     def write(self, key: str, record: Record, undo_script: str, log: str) -> None:
@@ -131,28 +222,36 @@ class ServerRun(Mirror):
                              input_text=undo_script, check=False, timeout=20)
         if done.returncode != 0:
             raise HostError(f"{self.host.name}: cannot write the journal into {self.directory} "
-                            f"({done.stderr.strip() or 'gone'}): the server's watchdog may have restored "
-                            "it after missed heartbeats")
+                            f"({done.stderr.strip() or 'gone'})")
 
     def remove(self, key: str) -> None:
-        self.host.run(["rm", "-f", f"{self.directory}/{key}.undo.sh"], check=False, timeout=10)
+        if self.lost is None:
+            self.host.run(["rm", "-f", f"{self.directory}/{key}.undo.sh"], check=False, timeout=10)
 
     def release(self) -> str:
         """Let the server go when no journal is left in it; "released", "kept" (a journal
-        stays: the watchdog restores it), "gone" or "other" (someone else's now)."""
-        said = self.host.run(["sh", "-c", _RELEASE, "offlab-release", self.directory, self.token],
-                             check=False, timeout=20).stdout.strip()
+        stays: the watchdog restores it) or "lost" (the lease went: someone else's now)."""
         self.held = False
+        if self.lost is not None:
+            return "lost"
+        try:
+            said = self.host.run(["sh", "-c", _RELEASE, "offlab-release", self.directory, self.token],
+                                 check=False, timeout=20).stdout.strip()
+        except LeaseLost:
+            return "lost"
         return said or "unknown"
 
 
 class Heartbeat:
     """Touches every held server's heartbeat from a thread until stopped; a server that
-    does not answer is simply tried again (its watchdog takes over if it stays silent)."""
+    does not answer is simply tried again (its watchdog takes over if it stays silent);
+    a server that refuses the token (its lease is gone) is reported once to `on_lost`."""
 
-    def __init__(self, servers: list[ServerRun], interval_s: float):
+    def __init__(self, servers: list[ServerRun], interval_s: float,
+                 on_lost: Callable[[LeaseLost], None] | None = None):
         self.servers = servers
         self.interval_s = interval_s
+        self.on_lost = on_lost
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="offlab-heartbeat", daemon=True)
 
@@ -163,43 +262,80 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             for server in self.servers:
+                if server.lost is not None:
+                    continue
                 try:
                     server.beat()
+                except LeaseLost as lost:
+                    if self.on_lost is not None:
+                        self.on_lost(lost)
                 except Exception:  # a silent server: its watchdog's business, retried next beat
                     continue
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=15)
 
 
 def replay_session(record: Record) -> list[str]:
-    """`offlab restore` of one journal: the same server (machine-id, MAC) or a refusal,
-    its watchdog kept from firing meanwhile, every change replayed with its drift check,
-    its server-side copy removed and the server released if nothing else holds it."""
+    """`offlab restore` of one journal: the same server (machine-id, MAC) or a refusal;
+    then the server is asked (_CLAIM) whether its watchdog, a reboot or another run's
+    hold means there is nothing left to undo; otherwise the changes are replayed behind
+    the journal's token with their drift check, the server-side copy removed and the
+    server released."""
     from .hostsfile import HostSpec
-    from .ssh import SshHost
+    from .ssh import AuditLog, SshHost
     spec = HostSpec(**record.spec)
-    host = SshHost(spec.role, spec, record.ssh_config)
+    host = SshHost(spec.role, spec, record.ssh_config, audit=AuditLog())
     try:
         expected = record.identity
-        if expected:
-            found = read_identity(host, spec.interface)
-            if (found.machine_id, found.mac) != (expected["machine_id"], expected["mac"]):
-                raise HostError(f"{spec.ssh} is now machine {found.machine_id} with {spec.interface} "
-                                f"{found.mac}, not the journal's {expected['machine_id']} / {expected['mac']}; "
-                                "restore that server by hand, then delete its journal")
-        server = ServerRun(host, Identity(**expected) if expected else Identity("", "", ""),
-                           record.token) if expected else None
-        if server is not None:
-            server.beat()
-        lines, failed = undo_all(host, [Change.from_json(c) for c in record.changes], drift_check=True)
-        if failed:
-            raise HostError(f"could not undo {'; '.join(failed)}")
-        if server is not None:
-            server.remove(server.identity.key)
-            server.release()
+        if not expected:  # a journal of offlab before version 2: no server-side hold
+            return _replay(host, record) or [f"{host.name}: nothing to do (already as it was)"]
+        found = read_identity(host, spec.interface)
+        if (found.machine_id, found.mac) != (expected["machine_id"], expected["mac"]):
+            raise HostError(f"{spec.ssh} is now machine {found.machine_id} with {spec.interface} "
+                            f"{found.mac}, not the journal's {expected['machine_id']} / {expected['mac']}; "
+                            "restore that server by hand, then delete its journal")
+        if found.boot_id != expected["boot_id"]:
+            return [f"{host.name}: rebooted since that run: every change it made went with the reboot"]
+        said = _claim(host, record, found)
+        if said != "mine":
+            return [f"{host.name}: {said}"]
+        server = ServerRun(host, found, record.token)
+        server._fence(host)
+        try:
+            lines = _replay(host, record)
+        except LeaseLost as lost:
+            return [f"{host.name}: restored by the server's own watchdog meanwhile ({lost.reason})"]
+        for line in lines:
+            host.log(f"restore of {record.token}: {line}")
+        server.remove(found.key)
+        server.release()
         return lines or [f"{host.name}: nothing to do (already as it was)"]
     finally:
         host.close()
+
+
+def _claim(host: Host, record: Record, found: Identity) -> str:
+    """What the server says of the killed run's hold (_CLAIM), as a line unless "mine"."""
+    token = record.token or controller_token()
+    said = host.run(["sh", "-c", _CLAIM, "offlab-claim", SERVER_DIR, token, found.boot_id, found.key],
+                    timeout=20).stdout.strip()
+    if said == "restored":
+        return "already restored by the server's own watchdog"
+    if said == "rebooted":
+        return "its hold was from before the server's last reboot: every change went with the reboot"
+    if said.startswith("other "):
+        return (f"now held by another run ({said.removeprefix('other ')}), which could take it only once "
+                "the server's watchdog had restored this one; left alone")
+    if said != "mine":
+        raise HostError(f"could not ask the server about its hold ({said or 'no answer'})")
+    return said
+
+
+def _replay(host: Host, record: Record) -> list[str]:
+    lines, failed = undo_all(host, [Change.from_json(c) for c in record.changes], drift_check=True)
+    if failed:
+        raise HostError(f"could not undo {'; '.join(failed)}")
+    return lines

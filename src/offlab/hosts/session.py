@@ -6,12 +6,15 @@ and their watchdog restores them once the heartbeat stops."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 
 from .base import HostError
 from .hostsfile import HostsFile
 from ..runscope import MachineLock
 from .journal import JOURNAL_DIR, Identity, pending, read_identity, restore_pending
+from .lease import LeaseLost
 from .server import Heartbeat, ServerRun, controller_token
 from .ssh import AuditLog, SshHost
 
@@ -42,7 +45,7 @@ class RemoteSession:
 
     def start(self) -> list[str]:
         """Restore what killed runs left, then hold every server; lines to print."""
-        lines = restore_journals(self.journal_dir) if self.restore_first else []
+        lines = restore_journals(self.journal_dir, destinations(self.file)) if self.restore_first else []
         try:
             lines += self._hold()
         except BaseException:
@@ -66,8 +69,26 @@ class RemoteSession:
                 by_kernel[identity.boot_id] = server
             self.servers[role] = server
             server.watch(host, identity.key)
-        self._heartbeat = Heartbeat(list(by_kernel.values()), max(1.0, self.file.watchdog_s / 4)).start()
+        self._heartbeat = Heartbeat(list(by_kernel.values()), max(1.0, self.file.watchdog_s / 4),
+                                    on_lost=self._lease_lost).start()
         return notes
+
+    @property
+    def lost(self) -> str | None:
+        """Why the run lost a server, once it has: the run stops and touches nothing there."""
+        for role, server in self.servers.items():
+            if server.lost is not None:
+                return f"the lease on the {role} ({server.host.name}) is gone: {server.lost}"
+        return None
+
+    def _lease_lost(self, lost: LeaseLost) -> None:
+        """From the heartbeat thread: stop the run at once. SIGTERM to the main thread
+        wakes it from any wait and unwinds the run as a signal does (the runner's
+        teardown, which now leaves that server alone); the run is then marked
+        interrupted with `lost` as its reason."""
+        if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+            # Outside the runner (no handler yet) the next fenced command raises LeaseLost.
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
 
     def watch_interface(self, role: str, host: SshHost, key: str) -> None:
         """A watchdog for a role's second test interface (the router's), once a run."""
@@ -85,7 +106,10 @@ class RemoteSession:
             if not server.held:
                 continue
             try:
-                if server.release() == "kept":
+                said = server.release()
+                if said == "lost":
+                    kept.append(f"{server.host.name}: left alone, the run's lease is gone ({server.lost})")
+                if said == "kept":
                     kept.append(f"{server.host.name}: a journal could not be undone; the server's watchdog "
                                 f"restores it within {server.delay_s} s")
             except HostError as err:
@@ -97,25 +121,33 @@ class RemoteSession:
         return kept
 
 
-def restore_journals(journal_dir: Path = JOURNAL_DIR) -> list[str]:
-    """Every journal a killed run left, each host tried; a host that could not be put
-    back stops the new run (its state is not the original)."""
-    results = restore_pending(journal_dir)
+def destinations(hosts: HostsFile) -> set[str]:
+    """The ssh destinations of a hosts file: whose old journals a run replays first."""
+    return {spec.ssh for spec in hosts.roles().values()}
+
+
+def restore_journals(journal_dir: Path = JOURNAL_DIR, only: set[str] | None = None) -> list[str]:
+    """The journals a killed run left on the servers `only` names (all with None), each
+    host tried; a host that could not be put back stops the new run (its state is not
+    the original). Journals of other servers are left for `offlab restore`: a server
+    that cannot be reached never blocks a run to the others."""
+    results = restore_pending(journal_dir, only)
     failed = [f"{r.host}: {r.lines[0]}" for r in results if not r.ok]
     if failed:
-        raise HostError("could not restore " + "; ".join(failed) + "; fix that, then `offlab restore`")
+        raise HostError("could not restore " + "; ".join(failed) + "; fix that, then `offlab restore` "
+                        "(or `offlab restore --forget HOST` if that server is gone for good)")
     return [line for r in results for line in r.lines]
 
 
-def restore_first(wait: bool, journal_dir: Path = JOURNAL_DIR) -> list[str]:
-    """Journals a killed run left, restored before the guards read the servers (its
-    devices and its iperf3 would be refused there as another offlab's); under this
-    machine's lock, so a live run's journals are never touched."""
+def restore_first(wait: bool, only: set[str] | None = None, journal_dir: Path = JOURNAL_DIR) -> list[str]:
+    """Journals a killed run left on this run's servers, restored before the guards read
+    them (its devices and its iperf3 would be refused there as another offlab's); under
+    this machine's lock, so a live run's journals are never touched."""
     if not pending(journal_dir):
         return []
     lock = MachineLock()
     lock.acquire("offlab restore", wait=wait)
     try:
-        return restore_journals(journal_dir)
+        return restore_journals(journal_dir, only)
     finally:
         lock.release()

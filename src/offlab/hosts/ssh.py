@@ -36,14 +36,19 @@ from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError, run
 from ..runscope import RUNTIME_ROOT
 from .base import Host, HostError
 from .hostsfile import HostSpec
+from .journal import STATE_DIR
+from .lease import LEASE_LOST_STATUS, Fence
+from .privilege import needs_root
 
+SUDO_PASSWORD = "a password is required"
+"""sudo -n's own words when the user may not run the command without a password."""
 SSH_FAILED = 255
 """ssh's own exit status when it could not run the command at all."""
 CONNECT_TIMEOUT_S = 5
 PINNED_OPTIONS = ("BatchMode=yes", "ForwardAgent=no", "ForwardX11=no", "ClearAllForwardings=yes",
                   "PermitLocalCommand=no")
 """Options no config can change for offlab's connections."""
-AUDIT_LOG = Path("/var/lib/offlab/audit.jsonl")
+AUDIT_LOG = STATE_DIR / "audit.jsonl"
 
 
 class HostJournal(Protocol):
@@ -58,6 +63,10 @@ class HostJournal(Protocol):
     def before_write(self, path: str, new: str) -> None: ...
 
     def before_route(self, spec: tuple[str, ...]) -> None: ...
+
+    def after_features(self, device: str) -> None: ...
+
+    def before_neigh(self, address: str, dev: str, mac: str) -> None: ...
 
 
 def ssh_user() -> str | None:
@@ -81,10 +90,12 @@ class AuditLog:
     def __init__(self, path: Path = AUDIT_LOG):
         self.path = path
 
-    def add(self, host: str, destination: str, command: str, status: int | None) -> None:
+    def add(self, host: str, destination: str, command: str, status: int | None, event: str = "run") -> None:
+        """`event`: "run" (a command run to its end, or not at all: status null), or
+        "start" and "end" of a spawned process (the end carries its exit status)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
-                           "ssh": destination, "command": command, "status": status})
+                           "ssh": destination, "command": command, "status": status, "event": event})
         with open(self.path, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
@@ -104,12 +115,17 @@ class RemoteProcess:
     """A process started over ssh: `pid` is its pid on the remote host; waiting and
     reading go through the local ssh client that carries its output."""
 
-    def __init__(self, local: subprocess.Popen[str], pid: int, on_end: Callable[[], None] | None = None):
+    def __init__(self, local: subprocess.Popen[str], pid: int, on_end: Callable[[], None] | None = None,
+                 on_status: Callable[[int], None] | None = None):
         self.local = local
         self.pid = pid
         self._on_end = on_end
+        self._on_status = on_status
 
     def _ended(self, status: int | None) -> int | None:
+        if status is not None and self._on_status is not None:
+            on_status, self._on_status = self._on_status, None
+            on_status(status)
         if status is not None and self._on_end is not None:
             on_end, self._on_end = self._on_end, None
             on_end()
@@ -150,6 +166,8 @@ class SshHost(Host):
         self.audit = audit
         self.journal: HostJournal | None = None
         """Set while a topology journals this host: every spawned process is recorded."""
+        self.fence: Fence | None = None
+        """Set while the run holds the server (session.py): every command carries the token."""
         user = ssh_user()
         self._control = control_dir or _control_dir()
         if user is not None:
@@ -157,29 +175,49 @@ class SshHost(Host):
             os.chown(self._control, entry.pw_uid, entry.pw_gid)
         self._base = ssh_command(ssh_config, self._control, spec.ssh, user)
 
-    def _remote(self, args: Sequence[str]) -> str:
-        command = shlex.join(args)
-        return f"sudo -n {command}" if self.spec.sudo else command
+    def _remote(self, args: Sequence[str], hand_over: bool = False, command: Sequence[str] | None = None) -> str:
+        """The command line run on the server: behind the lease's token check while the
+        run holds it (lease.py; `hand_over`: a long-running process lets the lock go),
+        through `sudo -n` only when the host asks for sudo and `command` (what `args`
+        finally runs; `args` itself by default) needs root (privilege.py)."""
+        words = self.fence.wrap(list(args), hand_over) if self.fence is not None else list(args)
+        line = shlex.join(words)
+        return f"sudo -n {line}" if self._sudo(command or args) else line
+
+    def _sudo(self, command: Sequence[str]) -> bool:
+        return self.spec.sudo and needs_root(command)
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
             input_text: str | None = None) -> Completed:
-        return self._run(self._remote(args), args, timeout, check, input_text)
+        return self._run(self._remote(args), args, timeout, check, input_text, self._shown(args))
 
     def run_plain(self, args: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> Completed:
         """A command as the login user, without sudo (what is installed, who am I)."""
-        return self._run(shlex.join(args), args, timeout, True, None)
+        return self._run(shlex.join(args), args, timeout, True, None, shlex.join(args))
+
+    def _shown(self, args: Sequence[str]) -> str:
+        """A command as the audit log shows it: as run, without the lease's prelude
+        (lease.py), with the token it carried."""
+        fenced = f" [lease {self.fence.token}]" if self.fence is not None else ""
+        return ("sudo -n " if self._sudo(args) else "") + shlex.join(args) + fenced
 
     def _run(self, command: str, args: Sequence[str], timeout: float, check: bool,
-             input_text: str | None) -> Completed:
+             input_text: str | None, shown: str) -> Completed:
         try:
             done = run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
         except ProcessError as err:
             if self.audit is not None:
-                self.audit.add(self.name, self.spec.ssh, command, None)
+                self.audit.add(self.name, self.spec.ssh, shown, None)
             raise HostError(f"{self.name} ({self.spec.ssh}): `{shlex.join(args)}` {err.reason}; "
                             "check the host answers `ssh " + self.spec.ssh + " true`") from None
         if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, command, done.returncode)
+            self.audit.add(self.name, self.spec.ssh, shown, done.returncode)
+        if done.returncode == LEASE_LOST_STATUS and self.fence is not None and self.fence.refused(done.stderr):
+            raise self.fence.lose_from(done.stderr)
+        if self._sudo(args) and done.returncode != 0 and SUDO_PASSWORD in done.stderr:
+            raise HostError(f"{self.name} ({self.spec.ssh}): sudo -n asks for a password for `{shlex.join(args)}`; "
+                            "let the SSH user run the commands docs/real-hosts.md lists without one (its "
+                            "sudoers snippet), or log in as root with sudo = false")
         if done.returncode == SSH_FAILED:
             raise HostError(f"{self.name} ({self.spec.ssh}): ssh failed: {done.stderr.strip()[-200:]}; "
                             f"check that `ssh {self.spec.ssh} true` works without a password")
@@ -196,9 +234,9 @@ class SshHost(Host):
         # its pid on stderr, waits for "go" (sent once the journal has it), then becomes
         # the command. Without "go" (offlab died first) it exits without running it.
         inner = f"echo $$ >&2; read go || exit 97; exec {shlex.join(args)}" + ("" if keep_stdin else " </dev/null")
-        remote = self._remote(["setsid", "-w", "sh", "-c", inner])
+        remote = self._remote(["setsid", "-w", "sh", "-c", inner], hand_over=True, command=args)
         if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, remote, None)
+            self.audit.add(self.name, self.spec.ssh, self._shown(args), None, "start")
         local = subprocess.Popen([*self._base, "--", remote], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -207,6 +245,8 @@ class SshHost(Host):
         if not first.isdigit():
             local.kill()
             local.wait()
+            if self.fence is not None and self.fence.refused(first):
+                raise self.fence.lose_from(first)
             raise HostError(f"{self.name} ({self.spec.ssh}): could not start `{shlex.join(args)}`: "
                             f"{first or 'ssh closed'}")
         pid = int(first)
@@ -224,10 +264,19 @@ class SshHost(Host):
         else:
             local.stdin.close()
             local.stdin = None  # communicate() must not flush it again
-        return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry))
+        audit = self.audit
+        return RemoteProcess(local, pid, None if entry is None or journal is None else lambda: journal.ended(entry),
+                             None if audit is None else
+                             lambda status: audit.add(self.name, self.spec.ssh, self._shown(args), status, "end"))
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:  # type: ignore[override]
-        """TERM the remote process group, KILL it after the grace period, then reap the ssh."""
+        """TERM the remote process group, KILL it after the grace period, then reap the ssh.
+        On a server whose lease is lost only the local ssh is ended: the server's watchdog
+        killed the group when it restored, and the pid may be another run's by now."""
+        if process.poll() is None and self.fence is not None and self.fence.lost is not None:
+            local = process.local if isinstance(process, RemoteProcess) else process
+            local.kill()
+            local.wait(timeout=grace_s)
         if process.poll() is None:
             self.run(["kill", "-s", "TERM", "--", f"-{process.pid}"], check=False, timeout=10)
             try:
@@ -249,6 +298,14 @@ class SshHost(Host):
             self.journal.before_link(device, mtu, up)
         super().set_link(device, mtu=mtu, up=up)
 
+    def set_features(self, device: str, pairs: Sequence[str]) -> Completed:
+        """The features as read back after the change are journaled as the value set, so
+        a later restore sees whether someone changed them since (drift)."""
+        done = super().set_features(device, pairs)
+        if self.journal is not None:
+            self.journal.after_features(device)
+        return done
+
     def write_file(self, path: str, text: str, check: bool = True) -> bool:
         if self.journal is not None:
             self.journal.before_write(path, text)
@@ -266,15 +323,20 @@ class SshHost(Host):
         """Run `command` on the host with the bytes of the local file `source` on its
         stdin (a copy over the same connection, hosts/files.py)."""
         remote = self._remote(command)
-        if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, remote, None)
         with open(source, "rb") as data:
             done = subprocess.run([*self._base, "--", remote], stdin=data, capture_output=True, timeout=timeout)
+        if self.audit is not None:
+            self.audit.add(self.name, self.spec.ssh, self._shown(command), done.returncode)
         stderr = done.stderr.decode(errors="replace").strip()
         if done.returncode != 0:
             raise HostError(f"{self.name} ({self.spec.ssh}): could not copy {source.name} "
                             f"(`{shlex.join(command)}` exited with status {done.returncode}: {stderr[-200:]})")
         return Completed(tuple(command), done.returncode, done.stdout.decode(errors="replace"), stderr)
+
+    def log(self, message: str) -> None:
+        """A line in the server's syslog (`journalctl -t offlab`): what offlab did as root
+        there outside a run's journal (a restore, a purge)."""
+        self.run(["logger", "-t", "offlab", "--", message], check=False, timeout=10)
 
     def close(self) -> None:
         """End the multiplexed connection and remove its socket's directory."""

@@ -136,7 +136,7 @@ class RemoteMiddlebox(MiddleboxShape, Topology):
         if done.returncode != 0:
             raise TopologyError(f"{node} ({spec.ssh}): cannot add the route {' '.join(route)} for offlab-fwd "
                                 f"as R: {done.stderr.strip()}")
-        host.journal.add(changes.neigh(peer.address, spec.interface, mac))
+        host.journal.before_neigh(peer.address, spec.interface, mac)
         host.ip("neigh", "replace", peer.address, "lladdr", mac, "dev", spec.interface, "nud", "permanent")
 
     # --- R as offlab-fwd --------------------------------------------------------------

@@ -1,0 +1,152 @@
+"""The lease's token check (hosts/lease.py) run by the real POSIX shell and flock(1) on a
+run directory in a temporary folder, and the drift comparison of values the kernel
+prints in another form. The whole lease on live sshd servers:
+tests/integration/test_host_lease.py."""
+
+import subprocess
+
+import pytest
+
+from offlab.hosts import changes
+from offlab.hosts.journal import forget
+from offlab.hosts.base import HostError
+from offlab.hosts.lease import LEASE_LOST_STATUS, Fence, LeaseLost
+
+
+def _held(tmp_path, token: str):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "owner").write_text(f"{token}\nboot\n")
+    return run_dir
+
+
+def _sh(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=10)
+
+
+def test_a_command_of_the_holder_runs_behind_the_lock(tmp_path):
+    run_dir = _held(tmp_path, "run A")
+    fence = Fence(str(run_dir), "run A", "rx")
+    done = _sh(fence.wrap(["sh", "-c", "echo ran; exit 3"]))
+    assert done.returncode == 3 and done.stdout == "ran\n"
+
+
+@pytest.mark.parametrize("owner", ["run B", None])
+def test_a_command_of_another_token_is_refused_and_does_not_run(tmp_path, owner):
+    run_dir = _held(tmp_path, owner) if owner else tmp_path / "run"
+    fence = Fence(str(run_dir), "run A", "rx")
+    marker = tmp_path / "touched"
+    done = _sh(fence.wrap(["touch", str(marker)]))
+    assert done.returncode == LEASE_LOST_STATUS and fence.refused(done.stderr)
+    assert not marker.exists()
+    lost = fence.lose_from(done.stderr)
+    assert f"{owner or 'nobody'} holds" in lost.reason
+    with pytest.raises(LeaseLost):  # once lost, nothing more is even sent
+        fence.wrap(["true"])
+
+
+def test_a_spawned_command_lets_the_lock_go(tmp_path):
+    """A long-running process must not keep the watchdog from the lock."""
+    run_dir = _held(tmp_path, "run A")
+    fence = Fence(str(run_dir), "run A", "rx")
+    done = _sh(fence.wrap(["sh", "-c", f"flock -n {run_dir}.lock echo free"], hand_over=True))
+    assert done.returncode == 0 and done.stdout == "free\n"
+    held = _sh(fence.wrap(["sh", "-c", f"flock -n {run_dir}.lock echo free"]))
+    assert held.returncode == 1  # a plain command holds it until it ends
+
+
+@pytest.mark.parametrize("path, written, read", [
+    ("/sys/class/net/eth0/queues/rx-0/rps_cpus", "4", "00000000,00000004"),
+    ("/proc/irq/30/smp_affinity", "f", "0000000f"),
+    ("/proc/sys/net/ipv4/tcp_rmem", "4096 131072 6291456", "4096\t131072\t6291456"),
+])
+def test_a_value_read_back_in_the_kernels_form_is_the_value_set(path, written, read):
+    change = changes.file(path, "0", written)
+    assert changes.normal(change, read) == changes.normal(change, written)
+    assert changes.normal(change, "00000000,00000008") != changes.normal(change, written)
+
+
+def test_forget_drops_one_servers_journals_and_names_what_may_be_left(tmp_path):
+    (tmp_path / "k.json").write_text(
+        '{"spec": {"role": "sender", "ssh": "old1"}, "ssh_config": null, "identity": {}, "version": 2, '
+        '"changes": [{"kind": "mtu", "target": "eth9", "old": "1500", "new": "9000", "undo": []}]}')
+    with pytest.raises(HostError, match="no journal of 'other'"):
+        forget("other", tmp_path)
+    lines = forget("old1", tmp_path)
+    assert len(lines) == 1 and "mtu eth9" in lines[0] and not (tmp_path / "k.json").exists()
+
+
+def test_a_neighbour_entry_offlab_replaces_is_put_back_as_it_was():
+    """`ip neigh replace` overwrites an operator's static entry: the change records it
+    and the undo puts it back instead of deleting it."""
+    shown = [{"dst": "10.0.0.2", "dev": "eth1", "lladdr": "02:AA:00:00:00:01", "state": ["PERMANENT"]}]
+    old = changes.neigh_value(shown)
+    assert old == "02:aa:00:00:00:01 PERMANENT"
+    change = changes.neigh("10.0.0.2", "eth1", "02:bb:00:00:00:02", old)
+    assert change.undo == (("ip", "neigh", "replace", "10.0.0.2", "lladdr", "02:aa:00:00:00:01", "dev", "eth1",
+                            "nud", "permanent"),)
+    fresh = changes.neigh("10.0.0.2", "eth1", "02:bb:00:00:00:02", changes.neigh_value([]))
+    assert fresh.undo == (("ip", "neigh", "del", "10.0.0.2", "dev", "eth1"),)
+
+
+def test_the_confirmation_names_the_host_wide_socket_limits_a_udp_plan_raises():
+    from offlab.hosts.confirm import planned_changes
+    from offlab.hosts.hostsfile import parse
+    from offlab.plan import parse as parse_plan
+    hosts = parse({"sender": {"ssh": "s1", "interface": "e1", "address": "192.0.2.1", "peer": "192.0.2.2", "app_core": 0},
+                   "receiver": {"ssh": "s2", "interface": "e1", "address": "192.0.2.2", "peer": "192.0.2.1",
+                                "app_core": 1}}, "h.toml")
+    plan = ('name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["{}"]\n'
+            'sequences = ["all-on"]\n')
+    udp = planned_changes(hosts, parse_plan(plan.format("udp1472"), "p").cases, False)
+    assert all("net.core.rmem_max and net.core.wmem_max raised" in line for line in udp)
+    tcp = planned_changes(hosts, parse_plan(plan.format("tcp"), "p").cases, False)
+    assert not any("rmem_max" in line for line in tcp)
+
+
+@pytest.mark.parametrize("args, root", [
+    (["taskset", "-c", "2", "iperf3", "-s", "-p", "5201"], False),
+    (["/var/lib/offlab/cache/ab/offlab-udpload", "recv"], False),
+    (["irtt", "server", "-b", "10.0.0.2:2112"], False),
+    (["ethtool", "-k", "eth1"], False),
+    (["ethtool", "-K", "eth1", "tso", "off"], True),
+    (["ip", "-j", "link", "show"], False),
+    (["ip", "link", "set", "dev", "eth1", "mtu", "1400"], True),
+    (["ip", "neigh", "replace", "10.0.0.2", "lladdr", "02:00:00:00:00:01", "dev", "eth1"], True),
+    (["tee", "/proc/sys/net/core/rmem_max"], True),
+    (["cat", "/proc/stat"], False),
+    (["ss", "-Hltnp"], True),
+    (["ss", "-tin"], False),
+    (["ip", "-n", "web", "-j", "-d", "link", "show"], True),
+    (["kill", "-s", "TERM", "--", "-4242"], True),
+    (["taskset", "-c", "1", "/var/lib/offlab/cache/cd/offlab-fwd", "--config", "x"], True),
+])
+def test_only_what_needs_root_goes_through_sudo(args, root):
+    from offlab.hosts.privilege import needs_root
+    assert needs_root(args) is root
+
+
+def test_a_run_whose_lease_is_lost_is_interrupted_with_the_reason(tmp_path):
+    """runflow: a LeaseLost raised while the run builds or measures (a fenced command
+    refused) ends the run as interrupted, the reason in its notes, whatever the runner
+    was doing; a real store (SQLite) is the oracle."""
+    from rich.console import Console
+
+    from offlab import plan, runflow
+    from offlab.store import Store
+
+    cases = plan.parse('name = "l"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\n'
+                       'traffic = ["tcp"]\nsequences = ["all-on"]\n', "p").cases
+
+    def build(*args, **kwargs):
+        raise LeaseLost("rx", "run B holds /var/lib/offlab/run now")
+
+    with Store(tmp_path / "s.sqlite") as store:
+        session = runflow.begin(store, "l", cases, plan.parse(
+            'name = "l"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["tcp"]\n'
+            'sequences = ["all-on"]\n', "p").settings())
+        outcome = runflow._run(store, session, Console(file=open("/dev/null", "w")), False, None, build,
+                               lambda: None)
+        info = store.load_run(session.run_id)
+    assert outcome.status == "interrupted" and "run B holds" in (outcome.reason or "")
+    assert info.status == "interrupted" and "interrupted: rx: lease lost (run B holds" in info.info.notes
