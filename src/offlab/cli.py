@@ -536,7 +536,7 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         hosts = hostsfile.load(hosts_path)
         chosen = load(plan) if plan is not None else None  # a bad plan: one line, before any server is asked
         if clean:
-            restore_cmd(purge=False, hosts_path=None)  # what killed runs left on servers: processes, devices, settings
+            restore_cmd(purge=False, hosts_path=None, forget_host=None)  # what killed runs left on servers: processes, devices, settings
         checks = remote_checks(hosts, allow_shared) + router_checks(
             hosts, allow_shared, (chosen.name, list(chosen.cases)) if chosen is not None else None)
         if guests:
