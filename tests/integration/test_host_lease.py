@@ -228,7 +228,9 @@ def _watchdogs() -> list[int]:
 def test_the_watchdog_has_a_cgroup_of_its_own_and_a_stale_hold_is_named(lab, tmp_path):
     """The watchdog leaves the SSH session's cgroup (killing the session's processes must
     not kill it); `doctor --hosts` lists it; a hold whose watchdog is gone is refused as
-    stale, with the way to clear it."""
+    stale, with the way to clear it. A watchdog that had to mount cgroup2 privately (under
+    `ip netns exec`) leaves no mount point behind in /tmp."""
+    mount_points = set(Path("/tmp").glob("tmp.*"))
     session = RemoteSession(hostsfile.load(lab.hosts_file), journal_dir=tmp_path / "journal")
     session.start()
     try:
@@ -236,6 +238,7 @@ def test_the_watchdog_has_a_cgroup_of_its_own_and_a_stale_hold_is_named(lab, tmp
         assert pids
         for pid in pids:
             assert "offlab-watchdog/" in Path(f"/proc/{pid}/cgroup").read_text()
+        assert set(Path("/tmp").glob("tmp.*")) <= mount_points
         doctor = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file)], capture_output=True,
                                 text=True, timeout=120)
         assert "offlab hold" in doctor.stdout and "watchdog of" in doctor.stdout, doctor.stdout

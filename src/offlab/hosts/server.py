@@ -84,13 +84,16 @@ if [ -z "$INVOCATION_ID" ]; then
   if [ -z "$g" ] || [ ! -e "$g/cgroup.procs" ]; then
     # No cgroup2 in sight (a session under `ip netns exec` has a sysfs of its own):
     # mount the hierarchy privately to reach it.
-    g=$(mktemp -d) && { mount -t cgroup2 none "$g" 2>/dev/null || { rmdir "$g"; g=""; }; }
+    private=$(mktemp -d) && g=$private && { mount -t cgroup2 none "$g" 2>/dev/null || { rmdir "$g"; g=""; private=""; }; }
   fi
   if [ -n "$g" ]; then
     # One cgroup per journal key, left (empty) after: a watchdog removing another's could
     # remove it between that one's mkdir and its move.
     mkdir -p "$g/offlab-watchdog/$key" && echo $$ > "$g/offlab-watchdog/$key/cgroup.procs"
   fi
+  # Once moved, the private view of the hierarchy is no longer needed: leave no mount
+  # point behind in /tmp.
+  if [ -n "$private" ]; then umount "$private" && rmdir "$private"; fi
 fi
 touch "$d/$key.watching"
 mine() { [ "$(head -n 1 "$d/owner" 2>/dev/null)" = "$t" ]; }
