@@ -16,7 +16,7 @@ from .runs import ListSink
 
 PLAN = """
 name = "compare-live"
-runs = 3
+runs = 4
 duration = 0.5
 warmup = 0.5
 scenarios = ["bare"]
