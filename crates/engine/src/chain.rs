@@ -14,8 +14,9 @@
 //! Which bytes are copied: the first [`HEAD_COPY`] (or the whole frame if shorter).
 //! That suffices when the frame parses with every header inside them: a parse that
 //! succeeds reads no byte past the headers it reports, and the GRO fast paths read
-//! fixed offsets below `gro::HEADER_CAP`. Otherwise (a frame that does not parse, or
-//! headers longer than `HEAD_COPY`) the whole frame is copied, so every refusal and
+//! fixed offsets below GRO's header cap (`gro` asserts that `HEAD_COPY` covers it).
+//! Otherwise (a frame that does not parse, or headers longer than `HEAD_COPY`) the
+//! whole frame is copied, so every refusal and
 //! every long-header frame is decided on the frame's own bytes: the results are the
 //! contiguous call's, always. A frame in one non-empty piece is used as it is.
 //!
@@ -32,9 +33,9 @@ use crate::checksum;
 use crate::wire::parse::{parse_frame_with, ParseOptions};
 
 /// Bytes copied from the start of a chained frame before parsing it. Covers every
-/// header GRO holds per flow (`gro::HEADER_CAP`).
+/// header GRO holds per flow (the assertion lives in `gro`, the layer above, so this
+/// module names nothing of GRO's).
 pub const HEAD_COPY: usize = 256;
-const _: () = assert!(HEAD_COPY >= crate::gro::HEADER_CAP);
 
 /// Length of the contiguous view of a chained frame (see the module documentation):
 /// above the longest frame whose bytes GRO and GSO read, 22 + 40 + 65535.

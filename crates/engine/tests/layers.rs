@@ -1,6 +1,8 @@
-//! The engine's module folders import downward only: among the sibling modules of one
-//! folder, the `super::x` references outside test code form no loop. A loop means a
-//! shared definition should move down a layer (docs/engine.md, "Layers").
+//! The engine's modules import downward only: the crate's top-level modules (`chain`,
+//! `checksum`, `gro`, ...) name each other through `crate::x` without a loop, and among
+//! the sibling modules of one folder the `super::x` references outside test code form
+//! no loop either. A loop means a shared definition should move down a layer
+//! (docs/engine.md, "Layers").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -92,5 +94,73 @@ fn module_folders_import_downward_only() {
         if let Some(cycle) = find_loop(&graph) {
             panic!("src/{folder}: import loop {}", cycle.join(" -> "));
         }
+    }
+}
+
+/// The Rust files of a top-level module: `src/<name>.rs` and everything under `src/<name>/`.
+fn module_files(src: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let file = src.join(format!("{name}.rs"));
+    if file.is_file() {
+        files.push(file);
+    }
+    let mut dirs = vec![src.join(name)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// The other top-level modules that `source` names as `crate::<module>`, ignoring
+/// everything from its first `#[cfg(test)]` on.
+fn crate_references(source: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let code = source.split("#[cfg(test)]").next().unwrap_or("");
+    let mut found = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let items: Vec<&str> = match rest.strip_prefix('{') {
+            Some(list) => list[..list.find('}').unwrap_or(0)].split(',').collect(),
+            None => vec![rest],
+        };
+        for item in items {
+            let name: String = item.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if modules.contains(&name) {
+                found.insert(name);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn top_level_modules_import_downward_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let modules: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("pub mod ").or_else(|| line.trim().strip_prefix("mod ")))
+        .map(|rest| rest.trim_end_matches(';').trim().to_string())
+        .collect();
+    assert!(modules.contains("chain") && modules.contains("gro"), "modules read from lib.rs: {modules:?}");
+    let graph: BTreeMap<String, BTreeSet<String>> = modules
+        .iter()
+        .map(|module| {
+            let mut refs = BTreeSet::new();
+            for file in module_files(&src, module) {
+                refs.extend(crate_references(&std::fs::read_to_string(&file).unwrap(), &modules));
+            }
+            refs.remove(module);
+            (module.clone(), refs)
+        })
+        .collect();
+    if let Some(cycle) = find_loop(&graph) {
+        panic!("src: import loop between top-level modules {}", cycle.join(" -> "));
     }
 }

@@ -9,6 +9,8 @@ use crate::wire::layout::TunnelKind;
 /// Bytes of header a slot holds (Ethernet + VLANs + outer IPv6 + UDP + Geneve with
 /// options + inner Ethernet + IPv6 + TCP with options fits; longer headers are refused).
 pub const HEADER_CAP: usize = 256;
+// A chained frame's copied head must hold every header a flow keeps.
+const _: () = assert!(crate::chain::HEAD_COPY >= HEADER_CAP);
 
 const ETHERNET_LEN: usize = 14;
 const IPV4_LEN: usize = 20;
