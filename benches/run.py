@@ -8,7 +8,9 @@ workload's DPDK and engine figures (medians over the runs), the engine/DPDK rati
 each pair (median and min-max), the merge depth of each side, the goal and whether it
 is met; a second table sets the engine through its C API beside the engine called
 from Rust and DPDK (the cost of the C boundary, and with the mbuf work of DPDK's rows
-the cost an adopter on DPDK's mbufs pays). The same tables, the machine and the exact commands go into
+the cost an adopter on DPDK's mbufs pays), with both sides' instructions per packet or
+segment on the mbuf rows (callgrind, benches/callgrind.py; after the timed runs, which
+it does not disturb). The same tables, the machine and the exact commands go into
 docs/benchmarks.md between the generated-section markers; the rest of that file is
 kept as written. Python standard library only.
 """
