@@ -105,7 +105,7 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0][4], "0.82×")  # median of 0.75 and 0.9
         self.assertEqual(rows[0][5], "3.30×")  # median of 3.0 and 3.6
-        self.assertEqual(rows[0][7:], ["–"] * 5)  # no burst or mbuf side in these lines
+        self.assertEqual(rows[0][7:], ["–"] * 7)  # no burst or mbuf side, no counts
         lines.append(line("engine_c_burst", w, 50.0, 0, depth=32.0))
         rows, _ = run.capi_rows(run.group(lines))
         self.assertEqual(rows[0][7:9], ["50.00 Mpps", "1.25×"])
@@ -118,7 +118,10 @@ class CapiTest(unittest.TestCase):
                  line("engine_c", w, 80.0, 1), line("engine_c_mbuf", w, 11.0, 1)]
         rows, problems = run.capi_rows(run.group(lines))
         self.assertEqual(problems, [])
-        self.assertEqual(rows[0][9:], ["10.00 Mpps", "1.00×", "–"])  # median of 0.9 and 1.1
+        self.assertEqual(rows[0][9:], ["10.00 Mpps", "1.00×", "–", "–", "–"])  # median of 0.9 and 1.1
+        counted = {("dpdk", w): 388.4, ("engine_c_mbuf", w): 322.6}
+        rows, _ = run.capi_rows(run.group(lines), counted)
+        self.assertEqual(rows[0][12:], ["388", "323"])  # both sides' instructions per segment
         lines.append(line("engine_c_mbuf", w, 9.0, 2, digest="other"))
         _, problems = run.capi_rows(run.group(lines))
         self.assertEqual(len(problems), 2)  # against DPDK and against the Rust side
@@ -140,6 +143,30 @@ class CapiTest(unittest.TestCase):
         _, problems = run.capi_rows(run.group(lines))
         self.assertEqual(len(problems), 1)
         self.assertEqual(run.capi_rows(run.group([line("dpdk", w, 1.0, 0)])), ([], []))
+
+    def test_instruction_counts_run_on_the_mbuf_rows_only_both_sides(self):
+        calls = []
+
+        def measure(binary, workload, low, high, extra=()):
+            calls.append((binary.name, workload, extra))
+            return 100.0
+
+        with mock.patch.object(run.callgrind, "available", return_value=True), \
+                mock.patch.object(run.callgrind, "measure", side_effect=measure):
+            counts = run.mbuf_instructions({"gro_tcp4_f1_burst", "csum_1500", "gso_tcp4_partial"})
+        self.assertEqual(set(counts), {(side, w) for side in ("dpdk", "engine_c_mbuf")
+                                       for w in ("gro_tcp4_f1_burst", "gso_tcp4_partial")})
+        self.assertIn(("capi_bench_avx2", "gro_tcp4_f1_burst", ("--mbuf-only",)), calls)
+        self.assertIn(("dpdk_bench_avx2", "gso_tcp4_partial", ()), calls)
+        with mock.patch.object(run.callgrind, "available", return_value=False):
+            self.assertEqual(run.mbuf_instructions({"gro_tcp4_f1_burst"}), {})
+
+    def test_instructions_per_op_is_the_difference_of_two_runs(self):
+        # 30 extra rounds of 1024 packets, 11,264,000 more instructions: 366.67 each.
+        self.assertAlmostEqual(run.callgrind.per_op(161_800_000, 173_064_000, 10, 40, 1024),
+                               366.67, places=2)
+        with self.assertRaises(ValueError):
+            run.callgrind.per_op(1, 2, 40, 10, 1024)
 
     def test_c_side_allocations_are_not_counted_as_engine(self):
         self.assertEqual(run.allocation_summary([line("engine_c", "a", 1.0, 0)]), (0, []))
