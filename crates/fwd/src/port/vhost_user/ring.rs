@@ -3,7 +3,7 @@
 //! outside the guest's memory.
 
 use virtio_queue::desc::split::Descriptor;
-use virtio_queue::{DescriptorChain, Queue, QueueT};
+use virtio_queue::{AvailIter, DescriptorChain, Queue, QueueT};
 use std::sync::atomic::Ordering;
 
 use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
@@ -103,14 +103,14 @@ pub struct RxChain {
     pub capacity: usize,
 }
 
-/// Pops the next receive chain into `into`; `Ok(false)` when the guest has posted none.
+/// Takes the next receive chain `avail` offers into `into`; `Ok(false)` when the
+/// guest had posted no more when its available index was read.
 pub fn pop_rx_chain(
-    queue: &mut Queue,
-    memory: &GuestMemoryMmap,
+    avail: &mut AvailIter<'_, &GuestMemoryMmap>,
     scratch: &mut Vec<Descriptor>,
     into: &mut RxChain,
 ) -> Result<bool, (u16, ChainError)> {
-    let Some(chain) = queue.pop_descriptor_chain(memory) else {
+    let Some(chain) = avail.next() else {
         return Ok(false);
     };
     let head = chain.head_index();
