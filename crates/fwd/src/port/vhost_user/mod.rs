@@ -278,6 +278,7 @@ struct Scratch {
 /// from the forwarder's buffers into as many receive chains as it needs (one without
 /// merged buffers), so each byte is copied once on the way to the guest; the chains go
 /// back to the ring when the frame does not fit.
+#[allow(clippy::too_many_arguments)]
 fn deliver<'a>(
     avail: &mut AvailIter<'_, &GuestMemoryMmap>,
     memory: &GuestMemoryMmap,
@@ -500,7 +501,6 @@ impl Port for VhostUserPort {
                 // The guest may have posted buffers since the index was read.
                 Err(RING_FULL) if !refreshed => {
                     refreshed = true;
-                    drop(avail.take());
                     avail = queue.iter(memory).ok();
                     continue;
                 }
@@ -513,7 +513,6 @@ impl Port for VhostUserPort {
             }
             index += 1;
         }
-        drop(avail);
         // Every entry, also those of frames that failed half-way, is published.
         self.scratch.used.publish(queue, memory);
         if delivered {
