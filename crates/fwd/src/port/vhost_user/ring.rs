@@ -3,7 +3,7 @@
 //! outside the guest's memory.
 
 use virtio_queue::desc::split::Descriptor;
-use virtio_queue::{DescriptorChain, Queue, QueueT};
+use virtio_queue::{AvailIter, DescriptorChain, Queue, QueueT};
 use std::sync::atomic::Ordering;
 
 use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
@@ -103,14 +103,14 @@ pub struct RxChain {
     pub capacity: usize,
 }
 
-/// Pops the next receive chain into `into`; `Ok(false)` when the guest has posted none.
+/// Takes the next receive chain `avail` offers into `into`; `Ok(false)` when the
+/// guest had posted no more when its available index was read.
 pub fn pop_rx_chain(
-    queue: &mut Queue,
-    memory: &GuestMemoryMmap,
+    avail: &mut AvailIter<'_, &GuestMemoryMmap>,
     scratch: &mut Vec<Descriptor>,
     into: &mut RxChain,
 ) -> Result<bool, (u16, ChainError)> {
-    let Some(chain) = queue.pop_descriptor_chain(memory) else {
+    let Some(chain) = avail.next() else {
         return Ok(false);
     };
     let head = chain.head_index();
@@ -181,27 +181,73 @@ fn copy_to_guest(memory: &GuestMemoryMmap, addr: GuestAddress, bytes: &[u8]) -> 
     }
 }
 
-/// Puts a used entry in the next slot of the used ring without publishing it: the used
-/// index, which the guest's driver polls from its own core, is stored once per batch
-/// by `publish_used` (a store per frame pulled its cache line away from the driver
-/// every time; DPDK's vhost library batches it the same way with its shadow ring).
-pub fn write_used(queue: &mut Queue, memory: &GuestMemoryMmap, head: u16, len: u32) {
-    let size = queue.size();
-    if head >= size || size == 0 {
-        return;
+/// The used entries of one batch, kept here and written to the used ring together
+/// when the batch ends (one copy per batch, or two where the ring wraps, instead of an
+/// address lookup and a store per frame); the used index, which the guest's driver
+/// polls from its own core, is stored once after them (a store per frame pulled its
+/// cache line away from the driver every time). DPDK's vhost library keeps its shadow
+/// used ring for the same reasons.
+#[derive(Default)]
+pub struct UsedBatch {
+    /// `virtq_used_elem`s as the ring holds them: id and length, little-endian u32s.
+    entries: Vec<u8>,
+}
+
+impl UsedBatch {
+    pub fn push(&mut self, head: u16, len: u32) {
+        self.entries.extend_from_slice(&u32::from(head).to_le_bytes());
+        self.entries.extend_from_slice(&len.to_le_bytes());
     }
-    let slot = u64::from(queue.next_used() % size);
-    let mut entry = [0u8; 8];
-    entry[..4].copy_from_slice(&u32::from(head).to_le_bytes());
-    entry[4..].copy_from_slice(&len.to_le_bytes());
-    let at = GuestAddress(queue.used_ring() + 4 + 8 * slot);
-    if copy_to_guest(memory, at, &entry).is_ok() {
-        queue.set_next_used(queue.next_used().wrapping_add(1));
+
+    /// Writes the entries at the ring's next used slots and makes them visible to
+    /// the driver (the index is stored even with no entries: a no-op for it).
+    pub fn publish(&mut self, queue: &mut Queue, memory: &GuestMemoryMmap) {
+        const ENTRY: usize = 8;
+        let size = queue.size();
+        let mut next = queue.next_used();
+        let mut rest = &self.entries[..];
+        while size > 0 && !rest.is_empty() {
+            let slot = next % size;
+            let run = (usize::from(size - slot) * ENTRY).min(rest.len());
+            let at = GuestAddress(queue.used_ring() + 4 + ENTRY as u64 * u64::from(slot));
+            if copy_to_guest(memory, at, &rest[..run]).is_err() {
+                break;
+            }
+            next = next.wrapping_add((run / ENTRY) as u16);
+            rest = &rest[run..];
+        }
+        self.entries.clear();
+        queue.set_next_used(next);
+        let index = GuestAddress(queue.used_ring() + 2);
+        let _ = memory.store(next.to_le(), index, Ordering::Release);
     }
 }
 
-/// Makes the entries `write_used` put in the used ring visible to the driver.
-pub fn publish_used(queue: &Queue, memory: &GuestMemoryMmap) {
-    let index = GuestAddress(queue.used_ring() + 2);
-    let _ = memory.store(queue.next_used().to_le(), index, Ordering::Release);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch that runs past the used ring's end is written in two pieces: its first
+    /// entries at the last slots, the rest from slot 0, and the index counts them all.
+    #[test]
+    fn a_batch_of_used_entries_wraps_round_the_ring() {
+        let memory = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x1000)]).unwrap();
+        let mut queue = Queue::new(4).unwrap();
+        queue.set_used_ring_address(Some(0x800), Some(0));
+        queue.set_next_used(u16::MAX - 1);
+        let mut batch = UsedBatch::default();
+        for head in 0..3u16 {
+            batch.push(head, 100 + u32::from(head));
+        }
+        batch.publish(&mut queue, &memory);
+        let entry = |slot: u64| -> (u32, u32) {
+            let at = GuestAddress(0x800 + 4 + 8 * slot);
+            (memory.read_obj(at).unwrap(), memory.read_obj(at.unchecked_add(4)).unwrap())
+        };
+        // u16::MAX - 1 is slot 2 of 4; the third entry lands in slot 0.
+        assert_eq!([entry(2), entry(3), entry(0)], [(0, 100), (1, 101), (2, 102)]);
+        let index: u16 = memory.read_obj(GuestAddress(0x802)).unwrap();
+        assert_eq!(index, 1);
+        assert_eq!(queue.next_used(), 1);
+    }
 }

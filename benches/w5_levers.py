@@ -1,0 +1,110 @@
+"""W5 side by side for datapath changes: offlab-fwd binaries (and testpmd) alternated on
+W5 rows with W5's own harness, or one binary under callgrind for instructions per frame
+(the VM has no PMU, so `perf stat` counts nothing). Run under the measure lock:
+
+    flock /tmp/offlab-measure.lock python3 benches/w5_levers.py alternate \\
+        nogro_f8,gro_f8 testpmd,/path/old/offlab-fwd,/path/new/offlab-fwd --rounds 2
+    flock /tmp/offlab-measure.lock python3 benches/w5_levers.py callgrind \\
+        nogro_f8 /path/new/offlab-fwd --out /tmp/cg.out
+
+Python standard library only; prints one JSON object per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import fwd_w5
+
+
+def row(key: str) -> fwd_w5.Row:
+    return next(r for r in fwd_w5.ROWS if r.key == key)
+
+
+def alternate(rows: list[str], sides: list[str], rounds: int, seconds: float) -> None:
+    """Each round runs every side on every row, the order of sides reversed in odd rounds."""
+    for rnd in range(rounds):
+        for key in rows:
+            for side in sides if rnd % 2 == 0 else sides[::-1]:
+                if side != "testpmd":
+                    fwd_w5.FWD_BIN = Path(side)
+                r = fwd_w5.run_one("testpmd" if side == "testpmd" else "fwd", row(key), seconds, rnd)
+                print(json.dumps({"round": rnd, "row": key, "side": side, "gbps": r["value"],
+                                  "offered_gbps": r["offered_gbps"], "loss": r["loss"],
+                                  "backend_ns_per_segment": r["backend_ns_per_segment"],
+                                  "depth": r["depth"], "mismatches": r["mismatches"]}), flush=True)
+
+
+def inclusive_ir(out: str) -> dict:
+    """Inclusive instruction counts of the whole run and of the port's two calls."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", out],
+                          capture_output=True, text=True, check=True).stdout
+    wanted = {"total": "PROGRAM TOTALS", "receive": "Port>::recv_batch [",
+              "send": "Port>::send [", "memcpy": "__memcpy_avx_unaligned_erms ["}
+    found: dict = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) \(.*?\)\s+(.*)$", line)
+        for key, pattern in wanted.items():
+            if m and pattern in m.group(2) and key not in found:
+                found[key] = int(m.group(1).replace(",", ""))
+    return found
+
+
+def callgrind(key: str, binary: str, out: str, seconds: float) -> None:
+    """One run of `binary` under callgrind; instructions per frame it received."""
+    with tempfile.TemporaryDirectory(prefix="ofl-w5cg-") as tmp:
+        wrapper = Path(tmp) / "offlab-fwd"
+        wrapper.write_text(f"#!/bin/sh\nexec valgrind --tool=callgrind "
+                           f"--callgrind-out-file={out} {binary} \"$@\"\n")
+        wrapper.chmod(0o755)
+        fwd_w5.FWD_BIN = wrapper
+        exits: list[dict] = []
+
+        def stop_fwd(proc, lines, sockets):
+            proc.send_signal(signal.SIGTERM)
+            text = lines.rest(60)
+            fwd_w5.stop(proc)
+            exits.extend(json.loads(l) for l in text.splitlines()
+                         if l.startswith("{") and '"exit"' in l)
+            direction = exits[-1]["directions"][
+                f"vhost-user:{sockets[0]} -> vhost-user:{sockets[1]}"]
+            return {"copied": direction["copied_bytes"], "delivered": direction["tx_bytes"],
+                    "dropped": direction["dropped"], "frames": direction["rx_packets"]}
+
+        fwd_w5.stop_fwd = stop_fwd
+        fwd_w5.run_one("fwd", row(key), seconds, 0)
+    frames = next(iter(exits[-1]["directions"].values()))["rx_packets"]
+    ir = inclusive_ir(out)
+    print(json.dumps({"row": key, "binary": binary, "frames": frames,
+                      **{f"{k}_ir_per_frame": round(v / frames) for k, v in ir.items()}}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    alt = sub.add_parser("alternate")
+    alt.add_argument("rows", help="comma-separated W5 row keys")
+    alt.add_argument("sides", help="comma-separated: testpmd or paths to offlab-fwd")
+    alt.add_argument("--rounds", type=int, default=2)
+    alt.add_argument("--seconds", type=float, default=1.0)
+    cg = sub.add_parser("callgrind")
+    cg.add_argument("row")
+    cg.add_argument("binary")
+    cg.add_argument("--out", required=True)
+    cg.add_argument("--seconds", type=float, default=3.0)
+    args = parser.parse_args()
+    if args.what == "alternate":
+        alternate(args.rows.split(","), args.sides.split(","), args.rounds, args.seconds)
+    else:
+        callgrind(args.row, os.path.abspath(args.binary), args.out, args.seconds)
+
+
+if __name__ == "__main__":
+    main()
