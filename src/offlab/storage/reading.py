@@ -125,7 +125,8 @@ def _samples(conn: Connection, wanted: Wanted) -> list[tuple[str, Sample]]:
             case_key=r.case_key, repetition=r.repetition, started_at=r.started_at,
             duration_s=r.duration_s, throughput_bps=r.throughput_bps, sender_bps=r.sender_bps,
             retransmits=r.retransmits, lost_packets=r.lost_packets, total_packets=r.total_packets,
-            cpu=_cpu(cpu[r.id]), roles=codec.mapping_from_doc(r.roles), role_hosts=codec.mapping_from_doc(r.role_hosts),
+            cpu=_cpu(cpu[r.id]), roles=codec.mapping_from_doc(r.roles),
+            role_hosts=codec.mapping_from_doc(r.role_hosts),
             offloads=_offloads(offloads[r.id], "ethtool"), datapath=_offloads(offloads[r.id], "datapath"),
             intervals=tuple(Interval(i.start_s, i.end_s, i.bps, bool(i.warmup)) for i in intervals[r.id]),
             probes=tuple(RateProbe(p.offered_bps, p.sent_bps, p.received_bps, p.loss_percent)
