@@ -4,12 +4,17 @@ commands timed as a user runs them, each a new `offlab` process, with its peak R
 
     sudo .venv/bin/python benches/store_scale.py [--runs 10000] [--samples 50000000]
     sudo .venv/bin/python benches/store_scale.py --samples 5000000 --lock /tmp/offlab-measure.lock
+    sudo .venv/bin/python benches/store_scale.py --keep          # fill, time, leave the server up
+    sudo .venv/bin/python benches/store_scale.py --url URL       # time again against that server
 
 It starts its own server (tests/pgserver.py: a throw-away cluster on a free loopback
 port, removed at the end). Goals (issue 39): `list` < 1 s, `history PATTERN` < 2 s for
 100 matching runs, memory flat. Samples have no per-core CPU, offload or counter rows
 (those would be tens of rows per sample); `history` and `compare` read the samples they
 print. `--lock FILE` holds that lock (flock) for the timing part only, not the fill.
+`--keep` leaves the filled server running (its data directory and URL are printed; stop
+it with the printed pg_ctl line), so that `--url` times a changed offlab again without
+a second fill.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import fcntl
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,6 +61,9 @@ def _profile(key: str) -> str:
 def fill(server: PgServer, database: str, runs: int, samples: int) -> None:
     per_case = max(1, samples // (runs * CASES_PER_RUN))
     with server.admin(database) as conn, conn.cursor() as cur:
+        # The generated rows are consistent by construction; the foreign-key triggers
+        # (one per row) would make most of a 50 M-row fill. The constraints stay declared.
+        cur.execute("SET session_replication_role = replica")
         with cur.copy("COPY run (id, plan, started_at, finished_at, status, command_line, kernel, cpu_model,"
                       " cores, host, notes, tool_versions, settings, host_facts, sample_count) FROM STDIN") as copy:
             for n in range(runs):
@@ -131,13 +140,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=50_000_000)
     parser.add_argument("--repeat", type=int, default=3, help="timings per command (the median is printed)")
     parser.add_argument("--lock", help="flock this file while timing")
+    parser.add_argument("--keep", action="store_true", help="leave the filled server running")
+    parser.add_argument("--url", help="time against a store a --keep run filled (same --runs)")
     args = parser.parse_args()
     RUNS = args.runs
+    if args.url:
+        time_commands(args.url, args.repeat, args.lock)
+        return
     bindir = server_bindir()
     if bindir is None:
         raise SystemExit("PostgreSQL's server is not installed: make setup")
     server = PgServer(bindir).start()
-    work = server.root / "work"
     try:
         database = server.create_database()
         url = server.url(database)
@@ -147,8 +160,20 @@ def main() -> None:
         with server.admin(database) as conn:
             rows = conn.execute("SELECT count(*) FROM sample").fetchone()[0]
             size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
-        print(f"filled {args.runs:,} runs, {rows:,} samples ({size}) in {time.monotonic() - began:.0f} s")
-        work.mkdir()
+        print(f"filled {args.runs:,} runs, {rows:,} samples ({size}) in {time.monotonic() - began:.0f} s",
+              flush=True)
+        if args.keep:
+            print(f"kept: --url {url}\nstop: runuser -u postgres -- {bindir}/pg_ctl -D {server.data} "
+                  f"-m fast stop && rm -rf {server.root}", flush=True)
+        time_commands(url, args.repeat, args.lock)
+    finally:
+        if not args.keep:
+            server.stop()
+
+
+def time_commands(url: str, repeat: int, lock: str | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="offlab-scale-") as scratch:
+        work = Path(scratch)
         commands = {
             "list": ("list", "--store", url),
             f"history {RARE_KEY.split('/')[1]} ({HISTORY_RUNS} runs)":
@@ -156,17 +181,15 @@ def main() -> None:
             "doctor --store": ("doctor", "--store", url),
             "compare (two runs)": ("compare", _run_id(1), _run_id(2), "--store", url, "--out", str(work / "cmp")),
         }
-        with held(args.lock):
-            in_process(url, args.repeat)
-            wall, rss, _ = sorted(timed("--help", cwd=work) for _ in range(args.repeat))[args.repeat // 2]
+        with held(lock):
+            in_process(url, repeat)
+            wall, rss, _ = sorted(timed("--help", cwd=work) for _ in range(repeat))[repeat // 2]
             print(f"{'offlab --help (start-up alone)':32s} median {wall:6.2f} s  peak RSS {rss} MiB", flush=True)
             for name, argv in commands.items():
-                results = sorted(timed(*argv, cwd=work) for _ in range(args.repeat))
+                results = sorted(timed(*argv, cwd=work) for _ in range(repeat))
                 wall, rss, _ = results[len(results) // 2]
                 print(f"{name:32s} median {wall:6.2f} s  (of {', '.join(f'{r[0]:.2f}' for r in results)})"
                       f"  peak RSS {rss} MiB", flush=True)
-    finally:
-        server.stop()
 
 
 RUNS = 10_000

@@ -97,7 +97,6 @@ def test_the_copy_command(tmp_path, pg_url):
 def test_a_run_marked_interrupted_whose_writer_may_be_alive_is_refused(tmp_path, pg_url):
     """A clone of this machine (same /etc/machine-id, another host name) marked another
     machine's run interrupted; that run's writer is not known to be gone."""
-    import json
     from sqlalchemy import update
     from offlab.storage import writer
     from offlab.storage.tables import run
@@ -106,7 +105,7 @@ def test_a_run_marked_interrupted_whose_writer_may_be_alive_is_refused(tmp_path,
         store.begin_run(fixture_run_info())
         with store._engine.begin() as conn:  # as the other machine recorded it, then the clone closed it
             conn.execute(update(run).where(run.c.id == "fixture-run")
-                         .values(writer=json.dumps(elsewhere), status="interrupted"))
+                         .values(writer=elsewhere, status="interrupted"))
     with pytest.raises(StoreError, match="may still be writing it"):
         copy_runs(["fixture-run"], pg_url, tmp_path / "copy.sqlite")
     with Store(pg_url) as store:

@@ -186,7 +186,6 @@ def test_three_writers_at_once_lose_and_mix_no_sample(store_at):
 
 
 def test_only_this_machines_dead_runs_are_closed(store_at):
-    import json
     import subprocess
     import sys
 
@@ -205,7 +204,7 @@ def test_only_this_machines_dead_runs_are_closed(store_at):
         for n, (run_id, who) in enumerate(writers.items()):
             store.begin_run(replace(fixture_run_info(), run_id=run_id, started_at=n))
             with store._engine.begin() as conn:  # as another process would have recorded it
-                conn.execute(update(run).where(run.c.id == run_id).values(writer=json.dumps(who)))
+                conn.execute(update(run).where(run.c.id == run_id).values(writer=who))
         assert store.dead_runs() == ["before-reboot", "dead-here"]
         assert store.close_killed_runs() == ["before-reboot", "dead-here"]
         assert {r.id: r.status for r in store.runs()} == {

@@ -44,6 +44,25 @@ def v2_path(tmp_path: Path) -> Path:
     return path
 
 
+def test_the_revisions_readers_know_are_the_alembic_history():
+    """Readers check a store against schema.REVISIONS without loading Alembic; the
+    history itself is the truth."""
+    from alembic.script import ScriptDirectory
+    from offlab.storage.schema import REVISIONS, _config
+    history = ScriptDirectory.from_config(_config())
+    assert tuple(reversed([script.revision for script in history.walk_revisions()])) == REVISIONS
+    assert history.get_current_head() == head_revision()
+
+
+def test_a_reading_command_starts_without_the_measuring_side_or_alembic():
+    """`list`, `history`, `compare` and `doctor --store` import neither Alembic nor the
+    lab's run side (pyroute2, the run loop): seconds of start-up on every command."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys; from offlab import cli; import offlab.storage.health; "
+         "print(' '.join(sys.modules))"], capture_output=True, text=True, check=True).stdout.split()
+    assert not {"alembic", "pyroute2", "offlab.runflow", "offlab.plan", "matplotlib", "scipy"} & set(loaded)
+
+
 def test_a_new_store_is_at_the_newest_revision(store_at):
     Store(store_at).close()
     assert _sql(store_at, "SELECT version_num FROM alembic_version") == [(head_revision(),)]

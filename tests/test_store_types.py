@@ -72,9 +72,9 @@ def test_a_writer_records_a_hashed_machine_and_its_process_start():
     machine_id = writer._read(writer.MACHINE_ID)
     assert machine_id == "" or machine_id not in json.dumps(me)
     assert me["start"] == writer.process_start(me["pid"]) is not None
-    reused = writer.to_json(dict(me, start=me["start"] - 1))  # this pid, another process's start
+    reused = dict(me, start=me["start"] - 1)  # this pid, another process's start
     assert writer.killed_here(reused, "", me)
-    assert not writer.killed_here(writer.to_json(me), "", me)
+    assert not writer.killed_here(me, "", me)
 
 
 def _revision_0002_with_rows(url: str) -> None:
@@ -114,5 +114,87 @@ def test_a_revision_0002_postgresql_store_is_upgraded_with_its_rows(pg_empty_url
     assert old.samples["k"][0].started_at == 1790000001.125 and old.samples["k"][0].retransmits == 5
     assert sorted(_sql(pg_empty_url, "SELECT seq FROM run_stack")) == [(0,), (1,)]
     (stored,) = _sql(pg_empty_url, "SELECT writer FROM run")[0]
-    assert "raw-machine-id" not in stored and json.loads(stored)["machine"] == writer.machine_key(
+    assert "raw-machine-id" not in json.dumps(stored) and stored["machine"] == writer.machine_key(
         "raw-machine-id-0123", "labhost")
+
+
+DOCUMENT_COLUMNS = ("run.tool_versions", "run.settings", "run.host_facts", "run.writer", "case.profile_features",
+                    "case.traffic", "case.topology", "case.params", "case.datapath", "sample.roles",
+                    "sample.role_hosts")
+
+
+def test_postgresql_documents_are_jsonb(pg_url):
+    types = dict(_sql(pg_url, "SELECT table_name || '.' || column_name, data_type FROM information_schema.columns "
+                              "WHERE table_schema = 'public'"))
+    assert {column: types[column] for column in DOCUMENT_COLUMNS} == {column: "jsonb" for column in DOCUMENT_COLUMNS}
+
+
+def test_documents_read_back_the_same_whatever_order_the_engine_keeps(store_at):
+    """JSONB orders keys by length, then bytes; SQLite's text keeps them as written. Both
+    read back in sorted order: the same record from either engine."""
+    case = next(iter(fixture_cases()))
+    case = replace(case, profile=replace(case.profile, features={"tx-checksumming": False, "gso": False}))
+    (one,) = make_samples(case, random.Random(3), runs=1)
+    one = replace(one, roles={"receiver": 1, "rx": 0}, role_hosts={"receiver": "hostb", "rx": "hosta"})
+    info = replace(fixture_run_info(), tool_versions={"offlab": "1", "iperf3": "3.12"},
+                   host_facts={"sender": {"rx steering": "rps", "gro": "on"}})
+    with Store(store_at) as store:
+        store.begin_run(info)
+        store.add_sample("fixture-run", case, one)
+    with Store(store_at, readonly=True) as reader:
+        loaded = reader.load_run("fixture-run")
+    assert list(loaded.cases[0].profile.features) == ["gso", "tx-checksumming"]
+    assert list(loaded.samples[case.key][0].roles) == list(loaded.samples[case.key][0].role_hosts) == ["receiver", "rx"]
+    assert list(loaded.info.tool_versions) == ["iperf3", "offlab"]
+    assert list(loaded.info.host_facts["sender"]) == ["gro", "rx steering"]
+    assert loaded.samples[case.key] == (one,)
+
+
+OLD_KEY = "bare/mtu1500/tx:no-csum/tcp"
+
+
+def _revision_0003_with_rows(url: str) -> None:
+    """A PostgreSQL store as offlab with revision 0003 wrote it: JSON as text, keys in the
+    order the records had them, a datapath left empty."""
+    from alembic import command
+    from offlab.storage.schema import _config
+    engine = create_engine(parse(url).url)
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "0003")
+        connection.execute(text(
+            "INSERT INTO run (id, plan, started_at, finished_at, status, command_line, kernel, cpu_model, cores,"
+            " host, notes, tool_versions, host_facts, settings) VALUES ('old', 'quick', now(), now(), 'complete',"
+            " 'offlab run', '6.1', 'cpu', 2, 'labhost', '', :tools, :facts, '')"),
+            {"tools": '{"offlab": "1", "iperf3": "3.12"}', "facts": '{"sender": {"rx steering": "rps", "gro": "on"}}'})
+        connection.execute(text(
+            "INSERT INTO \"case\" (run_id, key, position, scenario, mtu, profile_name, profile_side,"
+            " profile_features, traffic, params, datapath) VALUES ('old', :key, 0, 'bare', 1500, 'no-csum', 'tx',"
+            " '{\"tx-checksumming\": false, \"gso\": false}', '{\"protocol\": \"tcp\", \"duration_s\": 1.0}',"
+            " '{\"path\": \"direct\", \"combination\": 2}', '')"), {"key": OLD_KEY})
+        connection.execute(text(
+            "INSERT INTO sample (run_id, case_key, repetition, started_at, duration_s, throughput_bps, sender_bps,"
+            " roles, role_hosts) VALUES ('old', :key, 0, now(), 1.0, 1e9, 1e9, '{\"receiver\": 1, \"rx\": 0}', '')"),
+            {"key": OLD_KEY})
+    engine.dispose()
+
+
+def test_a_revision_0003_postgresql_store_gets_jsonb_with_its_rows(pg_empty_url, tmp_path):
+    from offlab.runcopy import copy_runs
+    _revision_0003_with_rows(pg_empty_url)
+    upgrade_store(parse(pg_empty_url))
+    assert _sql(pg_empty_url, "SELECT version_num FROM alembic_version") == [(head_revision(),)]
+    assert _sql(pg_empty_url, "SELECT count(*) FROM information_schema.columns WHERE data_type = 'jsonb'"
+                              " AND table_schema = 'public'") == [(len(DOCUMENT_COLUMNS),)]
+    assert _sql(pg_empty_url, "SELECT roles->>'rx', params->>'path', role_hosts, datapath, settings FROM \"case\""
+                              " JOIN sample ON sample.run_id = \"case\".run_id, run") == [("0", "direct", {}, None, {})]
+    with Store(pg_empty_url, readonly=True) as reader:
+        old = reader.load_run("old")
+    assert list(old.cases[0].profile.features) == ["gso", "tx-checksumming"]
+    assert old.cases[0].params == {"path": "direct", "combination": 2} and old.cases[0].datapath is None
+    assert list(old.info.tool_versions) == ["iperf3", "offlab"] and old.info.settings is None
+    assert old.info.host_facts == {"sender": {"gro": "on", "rx steering": "rps"}}
+    copy_runs(["old"], pg_empty_url, tmp_path / "copy.sqlite")
+    with Store(tmp_path / "copy.sqlite", readonly=True) as reader:
+        copied = reader.load_run("old")
+    assert old.samples[OLD_KEY][0].roles == {"receiver": 1, "rx": 0}
+    assert copied == old and list(copied.cases[0].profile.features) == list(old.cases[0].profile.features)

@@ -12,40 +12,27 @@ from __future__ import annotations
 import os
 import sys
 import time
-from importlib import metadata
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 
-from . import doctor as doctor_checks
-from . import foreign, preflight
-from .adaptive import Adaptive, TargetError, parse_target
-from .hosts import HostError, hostsfile
-from .campaign import Fleet, load_hosts, new_campaign_id, run_waves
-from .hosts.confirm import planned_changes
-from .hosts.guard import OVERRIDE_FLAG, check_servers, check_udp_rates
-from .hosts.journal import forget, restore_pending
-from .hosts.remote_doctor import purge_files
-from .hosts.remote_doctor import remote_facts
-from .hosts.remote_doctor import remote_checks, remote_guest_checks
-from .hosts.dryrun import describe_hosts
-from .hosts.router import check_router, planned_router_changes, router_checks, router_facts
-from .hosts.session import RemoteSession, destinations, restore_first, restore_journals
-from .hosts.ssh import AuditLog
-from .plan import PlanError, load
-from .proc import ProcessError
-from .runflow import RunError, begin, execute, resume
-from .runscope import RUNTIME_ROOT, BusyError, MachineLock, reclaim_stale
+from . import preflight
+from .hosts.guard import OVERRIDE_FLAG
 from .storage import location as locations
-from .storage.masking import password_to_environment
 from .store import Store, StoreError
 from .textout import plain_table
-from .topology import TopologyError, sweep_leftovers
-from .topology.remote import remote_builder
-from .traffic import IperfError
+
+if TYPE_CHECKING:
+    from . import doctor as doctor_checks
+    from .adaptive import Adaptive
+    from .campaign import Fleet
+
+# The measuring side (the run loop, pyroute2, the hosts' sessions, the plans, the
+# checks) takes seconds to import: each command imports what it uses, so that `list`,
+# `history`, `compare` and `doctor --store` start without it.
 
 EXIT_INTERRUPTED = 130
 EXIT_REGRESSION = 3
@@ -79,6 +66,7 @@ class LabError(Exception):
 
 def _version(value: bool) -> None:
     if value:
+        from importlib import metadata
         print(f"offlab {metadata.version('offlab')}")
         raise typer.Exit(0)
 
@@ -96,7 +84,8 @@ def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
 
 
 def _adaptive(ci_target: str | None, min_runs: int | None, max_runs: int | None,
-              runs: int | None) -> Adaptive | None:
+              runs: int | None) -> "Adaptive | None":
+    from .adaptive import Adaptive, parse_target
     if ci_target is None:
         if min_runs is not None or max_runs is not None:
             raise LabError("--min-runs/--max-runs bound adaptive repetitions; add --ci-target "
@@ -138,6 +127,19 @@ def run_cmd(
     allow_forwarding: bool = typer.Option(False, "--allow-forwarding", help="with --hosts and a [router]: turn on the router's IP forwarding if it is off (journaled, put back after)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
+    from . import foreign
+    from .campaign import Fleet
+    from .hosts import HostError
+    from .hosts.confirm import planned_changes
+    from .hosts.dryrun import describe_hosts
+    from .hosts.guard import check_servers, check_udp_rates
+    from .hosts.remote_doctor import remote_facts
+    from .hosts.router import check_router, planned_router_changes, router_facts
+    from .hosts.session import RemoteSession, destinations, restore_first
+    from .hosts.ssh import AuditLog
+    from .plan import load
+    from .runflow import begin, execute, resume
+    from .topology.remote import remote_builder
     store_file = locations.parse(store_path if store_path is not None else (out_dir or DEFAULT_OUT) / STORE_NAME)
     report_root = out_dir or store_file.reports_dir()  # --out is where the report goes whenever given
     hosts = _select_hosts(hosts_path, pair)
@@ -257,6 +259,7 @@ def run_cmd(
 def _select_hosts(hosts_path: Path | None, pair: str | None):
     """The hosts of this run: None (local namespaces), one pair's hosts file, or a whole
     fleet (a campaign) when a fleet file is given without --pair."""
+    from .campaign import Fleet, load_hosts
     if hosts_path is None:
         if pair is not None:
             raise LabError("--pair needs --hosts with a fleet file ([[pair]] tables, docs/team-store.md)")
@@ -272,6 +275,10 @@ def _select_hosts(hosts_path: Path | None, pair: str | None):
 def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, wait: bool) -> None:
     """Every pair of a fleet, pairs sharing no host at once (campaign.py), then the
     campaign report."""
+    from .campaign import new_campaign_id, run_waves
+    from .hosts.session import destinations, restore_journals
+    from .runscope import RUNTIME_ROOT, MachineLock
+    from .storage.masking import password_to_environment
     if not dry_run:
         preflight.check_privileges()
         locations.check_reachable(store_file)
@@ -480,6 +487,10 @@ def restore_cmd(purge: bool = typer.Option(False, "--purge", help="also remove t
                                                           help="drop the journals of HOST (its ssh destination) "
                                                           "without reaching it: a server gone for good")) -> None:
     """Put back every real host a killed run left changed (offloads, MTU, devices)."""
+    from .hosts import hostsfile
+    from .hosts.journal import forget, restore_pending
+    from .hosts.remote_doctor import purge_files
+    from .runscope import MachineLock
     if forget_host is not None:
         lock = MachineLock()
         lock.acquire("offlab restore --forget")
@@ -532,6 +543,13 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         from .storage.health import check_store
         _print_checks(check_store(locations.parse(store_path)))
         return
+    from . import doctor as doctor_checks
+    from .hosts import hostsfile
+    from .hosts.remote_doctor import remote_checks, remote_guest_checks
+    from .hosts.router import router_checks
+    from .plan import load
+    from .runscope import MachineLock, reclaim_stale
+    from .topology import sweep_leftovers
     if hosts_path is not None:
         hosts = hostsfile.load(hosts_path)
         chosen = load(plan) if plan is not None else None  # a bad plan: one line, before any server is asked
@@ -567,8 +585,19 @@ def _print_checks(checks: list[doctor_checks.Check]) -> None:
         raise typer.Exit(1)
 
 
-KNOWN_ERRORS = (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError, TargetError,
-                preflight.PreflightError, BusyError, RunError, HostError, hostsfile.HostsFileError)
+def known_errors() -> tuple[type[Exception], ...]:
+    """The failures a user can fix, each printed as one line. Imported when one is to be
+    told apart, not at start-up: most live in the measuring side's modules."""
+    from .adaptive import TargetError
+    from .hosts import HostError, hostsfile
+    from .plan import PlanError
+    from .proc import ProcessError
+    from .runflow import RunError
+    from .runscope import BusyError
+    from .topology import TopologyError
+    from .traffic import IperfError
+    return (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError, TargetError,
+            preflight.PreflightError, BusyError, RunError, HostError, hostsfile.HostsFileError)
 
 
 def main() -> None:
@@ -580,10 +609,10 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     except RunInterrupted as stopped:
         sys.exit(stopped.exit_code)
-    except KNOWN_ERRORS as failure:
-        print(f"offlab: {failure}", file=sys.stderr)
-        sys.exit(1)
     except Exception as failure:
+        if isinstance(failure, (LabError, StoreError)) or isinstance(failure, known_errors()):
+            print(f"offlab: {failure}", file=sys.stderr)
+            sys.exit(1)
         # Usage errors: typer's click exceptions (vendored or not) carry these two.
         if not (hasattr(failure, "format_message") and hasattr(failure, "exit_code")):
             raise

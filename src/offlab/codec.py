@@ -1,63 +1,84 @@
-"""JSON forms of the records the store keeps as structured columns: case parameters,
-datapath settings and run settings. Decoding ignores fields a newer offlab may have
-added, so a store stays readable when records gain optional fields."""
+"""Document forms of the records the store keeps as JSON columns: case parameters,
+datapath settings, run settings, traffic, and the plain mappings (offload features,
+tool versions, host facts, CPU roles).
+
+A document is a JSON object. PostgreSQL keeps it as JSONB, which does not keep key
+order (it orders keys by length, then bytes), SQLite as text, which does: so decoding
+never depends on the order the keys come back in. Records are rebuilt by field name,
+lists keep their order (JSON arrays do on both), and a plain mapping is read back in
+sorted key order on both engines — the same record from either store. Decoding
+ignores fields a newer offlab may have added, so a store stays readable when records
+gain optional fields."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from typing import Any
+from typing import Any, Mapping
 
 from .records import DatapathSetting, Params, PortSetting, RunSettings, TrafficSpec
 
-
-def params_to_json(params: Params) -> str:
-    return json.dumps(dict(params), sort_keys=True)
+Document = dict[str, Any]
 
 
-def params_from_json(text: str | None) -> Params:
-    return Params(json.loads(text)) if text else Params()
+def mapping_to_doc(mapping: Mapping[str, Any]) -> Document:
+    return {key: mapping[key] for key in sorted(mapping)}
 
 
-def datapath_to_json(setting: DatapathSetting | None) -> str | None:
+def mapping_from_doc(doc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A plain mapping in sorted key order, whatever order the engine returned."""
+    return {key: doc[key] for key in sorted(doc)} if doc else {}
+
+
+def nested_from_doc(doc: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """A mapping of mappings (host facts per role), each level in sorted key order."""
+    return {key: mapping_from_doc(value) for key, value in mapping_from_doc(doc).items()}
+
+
+def params_to_doc(params: Params) -> Document:
+    return mapping_to_doc(params)
+
+
+def params_from_doc(doc: Mapping[str, Any] | None) -> Params:
+    return Params(doc) if doc else Params()
+
+
+def datapath_to_doc(setting: DatapathSetting | None) -> Document | None:
     if setting is None:
         return None
-    return json.dumps({
+    return {
         "forwarder": setting.forwarder,
         "mode": setting.mode,
         "ports": [{"role": role, "offloads": sorted(port.offloads), "napi": port.napi}
                   for role, port in setting.ports],
-    }, sort_keys=True)
+    }
 
 
-def datapath_from_json(text: str | None) -> DatapathSetting | None:
-    if not text:
+def datapath_from_doc(doc: Mapping[str, Any] | None) -> DatapathSetting | None:
+    if not doc:
         return None
-    doc = json.loads(text)
     ports = tuple((p["role"], PortSetting(frozenset(p.get("offloads", ())), bool(p.get("napi", False))))
                   for p in doc.get("ports", ()))
     return DatapathSetting(bool(doc.get("forwarder", True)), str(doc.get("mode", "pass")), ports)
 
 
-def settings_to_json(settings: RunSettings | None) -> str:
-    return json.dumps(dataclasses.asdict(settings) if settings else {}, sort_keys=True)
+def settings_to_doc(settings: RunSettings | None) -> Document:
+    return dataclasses.asdict(settings) if settings else {}
 
 
-def settings_from_json(text: str | None) -> RunSettings | None:
-    doc = json.loads(text) if text else {}
-    if "repetitions" not in doc:
+def settings_from_doc(doc: Mapping[str, Any] | None) -> RunSettings | None:
+    if not doc or "repetitions" not in doc:
         return None
     return RunSettings(**_known(RunSettings, doc))
 
 
-def traffic_to_json(traffic: TrafficSpec) -> str:
-    return json.dumps(dataclasses.asdict(traffic), sort_keys=True)
+def traffic_to_doc(traffic: TrafficSpec) -> Document:
+    return dataclasses.asdict(traffic)
 
 
-def traffic_from_json(text: str) -> TrafficSpec:
-    return TrafficSpec(**_known(TrafficSpec, json.loads(text)))
+def traffic_from_doc(doc: Mapping[str, Any]) -> TrafficSpec:
+    return TrafficSpec(**_known(TrafficSpec, doc))
 
 
-def _known(cls: Any, doc: dict[str, Any]) -> dict[str, Any]:
+def _known(cls: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in doc.items() if k in names}

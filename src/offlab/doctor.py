@@ -6,8 +6,6 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from .hosts import LocalNamespace
-from .hosts.naming import device_name
 from .proc import ProcessError, run
 
 TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2"}
@@ -47,6 +45,8 @@ def check_tun() -> Check:
 def check_device_kinds() -> list[Check]:
     """Create a veth pair and a VXLAN device in a throw-away namespace: proof that the
     kernel (modules loaded, built in or auto-loaded) supports what the scenarios build."""
+    from .hosts import LocalNamespace  # pyroute2: not for `doctor --store`, which imports Check
+    from .hosts.naming import device_name
     probe = LocalNamespace("doctor")
     try:
         probe.create()

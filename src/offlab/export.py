@@ -82,7 +82,7 @@ def _case_dict(case: CaseSpec) -> dict[str, Any]:
         "label": case.scenario_label,
         "topology": dict(case.topology),
         "params": dict(case.params),
-        "datapath": json.loads(codec.datapath_to_json(case.datapath) or "null"),
+        "datapath": codec.datapath_to_doc(case.datapath),
     }
 
 

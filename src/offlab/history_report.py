@@ -10,9 +10,6 @@ import time
 from html import escape
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from .history import CaseHistory, HistoryPoint
 from .report.html import data_uri, page, render_table as html_table
 from .report.markdown import render_table as md_table
@@ -21,6 +18,9 @@ from .report.tables import Table, mean_std, versus
 MARKDOWN_NAME = "history.md"
 HTML_NAME = "history.html"
 _STEADY, _CHANGED = "#4c72b0", "#c44e52"
+_MOST_TICKS = 12
+"""Runs named under a chart's axis at most: a history of 100 runs names every 9th (the
+table names them all); 100 two-line labels overlapped and were most of the drawing."""
 
 
 def _started(point: HistoryPoint) -> str:
@@ -53,11 +53,15 @@ def _ci_errors(points: tuple[HistoryPoint, ...]) -> list[list[float]]:
 
 
 def history_chart(case: CaseHistory) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # a second to import: only here
+    from matplotlib.figure import Figure
     fig = Figure(figsize=(12.5, 3.8), dpi=96, layout="constrained")
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2)
-    labels = [f"{_started(p)}\n{p.run.kernel}" for p in case.points]
     x = list(range(len(case.points)))
+    step = -(-len(x) // _MOST_TICKS)
+    ticks = x[::step]
+    labels = [f"{_started(case.points[i])}\n{case.points[i].run.kernel}" for i in ticks]
     colours = [_CHANGED if p.significant else _STEADY for p in case.points]
     means = [p.row.throughput.mean for p in case.points]
     errors = _ci_errors(case.points)
@@ -74,7 +78,7 @@ def history_chart(case: CaseHistory) -> bytes:
     right.set_ylabel("% against all on")
     right.set_title("the profile's effect within each run (green: significant)", fontsize=9)
     for ax in (left, right):
-        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_xticks(ticks, labels, fontsize=7)
     fig.suptitle(case.key, fontsize=11)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")

@@ -39,6 +39,11 @@ _DATAPATH_STATES = ("tap:", "packet:")
 _SUPER_PACKETS = frozenset({"csum", "tso4", "tso6", "ecn"})
 
 
+
+def _text(doc: object) -> str | None:
+    """A document as the format-2 store's TEXT column holds it (None stays NULL)."""
+    return None if doc is None else json.dumps(doc, sort_keys=True)
+
 def _middlebox(scenario: str) -> tuple[Params, str] | None:
     """`middlebox-[fwd-]xy` → (path, router) topology parameters."""
     match = re.fullmatch(r"middlebox-(fwd-)?([abr]{2})", scenario)
@@ -142,15 +147,15 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     for run_id, notes in conn.execute("SELECT id, notes FROM run").fetchall():
         settings, rest = _settings(notes)
         conn.execute("UPDATE run SET settings = ?, notes = ? WHERE id = ?",
-                     (codec.settings_to_json(settings), rest, run_id))
+                     (json.dumps(codec.settings_to_doc(settings), sort_keys=True), rest, run_id))
     cases = conn.execute('SELECT run_id, key, scenario, profile_name, profile_features FROM "case"').fetchall()
     for run_id, key, scenario, name, features in cases:
         new = _case_columns(scenario, name, json.loads(features))
         conn.execute(
             'UPDATE "case" SET scenario = ?, topology = ?, params = ?, datapath = ?, label = ?,'
             " profile_features = ? WHERE run_id = ? AND key = ?",
-            (new[0], codec.params_to_json(new[1]), codec.params_to_json(new[2]),
-             codec.datapath_to_json(new[3]), new[4], json.dumps(new[5]), run_id, key))
+            (new[0], _text(codec.params_to_doc(new[1])), _text(codec.params_to_doc(new[2])),
+             _text(codec.datapath_to_doc(new[3])), new[4], json.dumps(new[5]), run_id, key))
     # sample_offload gains a layer and a primary key that includes it: rebuilt.
     conn.execute("ALTER TABLE sample_offload RENAME TO sample_offload_v1")
     conn.execute(

@@ -23,7 +23,6 @@ transaction and no write locks more than the rows it adds.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -157,23 +156,23 @@ class Store:
         (campaign id, pair name) it belongs to."""
         try:
             with self._engine.begin() as conn:
-                self._insert_run(conn, info, "running", None, campaign, writer.to_json(writer.current()))
+                self._insert_run(conn, info, "running", None, campaign, writer.current())
         except IntegrityError as err:
             raise StoreError(f"run {info.run_id!r} already exists in {self.path}") from err
         return info.run_id
 
     def _insert_run(self, conn: Connection, info: RunInfo, status: str, finished_at: float | None,
-                    campaign: tuple[str, str] | None, writer_json: str | None, if_absent: bool = False) -> bool:
+                    campaign: tuple[str, str] | None, writer_doc: dict[str, object] | None, if_absent: bool = False) -> bool:
         """Insert the run's row (with `if_absent`, unless the run is there: ON CONFLICT DO
         NOTHING); whether it was inserted."""
         values = dict(
             id=info.run_id, plan=info.plan, started_at=info.started_at, finished_at=finished_at,
             status=status, command_line=mask_command_line(info.command_line), kernel=info.kernel,
             cpu_model=info.cpu_model, cores=info.cores, host=info.host, notes=info.notes,
-            tool_versions=json.dumps(dict(info.tool_versions)),
-            settings=codec.settings_to_json(info.settings),
-            host_facts=json.dumps({k: dict(v) for k, v in info.host_facts.items()}),
-            writer=writer_json,
+            tool_versions=codec.mapping_to_doc(info.tool_versions),
+            settings=codec.settings_to_doc(info.settings),
+            host_facts={k: codec.mapping_to_doc(v) for k, v in codec.mapping_to_doc(info.host_facts).items()},
+            writer=writer_doc,
         )
         if if_absent:
             if conn.execute(self._upsert_ignore(run, values).returning(run.c.id)).first() is None:
@@ -223,9 +222,9 @@ class Store:
         conn.execute(self._upsert_ignore(case_table, dict(
             run_id=run_id, key=case.key, position=position, scenario=case.scenario, mtu=case.mtu,
             profile_name=case.profile.name, profile_side=case.profile.side,
-            profile_features=json.dumps(dict(case.profile.features)),
-            traffic=codec.traffic_to_json(case.traffic), topology=codec.params_to_json(case.topology),
-            params=codec.params_to_json(case.params), datapath=codec.datapath_to_json(case.datapath),
+            profile_features=codec.mapping_to_doc(case.profile.features),
+            traffic=codec.traffic_to_doc(case.traffic), topology=codec.params_to_doc(case.topology),
+            params=codec.params_to_doc(case.params), datapath=codec.datapath_to_doc(case.datapath),
             label=case.label)))
 
     def add_sample(self, run_id: str, case: CaseSpec, sample_: Sample) -> None:
@@ -250,7 +249,7 @@ class Store:
             run_id=run_id, case_key=s.case_key, repetition=s.repetition, started_at=s.started_at,
             duration_s=s.duration_s, throughput_bps=s.throughput_bps, sender_bps=s.sender_bps,
             retransmits=s.retransmits, lost_packets=s.lost_packets, total_packets=s.total_packets,
-            roles=json.dumps(dict(s.roles)), role_hosts=json.dumps(dict(s.role_hosts))))
+            roles=codec.mapping_to_doc(s.roles), role_hosts=codec.mapping_to_doc(s.role_hosts)))
         (sample_id,) = result.inserted_primary_key
         conn.execute(run.update().where(run.c.id == run_id).values(sample_count=run.c.sample_count + 1))
         rows = {

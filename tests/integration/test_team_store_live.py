@@ -5,7 +5,6 @@ and every sample of each is there once, in its own run, as measured."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -36,7 +35,7 @@ def _writers(url: str) -> dict[int, str]:
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT id, writer FROM run")).all()
     engine.dispose()
-    return {json.loads(writer)["pid"]: run_id for run_id, writer in rows}
+    return {writer["pid"]: run_id for run_id, writer in rows}  # JSONB: a dict
 
 
 def test_two_lab_instances_write_one_postgresql_store_at_once(tmp_path: Path, pg_url: str):

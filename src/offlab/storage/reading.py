@@ -7,7 +7,6 @@ command that prints a few cases (history) reads only those cases' rows (`only`).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any, Collection, Mapping, Optional
 
@@ -55,8 +54,8 @@ def _info(row: Any) -> RunInfo:
     return RunInfo(
         run_id=row.id, plan=row.plan, started_at=row.started_at, command_line=mask_command_line(row.command_line),
         kernel=row.kernel, cpu_model=row.cpu_model, cores=row.cores,
-        tool_versions=json.loads(row.tool_versions), host=row.host, notes=row.notes,
-        settings=codec.settings_from_json(row.settings), host_facts=json.loads(row.host_facts),
+        tool_versions=codec.mapping_from_doc(row.tool_versions), host=row.host, notes=row.notes,
+        settings=codec.settings_from_doc(row.settings), host_facts=codec.nested_from_doc(row.host_facts),
     )
 
 
@@ -95,9 +94,9 @@ def _cases(conn: Connection, wanted: Wanted) -> dict[str, list[CaseSpec]]:
     for r in conn.execute(query):
         found.setdefault(r.run_id, []).append(CaseSpec(
             scenario=r.scenario, mtu=r.mtu,
-            profile=OffloadProfile(r.profile_name, r.profile_side, json.loads(r.profile_features)),
-            traffic=codec.traffic_from_json(r.traffic), topology=codec.params_from_json(r.topology),
-            params=codec.params_from_json(r.params), datapath=codec.datapath_from_json(r.datapath),
+            profile=OffloadProfile(r.profile_name, r.profile_side, codec.mapping_from_doc(r.profile_features)),
+            traffic=codec.traffic_from_doc(r.traffic), topology=codec.params_from_doc(r.topology),
+            params=codec.params_from_doc(r.params), datapath=codec.datapath_from_doc(r.datapath),
             label=r.label,
         ))
     return found
@@ -126,7 +125,8 @@ def _samples(conn: Connection, wanted: Wanted) -> list[tuple[str, Sample]]:
             case_key=r.case_key, repetition=r.repetition, started_at=r.started_at,
             duration_s=r.duration_s, throughput_bps=r.throughput_bps, sender_bps=r.sender_bps,
             retransmits=r.retransmits, lost_packets=r.lost_packets, total_packets=r.total_packets,
-            cpu=_cpu(cpu[r.id]), roles=json.loads(r.roles), role_hosts=json.loads(r.role_hosts),
+            cpu=_cpu(cpu[r.id]), roles=codec.mapping_from_doc(r.roles),
+            role_hosts=codec.mapping_from_doc(r.role_hosts),
             offloads=_offloads(offloads[r.id], "ethtool"), datapath=_offloads(offloads[r.id], "datapath"),
             intervals=tuple(Interval(i.start_s, i.end_s, i.bps, bool(i.warmup)) for i in intervals[r.id]),
             probes=tuple(RateProbe(p.offered_bps, p.sent_bps, p.received_bps, p.loss_percent)

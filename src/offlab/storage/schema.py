@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
+from typing import TYPE_CHECKING
+
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
@@ -34,11 +33,18 @@ from ..migrations import MIGRATIONS
 from .errors import StoreError
 from .location import StoreLocation
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 SCRIPTS = Path(__file__).parent / "alembic"
 FORMAT_VERSION = 4
 """meta.format_version of the newest revision: what offlab releases before Alembic read
 to refuse a store they cannot write (see alembic/versions/0002_team_store.py)."""
 UPGRADE_LOCK = 0x6F66_6C61_62  # "oflab": the advisory lock key of schema upgrades
+REVISIONS = ("0001", "0002", "0003", "0004")
+"""The revisions of alembic/versions, oldest first. A reading command checks a store
+against them without importing Alembic (most of its start-up otherwise); only an
+upgrade loads the history. tests/test_store_schema.py checks they are the history's."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,8 @@ class SchemaState:
     revision: str | None
 
 
-def _config(connection: Connection | None = None) -> Config:
+def _config(connection: Connection | None = None) -> "Config":
+    from alembic.config import Config
     config = Config()
     config.set_main_option("script_location", str(SCRIPTS))
     if connection is not None:
@@ -56,16 +63,12 @@ def _config(connection: Connection | None = None) -> Config:
     return config
 
 
-def _scripts() -> ScriptDirectory:
-    return ScriptDirectory.from_config(_config())
-
-
 def head_revision() -> str:
-    return _scripts().get_current_head()
+    return REVISIONS[-1]
 
 
 def known_revisions() -> set[str]:
-    return {script.revision for script in _scripts().walk_revisions()}
+    return set(REVISIONS)
 
 
 def read_state(connection: Connection) -> SchemaState:
@@ -93,6 +96,7 @@ def refuse_newer(location: StoreLocation, state: SchemaState) -> None:
 
 def upgrade(engine: Engine, location: StoreLocation) -> None:
     """Bring a store that may be written to the newest revision (see the module doc)."""
+    from alembic import command
     with engine.connect() as connection:
         with connection.begin():
             if location.dialect == "postgresql":

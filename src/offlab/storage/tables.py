@@ -10,17 +10,18 @@ figure (PostgreSQL's REAL is 4 bytes and would round them), BIGINT for ids and p
 counts (SQLite's INTEGER is 64-bit already, and its autoincrement needs that name),
 ``timestamptz`` on PostgreSQL for times (epoch seconds on SQLite; both read back as epoch
 seconds to the microsecond), BOOLEAN for flags (SQLite keeps 0/1, which older stores
-already hold), TEXT for the JSON of typed records (codec.py: their key order is part of
-them, which JSONB would not keep), so that a run copied from one engine to the other
-reads back equal.
+already hold), ``JSONB`` on PostgreSQL for the documents of typed records (JSON text on
+SQLite; both read back as Python objects, and codec.py decodes them whatever their key
+order), so that a run copied from one engine to the other reads back equal.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import (BigInteger, Boolean, CheckConstraint, Column, DateTime, Double, ForeignKeyConstraint,
+from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, Column, DateTime, Double, ForeignKeyConstraint,
                         Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, UniqueConstraint)
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
 metadata = MetaData()
@@ -43,6 +44,9 @@ class CounterValue(TypeDecorator):
 Id = BigInteger().with_variant(Integer, "sqlite")
 """A 64-bit id: BIGINT on PostgreSQL; INTEGER on SQLite, the only name that autoincrements."""
 Count = BigInteger().with_variant(Integer, "sqlite")
+Document = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+"""A JSON object (codec.py): JSONB on PostgreSQL, JSON text on SQLite; a dict in Python
+on both, SQL NULL for None."""
 
 
 class Epoch(TypeDecorator):
@@ -89,10 +93,10 @@ run = Table(
     Column("cores", Integer, nullable=False),
     Column("host", Text, nullable=False),
     Column("notes", Text, nullable=False),
-    Column("tool_versions", Text, nullable=False),
-    Column("settings", Text, nullable=False, server_default="{}"),
-    Column("host_facts", Text, nullable=False, server_default="{}"),
-    Column("writer", Text),
+    Column("tool_versions", Document, nullable=False),
+    Column("settings", Document, nullable=False, server_default="{}"),
+    Column("host_facts", Document, nullable=False, server_default="{}"),
+    Column("writer", Document),
     Column("sample_count", Count, nullable=False, server_default="0"),
     # Kept by each sample's own transaction: `list` prints it without counting samples.
     # Which offlab process writes the run (writer.py): how a later run on the same
@@ -108,11 +112,11 @@ case = Table(
     Column("mtu", Integer, nullable=False),
     Column("profile_name", Text, nullable=False),
     Column("profile_side", Text, nullable=False),
-    Column("profile_features", Text, nullable=False),
-    Column("traffic", Text, nullable=False),
-    Column("topology", Text, nullable=False, server_default="{}"),
-    Column("params", Text, nullable=False, server_default="{}"),
-    Column("datapath", Text),
+    Column("profile_features", Document, nullable=False),
+    Column("traffic", Document, nullable=False),
+    Column("topology", Document, nullable=False, server_default="{}"),
+    Column("params", Document, nullable=False, server_default="{}"),
+    Column("datapath", Document),
     Column("label", Text, nullable=False, server_default=""),
     PrimaryKeyConstraint("run_id", "key"),
     ForeignKeyConstraint(["run_id"], ["run.id"]),
@@ -132,8 +136,8 @@ sample = Table(
     Column("retransmits", Count),
     Column("lost_packets", Count),
     Column("total_packets", Count),
-    Column("roles", Text, nullable=False),
-    Column("role_hosts", Text, nullable=False, server_default="{}"),
+    Column("roles", Document, nullable=False),
+    Column("role_hosts", Document, nullable=False, server_default="{}"),
     UniqueConstraint("run_id", "case_key", "repetition"),
     ForeignKeyConstraint(["run_id", "case_key"], ["case.run_id", "case.key"]),
 )

@@ -16,10 +16,10 @@ a kill does not keep a dead run alive.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
 from pathlib import Path
+from typing import Mapping
 
 MACHINE_ID = Path("/etc/machine-id")
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -51,18 +51,13 @@ def current() -> dict[str, object]:
             "pid": os.getpid(), "start": process_start(os.getpid())}
 
 
-def to_json(writer: dict[str, object]) -> str:
-    return json.dumps(writer, sort_keys=True)
-
-
-def gone(writer_json: str | None, run_host: str, me: dict[str, object]) -> bool | None:
+def gone(writer: Mapping[str, object] | None, run_host: str, me: dict[str, object]) -> bool | None:
     """Whether a run's writer is known to be gone: True (a dead offlab of this machine),
     False (alive here), None (another machine's: it may be alive). Runs recorded before
-    writers were (`writer_json` None) are judged by host name as the one-machine store
+    writers were (`writer` None) are judged by host name as the one-machine store
     did, and their process by pid alone."""
-    if writer_json is None:
+    if writer is None:
         return True if run_host == socket.gethostname() else None
-    writer = json.loads(writer_json)
     if writer.get("machine") != me["machine"]:
         return None
     if writer.get("boot") != me["boot"]:
@@ -71,6 +66,6 @@ def gone(writer_json: str | None, run_host: str, me: dict[str, object]) -> bool 
     return started is None or ("start" in writer and started != writer["start"])
 
 
-def killed_here(writer_json: str | None, run_host: str, me: dict[str, object]) -> bool:
+def killed_here(writer: Mapping[str, object] | None, run_host: str, me: dict[str, object]) -> bool:
     """Whether a run still marked "running" was written by a dead offlab of this machine."""
-    return gone(writer_json, run_host, me) is True
+    return gone(writer, run_host, me) is True
