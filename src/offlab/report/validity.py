@@ -230,7 +230,7 @@ def contention(step: "Step", effects: list["Effect"]) -> Exclusion | None:
         return None
     features = display_list(step.credited)
     what = " and ".join(
-        f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
+        f"{'throughput' if e.metric == 'throughput' else e.step.group.cpu_metric} "
         f"{format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)})"
         for e in contrary)
     return Exclusion("against the mechanism",
