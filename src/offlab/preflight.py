@@ -138,13 +138,26 @@ def needs(cases: Iterable[CaseSpec]) -> set[str]:
     return found
 
 
+def probe_tools(cases: Iterable[CaseSpec]) -> set[str]:
+    """The latency probes' tools (latency_probes.py): irtt beside a saturating stream,
+    sockperf beside a paced one and for request/response cases."""
+    cases = list(cases)
+    probed = [c.traffic for c in cases if c.traffic.latency_probe]
+    found = {"irtt"} if any(not t.service_demand for t in probed) else set()
+    if any(t.service_demand for t in probed) or any(c.traffic.mode == "rr" for c in cases):
+        found.add("sockperf")
+    return found
+
+
 def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset()) -> None:
     """The tools the plan's cases need; offlab-fwd when a case has a userspace datapath."""
     missing = [f"{tool} (apt-get install {package})" for tool, package in TOOLS.items()
                if shutil.which(tool) is None]
-    if missing:
-        raise PreflightError(f"missing {', '.join(missing)}; or run: make setup")
     cases = list(cases)
+    missing += [f"{tool} (apt-get install {tool})" for tool in sorted(probe_tools(cases))
+                if shutil.which(tool) is None]
+    if missing:
+        raise PreflightError(f"missing {', '.join(missing)}; or run: make setup-demo")
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
         from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
         try:
@@ -246,10 +259,8 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
         wanted |= {"qemu-system-x86_64", "sha256sum", "taskset", "timeout"}
     # Latency probes (latency_probes.py): irtt beside a saturating stream, sockperf beside
     # a paced one, both pinned.
-    probed = [c.traffic for c in cases if c.traffic.latency_probe]
-    wanted |= {"irtt", "taskset"} if any(not t.service_demand for t in probed) else set()
-    wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) or \
-        any(t.service_demand for t in probed) else set()
+    probes = probe_tools(cases)
+    wanted |= probes | ({"taskset"} if "irtt" in probes else set())
     for role, spec in hosts.hosts.items():
         missing = missing_tools(hosts, role, wanted)
         if missing:
