@@ -19,6 +19,13 @@ SAMPLE_OVERHEAD_S = 0.5
 """Per sample beyond its traffic: the tool's start and report, ethtool read-back, counters.
 Measured: a quick run (20261128-073012, loaded 2-core VM) started each sample 0.46 s
 (saturated TCP) and 0.52 s (paced) after the previous one's window plus its warm-up."""
+PACED_OVERHEAD_S = 1.9
+"""Per paced (service-demand) sample beyond its traffic: its sockperf request/response
+probe's server and client start and stop around the window, and the pace is set.
+Measured: the quick plan of 20261128-105914 (16 cases, shared 2-core VM) started each
+paced sample a median 1.93 s (max 2.08 s) after the previous one's window plus its
+warm-up, against 0.36 s for a saturated one; at 0.5 s the plan's estimate was 16 %
+short (3 min 55 s against 4 min 24 s of measuring)."""
 PROBE_OVERHEAD_S = 0.35
 """Per probe of a capacity search beyond its traffic (the same run: 8.7 s per capacity
 sample, median 7.5 probes of 0.5 s and a 2 s trial)."""
@@ -70,7 +77,8 @@ def sample_seconds(case: CaseSpec) -> float:
     the warm-up and the measured window, plus the per-sample overhead."""
     if case.traffic.mode == "capacity":
         return capacity.expected_seconds(case.traffic) + capacity.MAX_PROBES * PROBE_OVERHEAD_S + SAMPLE_OVERHEAD_S
-    return case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S
+    overhead = PACED_OVERHEAD_S if case.traffic.service_demand else SAMPLE_OVERHEAD_S
+    return case.traffic.warmup_s + case.traffic.duration_s + overhead
 
 
 def repetitions(case: CaseSpec, settings: RunSettings) -> tuple[int, int]:
