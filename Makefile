@@ -7,13 +7,17 @@ PY      := $(VENV)/bin/python
 OFFLAB  := $(VENV)/bin/offlab
 CARGO   ?= cargo
 DEMO_PLAN ?= quick
-# What every lab run uses (irtt: the quick plan's RTT under load).
-DEMO_APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt
+# What every lab run uses (irtt: the quick plan's RTT under load; sockperf: its request/
+# response probe beside the paced streams; python3-venv: `make venv` on Debian). On a
+# fresh Debian 12 that is about 5 MB to download (apt-get install --print-uris) and
+# 15-20 s with apt-get update (measured here: update 3.5 s, dpkg of the five lab
+# packages a cloud image lacks 6.2 s).
+DEMO_APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf python3-venv
 # A plan with QEMU guests: QEMU, and what guest/build.sh builds the guest with.
 GUEST_APT_PKGS := qemu-system-x86 binutils cpio xz-utils zstd
-# What the tests need beyond those: sockperf (request/response), the SSH rigs' OpenSSH
-# server and client, PostgreSQL for the team store.
-TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) sockperf openssh-client openssh-server postgresql
+# What the tests need beyond those: the SSH rigs' OpenSSH server and client, PostgreSQL
+# for the team store.
+TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) openssh-client openssh-server postgresql
 # dpdk-dev ships dpdk-testpmd (W5: testpmd as the vhost-user backend); make test never needs it
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 

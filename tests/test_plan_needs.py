@@ -1,5 +1,5 @@
 """scripts/plan-needs.py: what `make demo` builds for its plan — only the binaries and
-the guest the plan runs (the quick plan: offlab-udpload alone)."""
+the guest the plan runs (the quick plan: nothing, it runs the kernel's path with iperf3)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,13 @@ def _needs(plan: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), plan], capture_output=True, text=True, timeout=60)
 
 
-def test_the_quick_plan_needs_only_offlab_udpload():
+def test_the_quick_plan_needs_nothing_built():
     done = _needs("quick")
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+
+
+def test_a_udp_capacity_plan_needs_only_offlab_udpload():
+    done = _needs("udp")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["offlab-udpload"]
 

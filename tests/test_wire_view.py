@@ -10,7 +10,8 @@ GRO, TSO = "generic-receive-offload", "tcp-segmentation-offload"
 
 
 def _row(counters, state):
-    return NS(samples=[NS(counters=counters, roles={"sender": 0, "receiver": 1})], offload_state=state)
+    return NS(samples=[NS(counters=counters, roles={"sender": 0, "receiver": 1})], offload_state=state,
+              case=NS(traffic=NS(protocol="tcp")))
 
 
 def test_the_nic_wire_shows_super_packets_leaving_and_mtu_frames_arriving():

@@ -19,6 +19,13 @@ SAMPLE_OVERHEAD_S = 0.5
 """Per sample beyond its traffic: the tool's start and report, ethtool read-back, counters.
 Measured: a quick run (20261128-073012, loaded 2-core VM) started each sample 0.46 s
 (saturated TCP) and 0.52 s (paced) after the previous one's window plus its warm-up."""
+PACED_OVERHEAD_S = 1.9
+"""Per paced (service-demand) sample beyond its traffic: its sockperf request/response
+probe's server and client start and stop around the window, and the pace is set.
+Measured: the quick plan of 20261128-105914 (16 cases, shared 2-core VM) started each
+paced sample a median 1.93 s (max 2.08 s) after the previous one's window plus its
+warm-up, against 0.36 s for a saturated one; at 0.5 s the plan's estimate was 16 %
+short (3 min 55 s against 4 min 24 s of measuring)."""
 PROBE_OVERHEAD_S = 0.35
 """Per probe of a capacity search beyond its traffic (the same run: 8.7 s per capacity
 sample, median 7.5 probes of 0.5 s and a 2 s trial)."""
@@ -70,7 +77,8 @@ def sample_seconds(case: CaseSpec) -> float:
     the warm-up and the measured window, plus the per-sample overhead."""
     if case.traffic.mode == "capacity":
         return capacity.expected_seconds(case.traffic) + capacity.MAX_PROBES * PROBE_OVERHEAD_S + SAMPLE_OVERHEAD_S
-    return case.traffic.warmup_s + case.traffic.duration_s + SAMPLE_OVERHEAD_S
+    overhead = PACED_OVERHEAD_S if case.traffic.service_demand else SAMPLE_OVERHEAD_S
+    return case.traffic.warmup_s + case.traffic.duration_s + overhead
 
 
 def repetitions(case: CaseSpec, settings: RunSettings) -> tuple[int, int]:
@@ -138,13 +146,26 @@ def needs(cases: Iterable[CaseSpec]) -> set[str]:
     return found
 
 
+def probe_tools(cases: Iterable[CaseSpec]) -> set[str]:
+    """The latency probes' tools (latency_probes.py): irtt beside a saturating stream,
+    sockperf beside a paced one and for request/response cases."""
+    cases = list(cases)
+    probed = [c.traffic for c in cases if c.traffic.latency_probe]
+    found = {"irtt"} if any(not t.service_demand for t in probed) else set()
+    if any(t.service_demand for t in probed) or any(c.traffic.mode == "rr" for c in cases):
+        found.add("sockperf")
+    return found
+
+
 def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset()) -> None:
     """The tools the plan's cases need; offlab-fwd when a case has a userspace datapath."""
     missing = [f"{tool} (apt-get install {package})" for tool, package in TOOLS.items()
                if shutil.which(tool) is None]
-    if missing:
-        raise PreflightError(f"missing {', '.join(missing)}; or run: make setup")
     cases = list(cases)
+    missing += [f"{tool} (apt-get install {tool})" for tool in sorted(probe_tools(cases))
+                if shutil.which(tool) is None]
+    if missing:
+        raise PreflightError(f"missing {', '.join(missing)}; or run: make setup-demo")
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
         from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
         try:
@@ -246,10 +267,8 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
         wanted |= {"qemu-system-x86_64", "sha256sum", "taskset", "timeout"}
     # Latency probes (latency_probes.py): irtt beside a saturating stream, sockperf beside
     # a paced one, both pinned.
-    probed = [c.traffic for c in cases if c.traffic.latency_probe]
-    wanted |= {"irtt", "taskset"} if any(not t.service_demand for t in probed) else set()
-    wanted |= {"sockperf"} if any(c.traffic.mode == "rr" for c in cases) or \
-        any(t.service_demand for t in probed) else set()
+    probes = probe_tools(cases)
+    wanted |= probes | ({"taskset"} if "irtt" in probes else set())
     for role, spec in hosts.hosts.items():
         missing = missing_tools(hosts, role, wanted)
         if missing:

@@ -39,7 +39,7 @@ class Headline:
 
     def phrase(self) -> str:
         """"throughput by +60% [CI +50%, +70%] (p<0.001; Holm p<0.001 over 22 tests)"."""
-        metric = "throughput" if self.metric == "throughput" else "CPU per Gbps"
+        metric = "throughput" if self.metric == "throughput" else self.group.cpu_metric
         mark = "" if self.holds else ", n.s."
         return (f"{metric} by {format_change(self.change)} ({format_p(self.change.welch.p_value)}; "
                 f"{format_adjusted(self.adjusted_p, self.tests, FAMILY_METHOD)}{mark})")

@@ -150,7 +150,7 @@ class Effect:
 
     def figures(self) -> str:
         """"+56% [CI +52%, +60%] (p<0.001; Holm p<0.001 over 22 tests; n=5)"."""
-        unit = "" if self.metric == "throughput" else " CPU per Gbps"
+        unit = "" if self.metric == "throughput" else f" {self.step.group.cpu_metric}"
         return (f"{format_change(self.keep_on)}{unit} ({format_p(self.keep_on.welch.p_value)}; "
                 f"{format_adjusted(self.adjusted_p, self.tests, FAMILY_METHOD)}; {self.n})")
 
@@ -213,7 +213,7 @@ class NoEffect:
             return head + ": one run per profile, nothing can be tested — rerun with --runs 3 or more"
         shown = min(self.effects, key=lambda e: e.keep_on.welch.p_value or 1.0)
         parts = [
-            f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
+            f"{'throughput' if e.metric == 'throughput' else e.step.group.cpu_metric} "
             f"by {format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)}; "
             f"{format_adjusted(e.adjusted_p, e.tests, FAMILY_METHOD)})"
             for e in self.effects

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
 from ..stats import RelativeChange, Summary, summary
-from .model import CaseGroup, ProfileRow
+from .model import ALL_CORES, CaseGroup, ProfileRow, cpu_timed
 from .phrases import format_change
 from .states import display_name
 from .drops import drops_cell, drops_where_none_belong, retrans_cell
@@ -84,6 +84,13 @@ def versus(change: RelativeChange | None) -> str:
     return f"{text} *" if change.significant else f"{text} (n.s.)"
 
 
+def _per_gbps_header(group: CaseGroup) -> str:
+    """The headline CPU column: of every core, or of the cores the wire's work does not
+    share (model.WIRE_FREE_ROLES)."""
+    basis = group.rows[0].cpu_basis if group.rows else ALL_CORES
+    return "CPU % per Gbps" if basis == ALL_CORES else f"CPU % per Gbps, {basis}"
+
+
 def throughput_table(group: CaseGroup, imprecise: frozenset[str] = frozenset()) -> Table:
     """`imprecise`: keys of cases that missed their precision target (--ci-target),
     labelled in the profile cell; they advise nothing (precision.py)."""
@@ -92,7 +99,7 @@ def throughput_table(group: CaseGroup, imprecise: frozenset[str] = frozenset()) 
     header = (
         "Profile", "Offloads off", "n", f"Throughput ({unit}) mean ± std (CV%)", "95% CI",
         "All on vs this", f"Sent ({unit})" if udp else "Retransmits (% of segments)",
-        "Loss %" if udp else "CPU % (all cores)", "CPU % per Gbps", "CPU/Gbps: all on vs this",
+        "Loss %" if udp else "CPU % (all cores)", _per_gbps_header(group), "CPU/Gbps: all on vs this",
         "Path drops / sample", "Packets/s sender · receiver", "Bytes/packet sender · receiver",
         "Receive path",
     )
@@ -150,7 +157,13 @@ def cpu_table(group: CaseGroup) -> Table:
             body.append((f"CPU {role_name} tasks % (ns clock)", *(mean_std(t, decimals=1) for t in tasks)))
     body.append(("CPU total % (all cores)",
                  *(mean_std(row.cpu_total, decimals=1) for row in group.rows)))
-    body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
+    basis = group.rows[0].cpu_basis if group.rows else ALL_CORES
+    if basis == ALL_CORES:
+        body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
+    else:  # the headline, then every core's, which has the wire's work in it
+        body.append((f"CPU % per Gbps, {basis} (headline)", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
+        body.append(("CPU % per Gbps, all cores (with the wire's bridging and segmenting)",
+                     *(mean_std(_all_cores_per_gbps(row)) for row in group.rows)))
     per_gbps = [_tasks_per_gbps(row) for row in group.rows]
     if any(per_gbps):
         body.append(("CPU % per Gbps, role tasks (ns clock)", *(mean_std(p) for p in per_gbps)))
@@ -174,6 +187,12 @@ def _tasks(row: ProfileRow, role: str) -> Summary | None:
     """The role's pinned tasks (its application, its NAPI thread) by the scheduler's
     nanosecond clock, over the CPU-timed samples."""
     values = [s.counters[f"role_tasks_pct.{role}"] for s in row.samples if f"role_tasks_pct.{role}" in s.counters]
+    return summary(values) if values else None
+
+
+def _all_cores_per_gbps(row: ProfileRow) -> Summary | None:
+    """Busy CPU of every core per Gbit/s over the CPU-timed samples."""
+    values = [s.cpu_percent_per_gbps for s in row.samples if s.cpu_percent_per_gbps is not None and cpu_timed(s)]
     return summary(values) if values else None
 
 

@@ -35,7 +35,13 @@ WIRES = {
            "namespace between the hosts (a bridge whose device towards the receiver has no TSO) "
            "cuts its super-packets to MTU frames where a NIC would, on the receiver's core; the "
            "receiver's device gets frames from a device without TSO, so its receive path "
-           "(NAPI + GRO while its GRO is on) is the same in every transmitter profile",
+           "(NAPI + GRO while its GRO is on) is the same in every transmitter profile. The "
+           "wire's bridging and segmenting, a NIC's hardware work, share the receiver's core "
+           "(on 2 cores there is no other), so a transmitter effect's CPU per Gbit/s is the "
+           "sender's core, where the sender's TSO acts, and the receiver's core (its work "
+           "and the wire's) is in the CPU table apart; a saturated rate is set by the "
+           "busier core, which can be the receiver's because of the wire's per-packet work "
+           "(the CPU table shows which)",
     None: "the wire carries the sender's super-packets whole (veth passes 64 KiB TSO/GSO "
           "packets through, and takes its NAPI/GRO receive path only when the sender's TSO is "
           "off), so the receiver's path flips with the sender's TSO: transmitter effects here "

@@ -23,6 +23,11 @@ overloaded and the difference is not a property of the lab's virtual devices:
   measurable where the wire carries MTU-sized frames, as from a NIC pair (the lab's
   `wire = "mtu"` topology parameter, docs/methodology.md).
 
+* **IP-fragmented.** A UDP case whose datagrams were larger than the path's MTU (a
+  1472-byte payload over a 1450-byte VXLAN device) left as IP fragments (the sender's
+  Ip.FragOKs and Ip.FragCreates, fragments.py): it measured fragmentation and
+  reassembly, so it is shown with its fragments per datagram and advises nothing.
+
 * **Against the mechanism, on one machine.** Every offload here saves CPU work per byte;
   turning one off can only add work. When a local run measures the opposite (more
   throughput, or less CPU per Gbps, with the offload off), sender, receiver and the
@@ -52,6 +57,7 @@ from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..records import GUEST_ENTRY, TCG
 from .capacity_limits import verdict as capacity_verdict
 from .drops import drops_where_none_belong
+from .fragments import fragmentation
 from .phrases import format_change, format_p
 from .states import display_list
 
@@ -162,6 +168,15 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
                              f"{carried:.3g}: at its capacity, so its CPU per Gbit/s is a saturated "
                              "figure, not a service demand; lower [service_demand] percent")
     for row in (step.on_row, step.off_row):
+        fragmented = fragmentation(row)
+        if fragmented is not None:
+            return Exclusion("IP-fragmented",
+                             f"{row.profile.name}'s datagrams did not fit the path's MTU: "
+                             f"{fragmented.text()}, each fragment a packet of its own and "
+                             "reassembled by the receiver, so the rates measure IP "
+                             "fragmentation and reassembly, not the datagram path; size the "
+                             "datagrams to the path (over VXLAN at MTU 1500: 1422 bytes of payload)")
+    for row in (step.on_row, step.off_row):
         dropped = drops_where_none_belong(row)
         if dropped is not None:
             share = f" ({dropped.share:.2%} of its segments)" if dropped.share is not None else ""
@@ -215,7 +230,7 @@ def contention(step: "Step", effects: list["Effect"]) -> Exclusion | None:
         return None
     features = display_list(step.credited)
     what = " and ".join(
-        f"{'throughput' if e.metric == 'throughput' else 'CPU per Gbps'} "
+        f"{'throughput' if e.metric == 'throughput' else e.step.group.cpu_metric} "
         f"{format_change(e.keep_on)} ({format_p(e.keep_on.welch.p_value)})"
         for e in contrary)
     return Exclusion("against the mechanism",

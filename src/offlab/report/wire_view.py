@@ -13,6 +13,7 @@ from ..measure import WINDOW_DEVICE_PREFIX
 from ..offloads import GRO, TSO
 from ..stats import summary
 from ..topology.bare import RX_DEV, TX_DEV, WIRE_RX
+from .fragments import fragmentation
 
 if TYPE_CHECKING:
     from .model import ProfileRow
@@ -46,16 +47,19 @@ def _sizes_over_test(row: "ProfileRow", host: str, device: str, direction: str) 
 def packet_cells(row: "ProfileRow") -> tuple[str, str]:
     """("sender · receiver" packets/s in thousands, "sender · receiver" bytes/packet);
     without window counters the rate is "–" and the size is over the whole test; "–" for
-    both where the devices are not veth ends of the lab's."""
+    both where the devices are not veth ends of the lab's. A UDP case whose datagrams
+    were IP-fragmented says so beside its sizes (fragments.py): each fragment is a packet."""
+    fragmented = fragmentation(row)
+    note = f" ⚠ IP-fragmented: {fragmented.per_datagram:.3g} per datagram" if fragmented else ""
     ends = (_per_sample(row, "tx", TX_DEV, "tx"), _per_sample(row, "rx", RX_DEV, "rx"))
     if not all(rates for rates, _ in ends):
         whole = (_sizes_over_test(row, "tx", TX_DEV, "tx"), _sizes_over_test(row, "rx", RX_DEV, "rx"))
         if not all(whole):
             return "–", "–"
-        return "–", " · ".join(f"{summary(s).mean:,.0f}" for s in whole) + " (whole test)"
+        return "–", " · ".join(f"{summary(s).mean:,.0f}" for s in whole) + " (whole test)" + note
     rates = " · ".join(f"{summary(r).mean / 1e3:,.0f}k" for r, _ in ends)
     sizes = " · ".join(f"{summary(s).mean:,.0f}" for _, s in ends)
-    return rates, sizes
+    return rates, sizes + note
 
 
 def receive_path(row: "ProfileRow") -> str:
