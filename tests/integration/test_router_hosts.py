@@ -100,15 +100,16 @@ def test_kill_9_in_each_phase_then_restore_leaves_nothing(lab, tmp_path):
         routers = ["offlab-fwd"] if phase == "mid-case" else ["kernel"]
         plan = _plan(tmp_path, phase.replace(" ", "-"), 20, ["a-b"], routers, mtu=4000)
         db = tmp_path / phase.replace(" ", "-") / "offlab.sqlite"
-        if phase == "after the journal":
-            run = subprocess.Popen([*OFFLAB, "run", *_run_args(lab, plan, db.parent), "--no-progress"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            _wait_for_journals(run, JOURNALS)
-        else:
+        if phase == "during restore":
             run = start_run([*_run_args(lab, plan, db.parent)], db, wait_for=1)
             assert run.poll() is None, run.communicate()[1]
-        if phase == "mid-case":  # offlab-fwd restarts per case: kill while it forwards
-            deadline = time.monotonic() + 20
+        else:
+            run = subprocess.Popen([*OFFLAB, "run", *_run_args(lab, plan, db.parent), "--no-progress"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if phase == "after the journal":
+            _wait_for_journals(run, JOURNALS)
+        if phase == "mid-case":  # offlab-fwd runs only while a case runs: killed as it forwards
+            deadline = time.monotonic() + 120  # the run's setup over SSH comes first
             while not any(p.startswith("offlab-fwd") for p in lab.processes()["r"]):
                 assert time.monotonic() < deadline and run.poll() is None, lab.processes()
                 time.sleep(0.01)
