@@ -12,10 +12,15 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
 from offlab.hosts import LocalNamespace, connect_veth
+from offlab.hosts.journal import JOURNAL_DIR
+from offlab.hosts.server import SERVER_DIR
 from offlab.proc import run
 
 from .sshpool import SERVERS, pool
@@ -103,3 +108,23 @@ class SshLab:
 
 def ssh_lab() -> SshLab:
     return SshLab(Path(tempfile.mkdtemp(prefix="offlab-sshlab-"))).start()
+
+
+@contextmanager
+def clean_ssh_lab(servers) -> Iterator[SshLab]:
+    """A rig on the session's servers (`servers`: the `ssh_servers` fixture, which skips
+    without openssh-server), for a fixture of any scope: it starts only where no journal
+    of real hosts and no server hold of an earlier test is left, and when it ends the
+    rig is stopped and what a failed test left (journals, the hold) is removed for the
+    next one."""
+    assert servers is pool()
+    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
+    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
+    started = ssh_lab()
+    try:
+        yield started
+    finally:
+        started.stop()
+        for journal in JOURNAL_DIR.glob("*.json"):
+            journal.unlink()
+        shutil.rmtree(SERVER_DIR, ignore_errors=True)

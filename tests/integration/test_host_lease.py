@@ -30,7 +30,7 @@ from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
 from .runs import OFFLAB, samples, start_run
-from .sshlab import MGMT, WATCHDOG_S, ssh_lab
+from .sshlab import MGMT, WATCHDOG_S, clean_ssh_lab
 
 PLAN = """
 name = "lease"
@@ -45,19 +45,9 @@ sequences = ["all-on"]
 
 
 @pytest.fixture(scope="module")
-def lab():
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("openssh-server is not installed (make setup)")
-    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
-    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
-    started = ssh_lab()
-    try:
+def lab(ssh_servers):
+    with clean_ssh_lab(ssh_servers) as started:
         yield started
-    finally:
-        started.stop()
-        for journal in JOURNAL_DIR.glob("*.json"):
-            journal.unlink()
-        shutil.rmtree(SERVER_DIR, ignore_errors=True)
 
 
 def _mtu(lab, name: str, device: str) -> int:

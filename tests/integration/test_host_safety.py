@@ -8,7 +8,6 @@ own watchdog restoring them: test_real_hosts.py.)"""
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import time
@@ -26,7 +25,7 @@ from offlab.offloads import GRO, TSO, Interface, OffloadControl
 from offlab.records import OffloadProfile
 
 from .runs import OFFLAB, start_run
-from .sshlab import ssh_lab
+from .sshlab import clean_ssh_lab
 
 PLAN = """
 name = "safety"
@@ -42,18 +41,8 @@ sequences = ["all-on"]
 
 @pytest.fixture(scope="module")
 def lab(ssh_servers):
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("openssh-server is not installed (make setup)")
-    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
-    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
-    started = ssh_lab()
-    try:
+    with clean_ssh_lab(ssh_servers) as started:
         yield started
-    finally:
-        started.stop()
-        for journal in JOURNAL_DIR.glob("*.json"):
-            journal.unlink()
-        shutil.rmtree(SERVER_DIR, ignore_errors=True)
 
 
 @pytest.fixture()

@@ -4,7 +4,6 @@ killed, a host's sshd gone, a wrong hosts file — each leaving both hosts as th
 
 from __future__ import annotations
 
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +20,7 @@ from offlab.offloads import parse_features
 from offlab.plan import parse
 
 from .runs import OFFLAB, samples, start_run
-from .sshlab import WATCHDOG_S, ssh_lab
+from .sshlab import WATCHDOG_S, clean_ssh_lab
 
 PLAN = """
 name = "ssh"
@@ -37,18 +36,10 @@ sequences = ["tx"]
 
 @pytest.fixture()
 def lab(ssh_servers):
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("openssh-server is not installed (make setup)")
-    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
-    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
-    started = ssh_lab()
-    try:
+    """A rig per test: test_a_host_lost_mid_run kills a server's sshd, which the next
+    rig starts again."""
+    with clean_ssh_lab(ssh_servers) as started:
         yield started
-    finally:
-        started.stop()
-        for journal in JOURNAL_DIR.glob("*.json"):  # a failed test's, for the next one
-            journal.unlink()
-        shutil.rmtree(SERVER_DIR, ignore_errors=True)
 
 
 def _state(lab, role: str) -> tuple[int, bool]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -37,7 +36,7 @@ from .runs import OFFLAB, samples, start_run
 TCG = {**os.environ, "OFFLAB_VM_ACCEL": "tcg"}
 """The runs through `offlab run` skip the KVM probe (15 s a run here, where nested KVM
 hangs); the probe itself runs in test_vm_to_vm_across_the_two_servers."""
-from .sshlab import ssh_lab
+from .sshlab import clean_ssh_lab
 from .transfers import tcp_file_arrives
 
 try:
@@ -64,17 +63,8 @@ steer_rx_softirq = false
 
 @pytest.fixture(scope="module")
 def lab(ssh_servers):
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("openssh-server is not installed (make setup)")
-    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
-    started = ssh_lab()
-    try:
+    with clean_ssh_lab(ssh_servers) as started:
         yield started
-    finally:
-        started.stop()
-        for journal in JOURNAL_DIR.glob("*.json"):  # a failed test's, for the next one
-            journal.unlink()
-        shutil.rmtree(SERVER_DIR, ignore_errors=True)
 
 
 def interface_state(lab, role: str) -> dict:
