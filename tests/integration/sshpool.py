@@ -50,8 +50,8 @@ class ServerSpec:
 
 
 SERVERS = {
-    "a": ServerSpec("ofl-ma", "10.240.1.1", "10.240.1.2"),
-    "b": ServerSpec("ofl-mb", "10.240.2.1", "10.240.2.2", syslog=True),
+    "a": ServerSpec("ofl-ma", "10.240.1.1", "10.240.1.2", syslog=True),
+    "b": ServerSpec("ofl-mb", "10.240.2.1", "10.240.2.2"),
     # The fleet's second pair (sshfleet.py): its run holds and journals must not meet the
     # first pair's in one directory, as they would not on two real pairs of servers.
     "c": ServerSpec("ofl-mc", "10.240.3.1", "10.240.3.2", state="pair-cd"),
