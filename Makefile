@@ -15,9 +15,9 @@ DEMO_PLAN ?= quick
 DEMO_APT_PKGS := iperf3 ethtool iproute2 procps util-linux kmod irtt sockperf python3-venv
 # A plan with QEMU guests: QEMU, and what guest/build.sh builds the guest with.
 GUEST_APT_PKGS := qemu-system-x86 binutils cpio xz-utils zstd
-# What the tests need beyond those: the SSH rigs' OpenSSH server and client, PostgreSQL
-# for the team store.
-TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) openssh-client openssh-server postgresql
+# What the tests need beyond those: the SSH rigs' OpenSSH server and client, sudo (a rig
+# logs in as a non-root user), PostgreSQL for the team store.
+TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) openssh-client openssh-server sudo postgresql
 # dpdk-dev ships dpdk-testpmd (W5: testpmd as the vhost-user backend); make test never needs it
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 

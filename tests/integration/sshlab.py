@@ -9,6 +9,9 @@ but the servers themselves start once per session."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import re
 import shutil
 import subprocess
 import tempfile
@@ -33,6 +36,17 @@ WATCHDOG_S = 10
 """The servers restore themselves 10 s after the controller's last heartbeat (60 s by
 default): short, so a test of it waits little."""
 TEST = {"a": ("ofl-ta0", "10.241.0.1"), "b": ("ofl-tb0", "10.241.0.2")}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "real-hosts.md"
+SUDOERS = Path("/etc/sudoers.d")
+
+
+def sudoers_snippet(user: str, password: bool = False) -> str:
+    """docs/real-hosts.md's sudoers snippet for `user`, as a user would paste it (the rig
+    tests the documented one); `password`: without NOPASSWD (sudo -n then refuses)."""
+    found = re.search(r"```text\n(# /etc/sudoers\.d/offlab.*?)```", DOCS.read_text(), re.S)
+    assert found, "docs/real-hosts.md has no sudoers snippet"
+    text = re.sub(r"^USER ", f"{user} ", found.group(1), flags=re.M)
+    return text.replace("NOPASSWD: ", "") if password else text
 
 
 @dataclass
@@ -45,6 +59,9 @@ class SshLab:
 
     NAMES = ("a", "b")
     """The pool's servers this rig wires, and (as `host<name>`) their ssh aliases."""
+    user: str | None = None
+    """A non-root login user (ofl-…) the rig creates, with `sudo = true` in the hosts file
+    and docs/real-hosts.md's sudoers snippet (removed by `stop`); None: log in as root."""
 
     @property
     def ssh_config(self) -> Path:
@@ -60,10 +77,54 @@ class SshLab:
             self.servers[name] = servers.server(name)
         self.sshd = servers.sshd
         self.wire()
-        self.ssh_config.write_text("\n".join(servers.ssh_entry(self.alias(name), name) for name in self.NAMES))
+        if self.user is not None:
+            self.add_user()
+        self.ssh_config.write_text("\n".join(servers.ssh_entry(self.alias(name), name, self.user or "root")
+                                             for name in self.NAMES))
         self.ssh_config.chmod(0o600)
         self.hosts_file.write_text(self.hosts_toml())
         return self
+
+    @property
+    def sudoers(self) -> Path:
+        return SUDOERS / (self.user or "")
+
+    def add_user(self) -> None:
+        """The login user: no password (`*`: key only, not locked), its home and
+        authorized key under the rig's folder, the documented sudoers snippet."""
+        assert self.user is not None and self.user.startswith("ofl-")
+        self.remove_user()  # a killed session's
+        home = self.folder / "home"
+        (home / ".ssh").mkdir(parents=True)
+        os.chmod(self.folder, 0o711)
+        run(["useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/sh", "--password", "*",
+             "--user-group", self.user])
+        (home / ".ssh" / "authorized_keys").write_text(pool().public_key)
+        run(["chown", "-R", f"{self.user}:{self.user}", str(home)])
+        self.set_sudoers()
+
+    def set_sudoers(self, password: bool = False) -> None:
+        """The user's sudoers file (checked by visudo before it is in place)."""
+        assert self.user is not None
+        draft = self.folder / "sudoers"
+        draft.write_text(sudoers_snippet(self.user, password))
+        run(["visudo", "-c", "-q", "-f", str(draft)])
+        draft.chmod(0o440)
+        shutil.move(draft, self.sudoers)
+
+    @property
+    def uid(self) -> int:
+        assert self.user is not None
+        return pwd.getpwnam(self.user).pw_uid
+
+    def remove_user(self) -> None:
+        assert self.user is not None and self.user.startswith("ofl-")
+        self.sudoers.unlink(missing_ok=True)
+        try:
+            pwd.getpwnam(self.user)
+        except KeyError:
+            return
+        run(["userdel", self.user])
 
     def alias(self, name: str) -> str:
         return f"host{name}"
@@ -82,11 +143,12 @@ class SshLab:
 
     def hosts_toml(self) -> str:
         # Both "servers" are namespaces of one kernel: said, as a user with such a setup must.
+        sudo = "sudo = true\n" if self.user is not None else ""
         return (f'ssh_config = "{self.ssh_config}"\nsame_kernel = true\nwatchdog_s = {WATCHDOG_S}\n\n'
                 '[sender]\nssh = "hosta"\ninterface = "ofl-ta0"\naddress = "10.241.0.1"\n'
-                'peer = "10.241.0.2"\napp_core = 0\n\n'
+                f'peer = "10.241.0.2"\napp_core = 0\n{sudo}\n'
                 '[receiver]\nssh = "hostb"\ninterface = "ofl-tb0"\naddress = "10.241.0.2"\n'
-                'peer = "10.241.0.1"\napp_core = 1\n')
+                f'peer = "10.241.0.1"\napp_core = 1\n{sudo}')
 
     def kill_sshd(self, name: str) -> None:
         """The host goes away: its sshd and every session it carries (the next rig starts
@@ -99,6 +161,8 @@ class SshLab:
         stay for the next rig."""
         servers = pool()
         servers.end_sessions(self.NAMES)
+        if self.user is not None:
+            self.remove_user()
         for name, devices in self.test_devices().items():
             for device in devices:
                 if self.servers[name].has_link(device):
@@ -106,21 +170,22 @@ class SshLab:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def ssh_lab() -> SshLab:
-    return SshLab(Path(tempfile.mkdtemp(prefix="offlab-sshlab-"))).start()
+def ssh_lab(user: str | None = None) -> SshLab:
+    """`user`: log in as that (non-root, ofl-) user with sudo = true; root by default."""
+    return SshLab(Path(tempfile.mkdtemp(prefix="offlab-sshlab-")), user=user).start()
 
 
 @contextmanager
-def clean_ssh_lab(servers) -> Iterator[SshLab]:
+def clean_ssh_lab(servers, user: str | None = None) -> Iterator[SshLab]:
     """A rig on the session's servers (`servers`: the `ssh_servers` fixture, which skips
     without openssh-server), for a fixture of any scope: it starts only where no journal
     of real hosts and no server hold of an earlier test is left, and when it ends the
     rig is stopped and what a failed test left (journals, the hold) is removed for the
-    next one."""
+    next one. `user` as for ssh_lab."""
     assert servers is pool()
     assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
     assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
-    started = ssh_lab()
+    started = ssh_lab(user)
     try:
         yield started
     finally:

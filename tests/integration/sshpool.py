@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +44,13 @@ class ServerSpec:
     state: str | None = None
     """A private /var/lib/offlab for the server's sshd and all it starts (a mount of its
     own), as a second machine has its own disk; None: the machine's own."""
+    syslog: bool = False
+    """A syslog of the server's own: its sshd and all it starts see a private /dev whose
+    /dev/log is a socket the pool reads (`ServerPool.syslog`); this machine has none."""
 
 
 SERVERS = {
-    "a": ServerSpec("ofl-ma", "10.240.1.1", "10.240.1.2"),
+    "a": ServerSpec("ofl-ma", "10.240.1.1", "10.240.1.2", syslog=True),
     "b": ServerSpec("ofl-mb", "10.240.2.1", "10.240.2.2"),
     # The fleet's second pair (sshfleet.py): its run holds and journals must not meet the
     # first pair's in one directory, as they would not on two real pairs of servers.
@@ -66,6 +71,10 @@ class ServerPool:
         os.chmod(self.folder / "authorized_keys", 0o600)
         self.keeper = subprocess.Popen(["tail", f"--pid={os.getpid()}", "-f", "/dev/null"],
                                        stdout=subprocess.DEVNULL)
+        # Traversable (not readable) by a rig's non-root login user (sshlab.py): the
+        # syslog sockets are here; the keys stay 0600.
+        os.chmod(self.folder, 0o711)
+        self.syslogs: dict[str, Syslog] = {}
 
     @property
     def key(self) -> Path:
@@ -79,9 +88,17 @@ class ServerPool:
             self._start_sshd(name)
         return self.servers[name]
 
-    def ssh_entry(self, alias: str, name: str) -> str:
-        """An ssh_config stanza reaching server `name` as `alias`."""
-        return (f"Host {alias}\n  HostName {SERVERS[name].address}\n  User root\n"
+    @property
+    def public_key(self) -> str:
+        return (self.folder / "id_ed25519.pub").read_text()
+
+    def syslog(self, name: str) -> "Syslog":
+        """What server `name` (a ServerSpec with syslog) logged to its /dev/log."""
+        return self.syslogs[name]
+
+    def ssh_entry(self, alias: str, name: str, user: str = "root") -> str:
+        """An ssh_config stanza reaching server `name` as `alias`, logging in as `user`."""
+        return (f"Host {alias}\n  HostName {SERVERS[name].address}\n  User {user}\n"
                 f"  IdentityFile {self.key}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
                 "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
 
@@ -97,6 +114,8 @@ class ServerPool:
         server.add_address("mgmt0", spec.address, 24)
         server.set_link("mgmt0")
         server.set_link("lo")
+        if spec.syslog:
+            self.syslogs[name] = Syslog(self.folder / f"syslog-{name}.sock")
         self._start_sshd(name)
 
     def _start_sshd(self, name: str) -> None:
@@ -104,7 +123,8 @@ class ServerPool:
         config = self.folder / f"sshd_{name}"
         config.write_text(
             f"ListenAddress {spec.address}\nHostKey {self.folder / 'host_key'}\n"
-            f"AuthorizedKeysFile {self.folder / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+            # root's key here; a rig's login user's in its own home (sshlab.py)
+            f"AuthorizedKeysFile {self.folder / 'authorized_keys'} .ssh/authorized_keys\nPermitRootLogin prohibit-password\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
             f"PidFile {self.folder / f'sshd_{name}.pid'}\nMaxSessions 50\nMaxStartups 50\n")
         command = [SSHD, "-D", "-e", "-f", str(config)]
@@ -114,6 +134,11 @@ class ServerPool:
             Path("/var/lib/offlab").mkdir(parents=True, exist_ok=True)
             command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                        f'mount --bind "{state}" /var/lib/offlab && exec "$@"', "sh", *command]
+        if spec.syslog:
+            hold = self.folder / f"dev-{name}"
+            hold.mkdir(exist_ok=True)
+            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _OWN_DEV_LOG, "sh",
+                       str(hold), str(self.syslogs[name].path), *command]
         self.sshd[name] = server.spawn(command)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -163,9 +188,66 @@ class ServerPool:
             server.remove()
         for name in self.servers:
             run(["ip", "link", "del", SERVERS[name].root_dev], check=False)
+        for syslog in self.syslogs.values():
+            syslog.close()
         self.keeper.kill()
         self.keeper.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_OWN_DEV_LOG = r"""
+hold=$1; sock=$2; shift 2
+# This machine's /dev, entry by entry (bind mounts: the same devices), on a tmpfs of
+# this mount namespace's own, with /dev/log the server's syslog socket.
+mount --rbind /dev "$hold" && mount -t tmpfs -o mode=755 ofl-dev /dev || exit 1
+for entry in "$hold"/* "$hold"/.[!.]*; do
+  [ -e "$entry" ] || [ -L "$entry" ] || continue
+  name=${entry##*/}
+  if [ -L "$entry" ]; then cp -P "$entry" "/dev/$name"
+  elif [ -d "$entry" ]; then mkdir "/dev/$name" && mount --rbind "$entry" "/dev/$name"
+  else : >"/dev/$name" && mount --bind "$entry" "/dev/$name"
+  fi || exit 1
+done
+umount -l "$hold"
+: >/dev/log && mount --bind "$sock" /dev/log || exit 1
+exec "$@"
+"""
+
+
+class Syslog:
+    """A server's /dev/log: a datagram socket drained by a thread of the pool into lines
+    (each as `logger` or sudo sent it: "<PRI>TIME TAG: MESSAGE")."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._socket.bind(str(path))
+        os.chmod(path, 0o666)  # as a syslog's /dev/log: every user logs
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._drain, name=f"syslog-{path.stem}", daemon=True).start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = self._socket.recv(65536)
+            except OSError:
+                return  # closed at the pool's end
+            if self._closed:
+                return
+            with self._lock:
+                self._lines.append(data.decode(errors="replace").rstrip("\n"))
+
+    def lines(self) -> list[str]:
+        with self._lock:
+            return list(self._lines)
+
+    def close(self) -> None:
+        self._closed = True
+        self._socket.shutdown(socket.SHUT_RDWR)  # wakes the thread's recv
+        self._socket.close()
+        self.path.unlink(missing_ok=True)
 
 
 _POOL: ServerPool | None = None

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,9 @@ from offlab.plan import parse
 
 from .runs import OFFLAB, samples, start_run
 from .sshlab import WATCHDOG_S, clean_ssh_lab
+from .sshpool import pool
+
+SUDO = "/usr/bin/sudo"
 
 PLAN = """
 name = "ssh"
@@ -169,19 +173,34 @@ def test_a_wrong_hosts_file_is_one_line_and_changes_nothing(lab, tmp_path, edit,
     assert not list(JOURNAL_DIR.glob("*.json"))
 
 
+@contextmanager
+def _sudo_hidden(server: str):
+    """sudo out of sight on one SSH server while the block runs: an empty device bound
+    over it (which `command -v` does not take for a program) in the mount namespace of
+    that server's sshd (sshpool.py gives each one its own), so only that server lacks it."""
+    enter = ["nsenter", "-t", str(pool().sshd[server].pid), "-m"]
+    subprocess.run([*enter, "mount", "--bind", "/dev/null", SUDO], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run([*enter, "umount", SUDO], check=True)
+
+
 def test_a_missing_tool_is_one_line_naming_the_host_and_changes_nothing(lab, tmp_path):
     """sudo = true on a host without sudo: the run refuses before it touches anything."""
     bad = tmp_path / "hosts.toml"
-    bad.write_text(lab.hosts_file.read_text().replace('app_core = 0\n', 'app_core = 0\nsudo = true\n', 1))
+    bad.write_text(lab.hosts_file.read_text().replace('app_core = 1\n', 'app_core = 1\nsudo = true\n', 1))
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=1, mtu=4000))
-    done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out", str(tmp_path / "r"),
-                           "--no-progress", "--yes"], capture_output=True, text=True, timeout=120)
+    with _sudo_hidden("b"):
+        done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out",
+                               str(tmp_path / "r"), "--no-progress", "--yes"], capture_output=True, text=True,
+                              timeout=120)
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines() == [
-        "offlab: sender (hosta): sudo not found there; install it on hosta (apt-get install sudo), "
+        "offlab: receiver (hostb): sudo not found there; install it on hostb (apt-get install sudo), "
         f"or check with offlab doctor --hosts {bad}"]
-    assert _state(lab, "sender") == (1500, True) and not (tmp_path / "r").exists()
+    assert _state(lab, "receiver") == (1500, True) and not (tmp_path / "r").exists()
     doctor = subprocess.run([*OFFLAB, "doctor", "--hosts", str(lab.hosts_file)], capture_output=True,
                             text=True, timeout=120)
     assert doctor.returncode == 0, doctor.stdout

@@ -49,6 +49,10 @@ PINNED_OPTIONS = ("BatchMode=yes", "ForwardAgent=no", "ForwardX11=no", "ClearAll
                   "PermitLocalCommand=no")
 """Options no config can change for offlab's connections."""
 AUDIT_LOG = STATE_DIR / "audit.jsonl"
+SBIN_PATH = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" '
+"""Before every command line: a non-root login's PATH (Debian's: /usr/local/bin:/usr/bin:
+/bin:/usr/games) lacks the sbin directories, where ethtool (and on some systems ip)
+live; the commands that run as the SSH user must find them (sudo uses its secure_path)."""
 
 
 class HostJournal(Protocol):
@@ -182,7 +186,7 @@ class SshHost(Host):
         finally runs; `args` itself by default) needs root (privilege.py)."""
         words = self.fence.wrap(list(args), hand_over) if self.fence is not None else list(args)
         line = shlex.join(words)
-        return f"sudo -n {line}" if self._sudo(command or args) else line
+        return SBIN_PATH + (f"sudo -n {line}" if self._sudo(command or args) else line)
 
     def _sudo(self, command: Sequence[str]) -> bool:
         return self.spec.sudo and needs_root(command)
@@ -193,7 +197,7 @@ class SshHost(Host):
 
     def run_plain(self, args: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> Completed:
         """A command as the login user, without sudo (what is installed, who am I)."""
-        return self._run(shlex.join(args), args, timeout, True, None, shlex.join(args))
+        return self._run(SBIN_PATH + shlex.join(args), args, timeout, True, None, shlex.join(args))
 
     def _shown(self, args: Sequence[str]) -> str:
         """A command as the audit log shows it: as run, without the lease's prelude
