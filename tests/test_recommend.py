@@ -234,3 +234,20 @@ def test_nesting_is_read_through_ethtools_umbrellas_as_veth_records_them():
     (_, (finding,)), = [(t, e) for t, e in rec.goals if "throughput" in t]
     assert finding.features == (TSO, CSUM) and finding.nested
     assert "turning Tx checksumming off also turned TSO and UDP segmentation (USO) off" in finding.sentence()
+
+
+def test_no_advice_says_which_effects_held_but_were_set_apart():
+    """The demo of 2026-11-28 12:11 said "No offload effect holds across this report's 12
+    tests" while two effects held after Holm's correction, set apart because their case
+    missed its precision target: the sentence now counts those apart from chance."""
+    from types import SimpleNamespace
+
+    from offlab.adaptive import AdaptiveOutcome
+    from offlab.report.sections import no_advice_sentence
+
+    group = _rx_group("bare", (GRO,), ON, [6.0, 6.2, 5.9, 6.1, 6.05])
+    missed = AdaptiveOutcome(group.rows[1].case.key, 0.10, 3, 6, 6, 0.142, reached=False)
+    rec = recommend([group], virtual_devices=False, adaptive={missed.case_key: missed})
+    said = no_advice_sentence(SimpleNamespace(recommendations=rec))
+    assert said is not None and "holds across" not in said
+    assert "2 effects held across them but their cases were set apart" in said

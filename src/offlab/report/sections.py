@@ -113,10 +113,17 @@ def no_advice_sentence(model: ReportModel) -> str | None:
         return ("Nothing was compared: no group has two profiles of which one turns off a "
                 "subset of the other's offloads (a plan needs an all-on baseline, e.g. "
                 "sequences = [\"tx\", \"rx\"], for its profiles to be compared).")
-    if rec.uncorrected_only:
-        return (f"No offload effect holds across this report's {rec.tested} tests: "
-                f"{len(rec.uncorrected_only)} passed p < 0.05 alone, about what chance gives "
-                "(listed under “No measurable effect here” with their adjusted p).")
+    excluded = {id(step) for step, _ in rec.excluded}
+    set_apart = sum(1 for e in rec.every_effect if e.holds and id(e.step) in excluded)
+    plural = set_apart != 1
+    held = (f"{set_apart} {'effects' if plural else 'effect'} held across them but "
+            f"{'their cases were' if plural else 'its case was'} set apart (below, each with why)"
+            if set_apart else "")
+    alone = (f"{len(rec.uncorrected_only)} passed p < 0.05 alone, about what chance gives "
+             f"(under “{UNCORRECTED}”, with their adjusted p)") if rec.uncorrected_only else ""
+    if held or alone:
+        return (f"No offload effect is advised from this report's {rec.tested} tests: "
+                f"{'; '.join(part for part in (held, alone) if part)}.")
     return "No offload had a significant effect in this run."
 
 
