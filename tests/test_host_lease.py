@@ -150,3 +150,21 @@ def test_a_run_whose_lease_is_lost_is_interrupted_with_the_reason(tmp_path):
         info = store.load_run(session.run_id)
     assert outcome.status == "interrupted" and "run B holds" in (outcome.reason or "")
     assert info.status == "interrupted" and "interrupted: rx: lease lost (run B holds" in info.info.notes
+
+
+def test_a_read_in_a_shell_runs_as_the_user_when_the_caller_says_so():
+    """Every `sh -c` counts as root (the table cannot read scripts); a caller whose script
+    only reads (the CPU sampler's schedstat glob, the doctor's `command -v`) passes
+    root=False and it runs as the SSH user even with sudo = true."""
+    from offlab.hosts.hostsfile import parse
+    from offlab.hosts.ssh import SshHost
+
+    hosts = parse({"sender": {"ssh": "s1", "interface": "e1", "address": "192.0.2.1", "peer": "192.0.2.2",
+                              "app_core": 0, "sudo": True},
+                   "receiver": {"ssh": "s2", "interface": "e1", "address": "192.0.2.2", "peer": "192.0.2.1",
+                                "app_core": 1}}, "h.toml")
+    host = SshHost("sender", hosts.hosts["sender"], None)
+    script = ["sh", "-c", "cat /proc/42/task/*/schedstat"]
+    assert "sudo -n sh -c" in host._remote(script)
+    assert "sudo" not in host._remote(script, root=False)
+    assert not host._shown(script, False).startswith("sudo")

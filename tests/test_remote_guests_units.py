@@ -39,7 +39,7 @@ class Shell:
     name = "here"
 
     def run(self, args: Sequence[str], *, timeout: float = 30, check: bool = True,
-            input_text: str | None = None) -> Completed:
+            input_text: str | None = None, root: bool | None = None) -> Completed:
         done = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, input=input_text)
         if check and done.returncode:
             raise HostError(done.stderr)

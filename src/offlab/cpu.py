@@ -319,7 +319,9 @@ def task_ns(pid: int, host: "Host | None" = None) -> int | None:
         if host is None or host.machine == "local":
             texts = [p.read_text() for p in Path(f"/proc/{pid}/task").glob("*/schedstat")]
         else:
-            done = host.run(["sh", "-c", f"cat /proc/{int(pid)}/task/*/schedstat"], timeout=10.0, check=False)
+            # A glob needs the shell; the script only reads (world-readable files).
+            done = host.run(["sh", "-c", f"cat /proc/{int(pid)}/task/*/schedstat"], timeout=10.0, check=False,
+                            root=False)
             texts = done.stdout.splitlines() if done.returncode == 0 else []
     except (FileNotFoundError, ProcessLookupError, OSError):
         return None

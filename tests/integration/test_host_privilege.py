@@ -133,6 +133,9 @@ def test_a_plan_as_a_non_root_user_completes_with_the_traffic_tools_as_that_user
     ran = [_program(command) for command in commands]
     assert {name for name, _ in ran} & set(TRAFFIC)
     assert not [name for name, sudo in ran if sudo and name in TRAFFIC], commands
+    # The CPU sampler's per-thread clocks: a shell for the glob, a read, so not root.
+    reads = [c for c in commands if "/task/*/schedstat" in c]
+    assert reads and not [c for c in reads if c.startswith("sudo -n")], reads
     assert _state(lab) == before
     assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
 

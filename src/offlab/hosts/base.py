@@ -26,8 +26,11 @@ class Host(ABC):
 
     @abstractmethod
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
-            input_text: str | None = None) -> Completed:
-        """Run a command on the host to completion."""
+            input_text: str | None = None, root: bool | None = None) -> Completed:
+        """Run a command on the host to completion. `root`: whether it needs root where the
+        host can tell (a server with `sudo = true`: hosts/privilege.py decides when None;
+        False for a shell script that only reads); hosts that run everything as one user
+        ignore it."""
 
     @abstractmethod
     def spawn(self, args: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:

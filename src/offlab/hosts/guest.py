@@ -50,7 +50,7 @@ class GuestHost(Host):
         self._serial = itertools.count(1)
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
-            input_text: str | None = None) -> Completed:
+            input_text: str | None = None, root: bool | None = None) -> Completed:
         command = shlex.join(args)
         if input_text is not None:
             command = f"printf %s {shlex.quote(input_text)} | {command}"

@@ -15,16 +15,17 @@ QEMU = "qemu-system-x86_64"
 
 
 def guest_checks(host: SshHost, name: str, row: Callable[..., object]) -> list[object]:
-    """Doctor rows (made by `row(host, check, ok, detail, fix)`) for one server."""
+    """Doctor rows (made by `row(host, check, ok, detail, fix)`) for one server. Its shell
+    scripts only read, so they run as the SSH user (`root=False`) even with sudo = true."""
     found = []
-    where = host.run(["sh", "-c", f"command -v {QEMU}"], check=False).stdout.strip()
+    where = host.run(["sh", "-c", f"command -v {QEMU}"], check=False, root=False).stdout.strip()
     found.append(row(name, QEMU, bool(where), where or "not found",
                      "" if where else "apt-get install qemu-system-x86 (dnf install qemu-kvm)"))
     if where:
         found.append(_kvm(host, name, row))
-        memfd = host.run(["sh", "-c", f"{QEMU} -object help | grep -c memory-backend-memfd"], check=False)
+        memfd = host.run(["sh", "-c", f"{QEMU} -object help | grep -c memory-backend-memfd"], check=False, root=False)
         huge = host.run(["sh", "-c", "grep -E '^HugePages_Total' /proc/meminfo | tr -s ' ' | cut -d' ' -f2"],
-                        check=False).stdout.strip() or "0"
+                        check=False, root=False).stdout.strip() or "0"
         has_memfd = memfd.stdout.strip() not in ("", "0")
         found.append(row(name, "memfd or hugepages (vhost-user)", has_memfd or huge != "0",
                          f"memory-backend-memfd {'yes' if has_memfd else 'no'}, {huge} hugepages",
@@ -34,7 +35,7 @@ def guest_checks(host: SshHost, name: str, row: Callable[..., object]) -> list[o
     found.append(row(name, "/dev/vhost-net (tap-vhost)", vhost, "present" if vhost else "missing",
                      "" if vhost else "modprobe vhost_net (else use backend tap)"))
     bridge = host.run(["sh", "-c", "[ -d /sys/module/bridge ] || modinfo bridge >/dev/null 2>&1"],
-                      check=False).returncode == 0
+                      check=False, root=False).returncode == 0
     found.append(row(name, "bridge support", bridge, "bridge module there" if bridge else "no bridge module",
                      "" if bridge else "a kernel with CONFIG_BRIDGE (modprobe bridge)"))
     found.append(_cores(host, name, row))
@@ -62,7 +63,7 @@ def _kvm(host: SshHost, name: str, row: Callable[..., object]) -> object:
 def _cores(host: SshHost, name: str, row: Callable[..., object]) -> object:
     """The guest's vCPU runs on the role's app_core: a server busy on every core would
     make the guest's rates the load's."""
-    said = host.run(["sh", "-c", "nproc; cut -d' ' -f1 /proc/loadavg"], check=False).stdout.split()
+    said = host.run(["sh", "-c", "nproc; cut -d' ' -f1 /proc/loadavg"], check=False, root=False).stdout.split()
     if len(said) != 2:
         return row(name, "free cores", False, "could not read nproc and the load", "")
     cores, load = int(said[0]), float(said[1])

@@ -46,7 +46,7 @@ class LocalNamespace(Host):
             netns.remove(self.namespace)
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
-            input_text: str | None = None) -> Completed:
+            input_text: str | None = None, root: bool | None = None) -> Completed:
         return run(in_netns(self.namespace, args), timeout=timeout, check=check, input_text=input_text)
 
     def spawn(self, args: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:

@@ -142,7 +142,7 @@ def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
                              "" if root else "log in as root, or set sudo = true with passwordless sudo"))
     found.append(_hold_check(host, name))
     for tool, package in TOOLS.items():
-        where = host.run(["sh", "-c", f"command -v {tool}"], check=False).stdout.strip()
+        where = host.run(["sh", "-c", f"command -v {tool}"], check=False, root=False).stdout.strip()
         found.append(RemoteCheck(name, tool, bool(where), where or "not found",
                                  "" if where else f"apt-get install {package} (dnf install {package})"))
     link = host.ip("-j", "link", "show", "dev", spec.interface, check=False)
@@ -160,7 +160,7 @@ def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
     found.append(RemoteCheck(name, "changeable offloads", bool(changeable),
                              f"{len(changeable)} of {len(features)}: " + ", ".join(changeable[:8]) +
                              ("…" if len(changeable) > 8 else "")))
-    balancing = host.run(["sh", "-c", "pgrep -x irqbalance"], check=False).stdout.strip()
+    balancing = host.run(["pgrep", "-x", "irqbalance"], check=False).stdout.strip()
     found.append(RemoteCheck(name, "irqbalance", not balancing or not spec.pin_irqs,
                              "running" if balancing else "not running",
                              "systemctl stop irqbalance while pinning IRQs" if balancing and spec.pin_irqs else ""))
@@ -209,7 +209,7 @@ def hypervisor_facts(host: SshHost, spec: HostSpec) -> dict[str, str]:
     runs; the accelerator each topology used is probed when it boots (in the samples'
     `hypervisor@tx`/`@rx` state)."""
     version = host.run(["qemu-system-x86_64", "--version"], check=False, timeout=15).stdout.splitlines()
-    devices = host.run(["sh", "-c", "for d in /dev/kvm /dev/vhost-net; do [ -c $d ] && echo $d; done"],
+    devices = host.run(["sh", "-c", "for d in /dev/kvm /dev/vhost-net; do [ -c $d ] && echo $d; done"], root=False,
                        check=False, timeout=15).stdout.split()
     guest = "guest A (1 vCPU, 256 MiB)" if spec.role == "sender" else "guest B on vm2vm (1 vCPU, 256 MiB)"
     return {"hypervisor": (version[0].replace("QEMU emulator version ", "QEMU ") if version else "no QEMU found"),

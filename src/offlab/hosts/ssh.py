@@ -179,34 +179,37 @@ class SshHost(Host):
             os.chown(self._control, entry.pw_uid, entry.pw_gid)
         self._base = ssh_command(ssh_config, self._control, spec.ssh, user)
 
-    def _remote(self, args: Sequence[str], hand_over: bool = False, command: Sequence[str] | None = None) -> str:
+    def _remote(self, args: Sequence[str], hand_over: bool = False, command: Sequence[str] | None = None,
+                root: bool | None = None) -> str:
         """The command line run on the server: behind the lease's token check while the
         run holds it (lease.py; `hand_over`: a long-running process lets the lock go),
         through `sudo -n` only when the host asks for sudo and `command` (what `args`
-        finally runs; `args` itself by default) needs root (privilege.py)."""
+        finally runs; `args` itself by default) needs root (privilege.py, or `root` when
+        the caller knows: a shell script that only reads)."""
         words = self.fence.wrap(list(args), hand_over) if self.fence is not None else list(args)
         line = shlex.join(words)
-        return SBIN_PATH + (f"sudo -n {line}" if self._sudo(command or args) else line)
+        return SBIN_PATH + (f"sudo -n {line}" if self._sudo(command or args, root) else line)
 
-    def _sudo(self, command: Sequence[str]) -> bool:
-        return self.spec.sudo and needs_root(command)
+    def _sudo(self, command: Sequence[str], root: bool | None = None) -> bool:
+        return self.spec.sudo and (needs_root(command) if root is None else root)
 
     def run(self, args: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True,
-            input_text: str | None = None) -> Completed:
-        return self._run(self._remote(args), args, timeout, check, input_text, self._shown(args))
+            input_text: str | None = None, root: bool | None = None) -> Completed:
+        return self._run(self._remote(args, root=root), args, timeout, check, input_text, self._shown(args, root),
+                         root)
 
     def run_plain(self, args: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> Completed:
         """A command as the login user, without sudo (what is installed, who am I)."""
         return self._run(SBIN_PATH + shlex.join(args), args, timeout, True, None, shlex.join(args))
 
-    def _shown(self, args: Sequence[str]) -> str:
+    def _shown(self, args: Sequence[str], root: bool | None = None) -> str:
         """A command as the audit log shows it: as run, without the lease's prelude
         (lease.py), with the token it carried."""
         fenced = f" [lease {self.fence.token}]" if self.fence is not None else ""
-        return ("sudo -n " if self._sudo(args) else "") + shlex.join(args) + fenced
+        return ("sudo -n " if self._sudo(args, root) else "") + shlex.join(args) + fenced
 
     def _run(self, command: str, args: Sequence[str], timeout: float, check: bool,
-             input_text: str | None, shown: str) -> Completed:
+             input_text: str | None, shown: str, root: bool | None = None) -> Completed:
         try:
             done = run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
         except ProcessError as err:
@@ -218,7 +221,7 @@ class SshHost(Host):
             self.audit.add(self.name, self.spec.ssh, shown, done.returncode)
         if done.returncode == LEASE_LOST_STATUS and self.fence is not None and self.fence.refused(done.stderr):
             raise self.fence.lose_from(done.stderr)
-        if self._sudo(args) and done.returncode != 0 and SUDO_PASSWORD in done.stderr:
+        if self._sudo(args, root) and done.returncode != 0 and SUDO_PASSWORD in done.stderr:
             raise HostError(f"{self.name} ({self.spec.ssh}): sudo -n asks for a password for `{shlex.join(args)}`; "
                             "let the SSH user run the commands docs/real-hosts.md lists without one (its "
                             "sudoers snippet), or log in as root with sudo = false")
