@@ -111,8 +111,7 @@ def _cpu_per_gbps_panel(ax, group: CaseGroup) -> None:
     ax.bar(range(len(names)), means, 0.6, yerr=errs, capsize=4, color=_CPU)
     _clip_outlier(ax, means, errs)
     ax.set_ylabel("CPU % per Gbit/s (lower is better)")
-    basis = group.rows[0].cpu_basis if group.rows else "all cores"
-    ax.set_title(f"CPU cost ({basis})", fontsize=10)
+    ax.set_title(f"CPU cost ({group.cpu_basis})", fontsize=10)
     _profile_axis(ax, names)
 
 

@@ -85,9 +85,14 @@ class ProfileRow:
     """The effect of having the offloads on: all on relative to this profile."""
     vs_baseline_cpu: RelativeChange | None = None
     """CPU % per Gbps, all on relative to this profile."""
-    cpu_basis: str = ALL_CORES
-    """Whose cores the headline CPU counts: "all cores", or the roles' ("sender's core")
-    where a wire's work shares the others (WIRE_FREE_ROLES)."""
+    cpu_roles: tuple[str, ...] | None = None
+    """The roles whose cores the headline CPU counts where a wire's work shares the
+    others (WIRE_FREE_ROLES); None: every core."""
+
+    @property
+    def cpu_basis(self) -> str:
+        """Whose cores the headline CPU counts: "all cores", or "sender's core"."""
+        return ALL_CORES if self.cpu_roles is None else f"{_whose(self.cpu_roles)} core"
 
     @property
     def profile(self) -> OffloadProfile:
@@ -134,11 +139,16 @@ class CaseGroup:
         return f"{self.scenario}-mtu{self.mtu}-{self.traffic.label}-{self.side}"
 
     @property
+    def cpu_basis(self) -> str:
+        """Whose cores the group's headline CPU counts (its rows share a topology)."""
+        return self.rows[0].cpu_basis if self.rows else ALL_CORES
+
+    @property
     def cpu_metric(self) -> str:
         """The headline CPU's name in a sentence: "CPU per Gbps", or "sender's CPU per
         Gbps" where a wire's work shares the other cores (WIRE_FREE_ROLES)."""
-        basis = self.rows[0].cpu_basis if self.rows else ALL_CORES
-        return "CPU per Gbps" if basis == ALL_CORES else f"{basis.removesuffix(' core')} CPU per Gbps"
+        roles = self.rows[0].cpu_roles if self.rows else None
+        return "CPU per Gbps" if roles is None else f"{_whose(roles)} CPU per Gbps"
 
     @property
     def rate_unit(self) -> tuple[str, float]:
@@ -204,8 +214,13 @@ def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
         roles=role_cpu(timed) if timed else (),
         offload_state=samples[-1].offloads,
         datapath_state=samples[-1].datapath,
-        cpu_basis=ALL_CORES if roles is None else " and ".join(f"{r}'s" for r in roles) + " core",
+        cpu_roles=roles,
     )
+
+
+def _whose(roles: Sequence[str]) -> str:
+    """("sender",) → "sender's"."""
+    return " and ".join(f"{role}'s" for role in roles)
 
 
 def headline_cpu_per_gbps(sample: Sample, roles: Sequence[str] | None) -> float | None:

@@ -87,8 +87,7 @@ def versus(change: RelativeChange | None) -> str:
 def _per_gbps_header(group: CaseGroup) -> str:
     """The headline CPU column: of every core, or of the cores the wire's work does not
     share (model.WIRE_FREE_ROLES)."""
-    basis = group.rows[0].cpu_basis if group.rows else ALL_CORES
-    return "CPU % per Gbps" if basis == ALL_CORES else f"CPU % per Gbps, {basis}"
+    return "CPU % per Gbps" if group.cpu_basis == ALL_CORES else f"CPU % per Gbps, {group.cpu_basis}"
 
 
 def throughput_table(group: CaseGroup, imprecise: frozenset[str] = frozenset()) -> Table:
@@ -157,7 +156,7 @@ def cpu_table(group: CaseGroup) -> Table:
             body.append((f"CPU {role_name} tasks % (ns clock)", *(mean_std(t, decimals=1) for t in tasks)))
     body.append(("CPU total % (all cores)",
                  *(mean_std(row.cpu_total, decimals=1) for row in group.rows)))
-    basis = group.rows[0].cpu_basis if group.rows else ALL_CORES
+    basis = group.cpu_basis
     if basis == ALL_CORES:
         body.append(("CPU % per Gbps", *(mean_std(row.cpu_per_gbps) for row in group.rows)))
     else:  # the headline, then every core's, which has the wire's work in it
