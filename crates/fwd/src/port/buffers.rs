@@ -1,6 +1,7 @@
 //! Receive buffers and the description of what to transmit.
 
 use std::ops::Range;
+use std::ptr::NonNull;
 
 use offlab_engine::virtio::Header;
 
@@ -21,13 +22,24 @@ const SLOT: usize = MAX_VNET_LEN + MAX_FRAME;
 /// Frames read one at a time are packed at this alignment (a cache line).
 const PACK_ALIGN: usize = 64;
 
-/// A batch of received frames, each stored as `[vnet header][frame]` in one arena.
+/// Where a received frame's `[vnet header][frame]` bytes are.
+#[derive(Clone, Copy)]
+enum Stored {
+    /// Copied into the batch's arena, at this range.
+    Arena { start: usize, end: usize },
+    /// Left where the sending guest put them (a vhost-user transmit buffer the port
+    /// has not returned yet): read in place, copied once, into the other port.
+    InPlace { bytes: NonNull<u8>, len: usize },
+}
+
+/// A batch of received frames, each `[vnet header][frame]`: copied into one arena, or
+/// (vhost-user) left in the sending guest's memory until the batch is cleared.
 /// Frames read one by one are packed densely (a batch of small frames touches few
 /// cache lines and pages); batched receive calls get strided maximum-size slots.
 pub struct RxBatch {
     arena: Box<[u8]>,
     capacity: usize,
-    frames: Vec<Range<usize>>,
+    frames: Vec<Stored>,
     /// Where the next frame goes.
     next: usize,
     bytes: usize,
@@ -84,9 +96,28 @@ impl RxBatch {
     /// Records that the buffer from `next_slot` now holds `len` bytes (header included).
     pub fn commit(&mut self, len: usize) {
         debug_assert!(self.frames.len() < self.capacity && len <= SLOT);
-        self.frames.push(self.next..self.next + len);
+        self.frames.push(Stored::Arena { start: self.next, end: self.next + len });
         self.next += len.next_multiple_of(PACK_ALIGN);
         self.bytes += len;
+    }
+
+    /// Records a frame left where it was received: `len` bytes at `bytes`, read in
+    /// place by the forwarder and copied only into the egress. Once the batch is full
+    /// the frame is not taken (returns false).
+    ///
+    /// # Safety
+    /// The `len` bytes at `bytes` must stay mapped and readable until the batch is
+    /// cleared, and their owner must not get them back (a vhost-user guest: the chain's
+    /// used entry) before then. Their owner may still write them meanwhile (a guest
+    /// racing its own buffer): the forwarder treats them as untrusted, as any frame,
+    /// and every offset it takes stays within `len`, so that garbles only that frame.
+    pub unsafe fn commit_in_place(&mut self, bytes: NonNull<u8>, len: usize) -> bool {
+        if self.is_full() || len > SLOT {
+            return false;
+        }
+        self.frames.push(Stored::InPlace { bytes, len });
+        self.bytes += len;
+        true
     }
 
     /// Every free slot at full size, for batched receive calls.
@@ -99,7 +130,7 @@ impl RxBatch {
     pub fn commit_slots(&mut self, lens: impl IntoIterator<Item = usize>) {
         for len in lens {
             debug_assert!(self.frames.len() < self.capacity && len <= SLOT);
-            self.frames.push(self.next..self.next + len);
+            self.frames.push(Stored::Arena { start: self.next, end: self.next + len });
             self.next += SLOT;
             self.bytes += len;
         }
@@ -107,13 +138,35 @@ impl RxBatch {
 
     /// Everything received as frame `i`: the vnet header followed by the frame.
     pub fn raw(&self, i: usize) -> &[u8] {
-        &self.arena[self.frames[i].clone()]
+        match self.frames[i] {
+            Stored::Arena { start, end } => &self.arena[start..end],
+            // SAFETY: `commit_in_place`'s contract keeps these bytes mapped until
+            // `clear`, which takes `&mut self` and so ends this borrow first.
+            Stored::InPlace { bytes, len } => unsafe { std::slice::from_raw_parts(bytes.as_ptr(), len) },
+        }
     }
 
-    /// Frame `i`, writable (checksum completion happens in place).
+    /// Frame `i`, writable (checksum completion happens in place). A frame left in the
+    /// sending guest's memory is copied into the arena first: a device must not write
+    /// a buffer the driver gave it to read.
     pub fn raw_mut(&mut self, i: usize) -> &mut [u8] {
-        &mut self.arena[self.frames[i].clone()]
+        let (start, end) = match self.frames[i] {
+            Stored::Arena { start, end } => (start, end),
+            Stored::InPlace { bytes, len } => {
+                // Every frame so far took at most SLOT bytes of the arena and the batch
+                // holds at most `capacity` frames, so a slot is left for this copy.
+                let start = self.next;
+                // SAFETY: as in `raw`; the destination is the arena, never guest memory.
+                let received = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), len) };
+                self.arena[start..start + len].copy_from_slice(received);
+                self.frames[i] = Stored::Arena { start, end: start + len };
+                self.next += len.next_multiple_of(PACK_ALIGN);
+                (start, start + len)
+            }
+        };
+        &mut self.arena[start..end]
     }
+
 }
 
 /// One piece of an outgoing frame.
@@ -271,6 +324,27 @@ mod tests {
         batch.clear();
         assert_eq!(batch.len(), 0);
         assert_eq!(batch.next_slot().map(|s| s.len()), Some(SLOT));
+    }
+
+    /// A frame left where it was received reads back in place; writing it copies it
+    /// into the arena first, so the sender's buffer is never written.
+    #[test]
+    fn a_frame_read_in_place_is_copied_before_it_is_written() {
+        let mut sender = *b"in-place frame";
+        let mut batch = RxBatch::new(2);
+        receive(&mut batch, b"copied");
+        let bytes = NonNull::new(sender.as_mut_ptr()).unwrap();
+        // SAFETY: `sender` outlives the batch's use of it and is not touched meanwhile.
+        assert!(unsafe { batch.commit_in_place(bytes, sender.len()) });
+        assert_eq!(batch.raw(1).as_ptr(), sender.as_ptr());
+        batch.raw_mut(1)[0] = b'X';
+        assert_eq!(batch.raw(1), b"Xn-place frame");
+        assert_ne!(batch.raw(1).as_ptr(), sender.as_ptr());
+        assert_eq!(batch.raw(0), b"copied");
+        assert!(batch.is_full());
+        // SAFETY: as above; a full batch takes nothing.
+        assert!(!unsafe { batch.commit_in_place(bytes, sender.len()) });
+        assert_eq!(&sender, b"in-place frame");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use vmm_sys_util::epoll::{ControlOperation, Epoll, EpollEvent, EventSet};
 use super::{Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::{emit, Counters};
 use device::{feature_names, NetDevice, RX_QUEUE, TX_QUEUE};
-use ring::{pop_rx_chain, read_chain, write_at, RxChain, UsedBatch};
+use ring::{copy_chain, in_place, pop_rx_chain, tx_descriptors, write_at, ChainError, RxChain, UsedBatch};
 
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
@@ -197,38 +197,84 @@ impl VhostUserPort {
         self.kicks_off = false;
         // Entries of the old rings must not land in a new connection's.
         self.scratch.used = UsedBatch::default();
+        self.scratch.sent = UsedBatch::default();
         emit(&json!({"event": "disconnected", "port": self.label, "error": why}));
     }
 
-    /// Copies the transmit chains `avail` offers into `batch` until it is full; returns
-    /// how many chains were taken (each gets a used entry, also those refused).
+    /// Publishes the used entries of the transmit chains last read (see `Scratch::sent`).
+    fn return_sent_chains(&mut self) {
+        if self.scratch.sent.is_empty() {
+            return;
+        }
+        let device = &mut *self.device.lock().unwrap_or_else(|p| p.into_inner());
+        let NetDevice { memory, rings, .. } = device;
+        let ring = &mut rings[TX_QUEUE];
+        match (memory.as_ref(), ring.active()) {
+            (Some(memory), Some(queue)) => {
+                self.scratch.sent.publish(queue, memory);
+                ring.notify(memory);
+            }
+            // The ring was stopped or reset meanwhile: its entries mean nothing now.
+            _ => self.scratch.sent = UsedBatch::default(),
+        }
+    }
+
+    /// Takes the transmit chains `avail` offers into `batch` until it is full; returns
+    /// how many chains were taken. Each gets a used entry (also those refused), kept
+    /// in `scratch.sent` until the batch has been forwarded: a frame read in place
+    /// lives in its chain's buffer until then.
     fn read_frames(avail: &mut AvailIter<'_, &GuestMemoryMmap>, memory: &GuestMemoryMmap,
                    acked: u64, batch: &mut RxBatch, scratch: &mut Scratch, counters: &mut Counters) -> usize {
         let mut taken = 0;
-        while let Some(slot) = batch.next_slot() {
+        while !batch.is_full() {
             let Some(chain) = avail.next() else { break };
-            let head = chain.head_index();
-            let read = read_chain(memory, chain, slot, &mut scratch.descriptors);
-            scratch.used.push(head, 0);
+            scratch.sent.push(chain.head_index(), 0);
             taken += 1;
-            match read {
-                Err(error) => counters.drop(CATEGORY, error.reason()),
-                Ok(len) if len < VNET_LEN => counters.drop(CATEGORY, "frame shorter than its virtio header"),
-                Ok(len) => {
-                    counters.copied_bytes += len as u64;
-                    match Self::offload_refusal(acked, &slot[..VNET_LEN]) {
-                        Some(reason) => counters.drop("virtio", reason),
-                        None => {
-                            // The guest is the driver here: its DATA_VALID is not the
-                            // device's verdict and must not reach the other port as one.
-                            offlab_engine::virtio::ignore_driver_data_valid(&mut slot[0]);
-                            batch.commit(len)
-                        }
-                    }
-                }
+            let taken_frame = tx_descriptors(chain, &mut scratch.descriptors)
+                .map_err(|error| (CATEGORY, error.reason()))
+                .and_then(|()| Self::take_frame(memory, acked, &scratch.descriptors, batch, counters));
+            if let Err((category, reason)) = taken_frame {
+                counters.drop(category, reason);
             }
         }
         taken
+    }
+
+    /// Adds the frame of a checked transmit chain to `batch`: read in place when it is
+    /// one buffer in one memory region (its payload is then copied once, into the
+    /// egress), else copied into the batch. A header with DATA_VALID is copied too:
+    /// the bit must be cleared, and the guest's buffer is not ours to write.
+    fn take_frame(memory: &GuestMemoryMmap, acked: u64, descriptors: &[Descriptor], batch: &mut RxBatch,
+                  counters: &mut Counters) -> Result<(), (&'static str, &'static str)> {
+        const DATA_VALID: u8 = VIRTIO_NET_HDR_F_DATA_VALID as u8;
+        if let Some((bytes, len)) = in_place(memory, descriptors).filter(|&(_, len)| len >= VNET_LEN) {
+            // SAFETY: `in_place` checked that `len` (>= VNET_LEN) bytes at `bytes` lie in
+            // a mapping of guest memory; the header is copied out before it is read.
+            let header: [u8; VNET_LEN] = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
+            if let Some(reason) = Self::offload_refusal(acked, &header) {
+                return Err(("virtio", reason));
+            }
+            // SAFETY: the mapping lives until the device's memory table is replaced,
+            // which only `serve` does, and `recv_batch` calls it after clearing the
+            // batch; the chain's used entry waits in `Scratch::sent` until then too.
+            if header[0] & DATA_VALID == 0 && unsafe { batch.commit_in_place(bytes, len) } {
+                return Ok(());
+            }
+        }
+        let slot = batch.next_slot().ok_or((CATEGORY, ChainError::TooLong.reason()))?;
+        let len = copy_chain(memory, descriptors, slot).map_err(|error| (CATEGORY, error.reason()))?;
+        if len < VNET_LEN {
+            return Err((CATEGORY, "frame shorter than its virtio header"));
+        }
+        counters.copied_bytes += len as u64;
+        if let Some(reason) = Self::offload_refusal(acked, &slot[..VNET_LEN]) {
+            return Err(("virtio", reason));
+        }
+        // The guest is the driver here: its DATA_VALID is not the device's verdict and
+        // must not reach the other port as one.
+        offlab_engine::virtio::ignore_driver_data_valid(&mut slot[0]);
+        batch.commit(len);
+        Ok(())
     }
 
     /// A frame from the guest may use only the offloads it negotiated from the device.
@@ -270,7 +316,11 @@ fn set_nonblocking(fd: RawFd) {
 struct Scratch {
     descriptors: Vec<Descriptor>,
     chains: Vec<RxChain>,
+    /// Receive-queue entries of the frames written by the current `send`.
     used: UsedBatch,
+    /// Transmit-queue entries of the batch last read, returned to the guest when the
+    /// next `recv_batch` begins: its frames are forwarded (or dropped) by then.
+    sent: UsedBatch,
 }
 
 /// Writes one frame of `len` bytes — `header` (its virtio-net header) then `body`'s
@@ -289,7 +339,7 @@ fn deliver<'a>(
     scratch: &mut Scratch,
     counters: &mut Counters,
 ) -> Result<usize, &'static str> {
-    let Scratch { descriptors, chains, used: used_batch } = scratch;
+    let Scratch { descriptors, chains, used: used_batch, .. } = scratch;
     let mut count = 0;
     let mut capacity = 0;
     while capacity < len && (merged || count == 0) {
@@ -408,8 +458,11 @@ impl Port for VhostUserPort {
     }
 
     fn recv_batch(&mut self, batch: &mut RxBatch, counters: &mut Counters) -> io::Result<()> {
+        // The last batch is forwarded: its chains go back to the guest, before `serve`
+        // may stop the rings or replace the memory its in-place frames were read from.
         batch.clear();
         batch.set_vnet_len(VNET_LEN);
+        self.return_sent_chains();
         self.batches += 1;
         if self.connection.is_none()
             || (self.batches >= CLOCK_EVERY && {
@@ -452,10 +505,6 @@ impl Port for VhostUserPort {
             if !queue.enable_notification(memory).unwrap_or(false) {
                 break;
             }
-        }
-        if read > 0 {
-            self.scratch.used.publish(queue, memory);
-            rings[TX_QUEUE].notify(memory);
         }
         Ok(())
     }

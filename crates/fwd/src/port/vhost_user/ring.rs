@@ -4,6 +4,7 @@
 
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::{AvailIter, DescriptorChain, Queue, QueueT};
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
 use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
@@ -76,22 +77,35 @@ fn descriptors(
     Ok(())
 }
 
-/// Copies a transmit chain (virtio header + frame) into `slot`; returns its length.
-pub fn read_chain(
-    memory: &GuestMemoryMmap,
+/// Checks a transmit chain's descriptors into `out` (see `descriptors`).
+pub fn tx_descriptors(
     chain: DescriptorChain<&GuestMemoryMmap>,
-    slot: &mut [u8],
-    scratch: &mut Vec<Descriptor>,
-) -> Result<usize, ChainError> {
-    descriptors(chain, false, scratch)?;
+    out: &mut Vec<Descriptor>,
+) -> Result<(), ChainError> {
+    descriptors(chain, false, out)
+}
+
+/// Copies a transmit chain's checked buffers (virtio header + frame) into `slot`;
+/// returns its length.
+pub fn copy_chain(memory: &GuestMemoryMmap, descriptors: &[Descriptor], slot: &mut [u8]) -> Result<usize, ChainError> {
     let mut len = 0usize;
-    for desc in scratch.iter() {
+    for desc in descriptors {
         let end = len + desc.len() as usize;
         let into = slot.get_mut(len..end).ok_or(ChainError::TooLong)?;
         copy_from_guest(memory, desc.addr(), into)?;
         len = end;
     }
     Ok(len)
+}
+
+/// The host address of a transmit chain that is one buffer inside one guest memory
+/// region (what a driver posts for a frame whose header and data are contiguous), so
+/// the frame can be read where it is; None for any other chain.
+pub fn in_place(memory: &GuestMemoryMmap, descriptors: &[Descriptor]) -> Option<(NonNull<u8>, usize)> {
+    let [desc] = descriptors else { return None };
+    let len = desc.len() as usize;
+    let slice = memory.get_slice(desc.addr(), len).ok()?;
+    NonNull::new(slice.ptr_guard().as_ptr().cast_mut()).map(|bytes| (bytes, len))
 }
 
 /// A receive chain popped for one frame: its head and writable buffers (reused from
@@ -194,6 +208,10 @@ pub struct UsedBatch {
 }
 
 impl UsedBatch {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub fn push(&mut self, head: u16, len: u32) {
         self.entries.extend_from_slice(&u32::from(head).to_le_bytes());
         self.entries.extend_from_slice(&len.to_le_bytes());
