@@ -346,7 +346,7 @@ fn deliver<'a>(
         if chains.len() == count {
             chains.push(RxChain::default());
         }
-        match pop_rx_chain(avail, descriptors, &mut chains[count]) {
+        match pop_rx_chain(avail, memory, descriptors, &mut chains[count]) {
             Ok(true) => {
                 capacity += chains[count].capacity;
                 count += 1;

@@ -113,14 +113,35 @@ pub fn in_place(memory: &GuestMemoryMmap, descriptors: &[Descriptor]) -> Option<
 #[derive(Default)]
 pub struct RxChain {
     pub head: u16,
-    pub buffers: Vec<(GuestAddress, usize)>,
+    pub buffers: Vec<RxBuffer>,
     pub capacity: usize,
+}
+
+/// One writable buffer of a receive chain.
+pub struct RxBuffer {
+    addr: GuestAddress,
+    len: usize,
+    /// Its host address when it lies inside one memory region (every buffer a driver
+    /// posts): translated once when the chain is popped, not once per piece written.
+    host: Option<NonNull<u8>>,
+}
+
+impl RxBuffer {
+    fn new(memory: &GuestMemoryMmap, desc: &Descriptor) -> RxBuffer {
+        let len = desc.len() as usize;
+        let host = memory
+            .get_slice(desc.addr(), len)
+            .ok()
+            .and_then(|slice| NonNull::new(slice.ptr_guard_mut().as_ptr()));
+        RxBuffer { addr: desc.addr(), len, host }
+    }
 }
 
 /// Takes the next receive chain `avail` offers into `into`; `Ok(false)` when the
 /// guest had posted no more when its available index was read.
 pub fn pop_rx_chain(
     avail: &mut AvailIter<'_, &GuestMemoryMmap>,
+    memory: &GuestMemoryMmap,
     scratch: &mut Vec<Descriptor>,
     into: &mut RxChain,
 ) -> Result<bool, (u16, ChainError)> {
@@ -131,12 +152,13 @@ pub fn pop_rx_chain(
     descriptors(chain, true, scratch).map_err(|e| (head, e))?;
     into.head = head;
     into.buffers.clear();
-    into.buffers.extend(scratch.iter().map(|d| (d.addr(), d.len() as usize)));
-    into.capacity = into.buffers.iter().map(|(_, len)| len).sum();
+    into.buffers.extend(scratch.iter().map(|d| RxBuffer::new(memory, d)));
+    into.capacity = into.buffers.iter().map(|b| b.len).sum();
     Ok(true)
 }
 
-/// Writes `bytes` at `offset` of a chain's buffers; returns the bytes written.
+/// Writes `bytes` at `offset` of a chain's buffers, just popped from the ring of
+/// `memory`; returns the bytes written.
 pub fn write_at(
     memory: &GuestMemoryMmap,
     chain: &RxChain,
@@ -144,19 +166,28 @@ pub fn write_at(
     mut bytes: &[u8],
 ) -> Result<usize, ChainError> {
     let mut written = 0;
-    for &(addr, len) in &chain.buffers {
+    for buffer in &chain.buffers {
         if bytes.is_empty() {
             break;
         }
-        if offset >= len {
-            offset -= len;
+        if offset >= buffer.len {
+            offset -= buffer.len;
             continue;
         }
-        let take = (len - offset).min(bytes.len());
-        let at = addr
-            .checked_add(offset as u64)
-            .ok_or(ChainError::OutsideMemory)?;
-        copy_to_guest(memory, at, &bytes[..take])?;
+        let take = (buffer.len - offset).min(bytes.len());
+        match buffer.host {
+            // SAFETY: `RxBuffer::new` checked that `buffer.len` bytes at `host` lie in a
+            // writable shared mapping of `memory`, which the caller still holds (the
+            // device's memory table cannot change while it does); `offset + take` is
+            // within `buffer.len`; `bytes` is the forwarder's memory or the other
+            // port's mapping of its guest (each port maps its guest itself), never this
+            // mapping.
+            Some(host) => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host.as_ptr().add(offset), take) },
+            None => {
+                let at = buffer.addr.checked_add(offset as u64).ok_or(ChainError::OutsideMemory)?;
+                copy_to_guest(memory, at, &bytes[..take])?;
+            }
+        }
         bytes = &bytes[take..];
         written += take;
         offset = 0;
