@@ -56,7 +56,7 @@ fn workload(shape: Shape, ip: Ip, flows: u16, checksum: SourceChecksum) -> Workl
 
 /// Both guests of a run, connected until dropped.
 struct Guests {
-    _source: Source,
+    source: Source,
     _sink: Sink,
 }
 
@@ -78,7 +78,7 @@ fn run(lab: &Lab, w: Workload, source_features: &str, sink_features: &str)
     let timing = Timing { warmup: Duration::from_millis(100), measure: Duration::from_millis(700), verify_every: 1 };
     let (counts, _) = load::run(&mut source, &mut sink, &w, &timing);
     let features = (feature_names(source.guest.acked), feature_names(sink.guest.acked));
-    (counts, features.0, features.1, Guests { _source: source, _sink: sink })
+    (counts, features.0, features.1, Guests { source, _sink: sink })
 }
 
 fn direction<'a>(stats: &'a Value, lab: &Lab) -> &'a Value {
@@ -145,6 +145,21 @@ fn pass_hands_super_packets_on_whole_and_copies_each_byte_once() {
     let (tx, copied) = (d["tx_bytes"].as_u64().unwrap(), d["copied_bytes"].as_u64().unwrap());
     let headers = 12 * d["tx_packets"].as_u64().unwrap();
     assert_eq!(copied, tx + headers, "{d}");
+}
+
+/// MTU frames with partial checksums towards a sink without guest_csum: the forwarder
+/// completes every checksum, on a copy of the frame — the source's frames are read
+/// in place, and a device must not write a buffer the driver gave it to read.
+#[test]
+fn checksums_are_completed_on_a_copy_never_in_the_sending_guests_buffer() {
+    let mut lab = lab("csum");
+    let w = workload(Shape::Mtu, Ip::V4, 2, SourceChecksum::Partial);
+    let (counts, _, sink, guests) = run(&lab, w, "csum", "mrg_rxbuf");
+    assert!(!sink.contains(&"guest_csum"), "{sink:?}");
+    assert_all_verified(&counts);
+    let stats = lab.fwd.stats();
+    assert!(direction(&stats, &lab)["checksums_completed"].as_u64().unwrap() > 0, "{stats}");
+    assert_eq!(guests.source.digest_now(), guests.source.digest, "the source's frames were written");
 }
 
 /// Chains the sending guest writes wrongly are refused, each with its reason; the

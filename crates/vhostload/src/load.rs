@@ -46,6 +46,17 @@ impl Source {
         })
     }
 
+    /// The digest of the frames as guest A's memory holds them now: `digest` unless the
+    /// backend wrote into a buffer the driver gave it only to read.
+    pub fn digest_now(&self) -> u64 {
+        let now: Vec<Vec<u8>> = self
+            .frames
+            .iter()
+            .map(|&(addr, len)| self.guest.memory.slice(addr, len as usize).map(<[u8]>::to_vec).unwrap_or_default())
+            .collect();
+        frames::digest(&now)
+    }
+
     /// Takes back sent frames and fills the ring again; returns (frames, payload) sent.
     fn pump(&mut self) -> (u64, u64) {
         let (mut frames, mut payload) = (0, 0);
