@@ -36,19 +36,20 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from . import codec
 from .adaptive import AdaptiveOutcome
+from .headline import sample_headline
 from .records import CaseSpec, RunInfo, Sample
 from .storage import location as locations
 from .storage import retry, schema, writer
 from .storage.errors import StoreError
 from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
-from .storage.reading import load_run, load_runs
-from .storage.results import RunOutline, RunResults, RunSummary
+from .storage.reading import aggregate_runs, load_run, load_runs
+from .storage.results import RunAggregates, RunOutline, RunResults, RunSummary
 from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                              sample_interval, sample_offload, sample_probe)
 from .storage.tables import case as case_table
 
-__all__ = ["Store", "StoreError", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES", "LAYERS"]
+__all__ = ["Store", "StoreError", "RunAggregates", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES", "LAYERS"]
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 
@@ -199,7 +200,7 @@ class Store:
                 for case in results.cases:
                     self._insert_case(conn, results.info.run_id, case)
                     for one in results.samples.get(case.key, ()):
-                        self._insert_sample(conn, results.info.run_id, one)
+                        self._insert_sample(conn, results.info.run_id, case, one)
                 for outcome in results.adaptive.values():
                     self._insert_adaptive(conn, results.info.run_id, outcome)
                 self._insert_stack(conn, results.info.run_id, results.stack)
@@ -237,19 +238,21 @@ class Store:
         stored = (select(sample.c.id).where(sample.c.run_id == run_id, sample.c.case_key == case.key,
                                             sample.c.repetition == sample_.repetition))
         try:
-            retry.in_transaction(self._engine, lambda conn: self._insert_sample(conn, run_id, sample_),
+            retry.in_transaction(self._engine, lambda conn: self._insert_sample(conn, run_id, case, sample_),
                                  done_already=lambda conn: conn.execute(stored).first() is not None)
         except IntegrityError as err:
             raise StoreError(
                 f"repetition {sample_.repetition} of {case.key} is already stored in run {run_id}"
             ) from err
 
-    def _insert_sample(self, conn: Connection, run_id: str, s: Sample) -> None:
+    def _insert_sample(self, conn: Connection, run_id: str, case: CaseSpec, s: Sample) -> None:
+        cpu_timed, cpu_per_gbps = sample_headline(case, s)
         result = conn.execute(sample.insert().values(
             run_id=run_id, case_key=s.case_key, repetition=s.repetition, started_at=s.started_at,
             duration_s=s.duration_s, throughput_bps=s.throughput_bps, sender_bps=s.sender_bps,
             retransmits=s.retransmits, lost_packets=s.lost_packets, total_packets=s.total_packets,
-            roles=codec.mapping_to_doc(s.roles), role_hosts=codec.mapping_to_doc(s.role_hosts)))
+            roles=codec.mapping_to_doc(s.roles), role_hosts=codec.mapping_to_doc(s.role_hosts),
+            cpu_timed=cpu_timed, cpu_per_gbps=cpu_per_gbps))
         (sample_id,) = result.inserted_primary_key
         conn.execute(run.update().where(run.c.id == run_id).values(sample_count=run.c.sample_count + 1))
         rows = {
@@ -390,10 +393,12 @@ class Store:
         with self._reading() as conn:
             return [RunSummary(*row) for row in conn.execute(query)]
 
-    def runs_with_cases(self, wanted: Callable[[str], bool]) -> Iterator[RunResults]:
+    def runs_with_cases(self, wanted: Callable[[str], bool]) -> Iterator[RunAggregates | RunResults]:
         """The runs that measured a case whose key is `wanted`, oldest first, one at a time,
         each with only the cases a history of those keys reads: the matching ones and the
-        others of their group (scenario, MTU, traffic: where the baseline comes from)."""
+        others of their group (scenario, MTU, traffic: where the baseline comes from).
+        A run comes as the database's aggregates of those cases (RunAggregates) where they
+        give every figure a history prints, else with their samples (RunResults)."""
         with self._reading() as conn:
             keys = [k for k in conn.execute(select(case_table.c.key).distinct()).scalars() if wanted(k)]
             if not keys:
@@ -411,7 +416,11 @@ class Store:
                 per_run.setdefault(run_id, set()).add(key)
             batch = list(per_run.items())
             for first in range(0, len(batch), HISTORY_BATCH):  # memory flat however many runs
-                yield from load_runs(conn, dict(batch[first:first + HISTORY_BATCH]))
+                wanted_runs = dict(batch[first:first + HISTORY_BATCH])
+                aggregated = aggregate_runs(conn, wanted_runs)
+                short = {a.info.run_id: wanted_runs[a.info.run_id] for a in aggregated if not a.sufficient}
+                whole = {r.info.run_id: r for r in load_runs(conn, short)} if short else {}
+                yield from (whole.get(a.info.run_id, a) for a in aggregated)
 
     def run_count(self) -> tuple[int, int]:
         """(runs, runs still "running"), counted by the database."""

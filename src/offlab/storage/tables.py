@@ -138,6 +138,11 @@ sample = Table(
     Column("total_packets", Count),
     Column("roles", Document, nullable=False),
     Column("role_hosts", Document, nullable=False, server_default="{}"),
+    # The sample's headline CPU (headline.py), so that a history aggregates it in the
+    # database: whether its CPU can be used, and busy CPU per Gbit/s if so. NULL
+    # cpu_timed: stored before revision 0005 (a history reads those samples' rows).
+    Column("cpu_timed", Boolean),
+    Column("cpu_per_gbps", Double),
     UniqueConstraint("run_id", "case_key", "repetition"),
     ForeignKeyConstraint(["run_id", "case_key"], ["case.run_id", "case.key"]),
 )
