@@ -36,7 +36,6 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from . import codec
 from .adaptive import AdaptiveOutcome
-from .headline import sample_headline
 from .records import CaseSpec, RunInfo, Sample
 from .storage import location as locations
 from .storage import retry, schema, writer
@@ -246,6 +245,7 @@ class Store:
             ) from err
 
     def _insert_sample(self, conn: Connection, run_id: str, case: CaseSpec, s: Sample) -> None:
+        from .headline import sample_headline  # a writer's import: reading commands start without it
         cpu_timed, cpu_per_gbps = sample_headline(case, s)
         result = conn.execute(sample.insert().values(
             run_id=run_id, case_key=s.case_key, repetition=s.repetition, started_at=s.started_at,

@@ -17,7 +17,6 @@ from .. import codec
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, CpuShare, FeatureState, Interval, OffloadProfile, RateProbe, RunInfo, Sample
 from .masking import mask_command_line
-from ..stats import Moments
 from .results import CaseMoments, RunAggregates, RunResults
 from .tables import (case, case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                      sample_interval, sample_offload, sample_probe)
@@ -55,6 +54,7 @@ def aggregate_runs(conn: Connection, wanted: Mapping[str, Collection[str]]) -> l
     """Several runs' environment, wanted cases and each case's moments (n, mean, sample
     standard deviation, minimum) of throughput and headline CPU, aggregated by the
     database: one row per case, however many samples it has."""
+    from ..stats import Moments  # not at import: `list` and `export` compute nothing
     rows = {r.id: r for r in conn.execute(select(run).where(run.c.id.in_(list(wanted))))}
     if not rows:
         return []

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, RunInfo, Sample
-from ..stats import Moments
+
+if TYPE_CHECKING:  # stats is a reading command's import only where it computes (list does not)
+    from ..stats import Moments
 
 
 @dataclass(frozen=True)
