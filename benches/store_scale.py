@@ -66,13 +66,14 @@ def fill(server: PgServer, database: str, runs: int, samples: int) -> None:
         # (one per row) would make most of a 50 M-row fill. The constraints stay declared.
         cur.execute("SET session_replication_role = replica")
         with cur.copy("COPY run (id, plan, started_at, finished_at, status, command_line, kernel, cpu_model,"
-                      " cores, host, notes, tool_versions, settings, host_facts, sample_count) FROM STDIN") as copy:
+                      " cores, host, notes, tool_versions, settings, host_facts, case_count, sample_count)"
+                      " FROM STDIN") as copy:
             for n in range(runs):
                 start = 1.79e9 + n * 3600
                 copy.write_row((_run_id(n), "bench", time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(start)),
                                 time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(start + 1800)), "complete",
                                 "offlab run --plan bench", "6.12.0", "cpu", 2, "bench", "", "{}", "{}", "{}",
-                                per_case * CASES_PER_RUN))
+                                CASES_PER_RUN, per_case * CASES_PER_RUN))
         with cur.copy('COPY "case" (run_id, key, position, scenario, mtu, profile_name, profile_side,'
                       " profile_features, traffic, topology, params, label) FROM STDIN") as copy:
             for n in range(runs):

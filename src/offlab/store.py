@@ -216,16 +216,18 @@ class Store:
         self._cases_known.add((run_id, case.key))
 
     def _insert_case(self, conn: Connection, run_id: str, case: CaseSpec) -> None:
-        """One statement: the case at the end of the run's order, unless it is there."""
+        """The case at the end of the run's order, unless it is there, and the run's count."""
         position = (select(func.count()).select_from(case_table)
                     .where(case_table.c.run_id == run_id).scalar_subquery())
-        conn.execute(self._upsert_ignore(case_table, dict(
+        added = conn.execute(self._upsert_ignore(case_table, dict(
             run_id=run_id, key=case.key, position=position, scenario=case.scenario, mtu=case.mtu,
             profile_name=case.profile.name, profile_side=case.profile.side,
             profile_features=codec.mapping_to_doc(case.profile.features),
             traffic=codec.traffic_to_doc(case.traffic), topology=codec.params_to_doc(case.topology),
             params=codec.params_to_doc(case.params), datapath=codec.datapath_to_doc(case.datapath),
-            label=case.label)))
+            label=case.label)).returning(case_table.c.key)).first()
+        if added is not None:
+            conn.execute(run.update().where(run.c.id == run_id).values(case_count=run.c.case_count + 1))
 
     def add_sample(self, run_id: str, case: CaseSpec, sample_: Sample) -> None:
         """Store one repetition and commit at once; a connection lost on the way is
@@ -381,14 +383,10 @@ class Store:
     # --- reading -------------------------------------------------------------------
 
     def runs(self) -> list[RunSummary]:
-        """Every run, oldest first, with how many cases and samples it holds: one query,
-        cases counted by a GROUP BY, samples by the run's own counter (counting a team
-        store's samples would read every one)."""
-        cases = (select(case_table.c.run_id, func.count().label("n"))
-                 .group_by(case_table.c.run_id).subquery())
-        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status,
-                        func.coalesce(cases.c.n, 0), run.c.sample_count)
-                 .select_from(run.outerjoin(cases, cases.c.run_id == run.c.id))
+        """Every run, oldest first, with how many cases and samples it holds: one query of
+        the run table, both read from the run's own counters (counting a team store's case
+        and sample rows would read all of them)."""
+        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status, run.c.case_count, run.c.sample_count)
                  .order_by(run.c.started_at, run.c.id))
         with self._reading() as conn:
             return [RunSummary(*row) for row in conn.execute(query)]

@@ -99,6 +99,8 @@ run = Table(
     Column("writer", Document),
     Column("sample_count", Count, nullable=False, server_default="0"),
     # Kept by each sample's own transaction: `list` prints it without counting samples.
+    Column("case_count", Count, nullable=False, server_default="0"),
+    # Kept by each case's own transaction (revision 0005): `list` reads no case row.
     # Which offlab process writes the run (writer.py): how a later run on the same
     # machine tells a killed run from a live one without touching other machines' runs.
 )
