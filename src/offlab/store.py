@@ -48,7 +48,8 @@ from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample
                              sample_interval, sample_offload, sample_probe)
 from .storage.tables import case as case_table
 
-__all__ = ["Store", "StoreError", "RunAggregates", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES", "LAYERS"]
+__all__ = ["Store", "StoreError", "RunAggregates", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES",
+           "LAYERS"]
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 
