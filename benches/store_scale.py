@@ -13,9 +13,9 @@ port, removed at the end). Goals (issue 39): `list` < 1 s, `history PATTERN` < 2
 (those would be tens of rows per sample), but each has the headline CPU figure an
 offlab writes with it and each run its case count (revision 0005); `history` aggregates
 its cases' samples in the database, `compare` reads the samples it prints. `--lock
-FILE` holds that lock (flock) for the timing part only, not the fill. `--keep` leaves the filled server running (its data directory and URL are printed; stop
-it with the printed pg_ctl line), so that `--url` times a changed offlab again without
-a second fill.
+FILE` holds that lock (flock) for the timing part only, not the fill. `--keep` leaves
+the filled server running (its data directory and URL are printed; stop it with the
+printed pg_ctl line), so that `--url` times a changed offlab again without a second fill.
 """
 
 from __future__ import annotations
