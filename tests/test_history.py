@@ -90,15 +90,23 @@ def test_the_database_moments_are_the_samples_own(store_at):
 
 
 def _history_of(store_at, pattern: str, from_samples: bool) -> str:
+    return render_markdown(_cases_of(store_at, pattern, from_samples), pattern, "the store")
+
+
+def _cases_of(store_at, pattern: str, from_samples: bool):
     with Store(store_at, readonly=True) as store:
         runs = ([store.load_run(r) for r in store.run_ids()] if from_samples
                 else list(store.runs_with_cases(lambda key: matches(pattern, key))))
-    return render_markdown(build_history(runs, pattern), pattern, "the store")
+    return build_history(runs, pattern)
 
 
 def test_a_history_from_the_databases_moments_is_the_one_from_samples(store_at):
     _store(store_at)
     assert _history_of(store_at, "tcp", from_samples=False) == _history_of(store_at, "tcp", from_samples=True)
+    # and so are the chart's intervals
+    for moments, samples in zip(_cases_of(store_at, "tcp", False), _cases_of(store_at, "tcp", True)):
+        assert [p.interval for p in moments.points] == [pytest.approx(p.interval, rel=1e-12) for p in samples.points]
+        assert all(p.interval is not None for p in moments.points)
 
 
 def test_samples_stored_without_their_headline_are_read_whole(store_at):
