@@ -10,11 +10,12 @@ commands timed as a user runs them, each a new `offlab` process, with its peak R
 It starts its own server (tests/pgserver.py: a throw-away cluster on a free loopback
 port, removed at the end). Goals (issue 39): `list` < 1 s, `history PATTERN` < 2 s for
 100 matching runs, memory flat. Samples have no per-core CPU, offload or counter rows
-(those would be tens of rows per sample); `history` and `compare` read the samples they
-print. `--lock FILE` holds that lock (flock) for the timing part only, not the fill.
-`--keep` leaves the filled server running (its data directory and URL are printed; stop
-it with the printed pg_ctl line), so that `--url` times a changed offlab again without
-a second fill.
+(those would be tens of rows per sample), but each has the headline CPU figure an
+offlab writes with it and each run its case count (revision 0005); `history` aggregates
+its cases' samples in the database, `compare` reads the samples it prints. `--lock
+FILE` holds that lock (flock) for the timing part only, not the fill. `--keep` leaves
+the filled server running (its data directory and URL are printed; stop it with the
+printed pg_ctl line), so that `--url` times a changed offlab again without a second fill.
 """
 
 from __future__ import annotations
@@ -65,13 +66,14 @@ def fill(server: PgServer, database: str, runs: int, samples: int) -> None:
         # (one per row) would make most of a 50 M-row fill. The constraints stay declared.
         cur.execute("SET session_replication_role = replica")
         with cur.copy("COPY run (id, plan, started_at, finished_at, status, command_line, kernel, cpu_model,"
-                      " cores, host, notes, tool_versions, settings, host_facts, sample_count) FROM STDIN") as copy:
+                      " cores, host, notes, tool_versions, settings, host_facts, case_count, sample_count)"
+                      " FROM STDIN") as copy:
             for n in range(runs):
                 start = 1.79e9 + n * 3600
                 copy.write_row((_run_id(n), "bench", time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(start)),
                                 time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(start + 1800)), "complete",
                                 "offlab run --plan bench", "6.12.0", "cpu", 2, "bench", "", "{}", "{}", "{}",
-                                per_case * CASES_PER_RUN))
+                                CASES_PER_RUN, per_case * CASES_PER_RUN))
         with cur.copy('COPY "case" (run_id, key, position, scenario, mtu, profile_name, profile_side,'
                       " profile_features, traffic, topology, params, label) FROM STDIN") as copy:
             for n in range(runs):
@@ -81,15 +83,17 @@ def fill(server: PgServer, database: str, runs: int, samples: int) -> None:
                                     TRAFFIC, "{}", "{}", ""))
         print(f"runs and cases written; samples ({runs * CASES_PER_RUN * per_case:,})…", flush=True)
         began = time.monotonic()
+        # The headline CPU an offlab writes with each sample (headline.py): these samples'
+        # CPU can be used (no window counter, no refusal) and, with no CPU rows, is 0 % per Gbit/s.
         with cur.copy("COPY sample (run_id, case_key, repetition, started_at, duration_s, throughput_bps,"
-                      " sender_bps, retransmits, roles, role_hosts) FROM STDIN") as copy:
+                      " sender_bps, retransmits, roles, role_hosts, cpu_timed, cpu_per_gbps) FROM STDIN") as copy:
             for n in range(runs):
                 run_id, start = _run_id(n), 1.79e9 + n * 3600
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(start))
                 for key in _case_keys(n):
                     for rep in range(per_case):
                         bps = 9e9 + ((n * 7919 + rep * 104729) % 1000) * 1e6
-                        copy.write_row((run_id, key, rep, stamp, 10.0, bps, bps, rep % 7, "{}", "{}"))
+                        copy.write_row((run_id, key, rep, stamp, 10.0, bps, bps, rep % 7, "{}", "{}", True, 0.0))
                 if n % 1000 == 999:
                     print(f"  {n + 1} runs, {time.monotonic() - began:.0f} s", flush=True)
     with server.admin(database) as conn:

@@ -9,10 +9,14 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import pytest
+
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
 from offlab.history import build_history, matches, what_changed
-from offlab.history_report import history_table
-from offlab.store import Store
+from offlab.history_report import history_table, render_markdown
+from offlab.report.model import build_rows
+from offlab.storage.tables import sample
+from offlab.store import RunAggregates, RunResults, Store
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 NIC = {"nic driver": "ice", "nic version": "6.12", "nic firmware-version": "4.20"}
@@ -55,10 +59,67 @@ def test_a_case_across_kernels_firmware_and_offlab_versions(store_at):
     assert offlab.changed == ("offlab: – → 0.2.0",)
     assert [p.significant for p in case.points] == [False, False, True, False]
     assert 0.3 < firmware.change.ratio < 0.5
-    assert case.points[0].effect is not None or case.points[0].row.profile.name == "all-on"
+    assert case.points[0].effect is not None  # the case is not its group's baseline
     rows = history_table(case).rows
     assert rows[2][4].endswith("*") and rows[1][4].endswith("(n.s.)")
     assert rows[2][-1] == "sender nic firmware-version: 4.20 → 4.40"
+
+
+def test_the_database_moments_are_the_samples_own(store_at):
+    # a history takes each case's n, mean, spread and minimum of throughput and headline
+    # CPU from the database (a GROUP BY); they are what report/model.py computes from the
+    # samples, on both engines (SQLite's stddev_samp is storage/location.py's)
+    _store(store_at)
+    with Store(store_at, readonly=True) as store:
+        aggregated = list(store.runs_with_cases(lambda key: True))
+        whole = {r: build_rows(store.load_run(r)) for r in store.run_ids()}
+    assert [type(a) for a in aggregated] == [RunAggregates] * 4
+    compared = 0
+    for run in aggregated:
+        rows = whole[run.info.run_id]
+        assert set(run.moments) == set(rows)
+        for key, moments in run.moments.items():
+            row = rows[key]
+            assert row.cpu_per_gbps is not None and moments.cpu_per_gbps is not None
+            for got, want in ((moments.throughput, row.throughput), (moments.cpu_per_gbps, row.cpu_per_gbps)):
+                assert (got.n, got.positive) == (want.n, want.moments.positive)
+                assert got.mean == pytest.approx(want.mean, rel=1e-12)
+                assert got.std == pytest.approx(want.std, rel=1e-9)
+                compared += 1
+    assert compared == 2 * sum(len(rows) for rows in whole.values()) > 0
+
+
+def _history_of(store_at, pattern: str, from_samples: bool) -> str:
+    return render_markdown(_cases_of(store_at, pattern, from_samples), pattern, "the store")
+
+
+def _cases_of(store_at, pattern: str, from_samples: bool):
+    with Store(store_at, readonly=True) as store:
+        runs = ([store.load_run(r) for r in store.run_ids()] if from_samples
+                else list(store.runs_with_cases(lambda key: matches(pattern, key))))
+    return build_history(runs, pattern)
+
+
+def test_a_history_from_the_databases_moments_is_the_one_from_samples(store_at):
+    _store(store_at)
+    assert _history_of(store_at, "tcp", from_samples=False) == _history_of(store_at, "tcp", from_samples=True)
+    # and so are the chart's intervals
+    for moments, samples in zip(_cases_of(store_at, "tcp", False), _cases_of(store_at, "tcp", True)):
+        assert [p.interval for p in moments.points] == [pytest.approx(p.interval, rel=1e-12) for p in samples.points]
+        assert all(p.interval is not None for p in moments.points)
+
+
+def test_samples_stored_without_their_headline_are_read_whole(store_at):
+    # samples an offlab before revision 0005 stored have no headline CPU: the history
+    # reads those runs' samples, and prints the same
+    _store(store_at)
+    expected = _history_of(store_at, "tcp", from_samples=True)
+    with Store(store_at) as store, store._engine.begin() as conn:
+        conn.execute(sample.update().where(sample.c.run_id == "day2").values(cpu_timed=None, cpu_per_gbps=None))
+    with Store(store_at, readonly=True) as store:
+        kinds = {r.info.run_id: type(r) for r in store.runs_with_cases(lambda key: True)}
+    assert kinds == {"day1": RunAggregates, "day2": RunResults, "day3": RunAggregates, "day4": RunAggregates}
+    assert _history_of(store_at, "tcp", from_samples=False) == expected
 
 
 def test_patterns():

@@ -235,3 +235,24 @@ def test_a_relative_change_of_positive_data_never_reaches_below_minus_100_percen
 
     change = relative_change([0.1, 3.0, 0.2, 2.5], [4.0, 4.1, 3.9, 4.05])
     assert change.ci95 is not None and change.ci95[0] == -1.0 and change.ratio > -1.0
+
+
+@pytest.mark.parametrize("df", [1, 2, 4.5, 9, 29, 117.3, 1e4])
+def test_t_functions_are_scipy_stats_own(df):
+    # stats.py takes the Student-t functions from scipy.special (a third of scipy.stats'
+    # import): the quantile and the two-sided p-value must be scipy.stats.t's, bit for bit
+    stats.t_quantile.cache_clear()
+    assert stats.t_quantile(df) == float(sps.t.ppf(0.975, df))
+    for t_stat in (0.3, 1.96, 2.5, 7.0):
+        assert stats.two_sided_p(t_stat, df) == float(2.0 * sps.t.sf(t_stat, df))
+        assert stats.two_sided_p(-t_stat, df) == float(2.0 * sps.t.sf(t_stat, df))
+
+
+def test_a_history_imports_no_scipy_stats():
+    # importing scipy.stats is ~1.1 s of a history's or a comparison's ~2 s
+    import subprocess
+    import sys
+    code = ("import sys; from offlab import stats; stats.welch([1.0, 2.0, 3.0], [2.0, 3.0, 5.0]); "
+            "stats.summary([1.0, 2.0]); print('scipy.stats' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -96,6 +96,8 @@ def test_runs_and_latest(store_at):
         first = store.begin_run(fixture_run_info())
         second = store.begin_run(replace(fixture_run_info(), run_id="b", started_at=2e9))
         store.add_case(second, fixture_cases()[0])
+        with Store(store_at) as other:
+            other.add_case(second, fixture_cases()[0])  # another writer's: no second case
         store.finish_run(first, "interrupted")
         summaries = store.runs()
         assert [(r.id, r.status, r.cases, r.samples) for r in summaries] == [

@@ -78,6 +78,9 @@ def test_a_format_2_store_is_upgraded_with_every_figure_kept(v2_path: Path, tmp_
         assert upgraded.samples == new.load_run("fixture-run").samples
         assert set(upgraded.adaptive) == {fixture_cases()[0].key}
         assert [r.id for r in old.runs()] == ["fixture-run", "killed-run"]
+        # the run's case counter (revision 0005) is filled from the cases it holds
+        assert [(r.cases, r.samples) for r in old.runs()][0] == (len(upgraded.cases), sum(
+            len(v) for v in upgraded.samples.values())) == (new.runs()[0].cases, new.runs()[0].samples)
     assert _sql(v2_path, "SELECT version_num FROM alembic_version") == [(head_revision(),)]
     # The measured order of a sample's rows is kept from SQLite's rowid.
     assert _sql(v2_path, "SELECT COUNT(*) FROM sample_counter WHERE seq IS NULL") == [(0,)]

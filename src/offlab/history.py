@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from .records import RunInfo
-from .report.model import ProfileRow, build_groups, build_rows
-from .stats import RelativeChange, relative_change
-from .store import RunResults
+from .report.model import build_groups, build_rows, case_groups
+from .stats import Moments, RelativeChange, relative_change_of
+from .store import RunAggregates, RunResults
 
 NIC_FACTS = ("nic driver", "nic version", "nic firmware-version")
 """Per-host facts (hosts/facts.py, `ethtool -i`) whose change a history names."""
@@ -29,7 +29,12 @@ NIC_FACTS = ("nic driver", "nic version", "nic firmware-version")
 @dataclass(frozen=True)
 class HistoryPoint:
     run: RunInfo
-    row: ProfileRow
+    throughput: Moments
+    """Gbit/s over the run's repetitions of the case."""
+    interval: tuple[float, float] | None
+    """The 95 % interval of throughput (stats.Summary.interval)."""
+    cpu_per_gbps: Moments | None
+    """The headline CPU % per Gbit/s (report/model.py); None where the run has none."""
     effect: RelativeChange | None
     """The profile's throughput against the run's all-on baseline (None for the baseline)."""
     change: RelativeChange | None
@@ -43,6 +48,16 @@ class HistoryPoint:
     def significant(self) -> bool:
         """Throughput or CPU per Gbit/s changed significantly from the previous run."""
         return any(c is not None and c.significant for c in (self.change, self.cpu_change))
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """One case of one run, as a history prints it."""
+
+    throughput: Moments
+    interval: tuple[float, float] | None
+    cpu_per_gbps: Moments | None
+    effect: RelativeChange | None
 
 
 @dataclass(frozen=True)
@@ -72,32 +87,51 @@ def what_changed(before: RunInfo, after: RunInfo) -> tuple[str, ...]:
     return tuple(f"{name}: {old} → {new}" for name, old, new in facts if old != new)
 
 
-def _rows_with_effects(results: RunResults) -> Mapping[str, tuple[ProfileRow, RelativeChange | None]]:
+def _from_samples(results: RunResults) -> dict[str, _Figures]:
     rows = build_rows(results)
     found = {key: (row, None) for key, row in rows.items()}
     for group in build_groups(results, rows):
         for row in group.rows:
             found[row.case.key] = (row, row.vs_baseline_throughput)
+    return {key: _Figures(row.throughput.moments, row.throughput.interval,
+                          row.cpu_per_gbps.moments if row.cpu_per_gbps is not None else None, effect)
+            for key, (row, effect) in found.items()}
+
+
+def _from_aggregates(run: RunAggregates) -> dict[str, _Figures]:
+    """The same figures from the database's moments (store.py gives a run this way only
+    where they suffice, RunAggregates.sufficient): each case's effect against its group's
+    baseline is computed from the two cases' moments, as report/model.py does from values."""
+    found: dict[str, _Figures] = {}
+    for _, baseline, members in case_groups([c for c in run.cases if c.key in run.moments]):
+        for case in members:
+            own = run.moments[case.key]
+            effect = None
+            if baseline is not None and case is not baseline:
+                effect = relative_change_of(run.moments[baseline.key].throughput, own.throughput)
+            found[case.key] = _Figures(own.throughput, own.throughput.interval, own.cpu_per_gbps, effect)
     return found
 
 
-def build_history(runs: Iterable[RunResults], pattern: str) -> list[CaseHistory]:
+def build_history(runs: Iterable[RunResults | RunAggregates], pattern: str) -> list[CaseHistory]:
     """Every case matching `pattern`, in the order first measured, with one point per
     run that has samples of it, oldest run first."""
     ordered = sorted(runs, key=lambda r: (r.info.started_at, r.info.run_id))
     points: dict[str, list[HistoryPoint]] = {}
     for results in ordered:
-        for key, (row, effect) in _rows_with_effects(results).items():
+        figures = _from_aggregates(results) if isinstance(results, RunAggregates) else _from_samples(results)
+        for key, now in figures.items():
             if not matches(pattern, key):
                 continue
             previous = points.setdefault(key, [])[-1:]
             if previous:
                 last = previous[0]
-                change = relative_change(row.throughput.values, last.row.throughput.values)
-                cpu = (relative_change(row.cpu_per_gbps.values, last.row.cpu_per_gbps.values)
-                       if row.cpu_per_gbps is not None and last.row.cpu_per_gbps is not None else None)
+                change = relative_change_of(now.throughput, last.throughput)
+                cpu = (relative_change_of(now.cpu_per_gbps, last.cpu_per_gbps)
+                       if now.cpu_per_gbps is not None and last.cpu_per_gbps is not None else None)
                 changed = what_changed(last.run, results.info)
             else:
                 change, cpu, changed = None, None, ()
-            points[key].append(HistoryPoint(results.info, row, effect, change, changed, cpu))
+            points[key].append(HistoryPoint(results.info, now.throughput, now.interval, now.cpu_per_gbps,
+                                            now.effect, change, changed, cpu))
     return [CaseHistory(key, tuple(found)) for key, found in points.items()]

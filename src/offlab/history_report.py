@@ -29,8 +29,8 @@ def _started(point: HistoryPoint) -> str:
 
 def history_table(case: CaseHistory) -> Table:
     rows = tuple(
-        (p.run.run_id, _started(p), p.run.kernel, mean_std(p.row.throughput),
-         versus(p.change) if p.change is not None else "—", mean_std(p.row.cpu_per_gbps),
+        (p.run.run_id, _started(p), p.run.kernel, mean_std(p.throughput),
+         versus(p.change) if p.change is not None else "—", mean_std(p.cpu_per_gbps),
          versus(p.cpu_change) if p.cpu_change is not None else "—",
          versus(p.effect) if p.effect is not None else "baseline",
          "; ".join(p.changed) or ("—" if p.change is None else "nothing recorded"))
@@ -45,7 +45,7 @@ def _ci_errors(points: tuple[HistoryPoint, ...]) -> list[list[float]]:
     """Error bars from each run's 95 % interval of throughput (none with one repetition)."""
     down, up = [], []
     for p in points:
-        mean, interval = p.row.throughput.mean, p.row.throughput.interval
+        mean, interval = p.throughput.mean, p.interval
         low, high = interval if interval is not None else (mean, mean)
         down.append(max(0.0, mean - low))
         up.append(max(0.0, high - mean))
@@ -63,7 +63,7 @@ def history_chart(case: CaseHistory) -> bytes:
     ticks = x[::step]
     labels = [f"{_started(case.points[i])}\n{case.points[i].run.kernel}" for i in ticks]
     colours = [_CHANGED if p.significant else _STEADY for p in case.points]
-    means = [p.row.throughput.mean for p in case.points]
+    means = [p.throughput.mean for p in case.points]
     errors = _ci_errors(case.points)
     left.plot(x, means, color="#999999", linewidth=1, zorder=1)
     left.errorbar(x, means, yerr=errors, fmt="none", ecolor="#555555", capsize=3, zorder=2)

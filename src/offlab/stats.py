@@ -79,21 +79,67 @@ class Summary:
         """The same summary with every value multiplied by ``factor`` (unit change)."""
         return summary([v * factor for v in self.values])
 
+    @property
+    def moments(self) -> "Moments":
+        return Moments(self.n, self.mean, self.std, all(v > 0 for v in self.values))
+
+
+@dataclass(frozen=True)
+class Moments:
+    """What a test of two means needs of each side: n, the mean, the sample standard
+    deviation (None with one value) and whether every value was positive (a ratio of
+    positive quantities is never below −100 %). A Summary has them; so does a database's
+    aggregate over a case's samples (store.py), which need not send the values."""
+
+    n: int
+    mean: float
+    std: float | None
+    positive: bool
+
+    @property
+    def ci95(self) -> float | None:
+        """Half-width of the 95 % Student-t interval of the mean (as Summary.ci95)."""
+        return t_quantile(self.n - 1) * self.std / math.sqrt(self.n) if self.std is not None else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """Summary.interval where it needs no values: the t-interval, when it stays at or
+        above 0 or the values were not all positive; None where the positive interval
+        (of the logs) is needed, which only the values give (`needs_values`)."""
+        half = self.ci95
+        if half is None or self.needs_values:
+            return None
+        return (self.mean - half, self.mean + half)
+
+    @property
+    def needs_values(self) -> bool:
+        """Whether Summary.interval is the back-transformed interval of the logs."""
+        half = self.ci95
+        return half is not None and self.mean - half < 0 and self.positive
+
 
 def _student_t():
-    """scipy's Student-t distribution, imported on first use: importing scipy.stats
-    costs about 0.7 s of CPU, half of every `offlab` start, and most commands (list,
-    export, every refused command) never reach a t quantile."""
-    from scipy.stats import t
+    """scipy's Student-t functions (distribution function, its inverse), imported on first
+    use: most commands (list, export, every refused command) never reach a t quantile.
+    They come from scipy.special, which `scipy.stats.t` calls for these two (its `sf(x,
+    df)` is `stdtr(df, -x)`, its `ppf(q, df)` is `stdtrit(df, q)`: the same figures,
+    tests/test_stats.py checks it): importing scipy.stats costs ~1.1 s on the lab's
+    2-core machine, scipy.special ~0.4 s, and `history` and `compare` need nothing else."""
+    from scipy.special import stdtr, stdtrit
 
-    return t
+    return stdtr, stdtrit
 
 
 @functools.lru_cache(maxsize=1024)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """Two-sided Student-t critical value. Cached: a history of 100 runs asks for the
     same few degrees of freedom a thousand times, and each scipy call costs ~1 ms."""
-    return float(_student_t().ppf(0.5 + confidence / 2.0, df))
+    return float(_student_t()[1](df, 0.5 + confidence / 2.0))
+
+
+def two_sided_p(t_stat: float, df: float) -> float:
+    """P(|T| ≥ |t_stat|) for Student's t with `df` degrees of freedom."""
+    return float(2.0 * _student_t()[0](df, -abs(t_stat)))
 
 
 def summary(values: Sequence[float]) -> Summary:
@@ -200,7 +246,11 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Welch:
     When both samples have zero variance the difference is known exactly: p is 1
     if the means are equal and 0 otherwise, and the CI collapses to the difference.
     """
-    sa, sb = summary(a), summary(b)
+    return welch_of(summary(a).moments, summary(b).moments)
+
+
+def welch_of(sa: Moments, sb: Moments) -> Welch:
+    """Welch's test from each side's moments (``welch`` of their values)."""
     diff = sa.mean - sb.mean
     if sa.std is None or sb.std is None:
         return Welch(diff, None, None, None, sa.n, sb.n)
@@ -211,7 +261,7 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Welch:
         return Welch(diff, (diff, diff), p, math.inf, sa.n, sb.n)
     df = _welch_df(u_a, sa.n, u_b, sb.n)
     t_stat = diff / se
-    p = float(2.0 * _student_t().sf(abs(t_stat), df))
+    p = two_sided_p(t_stat, df)
     half = t_quantile(df) * se
     return Welch(diff, (diff - half, diff + half), p, df, sa.n, sb.n)
 
@@ -258,10 +308,14 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
     cannot be negative; a noisy numerator lets Fieller's root reach below it, and
     `compare` printed "−71 % [CI −146 %, …]").
     """
-    s_new, s_base = summary(new), summary(base)
+    return relative_change_of(summary(new).moments, summary(base).moments)
+
+
+def relative_change_of(s_new: Moments, s_base: Moments) -> RelativeChange | None:
+    """``relative_change`` from each side's moments."""
     if s_base.mean == 0:
         return None
-    test = welch(new, base)
+    test = welch_of(s_new, s_base)
     ratio = s_new.mean / s_base.mean - 1.0
     if s_new.std is None or s_base.std is None or test.df is None:
         return RelativeChange(ratio, None, test)
@@ -274,7 +328,7 @@ def relative_change(new: Sequence[float], base: Sequence[float]) -> RelativeChan
         return RelativeChange(ratio, None, test)
     root = math.sqrt(t2 * (v_a * denom + v_b * a * a))
     low, high = sorted(((a * b - root) / denom, (a * b + root) / denom))
-    if all(v > 0 for v in (*new, *base)):
+    if s_new.positive and s_base.positive:
         low = max(low, 0.0)  # a ratio of positive quantities is never below 0 (−100 %)
     return RelativeChange(ratio, (low - 1.0, high - 1.0), test)
 

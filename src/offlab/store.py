@@ -42,13 +42,14 @@ from .storage import retry, schema, writer
 from .storage.errors import StoreError
 from .storage.masking import mask_command_line
 from .storage.location import StoreLocation
-from .storage.reading import load_run, load_runs
-from .storage.results import RunOutline, RunResults, RunSummary
+from .storage.reading import aggregate_runs, load_run, load_runs
+from .storage.results import RunAggregates, RunOutline, RunResults, RunSummary
 from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                              sample_interval, sample_offload, sample_probe)
 from .storage.tables import case as case_table
 
-__all__ = ["Store", "StoreError", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES", "LAYERS"]
+__all__ = ["Store", "StoreError", "RunAggregates", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES",
+           "LAYERS"]
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 
@@ -199,7 +200,7 @@ class Store:
                 for case in results.cases:
                     self._insert_case(conn, results.info.run_id, case)
                     for one in results.samples.get(case.key, ()):
-                        self._insert_sample(conn, results.info.run_id, one)
+                        self._insert_sample(conn, results.info.run_id, case, one)
                 for outcome in results.adaptive.values():
                     self._insert_adaptive(conn, results.info.run_id, outcome)
                 self._insert_stack(conn, results.info.run_id, results.stack)
@@ -216,16 +217,18 @@ class Store:
         self._cases_known.add((run_id, case.key))
 
     def _insert_case(self, conn: Connection, run_id: str, case: CaseSpec) -> None:
-        """One statement: the case at the end of the run's order, unless it is there."""
+        """The case at the end of the run's order, unless it is there, and the run's count."""
         position = (select(func.count()).select_from(case_table)
                     .where(case_table.c.run_id == run_id).scalar_subquery())
-        conn.execute(self._upsert_ignore(case_table, dict(
+        added = conn.execute(self._upsert_ignore(case_table, dict(
             run_id=run_id, key=case.key, position=position, scenario=case.scenario, mtu=case.mtu,
             profile_name=case.profile.name, profile_side=case.profile.side,
             profile_features=codec.mapping_to_doc(case.profile.features),
             traffic=codec.traffic_to_doc(case.traffic), topology=codec.params_to_doc(case.topology),
             params=codec.params_to_doc(case.params), datapath=codec.datapath_to_doc(case.datapath),
-            label=case.label)))
+            label=case.label)).returning(case_table.c.key)).first()
+        if added is not None:
+            conn.execute(run.update().where(run.c.id == run_id).values(case_count=run.c.case_count + 1))
 
     def add_sample(self, run_id: str, case: CaseSpec, sample_: Sample) -> None:
         """Store one repetition and commit at once; a connection lost on the way is
@@ -237,19 +240,22 @@ class Store:
         stored = (select(sample.c.id).where(sample.c.run_id == run_id, sample.c.case_key == case.key,
                                             sample.c.repetition == sample_.repetition))
         try:
-            retry.in_transaction(self._engine, lambda conn: self._insert_sample(conn, run_id, sample_),
+            retry.in_transaction(self._engine, lambda conn: self._insert_sample(conn, run_id, case, sample_),
                                  done_already=lambda conn: conn.execute(stored).first() is not None)
         except IntegrityError as err:
             raise StoreError(
                 f"repetition {sample_.repetition} of {case.key} is already stored in run {run_id}"
             ) from err
 
-    def _insert_sample(self, conn: Connection, run_id: str, s: Sample) -> None:
+    def _insert_sample(self, conn: Connection, run_id: str, case: CaseSpec, s: Sample) -> None:
+        from .headline import sample_headline  # a writer's import: reading commands start without it
+        cpu_timed, cpu_per_gbps = sample_headline(case, s)
         result = conn.execute(sample.insert().values(
             run_id=run_id, case_key=s.case_key, repetition=s.repetition, started_at=s.started_at,
             duration_s=s.duration_s, throughput_bps=s.throughput_bps, sender_bps=s.sender_bps,
             retransmits=s.retransmits, lost_packets=s.lost_packets, total_packets=s.total_packets,
-            roles=codec.mapping_to_doc(s.roles), role_hosts=codec.mapping_to_doc(s.role_hosts)))
+            roles=codec.mapping_to_doc(s.roles), role_hosts=codec.mapping_to_doc(s.role_hosts),
+            cpu_timed=cpu_timed, cpu_per_gbps=cpu_per_gbps))
         (sample_id,) = result.inserted_primary_key
         conn.execute(run.update().where(run.c.id == run_id).values(sample_count=run.c.sample_count + 1))
         rows = {
@@ -378,22 +384,20 @@ class Store:
     # --- reading -------------------------------------------------------------------
 
     def runs(self) -> list[RunSummary]:
-        """Every run, oldest first, with how many cases and samples it holds: one query,
-        cases counted by a GROUP BY, samples by the run's own counter (counting a team
-        store's samples would read every one)."""
-        cases = (select(case_table.c.run_id, func.count().label("n"))
-                 .group_by(case_table.c.run_id).subquery())
-        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status,
-                        func.coalesce(cases.c.n, 0), run.c.sample_count)
-                 .select_from(run.outerjoin(cases, cases.c.run_id == run.c.id))
+        """Every run, oldest first, with how many cases and samples it holds: one query of
+        the run table, both read from the run's own counters (counting a team store's case
+        and sample rows would read all of them)."""
+        query = (select(run.c.id, run.c.plan, run.c.started_at, run.c.status, run.c.case_count, run.c.sample_count)
                  .order_by(run.c.started_at, run.c.id))
         with self._reading() as conn:
             return [RunSummary(*row) for row in conn.execute(query)]
 
-    def runs_with_cases(self, wanted: Callable[[str], bool]) -> Iterator[RunResults]:
+    def runs_with_cases(self, wanted: Callable[[str], bool]) -> Iterator[RunAggregates | RunResults]:
         """The runs that measured a case whose key is `wanted`, oldest first, one at a time,
         each with only the cases a history of those keys reads: the matching ones and the
-        others of their group (scenario, MTU, traffic: where the baseline comes from)."""
+        others of their group (scenario, MTU, traffic: where the baseline comes from).
+        A run comes as the database's aggregates of those cases (RunAggregates) where they
+        give every figure a history prints, else with their samples (RunResults)."""
         with self._reading() as conn:
             keys = [k for k in conn.execute(select(case_table.c.key).distinct()).scalars() if wanted(k)]
             if not keys:
@@ -411,7 +415,11 @@ class Store:
                 per_run.setdefault(run_id, set()).add(key)
             batch = list(per_run.items())
             for first in range(0, len(batch), HISTORY_BATCH):  # memory flat however many runs
-                yield from load_runs(conn, dict(batch[first:first + HISTORY_BATCH]))
+                wanted_runs = dict(batch[first:first + HISTORY_BATCH])
+                aggregated = aggregate_runs(conn, wanted_runs)
+                short = {a.info.run_id: wanted_runs[a.info.run_id] for a in aggregated if not a.sufficient}
+                whole = {r.info.run_id: r for r in load_runs(conn, short)} if short else {}
+                yield from (whole.get(a.info.run_id, a) for a in aggregated)
 
     def run_count(self) -> tuple[int, int]:
         """(runs, runs still "running"), counted by the database."""

@@ -14,20 +14,13 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from .. import capacity
-from ..cpu import refusals, windows_off
+from ..headline import cpu_timed, headline_cpu_per_gbps, headline_roles  # cpu_timed: report modules import it here
 from ..offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..stats import RelativeChange, Summary, relative_change, summary
 from ..store import RunResults
 
 SIDES = ("tx", "rx", "both")
-WIRE_FREE_ROLES = {"nic": ("sender",)}
-"""Topology `wire` → the roles whose cores carry none of the wire's own work: the headline
-CPU per Gbit/s counts only those cores. The NIC wire (topology/bare.py) bridges and
-segments on the receiver's core, work a NIC does in hardware; on 2 cores it cannot go
-anywhere that is not measured, so a transmitter effect is read on the sender's core,
-where its variable (the sender's TSO) acts, and the receiver's core (the receiver's work
-and the wire's) is shown apart in the CPU table. Other wires: every core."""
 ALL_CORES = "all cores"
 SIDE_NAMES = {"tx": "transmitter", "rx": "receiver", "both": "both sides"}
 
@@ -87,7 +80,7 @@ class ProfileRow:
     """CPU % per Gbps, all on relative to this profile."""
     cpu_roles: tuple[str, ...] | None = None
     """The roles whose cores the headline CPU counts where a wire's work shares the
-    others (WIRE_FREE_ROLES); None: every core."""
+    others (headline.WIRE_FREE_ROLES); None: every core."""
 
     @property
     def cpu_basis(self) -> str:
@@ -146,7 +139,7 @@ class CaseGroup:
     @property
     def cpu_metric(self) -> str:
         """The headline CPU's name in a sentence: "CPU per Gbps", or "sender's CPU per
-        Gbps" where a wire's work shares the other cores (WIRE_FREE_ROLES)."""
+        Gbps" where a wire's work shares the other cores (headline.WIRE_FREE_ROLES)."""
         roles = self.rows[0].cpu_roles if self.rows else None
         return "CPU per Gbps" if roles is None else f"{_whose(roles)} CPU per Gbps"
 
@@ -183,18 +176,10 @@ def build_rows(results: RunResults) -> dict[str, ProfileRow]:
     }
 
 
-def cpu_timed(sample: Sample) -> bool:
-    """Whether the sample's CPU can be used: its CPU windows all match its measured
-    window (a window off by more than 5 % on any host leaves it out of CPU figures), and
-    no role's pinned tasks used more CPU than the role's core had (cpu.refusals: a clock
-    or a pinning that cannot be trusted refuses the sample's CPU)."""
-    return not windows_off(sample.counters, sample.duration_s) and not refusals(sample.counters)
-
-
 def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
     samples = tuple(samples)
     timed = tuple(s for s in samples if cpu_timed(s))
-    roles = WIRE_FREE_ROLES.get(case.topology.get("wire"))
+    roles = headline_roles(case)
     per_gbps = [headline_cpu_per_gbps(s, roles) for s in timed]
     losses = [s.loss_percent for s in samples]
     retrans = [s.retransmits for s in samples]
@@ -221,18 +206,6 @@ def profile_row(case: CaseSpec, samples: Sequence[Sample]) -> ProfileRow:
 def _whose(roles: Sequence[str]) -> str:
     """("sender",) → "sender's"."""
     return " and ".join(f"{role}'s" for role in roles)
-
-
-def headline_cpu_per_gbps(sample: Sample, roles: Sequence[str] | None) -> float | None:
-    """Busy CPU per Gbit/s of every core (roles None) or of these roles' cores only;
-    None where a role's core was not measured or nothing was carried."""
-    if roles is None:
-        return sample.cpu_percent_per_gbps
-    shares = [sample.role_share(role) for role in roles]
-    gbps = sample.throughput_bps / 1e9
-    if any(share is None for share in shares) or gbps <= 0:
-        return None
-    return sum(share.busy for share in shares) / gbps
 
 
 def _summary_if_all(values: Sequence[float | None]) -> Summary | None:
@@ -266,35 +239,38 @@ def role_cpu(samples: Sequence[Sample]) -> tuple[RoleCpu, ...]:
 
 def build_groups(results: RunResults, rows: Mapping[str, ProfileRow]) -> tuple[CaseGroup, ...]:
     """Groups in plan order of their first case."""
-    buckets: dict[tuple[str, int, str], list[ProfileRow]] = {}
-    for case in results.cases:
-        if case.key in rows:
-            buckets.setdefault((case.scenario_label, case.mtu, case.traffic.label), []).append(
-                rows[case.key]
-            )
     groups: list[CaseGroup] = []
-    for members in buckets.values():
-        groups.extend(_split_by_side(members))
+    for side, baseline, members in case_groups([c for c in results.cases if c.key in rows]):
+        base_row = rows[baseline.key] if baseline is not None else None
+        own = tuple(_with_deltas(rows[c.key], base_row) for c in members)
+        first = own[0].case
+        groups.append(CaseGroup(first.scenario_label, first.mtu, first.traffic, side, base_row, own))
     return tuple(groups)
 
 
-def _split_by_side(members: list[ProfileRow]) -> list[CaseGroup]:
-    shared = next((r for r in members if is_all_on(r.case)), None)
-    varying = [r for r in members if not is_all_on(r.case)]
-    sides = [s for s in SIDES if any(r.profile.side == s for r in varying)]
+def case_groups(cases: Sequence[CaseSpec]) -> list[tuple[str, CaseSpec | None, list[CaseSpec]]]:
+    """(side, baseline, members) of the measured cases, grouped per scenario × MTU ×
+    traffic and split by side, in plan order of their first case: what build_groups
+    makes rows of, and what a history takes each case's baseline from."""
+    buckets: dict[tuple[str, int, str], list[CaseSpec]] = {}
+    for case in cases:
+        buckets.setdefault((case.scenario_label, case.mtu, case.traffic.label), []).append(case)
+    return [group for members in buckets.values() for group in _split_by_side(members)]
+
+
+def _split_by_side(members: list[CaseSpec]) -> list[tuple[str, CaseSpec | None, list[CaseSpec]]]:
+    shared = next((c for c in members if is_all_on(c)), None)
+    varying = [c for c in members if not is_all_on(c)]
+    sides = [s for s in SIDES if any(c.profile.side == s for c in varying)]
     if not sides:  # only baselines were measured: show them as they are
-        sides = list(dict.fromkeys(r.profile.side for r in members))
+        sides = list(dict.fromkeys(c.profile.side for c in members))
     groups = []
     for side in sides:
-        own = [r for r in members if r.profile.side == side]
-        baseline = next((r for r in own if is_all_on(r.case)), shared)
-        if baseline is not None and all(r is not baseline for r in own):
+        own = [c for c in members if c.profile.side == side]
+        baseline = next((c for c in own if is_all_on(c)), shared)
+        if baseline is not None and all(c is not baseline for c in own):
             own.insert(0, baseline)  # borrowed from side "both"
-        rows = tuple(_with_deltas(r, baseline) for r in own)
-        first = rows[0].case
-        groups.append(
-            CaseGroup(first.scenario_label, first.mtu, first.traffic, side, baseline, rows)
-        )
+        groups.append((side, baseline, own))
     return groups
 
 

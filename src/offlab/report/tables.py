@@ -86,7 +86,7 @@ def versus(change: RelativeChange | None) -> str:
 
 def _per_gbps_header(group: CaseGroup) -> str:
     """The headline CPU column: of every core, or of the cores the wire's work does not
-    share (model.WIRE_FREE_ROLES)."""
+    share (headline.WIRE_FREE_ROLES)."""
     return "CPU % per Gbps" if group.cpu_basis == ALL_CORES else f"CPU % per Gbps, {group.cpu_basis}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import statistics
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,22 @@ def make_engine(location: StoreLocation, readonly: bool) -> Engine:
     return engine
 
 
+class _SampleStd:
+    """PostgreSQL's stddev_samp for SQLite (which has none): the sample standard
+    deviation of the non-NULL values, NULL with fewer than two (a history's query is
+    then one text on both engines)."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def step(self, value: float | None) -> None:
+        if value is not None:
+            self.values.append(value)
+
+    def finalize(self) -> float | None:
+        return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+
 def _sqlite_transactions(engine: Engine, wal: bool) -> None:
     """Let SQLAlchemy, not Python's sqlite3 module, begin transactions, so DDL is
     transactional (a failed migration leaves the store as it was), and let a writer's
@@ -135,6 +152,7 @@ def _sqlite_transactions(engine: Engine, wal: bool) -> None:
     def _on_connect(dbapi_connection, _record):
         dbapi_connection.isolation_level = None
         dbapi_connection.execute("PRAGMA foreign_keys = ON")
+        dbapi_connection.create_aggregate("stddev_samp", 1, _SampleStd)
         if wal:
             # WAL lets reports read while a run writes (store.close goes back to a
             # rollback journal for read-only openers).

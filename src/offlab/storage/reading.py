@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Collection, Mapping, Optional
 
-from sqlalchemy import false, or_, select, tuple_
+from sqlalchemy import false, func, or_, select, true, tuple_
 from sqlalchemy.engine import Connection
 
 from .. import codec
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, CpuShare, FeatureState, Interval, OffloadProfile, RateProbe, RunInfo, Sample
 from .masking import mask_command_line
-from .results import RunResults
+from .results import CaseMoments, RunAggregates, RunResults
 from .tables import (case, case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
                      sample_interval, sample_offload, sample_probe)
 
@@ -48,6 +48,38 @@ def load_runs(conn: Connection, wanted: Wanted) -> list[RunResults]:
     return [RunResults(_info(row), row.status, tuple(cases.get(run_id, ())), samples.get(run_id, {}),
                        row.finished_at, adaptive.get(run_id, {}), tags.get(run_id), stack.get(run_id, {}))
             for run_id, row in ((k, rows[k]) for k in wanted if k in rows)]
+
+
+def aggregate_runs(conn: Connection, wanted: Mapping[str, Collection[str]]) -> list[RunAggregates]:
+    """Several runs' environment, wanted cases and each case's moments (n, mean, sample
+    standard deviation, minimum) of throughput and headline CPU, aggregated by the
+    database: one row per case, however many samples it has."""
+    from ..stats import Moments  # not at import: `list` and `export` compute nothing
+    rows = {r.id: r for r in conn.execute(select(run).where(run.c.id.in_(list(wanted))))}
+    if not rows:
+        return []
+    cases = _cases(conn, wanted)
+    moments: dict[str, dict[str, CaseMoments]] = {}
+    for r in conn.execute(_moments_query(wanted)):
+        cpu = None
+        if r.timed and r.cpu_n == r.timed:  # as report/model.py: every timed sample has one
+            cpu = Moments(r.cpu_n, r.cpu_mean, r.cpu_std, r.cpu_min > 0)
+        moments.setdefault(r.run_id, {})[r.case_key] = CaseMoments(
+            Moments(r.n, r.mean, r.std, r.min > 0), cpu, complete=r.computed == r.n)
+    return [RunAggregates(_info(rows[k]), tuple(cases.get(k, ())), moments.get(k, {})) for k in wanted if k in rows]
+
+
+def _moments_query(wanted: Wanted):
+    gbps, cpu = sample.c.throughput_bps / 1e9, sample.c.cpu_per_gbps
+    # stddev_samp is PostgreSQL's; storage/location.py gives SQLite connections one
+    return (select(sample.c.run_id, sample.c.case_key, func.count().label("n"),
+                   func.count(sample.c.cpu_timed).label("computed"),
+                   func.avg(gbps).label("mean"), func.stddev_samp(gbps).label("std"), func.min(gbps).label("min"),
+                   func.count().filter(sample.c.cpu_timed == true()).label("timed"),
+                   func.count(cpu).label("cpu_n"), func.avg(cpu).label("cpu_mean"),
+                   func.stddev_samp(cpu).label("cpu_std"), func.min(cpu).label("cpu_min"))
+            .where(_where(sample.c.run_id, sample.c.case_key, wanted))
+            .group_by(sample.c.run_id, sample.c.case_key))
 
 
 def _info(row: Any) -> RunInfo:

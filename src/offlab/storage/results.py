@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, RunInfo, Sample
+
+if TYPE_CHECKING:  # stats is a reading command's import only where it computes (list does not)
+    from ..stats import Moments
 
 
 @dataclass(frozen=True)
@@ -61,3 +64,38 @@ class RunResults:
     """(campaign id, pair name) when the run is one pair's part of a campaign."""
     stack: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
     """place ("bare · MTU 1500") → host → stack setting → value (stackconfig.py)."""
+
+
+@dataclass(frozen=True)
+class CaseMoments:
+    """A case's figures as the database aggregates them over its samples (a history's
+    need): throughput in Gbit/s over every sample, and the headline CPU per Gbit/s
+    (headline.py) over the samples whose CPU can be used."""
+
+    throughput: Moments
+    cpu_per_gbps: Moments | None
+    """None where no sample's CPU can be used or one of them has no headline figure
+    (report/model.py shows none then either)."""
+    complete: bool
+    """Every sample has its headline stored (revision 0005 on); False: some were stored
+    before, and only their rows give the case's CPU figure."""
+
+
+@dataclass(frozen=True)
+class RunAggregates:
+    """A run as a history reads it from the database's aggregates: its environment, the
+    cases asked for (plan order) and each measured one's moments."""
+
+    info: RunInfo
+    cases: tuple[CaseSpec, ...]
+    moments: Mapping[str, CaseMoments]
+    """case key → its moments; cases with no sample have none."""
+
+    @property
+    def sufficient(self) -> bool:
+        """Whether the moments give every figure a history prints, as the samples would:
+        not for samples stored before their headline was, a capacity case (its rate is
+        the mean of the verified runs only, capacity.py), or a throughput interval that
+        must be taken over the logs (stats.Moments.needs_values)."""
+        capacity = any(c.traffic.mode == "capacity" for c in self.cases if c.key in self.moments)
+        return not capacity and all(m.complete and not m.throughput.needs_values for m in self.moments.values())

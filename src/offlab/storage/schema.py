@@ -41,7 +41,7 @@ FORMAT_VERSION = 4
 """meta.format_version of the newest revision: what offlab releases before Alembic read
 to refuse a store they cannot write (see alembic/versions/0002_team_store.py)."""
 UPGRADE_LOCK = 0x6F66_6C61_62  # "oflab": the advisory lock key of schema upgrades
-REVISIONS = ("0001", "0002", "0003", "0004")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 """The revisions of alembic/versions, oldest first. A reading command checks a store
 against them without importing Alembic (most of its start-up otherwise); only an
 upgrade loads the history. tests/test_store_schema.py checks they are the history's."""

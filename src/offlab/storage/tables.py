@@ -99,6 +99,8 @@ run = Table(
     Column("writer", Document),
     Column("sample_count", Count, nullable=False, server_default="0"),
     # Kept by each sample's own transaction: `list` prints it without counting samples.
+    Column("case_count", Count, nullable=False, server_default="0"),
+    # Kept by each case's own transaction (revision 0005): `list` reads no case row.
     # Which offlab process writes the run (writer.py): how a later run on the same
     # machine tells a killed run from a live one without touching other machines' runs.
 )
@@ -138,6 +140,11 @@ sample = Table(
     Column("total_packets", Count),
     Column("roles", Document, nullable=False),
     Column("role_hosts", Document, nullable=False, server_default="{}"),
+    # The sample's headline CPU (headline.py), so that a history aggregates it in the
+    # database: whether its CPU can be used, and busy CPU per Gbit/s if so. NULL
+    # cpu_timed: stored before revision 0005 (a history reads those samples' rows).
+    Column("cpu_timed", Boolean),
+    Column("cpu_per_gbps", Double),
     UniqueConstraint("run_id", "case_key", "repetition"),
     ForeignKeyConstraint(["run_id", "case_key"], ["case.run_id", "case.key"]),
 )
