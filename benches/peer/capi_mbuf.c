@@ -30,6 +30,7 @@
 #include <rte_mbuf_dyn.h>
 
 #include "capi_mbuf.h"
+#include "mbuf_pool.h"
 #include "mbuf_tx.h"
 #include "measure.h"
 #include "offlab_engine.h"
@@ -69,8 +70,7 @@ void capi_mbuf_init(const char *argv0)
 
 	if (rte_eal_init(11, eal_argv) < 0)
 		die("rte_eal_init failed");
-	gro_pool = rte_pktmbuf_pool_create("gro", 2047, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					   rte_socket_id());
+	gro_pool = bench_gro_pool("gro", 2047, 256, RTE_MBUF_DEFAULT_BUF_SIZE);
 	gso_big = rte_pktmbuf_pool_create("gso_in", 7, 0, 0, UINT16_MAX, rte_socket_id());
 	gso_direct = rte_pktmbuf_pool_create("gso_direct", 1023, 256, 0,
 					     RTE_PKTMBUF_HEADROOM + 128, rte_socket_id());
