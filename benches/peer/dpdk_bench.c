@@ -18,6 +18,7 @@
 #include <rte_tcp.h>
 #include <rte_ethdev.h>
 
+#include "mbuf_pool.h"
 #include "mbuf_tx.h"
 #include "measure.h"
 #include "packets.h"
@@ -496,8 +497,7 @@ int main(int argc, char **argv)
 	}
 	if (rte_eal_init(11, eal_argv) < 0)
 		die("rte_eal_init failed");
-	pool = rte_pktmbuf_pool_create("gro", 2047, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-				       rte_socket_id());
+	pool = bench_gro_pool("gro", 2047, 256, RTE_MBUF_DEFAULT_BUF_SIZE);
 	if (pool == NULL)
 		die("mbuf pool");
 	run_gro(pool, seconds, only);
