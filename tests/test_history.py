@@ -144,3 +144,14 @@ def test_the_history_command(tmp_path, pg_url):
     none = subprocess.run([*OFFLAB, "history", "nosuchcase", "--store", pg_url], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
     assert none.returncode == 1 and none.stderr.count("\n") == 1 and "no stored case matches" in none.stderr
+
+
+def test_a_history_loads_nothing_of_the_measuring_side():
+    # pyroute2 and the measuring modules were ~0.35 s of a history's start: the report
+    # read two device names and a counter prefix through topology.bare and measure.
+    import subprocess
+    import sys
+    code = ("import sys, offlab.history, offlab.history_report; "
+            "print(sorted(m for m in ('pyroute2', 'offlab.measure', 'offlab.topology') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

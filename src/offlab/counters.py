@@ -23,6 +23,9 @@ SOFTNET_FILE = "/proc/net/softnet_stat"
 the CPU's number (column 12, kernels since 5.10). Not per namespace: one per machine."""
 SOFTNET_COLUMNS = {1: "dropped", 2: "squeezed", 10: "flow_limit"}
 QDISC_FIELDS = ("drops", "requeues", "overlimits")
+WINDOW_DEVICE_PREFIX = "window:"
+"""Sample counters "window:<host>:dev.<device>.<column>": a device's packets and bytes
+over the measured window alone (the runner's "<host>:dev…" span the whole test)."""
 
 DEV_FIELDS = (
     "rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping
 
 from . import capacity, cpu, foreign, latency, latency_probes, udpload
-from .counters import delta as counters_delta, parse_dev
+from .counters import WINDOW_DEVICE_PREFIX, delta as counters_delta, parse_dev
 from .records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from .hosts import Host
 from .topology import Topology
@@ -274,9 +274,6 @@ def _app_times(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, 
     return {role: cpu.process_times(pid, host) if pid else None for role, (pid, host) in apps.items()}
 
 
-WINDOW_DEVICE_PREFIX = "window:"
-"""Sample counters "window:<host>:dev.<device>.<column>": a device's packets and bytes
-over the measured window alone (the runner's "<host>:dev…" span the whole test)."""
 DEVICE_COLUMNS = ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
 
 

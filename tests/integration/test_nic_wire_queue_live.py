@@ -6,7 +6,8 @@ its rows were set apart for drops. The kernel's own link settings are the oracle
 import json
 
 from offlab.records import Params
-from offlab.topology.bare import WIRE_RX, Bare
+from offlab.hosts.naming import WIRE_RX
+from offlab.topology.bare import Bare
 from offlab.topology import SCENARIOS
 
 

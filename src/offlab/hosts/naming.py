@@ -13,8 +13,6 @@ import re
 import signal
 from typing import Callable, Iterable
 
-from pyroute2 import netns
-
 from ..proc import run
 
 PREFIX = "ofl"
@@ -33,6 +31,16 @@ def device_name(suffix: str) -> str:
     if len(name) > IFNAMSIZ:
         raise ValueError(f"device name {name!r} is longer than {IFNAMSIZ} characters")
     return name
+
+
+TX_DEV = device_name("v0")
+"""The bare topology's sender device (and the tunnels' underlay): counters and reports name it."""
+RX_DEV = device_name("v1")
+"""The bare topology's receiver device."""
+WIRE_TX = device_name("w0")
+"""The wire namespace's device facing the sender."""
+WIRE_RX = device_name("w1")
+"""The wire namespace's device facing the receiver: it segments (no TSO, GSO on)."""
 
 
 def parse_namespace(name: str) -> tuple[int, str] | None:
@@ -63,6 +71,7 @@ def stale_namespaces(names: Iterable[str], alive: Callable[[int], bool] = pid_al
 
 def our_namespaces(pid: int | None = None) -> list[str]:
     """Namespaces created by `pid` (default: this process) that exist right now."""
+    from pyroute2 import netns  # a third of a second: reports name devices without it
     wanted = os.getpid() if pid is None else pid
     return sorted(n for n in netns.listnetns() if (p := parse_namespace(n)) and p[0] == wanted)
 
@@ -70,6 +79,7 @@ def our_namespaces(pid: int | None = None) -> list[str]:
 def sweep_leftovers() -> list[str]:
     """Delete namespaces left by offlab runs that were killed, and stop the processes
     (iperf3 servers) still running in them; return the namespaces' names."""
+    from pyroute2 import netns
     removed = []
     for name in stale_namespaces(netns.listnetns()):
         for pid in run(["ip", "netns", "pids", name], check=False).stdout.split():

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..measure import WINDOW_DEVICE_PREFIX
+from ..counters import WINDOW_DEVICE_PREFIX
+from ..hosts.naming import RX_DEV, TX_DEV, WIRE_RX
 from ..offloads import GRO, TSO
 from ..stats import summary
-from ..topology.bare import RX_DEV, TX_DEV, WIRE_RX
 from .fragments import fragmentation
 
 if TYPE_CHECKING:

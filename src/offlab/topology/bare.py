@@ -27,24 +27,18 @@ Topology parameters:
 
 from __future__ import annotations
 
-from ..hosts.naming import device_name
+from ..hosts.naming import RX_DEV, TX_DEV, WIRE_RX, WIRE_TX, device_name
 from ..hosts import Host
 from ..offloads import GRO, TSO, Interface
 from .base import Endpoint, Topology, TopologyError
 from .dut import DutLayout
 
-TX_DEV = device_name("v0")
-RX_DEV = device_name("v1")
 TX_ADDR = "10.201.0.1"
 RX_ADDR = "10.201.0.2"
 PREFIXLEN = 24
 UNDERLAYS = {"ipv4": (TX_ADDR, RX_ADDR, PREFIXLEN), "ipv6": ("fd00:201::1", "fd00:201::2", 64)}
 WIRES = ("mtu", "nic", "veth-superpackets")
 MTU_WIRE_SENDER = {TSO: False, "tx-udp-segmentation": False}
-WIRE_TX = device_name("w0")
-"""The wire namespace's device facing the sender."""
-WIRE_RX = device_name("w1")
-"""The wire namespace's device facing the receiver: it segments (no TSO, GSO on)."""
 WIRE_BRIDGE = device_name("wbr")
 NIC_WIRE_DEVICE = {TSO: False, "tx-udp-segmentation": False, GRO: False}
 """What the wire's devices hold: no TSO/USO (so GSO segments to MTU frames before the

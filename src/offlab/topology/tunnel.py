@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..hosts.naming import device_name
 from ..offloads import UDP_TNL, Interface
-from .bare import RX_DEV, TX_DEV, Bare, underlay_addresses
+from ..hosts.naming import RX_DEV, TX_DEV
+from .bare import Bare, underlay_addresses
 from .base import TopologyError
 
 VNI = 42
