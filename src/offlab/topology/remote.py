@@ -236,6 +236,7 @@ class RemotePair(Topology):
             try:
                 journal.restore()
                 del self.journals[name]
+                self.session.drift += journal.drift
             except Exception as err:  # one host's failure must not keep the other changed
                 failed.append(f"{name}: {err}")
             finally:
