@@ -54,14 +54,17 @@ def test_a_default_route_by_the_test_interface_is_found_in_every_layout(route, n
 def test_an_upper_device_in_another_namespace_and_vfs_are_found():
     links = ({"ifname": "lo"}, {"ifname": "eno1"}, {"ifname": "ens1f0", "ifindex": 4, "mtu": 1500,
                                                      "vfinfo_list": [{"vf": 0}, {"vf": 1}]})
-    container = ({"ifname": "eth0", "link_index": 4, "link_netnsid": 0, "netns": "web",
+    container = ({"ifname": "eth0", "link_index": 4, "link_netnsid": 0, "lower_here": True, "netns": "web",
                   "linkinfo": {"info_kind": "macvlan"}},
-                 {"ifname": "veth1", "link_index": 4, "link_netnsid": 0, "netns": "web",
-                  "linkinfo": {"info_kind": "veth"}})
+                 {"ifname": "veth1", "link_index": 4, "link_netnsid": 0, "lower_here": True, "netns": "web",
+                  "linkinfo": {"info_kind": "veth"}},
+                 # the same index in a third namespace: another device (an ifindex is per namespace)
+                 {"ifname": "eth1", "link_index": 4, "link_netnsid": 1, "lower_here": False, "netns": "web",
+                  "linkinfo": {"info_kind": "ipvlan"}})
     found = findings(SPEC, use(links=links, foreign_links=container))
     assert "eth0 (macvlan) in namespace web sits on ens1f0" in found
     assert "ens1f0 has 2 SR-IOV VFs (their traffic goes through it)" in found
-    assert len(found) == 2  # a veth peer is not an upper device
+    assert len(found) == 2  # a veth peer is not an upper device, nor one on another namespace's device
 
 
 def test_a_dedicated_test_interface_passes():
@@ -256,3 +259,34 @@ def test_a_prefix_over_an_address_of_the_test_interface_is_refused(table, text):
     hosts = parse({**DOC, "test_network": table}, "h.toml")
     with pytest.raises(HostError, match=text.replace(".", r"\.")):
         check(hosts, {"sender": use(), "receiver": rx()}, allow_shared=True)
+
+
+def test_a_lower_device_in_another_namespace_counts_only_when_that_namespace_is_the_servers():
+    """An upper device's `link_index` is an ifindex of the namespace its `link_netnsid`
+    names (as the upper's namespace numbers them): it is the server's test interface only
+    when that namespace is the server's own — the root one (unnamed) on a server, its own
+    name when the server is itself a named namespace (the SSH rig)."""
+    import json as _json
+
+    from offlab.hosts.guard import _namespace_links
+    from tests.fixtures.recording_host import RecordingHost
+
+    def answers(here: str):
+        def answer(args: list[str]) -> str:
+            line = " ".join(args)
+            if line == "ip -j netns list":
+                return _json.dumps([{"name": "web"}, {"name": "db"}])
+            if line == "ip netns identify":
+                return here
+            namespace = args[-1]
+            if "link show" in line:
+                return _json.dumps([{"ifname": "eth0", "link_index": 4, "link_netnsid": 0,
+                                     "linkinfo": {"info_kind": "macvlan"}}])
+            # web's nsid 0 is unnamed (the root namespace); db's is web
+            return _json.dumps([{"nsid": 0}] if namespace == "web" else [{"nsid": 0, "name": "web"}])
+        return answer
+
+    on_root = {link["netns"]: link["lower_here"] for link in _namespace_links(RecordingHost("s", answers("")))}
+    assert on_root == {"web": True, "db": False}
+    in_web = {link["netns"]: link["lower_here"] for link in _namespace_links(RecordingHost("s", answers("web\n")))}
+    assert in_web == {"web": False, "db": True}

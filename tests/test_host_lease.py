@@ -168,3 +168,28 @@ def test_a_read_in_a_shell_runs_as_the_user_when_the_caller_says_so():
     assert "sudo -n sh -c" in host._remote(script)
     assert "sudo" not in host._remote(script, root=False)
     assert not host._shown(script, False).startswith("sudo")
+
+
+def test_reads_of_a_servers_qemu_threads_run_as_the_user():
+    """Shell scripts that only read a server's /proc say so (root=False), or the table
+    would send them through sudo like every `sh -c`: the per-sample stat of QEMU's
+    threads (measure.py) and their names (remote_guests.py)."""
+    from types import SimpleNamespace
+
+    from offlab.measure import _remote_thread_times
+    from offlab.proc import Completed
+    from offlab.topology.remote_guests import RemoteGuestPath
+
+    class Asked:
+        def __init__(self, answer: str):
+            self.answer, self.roots = answer, []
+
+        def run(self, args, *, timeout=30.0, check=True, input_text=None, root=None):
+            self.roots.append((args[0], root))
+            return Completed(tuple(args), 0, self.answer, "")
+
+    stat = Asked("")
+    _remote_thread_times({"qemu": (stat, ((42, 43),))})
+    names = Asked("43 CPU 0/KVM\n")
+    RemoteGuestPath._read_threads(SimpleNamespace(pid=42, host=names))
+    assert stat.roots == [("sh", False)] and names.roots == [("sh", False)]

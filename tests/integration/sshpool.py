@@ -128,16 +128,21 @@ class ServerPool:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
             f"PidFile {self.folder / f'sshd_{name}.pid'}\nMaxSessions 50\nMaxStartups 50\n")
         command = [SSHD, "-D", "-e", "-f", str(config)]
+        # Both below (state, syslog): a mount namespace of the server's own, a slave of
+        # this one — its own mounts stay inside, but what this machine mounts later still
+        # reaches it (a named network namespace a test adds: /run/netns/NAME is a mount),
+        # as a real server sees every namespace made on it. A private one saw only those
+        # made before it started.
         if spec.state is not None:
             state = self.folder / f"state-{spec.state}"
             state.mkdir(exist_ok=True)
             Path("/var/lib/offlab").mkdir(parents=True, exist_ok=True)
-            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            command = ["unshare", "--mount", "--propagation", "slave", "sh", "-c",
                        f'mount --bind "{state}" /var/lib/offlab && exec "$@"', "sh", *command]
         if spec.syslog:
             hold = self.folder / f"dev-{name}"
             hold.mkdir(exist_ok=True)
-            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _OWN_DEV_LOG, "sh",
+            command = ["unshare", "--mount", "--propagation", "slave", "sh", "-c", _OWN_DEV_LOG, "sh",
                        str(hold), str(self.syslogs[name].path), *command]
         self.sshd[name] = server.spawn(command)
         deadline = time.monotonic() + 10

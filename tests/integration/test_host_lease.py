@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from offlab.hosts import hostsfile
+from offlab.hosts.files import CACHE_DIR
 from offlab.hosts.base import HostError
 from offlab.hosts.guard import check_servers
 from offlab.hosts.journal import JOURNAL_DIR
@@ -31,6 +32,7 @@ from offlab.hosts.ssh import AUDIT_LOG
 
 from .runs import OFFLAB, samples, start_run
 from .sshlab import MGMT, WATCHDOG_S, clean_ssh_lab
+from .sshpool import pool
 
 PLAN = """
 name = "lease"
@@ -201,6 +203,21 @@ def test_an_unreachable_old_journal_blocks_no_run_and_can_be_forgotten(lab, tmp_
     assert _mtu(lab, "a", "ofl-ta0") == 1500 and not Path(SERVER_DIR).exists()
 
 
+def test_a_purge_is_audited_on_the_controller_and_in_the_servers_syslog(lab):
+    """`offlab restore --purge` removes offlab's files from every server with `rm -rf`
+    as root: each removal is a line of the controller's audit log with its exit status,
+    and a line in the server's own syslog (server a's /dev/log, which the rig reads)."""
+    syslog = pool().syslog("a")
+    logged, audited = len(syslog.lines()), len(_audit_lines())
+    done = subprocess.run([*OFFLAB, "restore", "--purge", "--hosts", str(lab.hosts_file)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    removals = [e for e in _audit_lines()[audited:] if "rm -rf" in e["command"] and CACHE_DIR in e["command"]]
+    assert {e["ssh"] for e in removals} == {"hosta", "hostb"}, "the purge's rm -rf is not in the audit log"
+    assert all(e["status"] == 0 for e in removals), removals
+    assert any("offlab restore --purge" in line for line in syslog.lines()[logged:]), syslog.lines()[logged:]
+
+
 def _watchdogs() -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
@@ -276,6 +293,30 @@ def test_the_lockout_guard_sees_every_default_route_layout(lab):
             for command in UNDO[layout]:
                 server.ip(*command, check=False)
     assert check_servers(hosts, allow_shared=False) == []
+
+
+def test_the_lockout_guard_sees_an_upper_device_in_another_namespace(lab):
+    """A macvlan on the test interface moved into a named namespace (a container's, as
+    Docker's macvlan network or a CNI plugin leaves it): the root namespace no longer
+    shows it, its traffic still goes through the test interface — refused before
+    anything changes, naming the device and the namespace; and only on the server whose
+    interface it sits on."""
+    namespace = f"ofl-l38-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        server = lab.servers["a"]
+        server.ip("link", "add", "ofl-mv38", "link", "ofl-ta0", "type", "macvlan", "mode", "bridge")
+        server.ip("link", "set", "ofl-mv38", "netns", namespace)
+        with pytest.raises(HostError, match=f"ofl-mv38 \\(macvlan\\) in namespace {namespace} sits on ofl-ta0"):
+            check_servers(hostsfile.load(lab.hosts_file), allow_shared=False)
+        # Only the sender's: server b's test interface has the same ifindex in its own
+        # namespace (an ifindex is per namespace), and nothing sits on it.
+        found = [w for w in check_servers(hostsfile.load(lab.hosts_file), allow_shared=True) if "ofl-mv38" in w]
+        assert found == [f"sender (hosta): ofl-mv38 (macvlan) in namespace {namespace} sits on ofl-ta0 "
+                         "(--allow-shared-interface)"], found
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace], check=False)  # the macvlan goes with it
+    assert check_servers(hostsfile.load(lab.hosts_file), allow_shared=False) == []
 
 
 def test_a_management_network_outage_mid_run_stops_cleanly_and_keeps_every_sample(lab, tmp_path):

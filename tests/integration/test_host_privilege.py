@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from offlab.hosts.journal import JOURNAL_DIR
-from offlab.hosts.privilege import command_name
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
@@ -84,10 +83,13 @@ def _traffic_owners(lab, name: str) -> set[tuple[int, str]]:
 
 
 def _program(audited: str) -> tuple[str, bool]:
-    """The program an audited command line ran, and whether through `sudo -n`."""
+    """The program an audited command line ran (past `taskset -c CORE`), and whether
+    through `sudo -n`. Read here from the line itself, not through offlab's own table."""
     words = shlex.split(re.sub(r" \[lease [^]]*\]$", "", audited))
     sudo = words[:2] == ["sudo", "-n"]
-    return command_name(words[2:] if sudo else words), sudo
+    words = words[2:] if sudo else words
+    words = words[3:] if words[:1] == ["taskset"] else words
+    return (words[0].rsplit("/", 1)[-1] if words else ""), sudo
 
 
 def _audit_since(count: int) -> list[dict]:

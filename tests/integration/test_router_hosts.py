@@ -199,3 +199,23 @@ def test_doctor_judges_the_routers_forwarding_by_the_plan(lab, tmp_path):
     status, row = forwarding_row("--plan", str(_plan(tmp_path, "routed", 1, ["a-b"], ["kernel"])))
     assert status == 1 and " NO " in row and "plan router-hosts routes through R's kernel" in row, row
     assert "sysctl -w net.ipv4.ip_forward=1" in row
+
+
+def test_a_neighbour_entry_offlab_replaces_is_put_back_as_it_was(lab, tmp_path):
+    """A already has a permanent neighbour entry for B's address on its test interface
+    (an operator's, with a MAC of its own): offlab-fwd as R replaces it with B's MAC for
+    the run, recording the entry first, and the restore puts the operator's entry back
+    — it does not delete it as if offlab had added it."""
+    a, peer, mac = lab.servers["a"], "10.243.2.2", "02:00:00:0f:1a:42"
+    a.ip("neigh", "replace", peer, "lladdr", mac, "dev", "ofl-3a0", "nud", "permanent")
+    try:
+        before = lab.state()
+        plan = _plan(tmp_path, "neigh", 1, ["a-b"], ["offlab-fwd"])
+        done = subprocess.run([*OFFLAB, "run", *_run_args(lab, plan, tmp_path / "r"), "--no-progress"],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        shown = a.ip("neigh", "show", "to", peer, "dev", "ofl-3a0").stdout
+        assert mac in shown and "PERMANENT" in shown, f"A's entry for {peer} after the run: {shown!r}"
+        _nothing_left(lab, before)
+    finally:
+        a.ip("neigh", "del", peer, "dev", "ofl-3a0", check=False)

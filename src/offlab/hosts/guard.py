@@ -94,14 +94,26 @@ def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
 
 
 def _namespace_links(host: "SshHost") -> list[dict[str, Any]]:
+    """The links of every named namespace, each with `netns` (its namespace) and, for one
+    whose lower device is in another namespace, `lower_here`: whether that namespace is
+    the one the server's test interface is in. An ifindex is only unique within its
+    namespace, so a link index alone would take another namespace's device (a second
+    container's, a second server on one kernel) for the test interface."""
     names = [entry.get("name") for entry in json.loads(host.ip("-j", "netns", "list", check=False).stdout or "[]")]
+    here = set(host.ip("netns", "identify", check=False).stdout.split())  # none for the root namespace
     found = []
     for name in filter(None, names):
         # A namespace may go between the listing and here (ip then exits 255, ssh's own
         # status): it has nothing on the test interface any more.
-        shown = host.run(["sh", "-c", 'ip -n "$1" -j -d link show 2>/dev/null || true', "offlab-netns", name],
-                         check=False).stdout
-        found += [{**link, "netns": name} for link in json.loads(shown or "[]")]
+        shown, ids = (host.run(["sh", "-c", f'ip -n "$1" -j {what} 2>/dev/null || true', "offlab-netns", name],
+                               check=False).stdout for what in ("-d link show", "netns list-id"))
+        # As this namespace numbers the others: a name for each named one.
+        peers = {entry.get("nsid"): entry.get("name") for entry in json.loads(ids or "[]")}
+        for link in json.loads(shown or "[]"):
+            if "link_netnsid" in link:
+                lower = peers.get(link["link_netnsid"])
+                link["lower_here"] = lower in here if here else lower is None
+            found.append({**link, "netns": name})
     return found
 
 
@@ -161,7 +173,7 @@ def findings(spec: HostSpec, use: InterfaceUse) -> list[str]:
     for upper in use.foreign_links:
         kind = upper.get("linkinfo", {}).get("info_kind")
         if kind in UPPER_KINDS and this.get("ifindex") is not None \
-                and upper.get("link_index") == this.get("ifindex") and "link_netnsid" in upper:
+                and upper.get("link_index") == this.get("ifindex") and upper.get("lower_here"):
             kind = upper.get("linkinfo", {}).get("info_kind", "upper device")
             found.append(f"{upper.get('ifname')} ({kind}) in namespace {upper['netns']} sits on {device}")
     if this.get("vfinfo_list"):

@@ -106,6 +106,8 @@ class Journal:
         self.mirror = mirror
         self.path = journal_path(identity, root)
         self.closed = False
+        self.drift: list[str] = []
+        """What the restore left alone, changed since by someone else (said by the run)."""
         if self.path.exists():
             raise HostError(f"{host.name} ({spec.ssh}): a journal of an earlier run is still at "
                             f"{self.path}; run `offlab restore` first")
@@ -222,7 +224,7 @@ class Journal:
         if self.mirror is not None and self.mirror.lost is not None:
             return self._lost(self.mirror.lost)
         try:
-            lines, failed = undo_all(self.host, self.changes, drift_check=True)
+            lines, failed = undo_all(self.host, self.changes, drift_check=True, drift=self.drift)
         except LeaseLost as lost:
             return self._lost(lost.reason)
         if failed:
@@ -243,8 +245,14 @@ class Journal:
             self.mirror.remove(self.identity.key)
 
 
-def undo_all(host: Host, found: list[Change], drift_check: bool) -> tuple[list[str], list[str]]:
-    """Undo changes newest first; (lines said, failures). A failure never stops the rest."""
+class Drift(str):
+    """An undo's line saying the value was changed since offlab set it: left alone."""
+
+
+def undo_all(host: Host, found: list[Change], drift_check: bool,
+             drift: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """Undo changes newest first; (lines said, failures). A failure never stops the rest.
+    `drift` gathers the lines of values left alone (for the run to say so)."""
     lines, failed = [], []
     for change in reversed(found):
         try:
@@ -254,6 +262,8 @@ def undo_all(host: Host, found: list[Change], drift_check: bool) -> tuple[list[s
             continue
         if said:
             lines.append(f"{host.name}: {said}")
+        if isinstance(said, Drift) and drift is not None:
+            drift.append(lines[-1])
     return lines, failed
 
 
@@ -263,8 +273,13 @@ def _undo(host: Host, change: Change, drift_check: bool) -> str:
         if now == changes.normal(change, change.old):
             return "" if change.kind == "process" else f"{change.what} already {_show(change.old)}"
         if change.new is not None and now != changes.normal(change, change.new):
-            return (f"left {change.what} alone: it is {_show(now)} now, offlab had set {_show(change.new)} "
-                    f"(was {_show(change.old)}); changed since by someone else")
+            if change.kind == "features":
+                moved = ", ".join(f"{name} {'on' if now.get(name) else 'off'}" for name, on in change.new.items()
+                                  if name in now and now[name] != on)
+                return Drift(f"left the features of {change.target} alone: {moved} now, not as offlab had set "
+                             "them; changed since by someone else")
+            return Drift(f"left {change.what} alone: it is {_show(now)} now, offlab had set {_show(change.new)} "
+                         f"(was {_show(change.old)}); changed since by someone else")
     if change.kind == "features":
         return _restore_features(host, change)
     for command in change.undo:

@@ -39,6 +39,9 @@ class RemoteSession:
         self.hosts: dict[str, SshHost] = {}
         self.identities: dict[str, Identity] = {}
         self.servers: dict[str, ServerRun] = {}
+        self.drift: list[str] = []
+        """Values the topologies' restores left alone, changed since by someone else:
+        said with what stayed held when the session closes."""
         """By role; roles on one kernel share one."""
         self._heartbeat: Heartbeat | None = None
         self._watched: set[str] = set()
@@ -97,11 +100,12 @@ class RemoteSession:
             self._watched.add(key)
 
     def close(self) -> list[str]:
-        """Stop the heartbeat and release every held server; what stayed held, by line."""
+        """Stop the heartbeat and release every held server; what was left as it is, by
+        line: values changed since offlab set them (drift), servers that stayed held."""
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None
-        kept = []
+        kept, self.drift = self.drift, []
         for server in {id(s): s for s in self.servers.values()}.values():
             if not server.held:
                 continue

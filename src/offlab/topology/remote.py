@@ -130,7 +130,7 @@ class RemotePair(Topology):
         if listing.returncode != 0 or not irqs:
             raise TopologyError(f"{name} ({spec.ssh}): {spec.interface} has no MSI IRQs to pin "
                                 "(a virtual device?); set pin_irqs = false")
-        if host.run(["sh", "-c", "pgrep -x irqbalance"], check=False).stdout.strip():
+        if host.run(["pgrep", "-x", "irqbalance"], check=False).stdout.strip():
             raise TopologyError(f"{name} ({spec.ssh}): irqbalance is running and would move the pinned "
                                 "IRQs back; stop it (systemctl stop irqbalance) or set pin_irqs = false")
         for irq in irqs:
@@ -236,6 +236,7 @@ class RemotePair(Topology):
             try:
                 journal.restore()
                 del self.journals[name]
+                self.session.drift += journal.drift
             except Exception as err:  # one host's failure must not keep the other changed
                 failed.append(f"{name}: {err}")
             finally:

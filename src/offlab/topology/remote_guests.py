@@ -271,7 +271,8 @@ class RemoteGuestPath(RemotePair):
         script = (f'for t in /proc/{guest.pid}/task/*; do printf "%s %s\\n" "${{t##*/}}" '
                   f'"$(cat "$t/comm" 2>/dev/null)"; done')
         found: dict[str, list[tuple[int, int]]] = {kind: [] for kind in vm.threads.CLASSES}
-        for line in guest.host.run(["sh", "-c", script], timeout=15).stdout.splitlines():
+        # The script only reads (thread names are world-readable): as the SSH user.
+        for line in guest.host.run(["sh", "-c", script], timeout=15, root=False).stdout.splitlines():
             tid, _, name = line.partition(" ")
             if tid.isdigit():
                 found[vm.threads.classify(name, guest.pid)].append((guest.pid, int(tid)))

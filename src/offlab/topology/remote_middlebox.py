@@ -200,6 +200,7 @@ class RemoteMiddlebox(MiddleboxShape, Topology):
         for journal in reversed(self.journals):
             try:
                 journal.restore()
+                self.session.drift += journal.drift
             except Exception as err:  # one server's failure must not keep another changed
                 failed.append(str(err))
         self.journals.clear()
