@@ -48,3 +48,15 @@ def test_a_change_is_not_a_read():
     with pytest.raises(ValueError, match="needs root"):
         batch.run_reads(host, [["cat", "/proc/net/dev"], ["ethtool", "-K", "ofl-x", "gro", "off"]])
     assert host.calls == []
+
+
+def test_files_read_in_one_command_as_each_alone():
+    host = RecordingHost("r", lambda args: f"contents of {args[1]}")
+    assert host.read_files(["/proc/1/comm", "/proc/1/net/tcp"]) == {
+        "/proc/1/comm": "contents of /proc/1/comm\n", "/proc/1/net/tcp": "contents of /proc/1/net/tcp\n"}
+    assert len(host.calls) == 1
+    here = ThisMachine()
+    with pytest.raises(FileNotFoundError, match="/nonexistent"):
+        here.read_files(["/proc/self/comm", "/nonexistent"])
+    assert here.read_files(["/proc/sys/kernel/ostype"]) == {"/proc/sys/kernel/ostype": here.read_file(
+        "/proc/sys/kernel/ostype")}
