@@ -1,5 +1,6 @@
 """Kernel counter parsing on output recorded in a namespace of this machine."""
 
+import subprocess
 from pathlib import Path
 
 from offlab import counters
@@ -50,6 +51,8 @@ def test_pathology_names():
 def test_snapshot_reads_proc_and_qdiscs_per_host_and_softnet_once_per_machine():
     from tests.fixtures.recording_host import RecordingHost
 
+    from tests.fixtures.recording_host import batched_reads
+
     def answer(args):
         if args[0] == "tc":
             return QDISCS
@@ -57,13 +60,60 @@ def test_snapshot_reads_proc_and_qdiscs_per_host_and_softnet_once_per_machine():
 
     tx, rx = RecordingHost("tx", answer), RecordingHost("rx", answer)
     snap = counters.snapshot_many({"tx": tx, "rx": rx})
-    assert tx.calls == [["cat", *counters.PROC_FILES], ["tc", "-s", "-j", "qdisc", "show"],
-                        ["cat", counters.SOFTNET_FILE]]
+    # one command per host and snapshot (one SSH round trip, not one per read)
+    assert [batched_reads(call) for call in tx.calls] == [
+        [["cat", *counters.PROC_FILES], ["tc", "-s", "-j", "qdisc", "show"], ["cat", counters.SOFTNET_FILE]]]
     # rx shares the machine (and so its softnet_stat) with tx: not read twice
-    assert rx.calls == [["cat", *counters.PROC_FILES], ["tc", "-s", "-j", "qdisc", "show"]]
+    assert [batched_reads(call) for call in rx.calls] == [
+        [["cat", *counters.PROC_FILES], ["tc", "-s", "-j", "qdisc", "show"]]]
     assert snap["tx:Ip.DefaultTTL"] == 64 and "tx:softnet.cpu1.squeezed" in snap
     assert not any(k.startswith("rx:softnet.") for k in snap)
     assert snap["rx:qdisc.ofl-v0.pfifo_fast.0:.drops"] == 17
+
+
+def _one_read_each(nics: list[str]) -> dict[str, int]:
+    """A snapshot as offlab took it before SNAPSHOT_SCRIPT: one command per file, qdisc
+    list and NIC, each parsed on its own."""
+    def read(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, capture_output=True, text=True, timeout=10)
+
+    found = counters.parse_all(read("cat", *counters.PROC_FILES).stdout)
+    qdiscs = read("tc", "-s", "-j", "qdisc", "show")
+    if qdiscs.returncode == 0:
+        found.update(counters.parse_tc_qdisc(qdiscs.stdout))
+    found.update(counters.parse_softnet(Path(counters.SOFTNET_FILE).read_text()))
+    for device in nics:
+        done = read("ethtool", "-S", device)
+        if done.returncode == 0:
+            found.update(counters.parse_ethtool_stats(device, done.stdout))
+    return found
+
+
+GAUGES = ("Tcp.CurrEstab",)
+"""Values of /proc/net/snmp that go down as well as up (open connections)."""
+
+
+def test_the_one_command_snapshot_reads_what_one_command_per_read_did():
+    """On this machine's own /proc, tc and NICs (the root namespace, where other
+    processes keep counting): every counter read between two reads of the old way, with
+    a value between theirs; lo's `ethtool -S` fails (no statistics) and adds nothing."""
+    from tests.fixtures.this_machine import ThisMachine
+
+    nics = sorted(path.name for path in Path("/sys/class/net").iterdir() if not path.name.startswith("ofl-"))
+    assert "lo" in nics
+    before = _one_read_each(nics)
+    now = counters.snapshot(ThisMachine(), nics, softnet=True)
+    after = _one_read_each(nics)
+    # a device another process adds or removes meanwhile may come or go, nothing else
+    assert set(before) & set(after) <= set(now) <= set(before) | set(after)
+    assert any(k.startswith("softnet.") for k in now) and any(k.startswith("qdisc.") for k in now)
+    assert not any(k.startswith("nic.lo.") for k in now)
+    # values between the two reads' (a lab's ofl- device may be made again meanwhile,
+    # its counters from zero: not compared)
+    moved = {k: (before[k], now[k], after[k]) for k in set(before) & set(after) & set(now)
+             if k not in GAUGES and ".ofl-" not in k
+             and not min(before[k], after[k]) <= now[k] <= max(before[k], after[k])}
+    assert moved == {}
 
 
 SOFTNET = Path(__file__).parent / "fixtures" / "counters" / "softnet_stat.txt"

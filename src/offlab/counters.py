@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from .hosts import batch
+from .hosts.base import HostError
+
 if TYPE_CHECKING:
     from .hosts import Host
 
@@ -26,6 +29,7 @@ QDISC_FIELDS = ("drops", "requeues", "overlimits")
 WINDOW_DEVICE_PREFIX = "window:"
 """Sample counters "window:<host>:dev.<device>.<column>": a device's packets and bytes
 over the measured window alone (the runner's "<host>:dev…" span the whole test)."""
+QDISC_STATS = ["tc", "-s", "-j", "qdisc", "show"]
 
 DEV_FIELDS = (
     "rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame",
@@ -195,19 +199,27 @@ def parse_ethtool_stats(device: str, text: str) -> Counters:
 
 
 def snapshot(host: "Host", nics: Iterable[str] = (), softnet: bool = False) -> Counters:
-    """The three files as the host sees them (one command; /proc/net is per namespace),
-    its qdiscs' statistics, the device counters of `nics` (`ethtool -S`) and, with
-    `softnet`, the machine's per-CPU backlog counters."""
-    found = parse_all(host.run(["cat", *PROC_FILES], timeout=10.0).stdout)
-    qdiscs = host.run(["tc", "-s", "-j", "qdisc", "show"], timeout=10.0, check=False)
-    if qdiscs.returncode == 0:
+    """The three files as the host sees them (/proc/net is per namespace), its qdiscs'
+    statistics, the device counters of `nics` (`ethtool -S`) and, with `softnet`, the
+    machine's per-CPU backlog counters: all read by one command on the host
+    (hosts/batch.py), each parsed as when it was read on its own."""
+    devices = list(nics)
+    backlog = [["cat", SOFTNET_FILE]] if softnet else []
+    done = batch.run_reads(host, [["cat", *PROC_FILES], QDISC_STATS, *backlog,
+                                  *(["ethtool", "-S", device] for device in devices)])
+    proc, qdiscs, backlog_done, nics_done = done[0], done[1], done[2:2 + len(backlog)], done[2 + len(backlog):]
+    for read in (proc, *backlog_done):  # files every kernel has: not there is an error
+        if read.returncode != 0:
+            raise HostError(f"{host.name}: `{' '.join(read.args)}` exited with status {read.returncode}: "
+                            f"{read.stderr.strip()[-200:] or 'no error output'}")
+    found = parse_all(proc.stdout)
+    if qdiscs.returncode == 0:  # no tc there, or no qdiscs: no qdisc counters
         found.update(parse_tc_qdisc(qdiscs.stdout))
-    if softnet:
-        found.update(parse_softnet(host.read_file(SOFTNET_FILE)))
-    for device in nics:
-        done = host.run(["ethtool", "-S", device], timeout=10.0, check=False)
-        if done.returncode == 0:
-            found.update(parse_ethtool_stats(device, done.stdout))
+    for read in backlog_done:
+        found.update(parse_softnet(read.stdout))
+    for device, read in zip(devices, nics_done):  # a device without statistics (lo, veth on old kernels)
+        if read.returncode == 0:
+            found.update(parse_ethtool_stats(device, read.stdout))
     return found
 
 

@@ -6,7 +6,7 @@ the CPU frequency governor — and the versions of the tools the host runs the t
 
 Read once per topology and host through the host interface (so a namespace and a server
 over SSH are read alike), stored with the run, shown in the report and diffed by
-`offlab compare`. Parsers are pure; `read` runs four commands on a host.
+`offlab compare`. Parsers are pure; `read` runs its commands on a host as one (hosts/batch.py).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
+
+from .hosts import batch
 
 if TYPE_CHECKING:
     from .hosts import Host
@@ -100,20 +102,19 @@ def read(host: "Host", devices: Iterable[str]) -> Config:
     devices = list(devices)
     paths = [f"/proc/sys/{p}" for p in SYSCTLS]
     paths += [f"/sys/class/net/{d}/{f}" for d in devices for f in DEVICE_FILES]
+    settings, links, qdiscs, governors, *tools = batch.run_reads(host, [
+        ["grep", "-H", "", *paths], ["ip", "-d", "-j", "link", "show"], ["tc", "-j", "qdisc", "show"],
+        ["grep", "-r", "--include=scaling_governor", "-H", "", GOVERNORS], *TOOLS.values()])
     found = {sysctl_name(k) if not k.startswith("/sys/") else _device_key(k): v
-             for k, v in parse_grep(host.run(["grep", "-H", "", *paths], check=False).stdout,
-                                    strip="/proc/sys/").items()}
+             for k, v in parse_grep(settings.stdout, strip="/proc/sys/").items()}
     if host.machine == "local":  # the machine's own (not per namespace) sysctls
         found.update({sysctl_name(p): " ".join(Path(f"/proc/sys/{p}").read_text().split())
                       for p in SYSCTLS if sysctl_name(p) not in found and Path(f"/proc/sys/{p}").exists()})
-    links = host.run(["ip", "-d", "-j", "link", "show"], check=False).stdout
-    found.update({k: v for k, v in parse_links(links).items() if k.split(".")[1] in devices})
-    found.update(parse_qdiscs(host.run(["tc", "-j", "qdisc", "show"], check=False).stdout, devices))
-    governors = parse_grep(host.run(["grep", "-r", "--include=scaling_governor", "-H", "", GOVERNORS],
-                                    check=False).stdout)
-    found["cpu.governor"] = ", ".join(sorted(set(governors.values()))) or "none (no cpufreq on this machine)"
-    for tool, args in TOOLS.items():
-        done = host.run(args, check=False)
+    found.update({k: v for k, v in parse_links(links.stdout).items() if k.split(".")[1] in devices})
+    found.update(parse_qdiscs(qdiscs.stdout, devices))
+    governor = parse_grep(governors.stdout)
+    found["cpu.governor"] = ", ".join(sorted(set(governor.values()))) or "none (no cpufreq on this machine)"
+    for tool, done in zip(TOOLS, tools, strict=True):
         text = (done.stdout or done.stderr).strip().splitlines()
         found[f"tool.{tool}"] = text[0] if done.returncode == 0 and text else "not installed"
     return found

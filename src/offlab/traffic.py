@@ -256,10 +256,11 @@ def wait_for_data_connection(host: "Host", pid: int, port: int, timeout_s: float
     (e.g. the client already failed)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            if (host.read_file(f"/proc/{pid}/comm").strip() == "iperf3"
-                    and sockets_to_port(host.read_file(f"/proc/{pid}/net/tcp"), port, _TCP_ESTABLISHED)
-                    + sockets_to_port(host.read_file(f"/proc/{pid}/net/udp"), port, None) >= 2):
+        try:  # one command on a server per poll (read_files), not one per file
+            comm, tcp, udp = host.read_files([f"/proc/{pid}/comm", f"/proc/{pid}/net/tcp",
+                                              f"/proc/{pid}/net/udp"]).values()
+            if (comm.strip() == "iperf3"
+                    and sockets_to_port(tcp, port, _TCP_ESTABLISHED) + sockets_to_port(udp, port, None) >= 2):
                 return time.monotonic()
         except (FileNotFoundError, ProcessLookupError, ProcessError):
             return None
@@ -316,9 +317,12 @@ class IperfServer:
                 raise ProcessError(self.args, f"exited at start: {said}")
             try:
                 # Until the host's launcher has exec'd iperf3 the tables are not its own.
-                execd = self.host.read_file(f"/proc/{pid}/comm").strip() == "iperf3"
-                if execd and any(self.port in listening_ports(self.host.read_file(f"/proc/{pid}/net/{t}"))
-                                 for t in ("tcp", "tcp6")):
+                # comm and the IPv4 table in one command on a server; tcp6 (which a
+                # kernel without IPv6 lacks) only when the port is not in the first.
+                comm, tcp = self.host.read_files([f"/proc/{pid}/comm", f"/proc/{pid}/net/tcp"]).values()
+                execd = comm.strip() == "iperf3"
+                if execd and (self.port in listening_ports(tcp)
+                              or self.port in listening_ports(self.host.read_file(f"/proc/{pid}/net/tcp6"))):
                     return
             except (FileNotFoundError, ProcessLookupError, ProcessError):
                 pass

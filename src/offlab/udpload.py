@@ -124,9 +124,9 @@ def bound(host: "Host", pid: int, port: int, timeout_s: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            if (host.read_file(f"/proc/{pid}/comm").strip() == "offlab-udpload"
-                    and any(line.split()[1].endswith(wanted)
-                            for line in host.read_file(f"/proc/{pid}/net/udp").splitlines()[1:] if line.split())):
+            comm, udp = host.read_files([f"/proc/{pid}/comm", f"/proc/{pid}/net/udp"]).values()
+            if (comm.strip() == "offlab-udpload"
+                    and any(line.split()[1].endswith(wanted) for line in udp.splitlines()[1:] if line.split())):
                 return True
         except (FileNotFoundError, ProcessLookupError, ProcessError):
             return False

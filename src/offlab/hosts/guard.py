@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..proc import Completed
+from . import batch
 from .base import HostError
 from .hostsfile import HostsFile, HostSpec
 
@@ -80,17 +83,26 @@ def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
         if not found or not found[0].get("dev"):  # `from` an address the kernel will not source
             found = json.loads(host.ip("-j", "route", "get", parts[0], check=False).stdout or "[{}]")
         route_dev = found[0].get("dev", "") if found else ""
-    links = json.loads(host.ip("-j", "-d", "link", "show").stdout or "[]")
-    addresses = json.loads(host.ip("-j", "addr", "show", "dev", spec.interface, check=False).stdout or "[]")
-    defaults = [route for family in ("-4", "-6")
-                for route in json.loads(host.ip("-j", family, "route", "show", "table", "all", "default",
-                                                check=False).stdout or "[]")]
-    nexthops = json.loads(host.ip("-j", "nexthop", "show", check=False).stdout or "[]")
-    boot = host.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout=15).stdout.strip()
-    listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()
-    return InterfaceUse(session, route_dev, tuple(links),
-                        tuple(a for link in addresses for a in link.get("addr_info", [])), tuple(defaults), boot,
-                        tuple(listening), tuple(nexthops), tuple(_namespace_links(host)))
+    # The reads that depend on nothing read before: one command on the server (batch.py).
+    reads = [["ip", "-j", "-d", "link", "show"], ["ip", "-j", "addr", "show", "dev", spec.interface],
+             ["ip", "-j", "-4", "route", "show", "table", "all", "default"],
+             ["ip", "-j", "-6", "route", "show", "table", "all", "default"], ["ip", "-j", "nexthop", "show"],
+             ["cat", "/proc/sys/kernel/random/boot_id"]]
+    links, addresses, defaults4, defaults6, nexthops, boot = batch.run_reads(host, reads)
+    for must in (links, boot):  # what every server has: not read is an error, as it was
+        if must.returncode != 0:
+            raise HostError(f"{host.name} ({spec.ssh}): `{shlex.join(must.args)}` exited with status "
+                            f"{must.returncode}: {must.stderr.strip()[-200:] or 'no error output'}")
+    listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()  # -p: as root
+    addr_info = tuple(a for link in _json(addresses) for a in link.get("addr_info", []))
+    return InterfaceUse(session, route_dev, tuple(_json(links)), addr_info,
+                        tuple(_json(defaults4) + _json(defaults6)), boot.stdout.strip(), tuple(listening),
+                        tuple(_json(nexthops)), tuple(_namespace_links(host)))
+
+
+def _json(done: Completed) -> list[dict[str, Any]]:
+    """`ip -j` output; nothing when the command failed (a kernel without nexthops, …)."""
+    return json.loads(done.stdout or "[]") if done.returncode == 0 else []
 
 
 def _namespace_links(host: "SshHost") -> list[dict[str, Any]]:
@@ -99,6 +111,7 @@ def _namespace_links(host: "SshHost") -> list[dict[str, Any]]:
     the one the server's test interface is in. An ifindex is only unique within its
     namespace, so a link index alone would take another namespace's device (a second
     container's, a second server on one kernel) for the test interface."""
+    # `ip netns` is root's (privilege.py): not in the batch of reads.
     names = [entry.get("name") for entry in json.loads(host.ip("-j", "netns", "list", check=False).stdout or "[]")]
     here = set(host.ip("netns", "identify", check=False).stdout.split())  # none for the root namespace
     found = []

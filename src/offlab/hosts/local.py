@@ -63,6 +63,11 @@ class LocalNamespace(Host):
             return Path(path).read_text()
         return super().read_file(path)
 
+    def read_files(self, paths: Sequence[str]) -> dict[str, str]:
+        if all(_GLOBAL.match(path) for path in paths):  # no command at all
+            return {path: self.read_file(path) for path in paths}
+        return super().read_files(paths)
+
     def __repr__(self) -> str:
         return f"LocalNamespace({self.name!r}, {self.namespace!r})"
 
