@@ -15,7 +15,6 @@ import json
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from .hosts import batch
-from .hosts.base import HostError
 
 if TYPE_CHECKING:
     from .hosts import Host
@@ -209,9 +208,7 @@ def snapshot(host: "Host", nics: Iterable[str] = (), softnet: bool = False) -> C
                                   *(["ethtool", "-S", device] for device in devices)])
     proc, qdiscs, backlog_done, nics_done = done[0], done[1], done[2:2 + len(backlog)], done[2 + len(backlog):]
     for read in (proc, *backlog_done):  # files every kernel has: not there is an error
-        if read.returncode != 0:
-            raise HostError(f"{host.name}: `{' '.join(read.args)}` exited with status {read.returncode}: "
-                            f"{read.stderr.strip()[-200:] or 'no error output'}")
+        batch.require(read, host.name)
     found = parse_all(proc.stdout)
     if qdiscs.returncode == 0:  # no tc there, or no qdiscs: no qdisc counters
         found.update(parse_tc_qdisc(qdiscs.stdout))

@@ -152,7 +152,8 @@ def summary(values: Sequence[float]) -> Summary:
     median = statistics.median(vals)
     mad = statistics.median(abs(v - median) for v in vals)
     std = statistics.stdev(vals, xbar=mean) if n > 1 else None
-    ci95 = t_quantile(n - 1) * std / math.sqrt(n) if std is not None else None
+    moments = Moments(n, mean, std, all(v > 0 for v in vals))
+    ci95 = moments.ci95
     cv = std / abs(mean) if std is not None and mean != 0 else None
     return Summary(
         values=vals,
@@ -164,18 +165,16 @@ def summary(values: Sequence[float]) -> Summary:
         median=median,
         mad=mad,
         outliers=modified_z_outliers(vals),
-        interval=positive_interval(vals, mean, ci95),
+        interval=positive_interval(vals, moments),
     )
 
 
-def positive_interval(values: Sequence[float], mean: float,
-                      ci95: float | None) -> tuple[float, float] | None:
-    """The t-interval (mean ± ci95) while it stays at or above 0; for positive data
-    whose t-interval crosses 0, the back-transformed t-interval of the logs."""
-    if ci95 is None:
-        return None
-    if mean - ci95 >= 0 or any(v <= 0 for v in values):
-        return (mean - ci95, mean + ci95)
+def positive_interval(values: Sequence[float], moments: Moments) -> tuple[float, float] | None:
+    """The t-interval (Moments.interval) while it stays at or above 0; for positive data
+    whose t-interval crosses 0 (Moments.needs_values), the back-transformed t-interval
+    of the logs."""
+    if not moments.needs_values:
+        return moments.interval
     logs = [math.log(v) for v in values]
     log_mean = statistics.fmean(logs)
     half = t_quantile(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
+from .runs import OFFLAB
+
 SECRET = "SECRET/with:slash"  # a '/' is what the old hand-written mask missed
 PLAN = """
 name = "secret"

@@ -70,5 +70,14 @@ def run_reads(host: Host, commands: Sequence[Sequence[str]]) -> list[Completed]:
     return split(commands, done.stdout, host.name)
 
 
+def require(read: Completed, where: str) -> Completed:
+    """`read` itself when it succeeded; a failed read that every host can do (the /proc
+    files, `ip link`) is an error, named with the command and its status."""
+    if read.returncode != 0:
+        raise HostError(f"{where}: `{shlex.join(read.args)}` exited with status {read.returncode}: "
+                        f"{read.stderr.strip()[-200:] or 'no error output'}")
+    return read
+
+
 def _text(lines: list[str]) -> str:
     return "\n".join(lines) + "\n" if lines and lines != [""] else ""

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -90,9 +89,7 @@ def inspect(host: "SshHost", spec: HostSpec) -> InterfaceUse:
              ["cat", "/proc/sys/kernel/random/boot_id"]]
     links, addresses, defaults4, defaults6, nexthops, boot = batch.run_reads(host, reads)
     for must in (links, boot):  # what every server has: not read is an error, as it was
-        if must.returncode != 0:
-            raise HostError(f"{host.name} ({spec.ssh}): `{shlex.join(must.args)}` exited with status "
-                            f"{must.returncode}: {must.stderr.strip()[-200:] or 'no error output'}")
+        batch.require(must, f"{host.name} ({spec.ssh})")
     listening = host.run(["ss", "-Hltnp"], check=False, timeout=15).stdout.splitlines()  # -p: as root
     addr_info = tuple(a for link in _json(addresses) for a in link.get("addr_info", []))
     return InterfaceUse(session, route_dev, tuple(_json(links)), addr_info,
