@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from offlab.hosts.naming import our_namespaces
 from tests.fixtures.make_store import build_store
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
@@ -200,6 +201,8 @@ def test_ctrl_c_at_any_moment_of_a_dry_run_is_one_line(tmp_path: Path):
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)
+        # The dry run probes the plan's VXLAN in a namespace of its own: gone, whenever it stopped.
+        assert our_namespaces(proc.pid) == [], delay
         if proc.returncode == 0:
             assert "cases" in stdout.splitlines()[0] and stderr == "", delay
             continue

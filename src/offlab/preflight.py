@@ -210,14 +210,17 @@ def check_devices(cases: Iterable[CaseSpec]) -> None:
     a throw-away namespace, so a run does not fail half-way on a missing module."""
     from .hosts import LocalNamespace
     from .topology import SCENARIOS
+    from .topology.base import deferred_signals
     from .topology.tunnel import Tunnel
     wanted = {(c.scenario, str(c.topology.get("underlay", "ipv4")), c.topology.get("vlan") is not None)
               for c in cases if c.scenario in SCENARIOS}
     wanted = {w for w in wanted if issubclass(SCENARIOS[w[0]], Tunnel) or w[2]}
     if not wanted:
         return
-    probe = LocalNamespace("preflight").create()
-    try:
+    probe = LocalNamespace("preflight")
+    try:  # a Ctrl-C waits for the namespace to be made whole, and for it to be removed
+        with deferred_signals():
+            probe.create()
         for scenario, underlay, vlan in sorted(wanted):
             if vlan:
                 done = probe.ip("link", "add", "link", "lo", "name", "ofl-pfq", "type", "vlan", "id", "1",
@@ -236,7 +239,8 @@ def check_devices(cases: Iterable[CaseSpec]) -> None:
                                      f"({done.stderr.strip()}); it needs {kind.config}, or use vxlan")
             probe.ip("link", "del", "ofl-pft")
     finally:
-        probe.remove()
+        with deferred_signals():
+            probe.remove()
 
 
 REMOTE_PACKAGES = {"qemu-system-x86_64": "qemu-system-x86", "sha256sum": "coreutils", "timeout": "coreutils",
