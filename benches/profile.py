@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchdoc  # noqa: E402  (benches/benchdoc.py: the generated sections of docs/benchmarks.md)
 import run as bench  # noqa: E402  (benches/run.py: build step and workload table)
 from callgrind import instructions, ops_of  # noqa: E402
 
@@ -71,7 +72,7 @@ def main() -> None:
         note = (f"`python3 benches/profile.py --low {args.low} --high {args.high}` "
                 "(AVX2 on both sides: valgrind has no AVX-512; profiles in `target/callgrind/`, "
                 "read with `callgrind_annotate --inclusive=yes`):")
-        bench.write_doc(note + "\n\n" + "\n".join(table), BEGIN, END)
+        benchdoc.write_doc(note + "\n\n" + "\n".join(table), BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
-"""Unit tests of the runner's pure parts: pairing, verdicts, the document splice.
+"""Unit tests of the runner's pure parts: pairing, verdicts, the document and its history.
 
 Run: python3 -m unittest discover -s benches -p 'test_*.py'
 """
 
+import argparse
+import datetime as dt
 import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
 
+import benchdoc
 import run
 
 
@@ -173,13 +176,109 @@ class CapiTest(unittest.TestCase):
 
 
 class DocumentTest(unittest.TestCase):
+    """docs/benchmarks.md keeps the latest table of each series; the table a run replaces
+    goes to its run's file in benches/results/ (benches/benchdoc.py)."""
+
+    XEON = dt.datetime(2026, 11, 26, 3, 52)
+    EPYC = dt.datetime(2026, 11, 28, 14, 22)
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.root = Path(tmp.name)
+        self.doc = self.root / "docs" / "benchmarks.md"
+        self.results = self.root / "benches" / "results"
+        self.doc.parent.mkdir(parents=True)
+        patcher = mock.patch.multiple(benchdoc, ROOT=self.root, DOC=self.doc, RESULTS=self.results)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def section(self, at, cpu, table):
+        return "\n".join([benchdoc.stamp(at, cpu), f"Run {at:%Y-%m-%d %H:%M} UTC.", "", table, "",
+                          benchdoc.notes_line("engine", at, cpu)])
+
+    def layout(self, engine, w5):
+        return (f"intro\n{run.BEGIN}\n{engine}\n{run.END}\nmbuf notes\n"
+                f"### Earlier runs\n{benchdoc.HISTORY_BEGIN}\n{benchdoc.HISTORY_END}\n"
+                f"W5 intro\n{run.W5_BEGIN}\n{w5}\n{run.W5_END}\nW5 notes\n")
+
     def test_splice_keeps_the_hand_written_parts(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            doc = Path(tmp) / "benchmarks.md"
-            doc.write_text(f"intro\n{run.BEGIN}\nold\n{run.END}\nanalysis\n")
-            with mock.patch.object(run, "DOC", doc):
-                run.write_doc("new table")
-            self.assertEqual(doc.read_text(), f"intro\n{run.BEGIN}\nnew table\n{run.END}\nanalysis\n")
+        self.doc.write_text(f"intro\n{run.BEGIN}\nold\n{run.END}\nanalysis\n")
+        benchdoc.write_doc("new table", run.BEGIN, run.END)
+        self.assertEqual(self.doc.read_text(), f"intro\n{run.BEGIN}\nnew table\n{run.END}\nanalysis\n")
+        self.assertFalse(self.results.exists())
+
+    def test_the_replaced_table_goes_to_its_runs_file_and_the_doc_keeps_the_new_one(self):
+        old = self.section(self.XEON, "Intel(R) Xeon(R) Processor", "| old | row |")
+        w5 = self.section(self.EPYC, "AMD EPYC", "| w5 | row |")
+        self.doc.write_text(self.layout(old, w5))
+        new = self.section(self.EPYC, "AMD EPYC", "| new | row |")
+        archived = benchdoc.write_doc(new, run.BEGIN, run.END, series="engine")
+        self.assertEqual(archived, self.results / "engine-2026-11-26-0352-intel-xeon-processor.md")
+        kept = archived.read_text()
+        self.assertTrue(kept.startswith("# Engine vs DPDK (W1–W4): run of 2026-11-26 03:52 UTC "
+                                        "on Intel(R) Xeon(R) Processor\n"))
+        self.assertIn("| old | row |", kept)
+        self.assertNotIn("<!-- run:", kept)
+        text = self.doc.read_text()
+        self.assertEqual(benchdoc.between(text, run.BEGIN, run.END), new)
+        self.assertNotIn("| old | row |", text)
+        # The other sections are where they were, untouched; the index lists the file.
+        self.assertEqual(benchdoc.between(text, run.W5_BEGIN, run.W5_END), w5)
+        self.assertIn("mbuf notes\n### Earlier runs\n", text)
+        self.assertIn("\nW5 notes\n", text)
+        self.assertEqual(benchdoc.between(text, benchdoc.HISTORY_BEGIN, benchdoc.HISTORY_END),
+                         "- [`engine-2026-11-26-0352-intel-xeon-processor.md`](../benches/results/"
+                         "engine-2026-11-26-0352-intel-xeon-processor.md): Engine vs DPDK (W1–W4): "
+                         "run of 2026-11-26 03:52 UTC on Intel(R) Xeon(R) Processor")
+
+    def test_the_table_joins_the_notes_written_in_its_runs_file(self):
+        old = self.section(self.XEON, "Intel(R) Xeon(R) Processor", "| old | row |")
+        self.doc.write_text(self.layout(old, "w5"))
+        self.assertIn("`benches/results/engine-2026-11-26-0352-intel-xeon-processor.md`", old)
+        self.results.mkdir(parents=True)
+        notes = self.results / "engine-2026-11-26-0352-intel-xeon-processor.md"
+        notes.write_text("# The 03:52 run\n\nWhy the 1-flow row moved.\n")
+        benchdoc.write_doc(self.section(self.EPYC, "AMD EPYC", "| new |"), run.BEGIN, run.END, series="engine")
+        kept = notes.read_text()
+        self.assertTrue(kept.startswith("# The 03:52 run\n\nWhy the 1-flow row moved.\n"))
+        self.assertLess(kept.index("Why the 1-flow row moved."), kept.index("| old | row |"))
+
+    def test_history_keeps_itself_over_several_runs(self):
+        self.doc.write_text(self.layout("unstamped table written by hand", "w5"))
+        runs = [(dt.datetime(2026, 11, 28, h, 0), "AMD EPYC") for h in (9, 10, 11)]
+        for at, cpu in runs:
+            benchdoc.write_doc(self.section(at, cpu, f"| run {at:%H} |"), run.BEGIN, run.END, series="engine")
+            benchdoc.write_doc(self.section(at, cpu, f"| run {at:%H} |"), run.BEGIN, run.END, series="engine")
+        # The unstamped table had no run to be filed under; each stamped one was filed once.
+        self.assertEqual(sorted(p.name for p in self.results.iterdir()),
+                         ["engine-2026-11-28-0900-amd-epyc.md", "engine-2026-11-28-1000-amd-epyc.md"])
+        self.assertEqual((self.results / "engine-2026-11-28-0900-amd-epyc.md").read_text().count("| run 09 |"), 1)
+        index = benchdoc.between(self.doc.read_text(), benchdoc.HISTORY_BEGIN, benchdoc.HISTORY_END)
+        self.assertLess(index.index("1000-amd-epyc"), index.index("0900-amd-epyc"))  # newest first
+        self.assertIn("| run 11 |", benchdoc.between(self.doc.read_text(), run.BEGIN, run.END))
+
+    def test_a_w5_run_that_extends_the_last_table_does_not_file_it(self):
+        w5 = self.section(self.EPYC, "AMD EPYC", "| gso row |")
+        self.doc.write_text(self.layout("engine", w5))
+        more = self.section(self.EPYC + dt.timedelta(minutes=30), "AMD EPYC", "| gso row |\n| pass row |")
+        self.assertIsNone(benchdoc.write_doc(more, run.W5_BEGIN, run.W5_END, series="w5", extends_old=True))
+        self.assertFalse(self.results.exists())
+        benchdoc.write_doc(self.section(self.EPYC + dt.timedelta(hours=2), "AMD EPYC", "| next |"),
+                           run.W5_BEGIN, run.W5_END, series="w5")
+        self.assertIn("| pass row |", (self.results / "w5-2026-11-28-1452-amd-epyc.md").read_text())
+
+    def test_the_engine_report_is_stamped_with_its_run_and_cpu(self):
+        w = "gro_tcp4_f1_burst"
+        lines = [line("dpdk", w, 10.0, 0, depth=32.0), line("engine", w, 20.0, 0, depth=32.0)]
+        args = argparse.Namespace(pairs=5, seconds=0.3, only="")
+        with mock.patch.object(run, "command_field", return_value="AMD EPYC"):
+            section = run.report(lines, args, run.ROOT / "target" / "bench")
+        stamp = benchdoc.read_stamp(section)
+        self.assertEqual(stamp["cpu"], "AMD EPYC")
+        name = benchdoc.archive_path("engine", stamp).relative_to(benchdoc.ROOT)
+        self.assertIn(f"Notes on this run go in `{name}`", section)
+        self.assertRegex(str(name), r"^benches/results/engine-\d{4}-\d\d-\d\d-\d{4}-amd-epyc\.md$")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
  * widening 32-byte vectors of words, beside the plain read loop, on the same buffers
  * (1536 B, L1-resident; 64 KiB, L2). Each prints bytes per nanosecond; divide by the
  * core's clock for bytes per cycle. Not part of `make bench`: it answered a design
- * question for the engine's AVX2 kernel (docs/benchmarks.md, "Checksum on AMD EPYC").
+ * question for the engine's AVX2 kernel (benches/results/engine-2026-11-24-2300-amd-epyc-zen1.md).
  *
  *   make -C benches/peer schemes && taskset -c 0 benches/peer/build/csum_schemes
  *

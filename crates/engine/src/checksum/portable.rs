@@ -80,5 +80,5 @@ pub(super) fn pieces(data: &[u8], piece: usize, sums: &mut [u32], le: impl Fn(&[
 /// outweighs their speed, so the portable loop runs instead. From it up the AVX-512
 /// kernels run where the CPU has them: with masked first and last vectors they beat
 /// the AVX2 kernel at every length measured (128–511 B: 17–35 % on an Intel Xeon,
-/// family 6 model 207; `docs/benchmarks.md`).
+/// family 6 model 207; `benches/results/engine-2026-11-25-0551-intel-xeon-f6m207.md`).
 pub(super) const SIMD_MIN_LEN: usize = 128;

@@ -19,7 +19,8 @@
 //! AMD Zen 1 the three vector operations per 32 bytes bound the vector part near 16
 //! bytes a cycle, whatever the operations (a multiply-free variant of shifts and adds
 //! is no faster, and mixing the two is slower), and the integer adders were idle.
-//! Measured there: +12 % at 64 KiB, +7 % at 1500 B (docs/benchmarks.md). The 64 bytes
+//! Measured there: +12 % at 64 KiB, +7 % at 1500 B
+//! (benches/results/engine-2026-11-24-2300-amd-epyc-zen1.md). The 64 bytes
 //! are two independent chains of four words: one chain of eight, a cycle per `adc`,
 //! capped the whole loop at 32 bytes a cycle on cores whose vector units run 256-bit
 //! operations at full width (AMD Zen 5: two chains +23 % at 64 KiB, +4 % at 1500 B;
