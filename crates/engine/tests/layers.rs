@@ -56,16 +56,17 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
     })
 }
 
-/// The names a file's top-level non-test `use` lines bring in, each with its path.
-fn imports(syntax: &syn::File) -> BTreeMap<String, Vec<String>> {
-    fn walk(prefix: &mut Vec<String>, tree: &syn::UseTree, out: &mut BTreeMap<String, Vec<String>>) {
+/// A `use` tree as the names it binds, each with the path it names: `use a::{b, c as d,
+/// self}` gives `b -> a::b`, `d -> a::c`, `a -> a`; a glob `a::*` gives `* -> a`.
+fn flatten_use(tree: &syn::UseTree) -> Vec<(String, Vec<String>)> {
+    fn walk(prefix: &mut Vec<String>, tree: &syn::UseTree, out: &mut Vec<(String, Vec<String>)>) {
         let mut bind = |name: &syn::Ident, alias: &syn::Ident, prefix: &[String]| {
             let mut path = prefix.to_vec();
             if name != "self" {
                 path.push(name.to_string());
             }
             let alias = if alias == "self" { prefix.last().cloned().unwrap_or_default() } else { alias.to_string() };
-            out.insert(alias, path);
+            out.push((alias, path));
         };
         match tree {
             syn::UseTree::Path(p) => {
@@ -75,19 +76,27 @@ fn imports(syntax: &syn::File) -> BTreeMap<String, Vec<String>> {
             }
             syn::UseTree::Name(n) => bind(&n.ident, &n.ident, prefix),
             syn::UseTree::Rename(r) => bind(&r.ident, &r.rename, prefix),
-            syn::UseTree::Glob(_) => {}
+            syn::UseTree::Glob(_) => out.push(("*".to_string(), prefix.clone())),
             syn::UseTree::Group(g) => g.items.iter().for_each(|item| walk(prefix, item, out)),
         }
     }
-    let mut out = BTreeMap::new();
-    for item in &syntax.items {
-        if let syn::Item::Use(u) = item {
-            if !is_cfg_test(&u.attrs) {
-                walk(&mut Vec::new(), &u.tree, &mut out);
-            }
-        }
-    }
+    let mut out = Vec::new();
+    walk(&mut Vec::new(), tree, &mut out);
     out
+}
+
+/// The names a file's top-level non-test `use` lines bring in, each with its path.
+fn imports(syntax: &syn::File) -> BTreeMap<String, Vec<String>> {
+    syntax
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Use(u) if !is_cfg_test(&u.attrs) => Some(flatten_use(&u.tree)),
+            _ => None,
+        })
+        .flatten()
+        .filter(|(name, _)| name != "*")
+        .collect()
 }
 
 /// Every non-test module file of the crate, found from `lib.rs` through its `mod x;`
@@ -134,29 +143,6 @@ struct Paths {
 }
 
 impl Paths {
-    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
-        match tree {
-            syn::UseTree::Path(p) => {
-                prefix.push(p.ident.to_string());
-                self.use_tree(prefix, &p.tree);
-                prefix.pop();
-            }
-            syn::UseTree::Name(n) => self.push_use(prefix, n.ident.to_string()),
-            syn::UseTree::Rename(r) => self.push_use(prefix, r.ident.to_string()),
-            syn::UseTree::Glob(_) => self.found.push(prefix.clone()),
-            syn::UseTree::Group(g) => g.items.iter().for_each(|item| self.use_tree(prefix, item)),
-        }
-    }
-
-    /// `use a::{self}` names `a`.
-    fn push_use(&mut self, prefix: &[String], name: String) {
-        let mut path = prefix.to_vec();
-        if name != "self" {
-            path.push(name);
-        }
-        self.found.push(path);
-    }
-
     fn tokens(&mut self, tokens: TokenStream) {
         let mut run: Vec<String> = Vec::new();
         let mut colons = 0;
@@ -219,7 +205,7 @@ impl<'ast> Visit<'ast> for Paths {
     }
 
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        self.use_tree(&mut Vec::new(), &item.tree);
+        self.found.extend(flatten_use(&item.tree).into_iter().map(|(_, path)| path));
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
