@@ -427,12 +427,12 @@ def cpu_model() -> str:
 
 
 def machine() -> list[str]:
-    first = command_field
     return [
-        f"- CPU: {cpu_model()}, {first(['nproc'])} CPUs "
-        f"(hypervisor: {first(['lscpu'], 'Hypervisor vendor:')})",
-        f"- Kernel: {platform.release()}; {first(['rustc', '--version'])}; "
-        f"{first(['cc', '--version'])}; DPDK {first(['pkg-config', '--modversion', 'libdpdk'])} "
+        f"- CPU: {cpu_model()}, {command_field(['nproc'])} CPUs "
+        f"(hypervisor: {command_field(['lscpu'], 'Hypervisor vendor:')})",
+        f"- Kernel: {platform.release()}; {command_field(['rustc', '--version'])}; "
+        f"{command_field(['cc', '--version'])}; "
+        f"DPDK {command_field(['pkg-config', '--modversion', 'libdpdk'])} "
         "(Debian libdpdk-dev, library built by Debian, harness with -O3 -march=native; "
         "its AVX2 build adds -mno-avx512f)",
     ]
@@ -446,9 +446,9 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path,
     problems += c_problems
     allocs, offenders = allocation_summary(lines)
     state = [l for l in lines if l["workload"] == "gro_state_1024_flows"]
-    now = dt.datetime.now(dt.timezone.utc)
+    now, cpu = dt.datetime.now(dt.timezone.utc), cpu_model()
     parts = [
-        benchdoc.stamp(now, cpu_model()),
+        benchdoc.stamp(now, cpu),
         f"Run {now:%Y-%m-%d %H:%M UTC}, {args.pairs} pairs "
         f"(DPDK, engine, DPDK's AVX2 build on the checksum rows"
         f"{', engine via C' if c_rows else ''}, in turn, "
@@ -532,7 +532,7 @@ def report(lines: list[dict], args: argparse.Namespace, engine_bin: Path,
                  for b, x in ((DPDK_AVX2_BIN, ""), (CAPI_AVX2_BIN, " --mbuf-only"))]
                 if instr else []),
               "```", f"Raw lines: `{RAW.relative_to(ROOT)}`.",
-              "", benchdoc.notes_line("engine", now, cpu_model())]
+              "", benchdoc.notes_line("engine", now, cpu)]
     return "\n".join(parts)
 
 
@@ -610,16 +610,16 @@ def run_w5(args: argparse.Namespace) -> None:
         lines = [l for l in kept if l["workload"] not in measured_now] + lines
     W5_RAW.parent.mkdir(parents=True, exist_ok=True)
     W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    now = dt.datetime.now(dt.timezone.utc)
+    now, cpu = dt.datetime.now(dt.timezone.utc), cpu_model()
     section = "\n".join([
-        benchdoc.stamp(now, cpu_model()),
+        benchdoc.stamp(now, cpu),
         f"Run {now:%Y-%m-%d %H:%M UTC}.", "", machine()[0],
         f"- Kernel: {platform.release()}; DPDK {w5_testpmd.version()} "
         f"(`{fwd_w5.TESTPMD}` from Debian's dpdk-dev)", "",
         w5_report.section(lines, args.w5_pairs, args.w5_seconds, markdown_table,
                           huge=any(l["config"].endswith("+huge") for l in lines)),
         "", f"Raw lines: `{W5_RAW.relative_to(ROOT)}`.", "",
-        benchdoc.notes_line("w5", now, cpu_model())])
+        benchdoc.notes_line("w5", now, cpu)])
     print(section)
     if not args.no_write and args.w5_pairs >= 5:
         benchdoc.write_doc(section, W5_BEGIN, W5_END, series="w5", extends_old=args.w5_append)
