@@ -131,7 +131,7 @@ impl<'m> DriverRing<'m> {
     fn indirect_table(&self, desc: &Descriptor) -> Result<(VolatileSlice<'m>, u16), ChainError> {
         let len = desc.len() as usize;
         let entries = u16::try_from(len / DESCRIPTOR).map_err(|_| ChainError::BadIndirect)?;
-        if len % DESCRIPTOR != 0 || entries == 0 {
+        if !len.is_multiple_of(DESCRIPTOR) || entries == 0 {
             return Err(ChainError::BadIndirect);
         }
         let table = self.memory.get_slice(desc.addr(), len).map_err(|_| ChainError::OutsideMemory)?;
