@@ -15,6 +15,7 @@ Python standard library only; prints one JSON object per run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -31,14 +32,25 @@ def row(key: str) -> fwd_w5.Row:
     return next(r for r in fwd_w5.ROWS if r.key == key)
 
 
+def run_side(side: str, r: fwd_w5.Row, seconds: float, rnd: int) -> dict:
+    """testpmd as W5 runs it; `testpmd-io`: DPDK's own vhost-to-vhost forwarding (`io`,
+    `legacy-ol-flags=1`, w5_testpmd.IO_PASS) on hugepages; else an offlab-fwd binary."""
+    if side == "testpmd":
+        return fwd_w5.run_one("testpmd", r, seconds, rnd)
+    if side == "testpmd-io":
+        with w5_testpmd.hugepages() as huge_dir:
+            setup = dataclasses.replace(w5_testpmd.IO_PASS, huge_dir=huge_dir)
+            return fwd_w5.run_one("testpmd", r, seconds, rnd, setup)
+    fwd_w5.FWD_BIN = Path(side)
+    return fwd_w5.run_one("fwd", r, seconds, rnd)
+
+
 def alternate(rows: list[str], sides: list[str], rounds: int, seconds: float) -> None:
     """Each round runs every side on every row, the order of sides reversed in odd rounds."""
     for rnd in range(rounds):
         for key in rows:
             for side in sides if rnd % 2 == 0 else sides[::-1]:
-                if side != "testpmd":
-                    fwd_w5.FWD_BIN = Path(side)
-                r = fwd_w5.run_one("testpmd" if side == "testpmd" else "fwd", row(key), seconds, rnd)
+                r = run_side(side, row(key), seconds, rnd)
                 print(json.dumps({"round": rnd, "row": key, "side": side, "gbps": r["value"],
                                   "offered_gbps": r["offered_gbps"], "loss": r["loss"],
                                   "backend_ns_per_segment": r["backend_ns_per_segment"],
@@ -123,7 +135,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     alt = sub.add_parser("alternate")
     alt.add_argument("rows", help="comma-separated W5 row keys")
-    alt.add_argument("sides", help="comma-separated: testpmd or paths to offlab-fwd")
+    alt.add_argument("sides", help="comma-separated: testpmd, testpmd-io or paths to offlab-fwd")
     alt.add_argument("--rounds", type=int, default=2)
     alt.add_argument("--seconds", type=float, default=1.0)
     cg = sub.add_parser("callgrind")

@@ -10,6 +10,7 @@
 //! ends only its connection: the device is reset, frames towards it are dropped as
 //! "guest not connected", and the next connection on the same path starts afresh.
 
+mod avail;
 mod device;
 mod ring;
 
@@ -24,14 +25,15 @@ use serde_json::json;
 use vhost::vhost_user::{BackendReqHandler, Error as ProtocolError};
 use virtio_bindings::virtio_net::*;
 use virtio_queue::desc::split::Descriptor;
-use virtio_queue::{AvailIter, QueueOwnedT, QueueT};
+use virtio_queue::QueueT;
 use vm_memory::GuestMemoryMmap;
 use vmm_sys_util::epoll::{ControlOperation, Epoll, EpollEvent, EventSet};
 
 use super::{Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::{emit, Counters};
 use device::{feature_names, NetDevice, RX_QUEUE, TX_QUEUE};
-use ring::{copy_chain, in_place, pop_rx_chain, tx_descriptors, write_at, ChainError, RxChain, UsedBatch};
+use avail::DriverRing;
+use ring::{copy_chain, in_place, pop_rx_chain, write_at, ChainError, RxChain, UsedBatch};
 
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
@@ -223,14 +225,14 @@ impl VhostUserPort {
     /// how many chains were taken. Each gets a used entry (also those refused), kept
     /// in `scratch.sent` until the batch has been forwarded: a frame read in place
     /// lives in its chain's buffer until then.
-    fn read_frames(avail: &mut AvailIter<'_, &GuestMemoryMmap>, memory: &GuestMemoryMmap,
+    fn read_frames(avail: &mut DriverRing<'_>, memory: &GuestMemoryMmap,
                    acked: u64, batch: &mut RxBatch, scratch: &mut Scratch, counters: &mut Counters) -> usize {
         let mut taken = 0;
         while !batch.is_full() {
-            let Some(chain) = avail.next() else { break };
-            scratch.sent.push(chain.head_index(), 0);
+            let Some((head, shape)) = avail.next_chain(false, &mut scratch.descriptors) else { break };
+            scratch.sent.push(head, 0);
             taken += 1;
-            let taken_frame = tx_descriptors(chain, &mut scratch.descriptors)
+            let taken_frame = shape
                 .map_err(|error| (CATEGORY, error.reason()))
                 .and_then(|()| Self::take_frame(memory, acked, &scratch.descriptors, batch, counters));
             if let Err((category, reason)) = taken_frame {
@@ -330,7 +332,7 @@ struct Scratch {
 /// back to the ring when the frame does not fit.
 #[allow(clippy::too_many_arguments)]
 fn deliver<'a>(
-    avail: &mut AvailIter<'_, &GuestMemoryMmap>,
+    avail: &mut DriverRing<'_>,
     memory: &GuestMemoryMmap,
     merged: bool,
     mut header: [u8; VNET_LEN],
@@ -361,9 +363,7 @@ fn deliver<'a>(
     }
     if capacity < len {
         let none_left = count == 0 || merged;
-        for _ in 0..count {
-            avail.go_to_previous_position();
-        }
+        avail.put_back(count as u16);
         return Err(if none_left {
             RING_FULL
         } else {
@@ -485,9 +485,13 @@ impl Port for VhostUserPort {
         loop {
             // One read of the available index per batch, not one per frame: the
             // driver's core writes that cache line, so every read may be a miss.
-            read = match queue.iter(memory) {
-                Ok(mut avail) => Self::read_frames(&mut avail, memory, acked, batch, &mut self.scratch, counters),
-                Err(_) => 0,
+            read = match DriverRing::new(queue, memory) {
+                Some(mut avail) => {
+                    let read = Self::read_frames(&mut avail, memory, acked, batch, &mut self.scratch, counters);
+                    avail.finish(queue);
+                    read
+                }
+                None => 0,
             };
             if read > 0 {
                 if !self.kicks_off {
@@ -525,7 +529,7 @@ impl Port for VhostUserPort {
         };
         // The available index is read once per call, and once more only when the
         // buffers it counted ran out (see `recv_batch`).
-        let mut avail = queue.iter(memory).ok();
+        let mut avail = DriverRing::new(queue, memory);
         let mut refreshed = false;
         let mut delivered = false;
         let mut reached = tx.len();
@@ -550,7 +554,10 @@ impl Port for VhostUserPort {
                 // The guest may have posted buffers since the index was read.
                 Err(RING_FULL) if !refreshed => {
                     refreshed = true;
-                    avail = queue.iter(memory).ok();
+                    // An index not to be believed leaves the old one: the frame waits.
+                    if let Some(avail) = avail.as_mut() {
+                        avail.refresh();
+                    }
                     continue;
                 }
                 // No buffer for it yet: the caller holds it and the frames behind it.
@@ -561,6 +568,9 @@ impl Port for VhostUserPort {
                 Err(reason) => counters.drop("egress", reason),
             }
             index += 1;
+        }
+        if let Some(avail) = &avail {
+            avail.finish(queue);
         }
         // Every entry, also those of frames that failed half-way, is published.
         self.scratch.used.publish(queue, memory);

@@ -3,10 +3,11 @@
 //! outside the guest's memory.
 
 use virtio_queue::desc::split::Descriptor;
-use virtio_queue::{AvailIter, DescriptorChain, Queue, QueueT};
+use virtio_queue::{Queue, QueueT};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
+use super::avail::DriverRing;
 use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 /// Why a descriptor chain was not used as a frame (the guest's fault, or a full ring).
@@ -26,6 +27,9 @@ pub enum ChainError {
     ReadableOnReceive,
     /// More bytes than the largest frame with its virtio header.
     TooLong,
+    /// An indirect descriptor not alone at the head, nested, or of a length that is not
+    /// whole descriptors.
+    BadIndirect,
 }
 
 impl ChainError {
@@ -38,51 +42,9 @@ impl ChainError {
             ChainError::WritableOnTransmit => "device-writable descriptor on the transmit queue",
             ChainError::ReadableOnReceive => "device-readable descriptor on the receive queue",
             ChainError::TooLong => "frame longer than 64 KiB",
+            ChainError::BadIndirect => "malformed indirect descriptor",
         }
     }
-}
-
-/// The descriptors of a chain, checked for shape: every one non-empty, of the wanted
-/// direction, and the chain properly ended. Their buffers are checked when read or
-/// written.
-fn descriptors(
-    chain: DescriptorChain<&GuestMemoryMmap>,
-    writable: bool,
-    out: &mut Vec<Descriptor>,
-) -> Result<(), ChainError> {
-    out.clear();
-    let mut last_has_next = false;
-    for desc in chain {
-        if desc.len() == 0 {
-            return Err(ChainError::ZeroLength);
-        }
-        if desc.is_write_only() != writable {
-            return Err(if writable {
-                ChainError::ReadableOnReceive
-            } else {
-                ChainError::WritableOnTransmit
-            });
-        }
-        last_has_next = desc.has_next();
-        out.push(desc);
-    }
-    // The iterator stops without a word when its budget (the queue size) runs out or a
-    // `next` cannot be read: a last descriptor that still points on means exactly that.
-    if last_has_next {
-        return Err(ChainError::Unterminated);
-    }
-    if out.is_empty() {
-        return Err(ChainError::Empty);
-    }
-    Ok(())
-}
-
-/// Checks a transmit chain's descriptors into `out` (see `descriptors`).
-pub fn tx_descriptors(
-    chain: DescriptorChain<&GuestMemoryMmap>,
-    out: &mut Vec<Descriptor>,
-) -> Result<(), ChainError> {
-    descriptors(chain, false, out)
 }
 
 /// Copies a transmit chain's checked buffers (virtio header + frame) into `slot`;
@@ -140,16 +102,15 @@ impl RxBuffer {
 /// Takes the next receive chain `avail` offers into `into`; `Ok(false)` when the
 /// guest had posted no more when its available index was read.
 pub fn pop_rx_chain(
-    avail: &mut AvailIter<'_, &GuestMemoryMmap>,
+    avail: &mut DriverRing<'_>,
     memory: &GuestMemoryMmap,
     scratch: &mut Vec<Descriptor>,
     into: &mut RxChain,
 ) -> Result<bool, (u16, ChainError)> {
-    let Some(chain) = avail.next() else {
+    let Some((head, shape)) = avail.next_chain(true, scratch) else {
         return Ok(false);
     };
-    let head = chain.head_index();
-    descriptors(chain, true, scratch).map_err(|e| (head, e))?;
+    shape.map_err(|e| (head, e))?;
     into.head = head;
     into.buffers.clear();
     into.buffers.extend(scratch.iter().map(|d| RxBuffer::new(memory, d)));
