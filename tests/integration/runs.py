@@ -32,6 +32,19 @@ def start_run(args: list[str], db: Path, wait_for: int = 2, timeout: float = 120
     return run
 
 
+def stderr_after(run: subprocess.Popen) -> str:
+    """A run's stderr for a failed wait's message: the run is killed first if it still
+    runs, so the message never waits for the rest of its plan (a 20-run plan over SSH:
+    many minutes)."""
+    if run.poll() is None:
+        run.kill()
+    try:
+        return run.communicate(timeout=30)[1]
+    except subprocess.TimeoutExpired as late:  # a child of the run still holds its stderr
+        said = late.stderr.decode(errors="replace") if isinstance(late.stderr, bytes) else late.stderr or ""
+        return f"{said}\n(the run was killed; a process it started still held its stderr 30 s later)"
+
+
 class ListSink:
     """A sink that keeps every sample in order (the store's seam, without a store)."""
 

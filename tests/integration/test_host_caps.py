@@ -20,7 +20,7 @@ from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
-from .runs import OFFLAB
+from .runs import OFFLAB, stderr_after
 from .sshlab import clean_ssh_lab
 
 PLAN = """
@@ -178,7 +178,7 @@ def test_an_offload_changed_by_someone_else_mid_run_is_left_alone_by_the_runs_re
     try:
         deadline = time.monotonic() + 120
         while not _sender_client_runs(lab):
-            assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-800:]
+            assert run.poll() is None and time.monotonic() < deadline, stderr_after(run)[-800:]
             time.sleep(0.05)
         lab.servers["a"].run(["ethtool", "-K", "ofl-ta0", "generic-segmentation-offload", "off"])  # the operator
         run.send_signal(signal.SIGINT)

@@ -25,7 +25,7 @@ from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 
 from .routerlab import router_lab
-from .runs import OFFLAB, samples, start_run
+from .runs import OFFLAB, samples, start_run, stderr_after
 
 PLAN = """
 name = "router-hosts"
@@ -86,10 +86,12 @@ def _nothing_left(lab, before: dict) -> None:
     assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
 
 
-def _wait_for_journals(run: subprocess.Popen, count: int, timeout: float = 60) -> None:
+def _wait_for_journals(run: subprocess.Popen, count: int, timeout: float = 180) -> None:
+    """The run's setup over SSH (guard reads, facts) comes first: past a minute on a
+    2-core machine at load 17."""
     deadline = time.monotonic() + timeout
     while len(list(JOURNAL_DIR.glob("*.json"))) < count:
-        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1]
+        assert run.poll() is None and time.monotonic() < deadline, stderr_after(run)
         time.sleep(0.002)
 
 
