@@ -703,8 +703,7 @@ impl Gro {
     #[inline(always)]
     fn emit(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
         let (held, ids) = self.table.parts_of(slot);
-        // Borrowed, not copied: the run is a dozen words, and a one-frame run reads two.
-        let run = &held.run;
+        let run = held.run;
         // `parts_of` gives at most the segment cap's ids, the scratch's length.
         let parts = &mut self.parts[..ids.len()];
         let start = u32::from(run.headers_len);
@@ -719,10 +718,10 @@ impl Gro {
         }
         let vnet = if run.segments > 1 {
             let offload = match held.plain {
-                0 => emit::finalize_plain::<0>(run, &mut held.header),
-                VXLAN_OUTER => emit::finalize_plain::<VXLAN_OUTER>(run, &mut held.header),
-                PLAIN6 => emit::finalize_plain6(run, &mut held.header),
-                _ => emit::finalize(&held.shape, run, &mut held.header[..usize::from(run.headers_len)]),
+                0 => emit::finalize_plain::<0>(&run, &mut held.header),
+                VXLAN_OUTER => emit::finalize_plain::<VXLAN_OUTER>(&run, &mut held.header),
+                PLAIN6 => emit::finalize_plain6(&run, &mut held.header),
+                _ => emit::finalize(&held.shape, &run, &mut held.header[..usize::from(run.headers_len)]),
             };
             vnet::merged(&offload)
         } else {
