@@ -218,8 +218,9 @@ pub struct Gro {
     limits: Limits,
     parse: ParseOptions,
     table: Table,
-    /// Scratch for the parts of the run being delivered.
-    parts: Vec<Part>,
+    /// Scratch for the parts of the run being delivered, one per segment the cap
+    /// allows: filled by index, no length kept or capacity checked per run.
+    parts: Box<[Part]>,
     stats: GroStats,
     /// Whether validated frames try the fast paths (`plain.rs`, `plain6.rs`,
     /// `template.rs`) before the general path; off only in the tests that compare both.
@@ -261,7 +262,7 @@ impl Gro {
             limits,
             parse,
             table: Table::new(cfg.max_flows, segment_cap, Run::blank()),
-            parts: Vec::with_capacity(segment_cap),
+            parts: vec![Part { id: 0, payload: 0..0 }; segment_cap].into_boxed_slice(),
             stats: GroStats::default(),
             fast_path: true,
             templates: Vec::with_capacity(TEMPLATES_KEPT),
@@ -703,15 +704,16 @@ impl Gro {
     fn emit(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
         let (held, ids) = self.table.parts_of(slot);
         let run = held.run;
-        self.parts.clear();
+        // `parts_of` gives at most the segment cap's ids, the scratch's length.
+        let parts = &mut self.parts[..ids.len()];
         let start = u32::from(run.headers_len);
         // Every part but the last is one segment size long.
         let full = start..start + u32::from(run.seg_size);
-        self.parts.extend(ids.iter().map(|&id| Part {
-            id,
-            payload: full.clone(),
-        }));
-        if let Some(last) = self.parts.last_mut() {
+        for (part, &id) in parts.iter_mut().zip(ids) {
+            part.id = id;
+            part.payload = full.clone();
+        }
+        if let Some(last) = parts.last_mut() {
             last.payload.end = start + u32::from(run.last_len);
         }
         let vnet = if run.segments > 1 {
@@ -728,7 +730,7 @@ impl Gro {
         let header = &held.header[..usize::from(run.headers_len)];
         out(Merged {
             header,
-            parts: &self.parts,
+            parts,
             vnet,
             segments: run.segments,
             end: cause,

@@ -168,6 +168,7 @@ impl Table {
     }
 
     /// The slot's header (mutable, for finalizing) and its packets' ids.
+    #[inline]
     pub fn parts_of(&mut self, slot: u32) -> (&mut Slot, &[u64]) {
         let s = &mut self.slots[slot as usize];
         let n = usize::from(s.run.segments).min(self.segment_cap);
