@@ -6,7 +6,7 @@ import pytest
 from offlab.adaptive import Adaptive, AdaptiveOutcome, TargetError, parse_target, relative_half_width
 from offlab.report.adaptive import adaptive_sections
 from offlab.runner import pending
-from offlab.store import Store
+from offlab.store.store import Store
 from tests.fixtures.make_store import RUN_ID, build_store
 
 STEADY = [10.0, 10.1, 9.9, 10.0]

@@ -36,7 +36,7 @@ def test_bad_plan_file_is_one_line_naming_the_key(tmp_path):
 
 
 def test_report_without_runs(tmp_path):
-    from offlab.store import Store
+    from offlab.store.store import Store
     Store(tmp_path / "empty.sqlite").close()
     done = offlab("report", "--store", str(tmp_path / "empty.sqlite"))
     assert done.returncode == 1 and "no runs" in done.stderr

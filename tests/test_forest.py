@@ -6,7 +6,7 @@ import pytest
 from fixtures.make_store import build_store
 from offlab.report import build_report_model, write_report
 from offlab.report.forest import SLUG, forest_chart, forest_rows
-from offlab.store import Store
+from offlab.store.store import Store
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
 from offlab.history import build_history, matches, what_changed
 from offlab.history_report import history_table, render_markdown
 from offlab.report.model import build_rows
-from offlab.storage.tables import sample
-from offlab.store import RunAggregates, RunResults, Store
+from offlab.store.tables import sample
+from offlab.store.store import RunAggregates, RunResults, Store
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 NIC = {"nic driver": "ice", "nic version": "6.12", "nic firmware-version": "4.20"}

@@ -133,7 +133,7 @@ def test_a_run_whose_lease_is_lost_is_interrupted_with_the_reason(tmp_path):
     from rich.console import Console
 
     from offlab import plan, runflow
-    from offlab.store import Store
+    from offlab.store.store import Store
 
     cases = plan.parse('name = "l"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\n'
                        'traffic = ["tcp"]\nsequences = ["all-on"]\n', "p").cases

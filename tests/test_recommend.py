@@ -98,7 +98,7 @@ def test_userspace_datapath_profiles_get_no_offload_advice():
     from offlab.records import CaseSpec, DatapathSetting, OffloadProfile, PortSetting, TrafficSpec
     from offlab.report.model import build_groups, build_rows
     from offlab.report.recommend import recommend
-    from offlab.store import RunResults
+    from offlab.store.store import RunResults
     from tests.fixtures.make_store import fixture_run_info, make_samples
 
     rng = random.Random(1)

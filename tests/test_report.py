@@ -9,7 +9,7 @@ from fixtures.make_store import build_store
 from offlab.report import build_report_model, write_report
 from offlab.report.markdown import render_table
 from offlab.report.tables import cpu_table
-from offlab.store import Store
+from offlab.store.store import Store
 from offlab.warnings import HighVariation, OffloadNotAsRequested
 
 

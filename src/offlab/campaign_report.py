@@ -14,7 +14,7 @@ from .report.html import page, render_table as html_table
 from .report.markdown import render_table as md_table
 from .report.model import CaseGroup, build_groups, build_rows
 from .report.tables import Table, mean_std, versus
-from .store import RunResults
+from .store.store import RunResults
 
 MARKDOWN_NAME = "campaign.md"
 HTML_NAME = "campaign.html"

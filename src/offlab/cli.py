@@ -21,8 +21,8 @@ from rich.console import Console
 
 from . import preflight
 from .hosts.guard import OVERRIDE_FLAG
-from .storage import location as locations
-from .store import Store, StoreError
+from .store import location as locations
+from .store.store import Store, StoreError
 from .textout import plain_table
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, 
     from .campaign import new_campaign_id, run_waves
     from .hosts.session import destinations, restore_journals
     from .runscope import RUNTIME_ROOT, MachineLock
-    from .storage.masking import password_to_environment
+    from .store.masking import password_to_environment
     if not dry_run:
         preflight.check_privileges()
         locations.check_reachable(store_file)
@@ -415,7 +415,7 @@ def export_cmd(
     store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
 ) -> None:
     """Export a run's samples as JSON or CSV."""
-    from .export import export
+    from .store.export import export
     if fmt not in ("json", "csv"):
         raise typer.BadParameter(f"{fmt!r}; use json or csv", param_hint="--format")
     with Store(store_path, readonly=True) as store:
@@ -434,7 +434,7 @@ def copy_cmd(
                              "database must exist)"),
 ) -> None:
     """Copy runs between stores (SQLite and PostgreSQL, either way); runs already there are kept."""
-    from .runcopy import copy_runs
+    from .store.runcopy import copy_runs
     where = locations.parse(dest)
     for copied in copy_runs(run_ids, store_path, where):
         print(copied.sentence(where))
@@ -475,7 +475,7 @@ def store_upgrade_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--stor
     """Create offlab's tables in an empty database, or bring an older schema to this
     offlab's revision (on PostgreSQL nothing else changes the schema: run it as the role
     that owns it, when every lab machine has this offlab)."""
-    from .storage.health import upgrade_store
+    from .store.health import upgrade_store
     print(upgrade_store(locations.parse(store_path)))
 
 
@@ -540,7 +540,7 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
     if (guests or plan is not None) and hosts_path is None:
         raise LabError(f"{'--guests' if guests else '--plan'} checks servers: give them with --hosts hosts.toml")
     if store_path is not None:
-        from .storage.health import check_store
+        from .store.health import check_store
         _print_checks(check_store(locations.parse(store_path)))
         return
     from . import doctor as doctor_checks

@@ -28,7 +28,7 @@ from .report.markdown import render_table as md_table
 from .report.model import ProfileRow, build_rows
 from .report.tables import Table, mean_std, versus
 from .stats import RelativeChange, relative_change
-from .store import RunResults
+from .store.store import RunResults
 
 MARKDOWN_NAME = "compare.md"
 HTML_NAME = "compare.html"

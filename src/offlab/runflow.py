@@ -23,8 +23,8 @@ from .hosts.lease import LeaseLost
 from .records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner, RunnerStats
 from .runscope import MachineLock, RunScope, reclaim_stale
-from .storage.masking import mask_argv
-from .store import Store, StoreError, StoreLocation
+from .store.masking import mask_argv
+from .store.store import Store, StoreError, StoreLocation
 from .topology import Interrupted, TerminationSignals, Topology, sweep_leftovers
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.plan import parse
-from offlab.store import Store
+from offlab.store.store import Store
 
 from .runs import OFFLAB
 from .sshfleet import PAIRS, ssh_fleet

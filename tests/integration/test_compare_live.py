@@ -10,7 +10,7 @@ from offlab.comparison import compare, regressions
 from offlab.plan import parse
 from offlab.records import RunInfo
 from offlab.runner import Runner
-from offlab.store import RunResults
+from offlab.store.store import RunResults
 
 from .runs import ListSink
 

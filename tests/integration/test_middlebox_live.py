@@ -12,7 +12,7 @@ from offlab import plan
 from offlab.fwd import FwdError, find_binary
 from offlab.records import Params, RunSettings
 from offlab.runner import Runner
-from offlab.store import Store
+from offlab.store.store import Store
 from offlab.topology import build, our_namespaces
 from offlab.topology.middlebox import AR_R, RB_R
 

@@ -8,7 +8,7 @@ from offlab.records import Params, RunInfo
 from offlab.report.model import build_rows
 from offlab.runner import Runner
 from offlab.studies.msgsize.report import curve_sets
-from offlab.store import RunResults
+from offlab.store.store import RunResults
 from offlab.topology import build, our_namespaces
 
 from .runs import ListSink

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..store import RunResults
+from ..store.store import RunResults
 from .charts import group_chart
 from .timeseries import has_series, series_chart, series_slug
 from .document import ReportModel, build_report_model

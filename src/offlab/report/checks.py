@@ -8,7 +8,7 @@ from typing import Iterator, Mapping
 from ..adaptive import Adaptive, rule_of
 from ..records import FeatureState
 from ..stats import Summary, runs_needed
-from ..store import RunResults
+from ..store.store import RunResults
 from ..cpu import NOMINAL, refusals, windows_off
 from ..warnings import (
     CascadedFeature,

@@ -8,7 +8,7 @@ from typing import Mapping
 from ..adaptive import AdaptiveOutcome
 from ..hosts.facts import virtual_roles
 from ..records import RunInfo
-from ..store import RunResults
+from ..store.store import RunResults
 from ..warnings import LabWarning
 from .checks import find_warnings
 from .model import CaseGroup, Thresholds, build_groups, build_rows

@@ -18,7 +18,7 @@ from ..headline import cpu_timed, headline_cpu_per_gbps, headline_roles  # cpu_t
 from ..offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..stats import RelativeChange, Summary, relative_change, summary
-from ..store import RunResults
+from ..store.store import RunResults
 
 SIDES = ("tx", "rx", "both")
 ALL_CORES = "all cores"

@@ -35,18 +35,18 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from . import codec
-from .adaptive import AdaptiveOutcome
-from .records import CaseSpec, RunInfo, Sample
-from .storage import location as locations
-from .storage import retry, schema, writer
-from .storage.errors import StoreError
-from .storage.masking import mask_command_line
-from .storage.location import StoreLocation
-from .storage.reading import aggregate_runs, load_run, load_runs
-from .storage.results import RunAggregates, RunOutline, RunResults, RunSummary
-from .storage.tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
-                             sample_interval, sample_offload, sample_probe)
-from .storage.tables import case as case_table
+from ..adaptive import AdaptiveOutcome
+from ..records import CaseSpec, RunInfo, Sample
+from . import location as locations
+from . import retry, schema, writer
+from .errors import StoreError
+from .masking import mask_command_line
+from .location import StoreLocation
+from .reading import aggregate_runs, load_run, load_runs
+from .results import RunAggregates, RunOutline, RunResults, RunSummary
+from .tables import (case_adaptive, run, run_campaign, run_stack, sample, sample_counter, sample_cpu,
+                     sample_interval, sample_offload, sample_probe)
+from .tables import case as case_table
 
 __all__ = ["Store", "StoreError", "RunAggregates", "RunResults", "RunSummary", "StoreLocation", "RUN_STATUSES",
            "LAYERS"]
@@ -248,7 +248,7 @@ class Store:
             ) from err
 
     def _insert_sample(self, conn: Connection, run_id: str, case: CaseSpec, s: Sample) -> None:
-        from .headline import sample_headline  # a writer's import: reading commands start without it
+        from ..headline import sample_headline  # a writer's import: reading commands start without it
         cpu_timed, cpu_per_gbps = sample_headline(case, s)
         result = conn.execute(sample.insert().values(
             run_id=run_id, case_key=s.case_key, repetition=s.repetition, started_at=s.started_at,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from . import codec
-from .records import RESULTS_FORMAT_VERSION, CaseSpec, FeatureState, Sample
+from ..records import RESULTS_FORMAT_VERSION, CaseSpec, FeatureState, Sample
 from .store import RunResults
 
 JSON_DOCUMENT = "offlab-results"

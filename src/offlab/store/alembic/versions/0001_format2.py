@@ -3,7 +3,7 @@
 It creates only the tables a store lacks: an empty database gets all of them, and a
 format-2 SQLite store written before Alembic (which has them, perhaps without
 ``case_adaptive``) is adopted as it is. Format-1 stores are first brought to format 2
-by offlab.migrations (SQLite only: PostgreSQL stores begin here).
+by offlab.store.migrations (SQLite only: PostgreSQL stores begin here).
 
 Revision ID: 0001
 """

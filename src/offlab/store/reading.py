@@ -13,7 +13,7 @@ from typing import Any, Collection, Mapping, Optional
 from sqlalchemy import false, func, or_, select, true, tuple_
 from sqlalchemy.engine import Connection
 
-from .. import codec
+from . import codec
 from ..adaptive import AdaptiveOutcome
 from ..records import CaseSpec, CpuShare, FeatureState, Interval, OffloadProfile, RateProbe, RunInfo, Sample
 from .masking import mask_command_line

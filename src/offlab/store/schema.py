@@ -6,7 +6,7 @@ of these states when it is opened:
 * empty (a new file, an empty database): a SQLite file is created at the newest
   revision; a PostgreSQL database is refused until its owner runs `offlab store upgrade`;
 * a SQLite store of the hand-written releases (a ``meta`` table, no ``alembic_version``):
-  format 1 is first upgraded by offlab.migrations, then the history adopts it at 0001;
+  format 1 is first upgraded by offlab.store.migrations, then the history adopts it at 0001;
 * at an older revision: a SQLite file is upgraded by its first writer; a PostgreSQL
   schema only by `offlab store upgrade` (open_for_writing refuses it in one line);
 * at the newest: used as it is;
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
-from ..migrations import MIGRATIONS
+from .migrations import MIGRATIONS
 from .errors import StoreError
 from .location import StoreLocation
 

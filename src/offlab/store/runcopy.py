@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .storage.errors import StoreError
-from .storage.location import StoreLocation, parse
-from .storage.results import RunOutline, RunResults
+from .errors import StoreError
+from .location import StoreLocation, parse
+from .results import RunOutline, RunResults
 from .store import Store
 
 

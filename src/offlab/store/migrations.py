@@ -25,7 +25,7 @@ import sqlite3
 from typing import Callable
 
 from . import codec
-from .records import DatapathSetting, Params, PortSetting, RunSettings
+from ..records import DatapathSetting, Params, PortSetting, RunSettings
 
 # --- format 1's vocabulary, frozen here as it was ---------------------------------------
 

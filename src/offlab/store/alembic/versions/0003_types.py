@@ -27,7 +27,7 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
-from offlab.storage.writer import machine_key
+from offlab.store.writer import machine_key
 
 revision = "0003"
 down_revision = "0002"

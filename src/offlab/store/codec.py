@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from .records import DatapathSetting, Params, PortSetting, RunSettings, TrafficSpec
+from ..records import DatapathSetting, Params, PortSetting, RunSettings, TrafficSpec
 
 Document = dict[str, Any]
 

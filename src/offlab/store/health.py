@@ -31,7 +31,7 @@ def upgrade_store(location: StoreLocation) -> str:
 
 
 def check_store(location: StoreLocation) -> list[Check]:
-    from ..store import Store  # the store module imports this package
+    from .store import Store  # the store module imports this package
     fix = ""
     try:
         with Store(location, readonly=True) as store:
