@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from offlab import cpu
+from offlab.measure import cpu
 from offlab.records import CaseSpec, CpuShare, OffloadProfile, RunInfo, Sample, TrafficSpec
 from offlab.report.checks import find_warnings
 from offlab.report.model import Thresholds, profile_row

@@ -152,6 +152,6 @@ def test_a_history_loads_nothing_of_the_measuring_side():
     import subprocess
     import sys
     code = ("import sys, offlab.history, offlab.history_report; "
-            "print(sorted(m for m in ('pyroute2', 'offlab.measure', 'offlab.topology') if m in sys.modules))")
+            "print(sorted(m for m in ('pyroute2', 'offlab.measure.measure', 'offlab.topology') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

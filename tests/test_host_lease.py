@@ -176,7 +176,7 @@ def test_reads_of_a_servers_qemu_threads_run_as_the_user():
     threads (measure.py) and their names (remote_guests.py)."""
     from types import SimpleNamespace
 
-    from offlab.measure import _remote_thread_times
+    from offlab.measure.measure import _remote_thread_times
     from offlab.proc import Completed
     from offlab.topology.remote_guests import RemoteGuestPath
 

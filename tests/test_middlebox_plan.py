@@ -7,7 +7,7 @@ import random
 import pytest
 
 from offlab import plan
-from offlab.counters import is_pathology
+from offlab.measure.counters import is_pathology
 from offlab.plan import PlanError, parse
 from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
 from offlab.report.model import profile_row

@@ -2,7 +2,8 @@
 
 import pytest
 
-from offlab import capacity, plan
+from offlab.measure import capacity
+from offlab import plan
 from offlab.plan import PlanError, parse
 
 GOOD = """

@@ -14,7 +14,7 @@ from offlab import plan
 from offlab.records import CaseSpec, Params, RunSettings, Sample
 from offlab.runner import Runner, by_topology, pending
 from offlab.topology import Endpoint, Interrupted
-from offlab.traffic import IperfError
+from offlab.measure.traffic import IperfError
 from tests.fixtures.recording_host import RecordingHost
 
 GOOD = """

@@ -127,7 +127,7 @@ def run_cmd(
     allow_forwarding: bool = typer.Option(False, "--allow-forwarding", help="with --hosts and a [router]: turn on the router's IP forwarding if it is off (journaled, put back after)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    from . import foreign
+    from .measure import foreign
     from .campaign import Fleet
     from .hosts import HostError
     from .hosts.confirm import planned_changes
@@ -595,7 +595,7 @@ def known_errors() -> tuple[type[Exception], ...]:
     from .runflow import RunError
     from .runscope import BusyError
     from .topology import TopologyError
-    from .traffic import IperfError
+    from .measure.traffic import IperfError
     return (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError, TargetError,
             preflight.PreflightError, BusyError, RunError, HostError, hostsfile.HostsFileError)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import compare_rule
 from .compare_rule import Verdict
 
-from . import stackconfig
+from .measure import stackconfig
 from .records import RunInfo
 from .report.html import page, render_table as html_table
 from .report.markdown import render_table as md_table

@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import capacity
+from .measure import capacity
 from .records import CaseSpec, RunSettings
 
 SAMPLE_OVERHEAD_S = 0.5
@@ -173,8 +173,8 @@ def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset(
         except FwdError as err:
             raise PreflightError(str(err)) from None
     if any(c.traffic.generator == "udpload" for c in cases):
-        from .udpload import UdpLoadError
-        from .udpload import find_binary as find_udpload
+        from .measure.udpload import UdpLoadError
+        from .measure.udpload import find_binary as find_udpload
         try:
             find_udpload()
         except UdpLoadError as err:
@@ -284,7 +284,7 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
 def _check_remote_udpload(cases: list[CaseSpec], hosts) -> None:
     """offlab-udpload runs on the servers themselves (copied there by hash): this
     machine's build must exist, and it cannot run inside a guest."""
-    from .udpload import UdpLoadError, find_binary
+    from .measure.udpload import UdpLoadError, find_binary
     in_guests = sorted({c.traffic.label for c in cases if c.traffic.generator == "udpload"
                         and c.scenario == GUEST_SCENARIO})
     if in_guests:
@@ -322,7 +322,7 @@ def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:
     and the busiest of them: the idle-machine check."""
     import time
 
-    from . import foreign
+    from .measure import foreign
     before, start = foreign.snapshot(None), time.monotonic()
     time.sleep(seconds)
     return foreign.busy_percent(before, foreign.snapshot(None), time.monotonic() - start)

@@ -51,7 +51,7 @@ def planned_changes(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softir
 def host_wide(cases: Iterable[CaseSpec], role: str) -> list[str]:
     """The host-wide sysctls a run raises on a server (for every socket there, not only
     offlab's): UDP cases raise the socket buffer limits (sockbuf.py) where lower."""
-    from ..sockbuf import LIMITS, UDP_SOCKET_BUFFER
+    from ..measure.sockbuf import LIMITS, UDP_SOCKET_BUFFER
     udp = [c for c in cases if c.traffic.protocol == "udp"
            and (c.scenario != "middlebox" or _on_a_middlebox_path([c], "a" if role == "sender" else "b"))]
     if not udp or role == "router":

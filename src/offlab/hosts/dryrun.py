@@ -116,7 +116,7 @@ def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec
 
 def _host_wide(host: SshHost, role: str, cases: list[CaseSpec]) -> list[str]:
     """Each host-wide sysctl the run raises there, with its value now."""
-    from ..sockbuf import LIMITS, UDP_SOCKET_BUFFER
+    from ..measure.sockbuf import LIMITS, UDP_SOCKET_BUFFER
     from .confirm import host_wide
     if not host_wide(cases, role):
         return []

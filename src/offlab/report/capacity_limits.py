@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import capacity, losscause
+from ..measure import capacity, losscause
 
 if TYPE_CHECKING:
     from ..stats import Summary

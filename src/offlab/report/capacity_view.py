@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import capacity, losscause, sockbuf
+from ..measure import capacity, losscause, sockbuf
 from ..records import TrafficSpec
 from ..stats import summary
 from ..studies import Section

@@ -9,7 +9,7 @@ from ..adaptive import Adaptive, rule_of
 from ..records import FeatureState
 from ..stats import Summary, runs_needed
 from ..store.store import RunResults
-from ..cpu import NOMINAL, refusals, windows_off
+from ..measure.cpu import NOMINAL, refusals, windows_off
 from ..warnings import (
     CascadedFeature,
     CpuRefused,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ..counters import is_drop, is_pressure
+from ..measure.counters import is_drop, is_pressure
 from ..stats import Summary, summary
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Sequence
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .. import latency, rtthist
+from ..measure import latency, rtthist
 from ..stats import summary
 from ..studies import Section
 from .model import ProfileRow, is_all_on

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
+from ..measure.cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
 from ..stats import RelativeChange, Summary, summary
 from .model import ALL_CORES, CaseGroup, ProfileRow, cpu_timed
 from .phrases import format_change

@@ -248,7 +248,7 @@ class Store:
             ) from err
 
     def _insert_sample(self, conn: Connection, run_id: str, case: CaseSpec, s: Sample) -> None:
-        from ..headline import sample_headline  # a writer's import: reading commands start without it
+        from ..measure.headline import sample_headline  # a writer's import: reading commands start without it
         cpu_timed, cpu_per_gbps = sample_headline(case, s)
         result = conn.execute(sample.insert().values(
             run_id=run_id, case_key=s.case_key, repetition=s.repetition, started_at=s.started_at,

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cpu import ProcessTimes, parse_pid_stat
+from ..measure.cpu import ProcessTimes, parse_pid_stat
 
 VCPU = re.compile(r"^CPU \d+/(TCG|KVM)$")
 CLASSES = ("vcpu", "vhost", "other")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ...adaptive import AdaptiveOutcome
-from ...counters import is_pathology
+from ...measure.counters import is_pathology
 from ...records import TrafficSpec
 from ...report.model import ProfileRow
 from ...report.tables import Table, decimals_for

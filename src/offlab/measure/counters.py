@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from .hosts import batch
+from ..hosts import batch
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
 
 PROC_FILES = ("/proc/net/snmp", "/proc/net/netstat", "/proc/net/dev")
 SOFTNET_FILE = "/proc/net/softnet_stat"

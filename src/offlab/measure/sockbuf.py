@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from .proc import ProcessError
+from ..proc import ProcessError
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
 
 UDP_SOCKET_BUFFER = 4 * 1024 * 1024
 """Bytes asked for with iperf3 `-w` on UDP tests: 4 MiB, ~2 ms at 10 Gbit/s, enough that

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from subprocess import Popen
 from typing import TYPE_CHECKING, Any
 
-from .proc import ProcessError
-from .records import Interval, TrafficSpec
+from ..proc import ProcessError
+from ..records import Interval, TrafficSpec
 from .sockbuf import UDP_SOCKET_BUFFER
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
 
 DEFAULT_PORT = 5201
 SERVER_INTERVAL_S = 0.1
@@ -312,7 +312,7 @@ class IperfServer:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read() if self._proc.stderr else ""
-                from .hosts.ports import port_taken_text
+                from ..hosts.ports import port_taken_text
                 said = port_taken_text(self.host, self.port, err.strip() or "no output")
                 raise ProcessError(self.args, f"exited at start: {said}")
             try:

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from .hosts import batch
+from ..hosts import batch
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
 
 SYSCTLS = (
     "net/ipv4/tcp_congestion_control", "net/core/default_qdisc", "net/ipv4/tcp_rmem",

@@ -22,16 +22,17 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import binaries, cpu
-from .proc import ProcessError
-from .records import CpuShare, TrafficSpec
+from .. import binaries
+from . import cpu
+from ..proc import ProcessError
+from ..records import CpuShare, TrafficSpec
 from .sockbuf import UDP_SOCKET_BUFFER
 from .traffic import IperfError, TrafficResult
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
     from .measure import Window
-    from .topology import Topology
+    from ..topology import Topology
 
 PORT = 5301
 BINARY_ENV = "OFFLAB_UDPLOAD"
@@ -58,8 +59,8 @@ _shipped: "weakref.WeakKeyDictionary[Host, Path]" = weakref.WeakKeyDictionary()
 def binary_on(host: "Host") -> Path:
     """Where `host` runs udpload: this machine's build, or on a server reached over SSH
     its copy there (copied by hash unless already there, hosts/files.py)."""
-    from .hosts import files
-    from .hosts.ssh import SshHost
+    from ..hosts import files
+    from ..hosts.ssh import SshHost
     local = find_binary()
     if not isinstance(host, SshHost):
         return local

@@ -26,12 +26,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import counters, losscause, ratesearch
-from .records import CaseSpec, CpuShare, RateProbe, Sample, TrafficSpec
+from ..records import CaseSpec, CpuShare, RateProbe, Sample, TrafficSpec
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
     from .measure import Window
-    from .topology import Topology
+    from ..topology import Topology
     from .traffic import TrafficResult
 
 PROBE_SECONDS = 1.0

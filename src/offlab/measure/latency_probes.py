@@ -27,8 +27,8 @@ from . import latency
 from .traffic import IperfError
 
 if TYPE_CHECKING:
-    from .records import TrafficSpec
-    from .topology import Topology
+    from ..records import TrafficSpec
+    from ..topology import Topology
 
 FINISH_GRACE_S = 10.0
 """How long past its own end a probe's client may take to report."""

@@ -25,9 +25,9 @@ from typing import Iterator, Mapping
 
 from . import capacity, cpu, foreign, latency, latency_probes, udpload
 from .counters import WINDOW_DEVICE_PREFIX, delta as counters_delta, parse_dev
-from .records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
-from .hosts import Host
-from .topology import Topology
+from ..records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
+from ..hosts import Host
+from ..topology import Topology
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
                       wait_for_data_connection)
 

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from .records import RateProbe
+from ..records import RateProbe
 
 DEFAULT_LOSS_PERCENT = 0.1
 DEFAULT_RESOLUTION = 0.05

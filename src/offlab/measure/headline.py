@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .cpu import refusals, windows_off
-from .records import CaseSpec, Sample
+from ..records import CaseSpec, Sample
 
 WIRE_FREE_ROLES = {"nic": ("sender",)}
 """Topology `wire` → the roles whose cores carry none of the wire's own work: the headline

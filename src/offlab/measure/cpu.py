@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from .records import CPU_CLASSES, CpuShare
+from ..records import CPU_CLASSES, CpuShare
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from ..hosts import Host
 
 PROC_STAT = Path("/proc/stat")
 
