@@ -3,7 +3,7 @@ and the outcome stored with the run and read back for the report."""
 
 import pytest
 
-from offlab.adaptive import Adaptive, AdaptiveOutcome, TargetError, parse_target, relative_half_width
+from offlab.analysis.adaptive import Adaptive, AdaptiveOutcome, TargetError, parse_target, relative_half_width
 from offlab.report.adaptive import adaptive_sections
 from offlab.runner import pending
 from offlab.store.store import Store

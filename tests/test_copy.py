@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.make_store import build_store, fixture_cases, fixture_run_info, make_samples
-from offlab.adaptive import AdaptiveOutcome
+from offlab.analysis.adaptive import AdaptiveOutcome
 from offlab.store.runcopy import copy_runs
 from offlab.store.store import Store, StoreError
 

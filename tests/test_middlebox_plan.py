@@ -16,7 +16,7 @@ from offlab.studies.middlebox.report import (COLLAPSED, DEGRADED, NOT_REACHED, g
                                              middlebox_sections, middlebox_tables, pathology_table,
                                              seed_table)
 from offlab.topology.middlebox import PATHS
-from offlab.adaptive import AdaptiveOutcome
+from offlab.analysis.adaptive import AdaptiveOutcome
 
 PLAN = """
 name = "mb"

@@ -238,7 +238,7 @@ def test_adaptive_runs_report_only_cases_stopped_before_their_rule(results):
     and so is a capacity search (the rule's minimum, no outcome) below that minimum."""
     from dataclasses import replace
 
-    from offlab.adaptive import AdaptiveOutcome
+    from offlab.analysis.adaptive import AdaptiveOutcome
     from offlab.records import RunSettings
 
     settings = RunSettings(repetitions=3, ci_target=0.1, min_runs=3, max_runs=6)
@@ -276,7 +276,7 @@ def test_a_case_that_missed_its_precision_target_is_labelled_and_advises_nothing
     its step is listed as measured less precisely than asked, and GRO gets no advice."""
     import dataclasses
 
-    from offlab.adaptive import AdaptiveOutcome
+    from offlab.analysis.adaptive import AdaptiveOutcome
     from offlab.report.markdown import render_markdown
 
     key = "veth/mtu1500/rx:gro-off/tcp"

@@ -27,7 +27,7 @@ from .textout import plain_table
 
 if TYPE_CHECKING:
     from . import doctor as doctor_checks
-    from .adaptive import Adaptive
+    from .analysis.adaptive import Adaptive
     from .campaign import Fleet
 
 # The measuring side (the run loop, pyroute2, the hosts' sessions, the plans, the
@@ -85,7 +85,7 @@ def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
 
 def _adaptive(ci_target: str | None, min_runs: int | None, max_runs: int | None,
               runs: int | None) -> "Adaptive | None":
-    from .adaptive import Adaptive, parse_target
+    from .analysis.adaptive import Adaptive, parse_target
     if ci_target is None:
         if min_runs is not None or max_runs is not None:
             raise LabError("--min-runs/--max-runs bound adaptive repetitions; add --ci-target "
@@ -588,7 +588,7 @@ def _print_checks(checks: list[doctor_checks.Check]) -> None:
 def known_errors() -> tuple[type[Exception], ...]:
     """The failures a user can fix, each printed as one line. Imported when one is to be
     told apart, not at start-up: most live in the measuring side's modules."""
-    from .adaptive import TargetError
+    from .analysis.adaptive import TargetError
     from .hosts import HostError, hostsfile
     from .plan import PlanError
     from .proc import ProcessError

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from .records import RunInfo
 from .report.model import build_groups, build_rows, case_groups
-from .stats import Moments, RelativeChange, relative_change_of
+from .analysis.stats import Moments, RelativeChange, relative_change_of
 from .store.store import RunAggregates, RunResults
 
 NIC_FACTS = ("nic driver", "nic version", "nic firmware-version")

@@ -27,7 +27,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, Text
                            TimeElapsedColumn, TimeRemainingColumn)
 
 from .measure import counters, sockbuf, stackconfig
-from .adaptive import AdaptiveOutcome, rule_of
+from .analysis.adaptive import AdaptiveOutcome, rule_of
 from .measure.measure import Context
 from .measure.measure import measure as measure_case
 from .offloads import OffloadControl

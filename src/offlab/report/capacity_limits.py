@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..measure import capacity, losscause
 
 if TYPE_CHECKING:
-    from ..stats import Summary
+    from ..analysis.stats import Summary
     from .model import ProfileRow
 
 SATURATED_PCT = 90.0

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
-from ..stats import FAMILY_METHOD
+from ..analysis.stats import FAMILY_METHOD
 from .family import Headline
 from .findings import merge_nested, umbrella
 from .model import CaseGroup

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ..measure.counters import is_drop, is_pressure
-from ..stats import Summary, summary
+from ..analysis.stats import Summary, summary
 
 if TYPE_CHECKING:
     from .model import ProfileRow

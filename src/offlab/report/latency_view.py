@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..measure import latency, rtthist
-from ..stats import summary
+from ..analysis.stats import summary
 from ..studies import Section
 from .model import ProfileRow, is_all_on
 from .tables import Table, mean_std

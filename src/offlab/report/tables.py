@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..measure.cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
-from ..stats import RelativeChange, Summary, summary
+from ..analysis.stats import RelativeChange, Summary, summary
 from .model import ALL_CORES, CaseGroup, ProfileRow, cpu_timed
 from .phrases import format_change
 from .states import display_name

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..measure.cpu import NOMINAL, WINDOW_PREFIX, WINDOW_TOLERANCE
-from ..stats import summary
+from ..analysis.stats import summary
 from .model import cpu_timed
 from .tables import Table, mean_std
 

@@ -14,7 +14,7 @@ from sqlalchemy import false, func, or_, select, true, tuple_
 from sqlalchemy.engine import Connection
 
 from . import codec
-from ..adaptive import AdaptiveOutcome
+from ..analysis.adaptive import AdaptiveOutcome
 from ..records import CaseSpec, CpuShare, FeatureState, Interval, OffloadProfile, RateProbe, RunInfo, Sample
 from .masking import mask_command_line
 from .results import CaseMoments, RunAggregates, RunResults
@@ -54,7 +54,7 @@ def aggregate_runs(conn: Connection, wanted: Mapping[str, Collection[str]]) -> l
     """Several runs' environment, wanted cases and each case's moments (n, mean, sample
     standard deviation, minimum) of throughput and headline CPU, aggregated by the
     database: one row per case, however many samples it has."""
-    from ..stats import Moments  # not at import: `list` and `export` compute nothing
+    from ..analysis.stats import Moments  # not at import: `list` and `export` compute nothing
     rows = {r.id: r for r in conn.execute(select(run).where(run.c.id.in_(list(wanted))))}
     if not rows:
         return []

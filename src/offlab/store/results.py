@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
-from ..adaptive import AdaptiveOutcome
+from ..analysis.adaptive import AdaptiveOutcome
 from ..records import CaseSpec, RunInfo, Sample
 
 if TYPE_CHECKING:  # stats is a reading command's import only where it computes (list does not)
-    from ..stats import Moments
+    from ..analysis.stats import Moments
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ...report.model import ProfileRow, RoleCpu
 from ...report.tables import Table, mean_std
-from ...stats import Summary, summary
+from ...analysis.stats import Summary, summary
 from .plan import DUT_DIRECTIONS
 
 DUT_INTRO = (

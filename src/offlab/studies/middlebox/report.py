@@ -11,12 +11,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ...adaptive import AdaptiveOutcome
+from ...analysis.adaptive import AdaptiveOutcome
 from ...measure.counters import is_pathology
 from ...records import TrafficSpec
 from ...report.model import ProfileRow
 from ...report.tables import Table, decimals_for
-from ...stats import Summary, relative_change
+from ...analysis.stats import Summary, relative_change
 from ...topology.middlebox import PATHS, Path
 from .forwarder import FwdSettings, fwd_settings
 from .plan import DIMENSIONS, FWD, KERNEL, SHORT, combination

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ...report.model import ProfileRow, is_all_on
 from ...report.tables import Table, mean_std
-from ...stats import Summary
+from ...analysis.stats import Summary
 
 CURVES_INTRO = (
     "TCP stream against the write size (iperf3 -l), one line per offload profile, "

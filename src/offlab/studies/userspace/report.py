@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ...report.model import ProfileRow
 from ...report.tables import Table, decimals_for, mean_std
-from ...stats import RelativeChange, relative_change
+from ...analysis.stats import RelativeChange, relative_change
 from .plan import DIRECT, GRO_NONE, PROFILES
 
 INTRO = (

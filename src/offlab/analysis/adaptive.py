@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 from .stats import summary
 
 if TYPE_CHECKING:
-    from .records import RunSettings
+    from ..records import RunSettings
 
 
 class TargetError(ValueError):
