@@ -113,7 +113,7 @@ def timed(*args: str, cwd: Path) -> tuple[float, int, str]:
 
 def in_process(url: str, repeat: int) -> None:
     """The store's part of `list` and `history`, without the process start and the report."""
-    from offlab.history import build_history, matches
+    from offlab.report.history import build_history, matches
     from offlab.store.store import Store
     for name, work in (("Store.runs (list)", lambda s: len(s.runs())),
                        ("runs_with_cases + build_history",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from offlab.comparison import compare
+from offlab.report.comparison import compare
 from offlab.plan import load, parse
 from offlab.records import Params, RunSettings
 from offlab.report import build_report_model

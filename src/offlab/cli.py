@@ -308,7 +308,7 @@ def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, 
 
 
 def _report_campaign(store: Store, campaign_id: str, out_dir: Optional[Path]) -> None:
-    from .campaign_report import write_campaign_report
+    from .report.campaign_report import write_campaign_report
     with store:
         runs = [(pair, store.load_run(run_id)) for run_id, pair in store.campaign_runs(campaign_id)]
         where = store.location
@@ -367,7 +367,7 @@ def compare_cmd(
              "case (throughput down or CPU per Gbps up); 0: any significant regression"),
 ) -> None:
     """Compare two stored runs case by case: change with 95% CI and significance."""
-    from .comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
+    from .report.comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
     if fail_on_regression is not None and not 0 <= fail_on_regression < 100:
         raise LabError(f"--fail-on-regression {fail_on_regression:g}: give a percentage from 0 to below 100")
     where_a = locations.parse(store_a)
@@ -449,8 +449,8 @@ def history_cmd(
                                            "[default: next to the store (results/ for a server), history]"),
 ) -> None:
     """A case across every stored run: its figures against what changed (kernel, NIC, offlab, hosts)."""
-    from .history import build_history, matches
-    from .history_report import history_table, write_history
+    from .report.history import build_history, matches
+    from .report.history_report import history_table, write_history
     with Store(store_path, readonly=True) as store:
         cases = build_history(store.runs_with_cases(lambda key: matches(pattern, key)), pattern)
         where = store.location

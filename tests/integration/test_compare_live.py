@@ -6,7 +6,7 @@ import dataclasses
 
 from scipy import stats as scistats
 
-from offlab.comparison import compare, regressions
+from offlab.report.comparison import compare, regressions
 from offlab.plan import parse
 from offlab.records import RunInfo
 from offlab.runner import Runner

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from .analysis import compare_rule
-from .analysis.compare_rule import Verdict
+from ..analysis import compare_rule
+from ..analysis.compare_rule import Verdict
 
-from .measure import stackconfig
-from .records import RunInfo
-from .report.html import page, render_table as html_table
-from .report.markdown import render_table as md_table
-from .report.model import ProfileRow, build_rows
-from .report.tables import Table, mean_std, versus
-from .analysis.stats import RelativeChange, relative_change
-from .store.store import RunResults
+from ..measure import stackconfig
+from ..records import RunInfo
+from .html import page, render_table as html_table
+from .markdown import render_table as md_table
+from .model import ProfileRow, build_rows
+from .tables import Table, mean_std, versus
+from ..analysis.stats import RelativeChange, relative_change
+from ..store.store import RunResults
 
 MARKDOWN_NAME = "compare.md"
 HTML_NAME = "compare.html"

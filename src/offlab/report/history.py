@@ -17,10 +17,10 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Iterable
 
-from .records import RunInfo
-from .report.model import build_groups, build_rows, case_groups
-from .analysis.stats import Moments, RelativeChange, relative_change_of
-from .store.store import RunAggregates, RunResults
+from ..records import RunInfo
+from .model import build_groups, build_rows, case_groups
+from ..analysis.stats import Moments, RelativeChange, relative_change_of
+from ..store.store import RunAggregates, RunResults
 
 NIC_FACTS = ("nic driver", "nic version", "nic firmware-version")
 """Per-host facts (hosts/facts.py, `ethtool -i`) whose change a history names."""

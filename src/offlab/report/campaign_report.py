@@ -9,12 +9,12 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from .hosts.facts import virtual_roles
-from .report.html import page, render_table as html_table
-from .report.markdown import render_table as md_table
-from .report.model import CaseGroup, build_groups, build_rows
-from .report.tables import Table, mean_std, versus
-from .store.store import RunResults
+from ..hosts.facts import virtual_roles
+from .html import page, render_table as html_table
+from .markdown import render_table as md_table
+from .model import CaseGroup, build_groups, build_rows
+from .tables import Table, mean_std, versus
+from ..store.store import RunResults
 
 MARKDOWN_NAME = "campaign.md"
 HTML_NAME = "campaign.html"

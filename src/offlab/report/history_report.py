@@ -11,9 +11,9 @@ from html import escape
 from pathlib import Path
 
 from .history import CaseHistory, HistoryPoint
-from .report.html import data_uri, page, render_table as html_table
-from .report.markdown import render_table as md_table
-from .report.tables import Table, mean_std, versus
+from .html import data_uri, page, render_table as html_table
+from .markdown import render_table as md_table
+from .tables import Table, mean_std, versus
 
 MARKDOWN_NAME = "history.md"
 HTML_NAME = "history.html"
