@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from pgserver import PgServer, server_bindir  # noqa: E402
 
-from offlab.store.health import upgrade_store  # noqa: E402
+from offlab.run.store_health import upgrade_store  # noqa: E402
 from offlab.store.location import parse  # noqa: E402
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]

@@ -84,7 +84,7 @@ def first_tables(section: str) -> list[tuple[str, str]]:
 
 def machine_line(run_id: str, store: str) -> str:
     """Where and how the run was made, from what the store recorded of it."""
-    from offlab.preflight import duration_text
+    from offlab.run.preflight import duration_text
     from offlab.store.store import Store
     with Store(store, readonly=True) as opened:
         results = opened.load_run(run_id)

@@ -5,7 +5,7 @@ import pytest
 
 from offlab.analysis.adaptive import Adaptive, AdaptiveOutcome, TargetError, parse_target, relative_half_width
 from offlab.report.adaptive import adaptive_sections
-from offlab.runner import pending
+from offlab.run.runner import pending
 from offlab.store.store import Store
 from tests.fixtures.make_store import RUN_ID, build_store
 
@@ -65,7 +65,7 @@ def test_zero_mean_never_reaches_a_target():
 
 def test_adaptive_work_list_uses_the_ceiling():
     # Resume bookkeeping: with a ceiling of 10, a case with 4 stored runs is still pending.
-    from offlab import plan
+    from offlab.run import plan
     cases = plan.load("quick").cases[:2]
     assert [first for _, first in pending(cases, 10, {cases[0].key: 4})] == [4, 0]
 

@@ -80,7 +80,7 @@ def test_compare_unknown_run_is_one_line(tmp_path):
 
 
 def test_run_help_names_every_builtin_plan(tmp_path):
-    from offlab.plan import builtin_names
+    from offlab.run.plan import builtin_names
 
     done = offlab("run", "--help", cwd=tmp_path)
     assert done.returncode == 0

@@ -111,7 +111,7 @@ def test_a_paced_stream_gets_the_request_response_probe_when_its_window_holds_on
     (paced) streams carry a paced TCP request/response probe once their window holds
     sockperf's whole second (every paced window does: at least 5 s); the saturating stream keeps irtt."""
     from offlab.measure import latency_probes
-    from offlab import plan
+    from offlab.run import plan
     from offlab.records import TrafficSpec as Spec
     base = ('name = "t"\nruns = 3\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\nmtus = [1500]\n'
             'sequences = ["tx"]\nlatency_probe = true\ntraffic = ["tcp"]\n[service_demand]\npercent = 80\n')

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from offlab.plan import PlanError, parse
+from offlab.run.plan import PlanError, parse
 from offlab.records import DatapathSetting, Params, PortSetting, Sample
 from offlab.report.model import profile_row
 from offlab.studies.middlebox import plan as matrix

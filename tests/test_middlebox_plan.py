@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from offlab import plan
+from offlab.run import plan
 from offlab.measure.counters import is_pathology
-from offlab.plan import PlanError, parse
+from offlab.run.plan import PlanError, parse
 from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
 from offlab.report.model import profile_row
 from offlab.studies.middlebox import plan as matrix

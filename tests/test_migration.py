@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from offlab.report.comparison import compare
-from offlab.plan import load, parse
+from offlab.run.plan import load, parse
 from offlab.records import Params, RunSettings
 from offlab.report import build_report_model
 from offlab.report.markdown import render_markdown

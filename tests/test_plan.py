@@ -3,8 +3,8 @@
 import pytest
 
 from offlab.measure import capacity
-from offlab import plan
-from offlab.plan import PlanError, parse
+from offlab.run import plan
+from offlab.run.plan import PlanError, parse
 
 GOOD = """
 name = "t"

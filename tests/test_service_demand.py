@@ -3,7 +3,7 @@ advice from the saturated runs (issue #30, item 4)."""
 
 import pytest
 
-from offlab import plan
+from offlab.run import plan
 from offlab.records import CaseSpec, CpuShare, FeatureState, OffloadProfile, Sample, TrafficSpec
 from offlab.report.model import CaseGroup, profile_row
 from offlab.report.recommend import recommend

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from fixtures.make_store import build_store, fixture_cases, fixture_run_info
-from offlab.store.health import upgrade_store
+from offlab.run.store_health import upgrade_store
 from offlab.store.location import parse
 from offlab.store.schema import FORMAT_VERSION, head_revision
 from offlab.store.store import Store, StoreError
@@ -58,9 +58,9 @@ def test_a_reading_command_starts_without_the_measuring_side_or_alembic():
     """`list`, `history`, `compare` and `doctor --store` import neither Alembic nor the
     lab's run side (pyroute2, the run loop): seconds of start-up on every command."""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys; from offlab import cli; import offlab.store.health; "
+        [sys.executable, "-c", "import sys; from offlab import cli; import offlab.run.store_health; "
          "print(' '.join(sys.modules))"], capture_output=True, text=True, check=True).stdout.split()
-    assert not {"alembic", "pyroute2", "offlab.runflow", "offlab.plan", "matplotlib", "scipy"} & set(loaded)
+    assert not {"alembic", "pyroute2", "offlab.run.runflow", "offlab.run.plan", "matplotlib", "scipy"} & set(loaded)
 
 
 def test_a_new_store_is_at_the_newest_revision(store_at):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.make_store import fixture_cases, make_samples
-from offlab import runflow
+from offlab.run import runflow
 from offlab.records import RunSettings
 from offlab.store.location import parse
 from offlab.store.masking import (mask_argv, mask_command_line, mask_url, password_to_environment,

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
 from offlab.store import writer
-from offlab.store.health import upgrade_store
+from offlab.run.store_health import upgrade_store
 from offlab.store.location import parse
 from offlab.store.schema import head_revision
 from offlab.store.store import Store

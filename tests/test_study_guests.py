@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from offlab.plan import PlanError, parse
+from offlab.run.plan import PlanError, parse
 from offlab.records import Params
 from offlab.studies.guests.plan import VIRTIO_PROFILES
 

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.console import Console
 
-from . import preflight
+from .run import preflight
 from .hosts.guard import OVERRIDE_FLAG
 from .store import location as locations
 from .store.store import Store, StoreError
 from .textout import plain_table
 
 if TYPE_CHECKING:
-    from . import doctor as doctor_checks
+    from .run import doctor as doctor_checks
     from .analysis.adaptive import Adaptive
-    from .campaign import Fleet
+    from .run.campaign import Fleet
 
 # The measuring side (the run loop, pyroute2, the hosts' sessions, the plans, the
 # checks) takes seconds to import: each command imports what it uses, so that `list`,
@@ -128,17 +128,17 @@ def run_cmd(
 ) -> None:
     """Run a plan, store every sample, write the report."""
     from .measure import foreign
-    from .campaign import Fleet
+    from .run.campaign import Fleet
     from .hosts import HostError
-    from .hosts.confirm import planned_changes
-    from .hosts.dryrun import describe_hosts
+    from .run.confirm import planned_changes
+    from .run.dryrun import describe_hosts
     from .hosts.guard import check_servers, check_udp_rates
     from .hosts.remote_doctor import remote_facts
     from .hosts.router import check_router, planned_router_changes, router_facts
     from .hosts.session import RemoteSession, destinations, restore_first
     from .hosts.ssh import AuditLog
-    from .plan import load
-    from .runflow import begin, execute, resume
+    from .run.plan import load
+    from .run.runflow import begin, execute, resume
     from .topology.remote import remote_builder
     store_file = locations.parse(store_path if store_path is not None else (out_dir or DEFAULT_OUT) / STORE_NAME)
     report_root = out_dir or store_file.reports_dir()  # --out is where the report goes whenever given
@@ -259,7 +259,7 @@ def run_cmd(
 def _select_hosts(hosts_path: Path | None, pair: str | None):
     """The hosts of this run: None (local namespaces), one pair's hosts file, or a whole
     fleet (a campaign) when a fleet file is given without --pair."""
-    from .campaign import Fleet, load_hosts
+    from .run.campaign import Fleet, load_hosts
     if hosts_path is None:
         if pair is not None:
             raise LabError("--pair needs --hosts with a fleet file ([[pair]] tables, docs/team-store.md)")
@@ -275,7 +275,7 @@ def _select_hosts(hosts_path: Path | None, pair: str | None):
 def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, wait: bool) -> None:
     """Every pair of a fleet, pairs sharing no host at once (campaign.py), then the
     campaign report."""
-    from .campaign import new_campaign_id, run_waves
+    from .run.campaign import new_campaign_id, run_waves
     from .hosts.session import destinations, restore_journals
     from .runscope import RUNTIME_ROOT, MachineLock
     from .store.masking import password_to_environment
@@ -475,7 +475,7 @@ def store_upgrade_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--stor
     """Create offlab's tables in an empty database, or bring an older schema to this
     offlab's revision (on PostgreSQL nothing else changes the schema: run it as the role
     that owns it, when every lab machine has this offlab)."""
-    from .store.health import upgrade_store
+    from .run.store_health import upgrade_store
     print(upgrade_store(locations.parse(store_path)))
 
 
@@ -540,14 +540,14 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
     if (guests or plan is not None) and hosts_path is None:
         raise LabError(f"{'--guests' if guests else '--plan'} checks servers: give them with --hosts hosts.toml")
     if store_path is not None:
-        from .store.health import check_store
+        from .run.store_health import check_store
         _print_checks(check_store(locations.parse(store_path)))
         return
-    from . import doctor as doctor_checks
+    from .run import doctor as doctor_checks
     from .hosts import hostsfile
     from .hosts.remote_doctor import remote_checks, remote_guest_checks
     from .hosts.router import router_checks
-    from .plan import load
+    from .run.plan import load
     from .runscope import MachineLock, reclaim_stale
     from .topology import sweep_leftovers
     if hosts_path is not None:
@@ -590,9 +590,9 @@ def known_errors() -> tuple[type[Exception], ...]:
     told apart, not at start-up: most live in the measuring side's modules."""
     from .analysis.adaptive import TargetError
     from .hosts import HostError, hostsfile
-    from .plan import PlanError
+    from .run.plan import PlanError
     from .proc import ProcessError
-    from .runflow import RunError
+    from .run.runflow import RunError
     from .runscope import BusyError
     from .topology import TopologyError
     from .measure.traffic import IperfError

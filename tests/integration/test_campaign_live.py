@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from offlab.hosts.journal import JOURNAL_DIR
-from offlab.plan import parse
+from offlab.run.plan import parse
 from offlab.store.store import Store
 
 from .runs import OFFLAB

@@ -18,7 +18,7 @@ from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import SshHost
 from offlab.offloads import parse_features
-from offlab.plan import parse
+from offlab.run.plan import parse
 
 from .runs import OFFLAB, samples, start_run
 from .sshlab import WATCHDOG_S, clean_ssh_lab

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from offlab.plan import load
+from offlab.run.plan import load
 from offlab.store.location import parse
 from offlab.store.store import Store
 

@@ -4,8 +4,8 @@ runs of them (the kernel's UDP_GRO control message is the oracle); plain sends o
 time. Both sinks read with recvmmsg. And UDP request/response (sockperf ping-pong over UDP)."""
 
 from offlab.measure import rtthist
-from offlab.plan import parse
-from offlab.runner import Runner
+from offlab.run.plan import parse
+from offlab.run.runner import Runner
 
 from .runs import ListSink
 

@@ -3,8 +3,8 @@ its counters, and the UDP capacity search returns a rate within its loss bound w
 higher probe above it."""
 
 from offlab.measure import capacity
-from offlab.plan import parse
-from offlab.runner import Runner
+from offlab.run.plan import parse
+from offlab.run.runner import Runner
 
 from .runs import ListSink
 

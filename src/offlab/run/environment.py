@@ -9,7 +9,7 @@ import socket
 from importlib import metadata
 from pathlib import Path
 
-from .proc import ProcessError, run
+from ..proc import ProcessError, run
 
 _TOOLS = {
     "iperf3": ["iperf3", "--version"],

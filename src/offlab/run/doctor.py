@@ -6,7 +6,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from .proc import ProcessError, run
+from ..proc import ProcessError, run
 
 TOOLS = {"iperf3": "iperf3", "ethtool": "ethtool", "ip": "iproute2"}
 DEVICE_KINDS = ("veth", "vxlan")
@@ -45,8 +45,8 @@ def check_tun() -> Check:
 def check_device_kinds() -> list[Check]:
     """Create a veth pair and a VXLAN device in a throw-away namespace: proof that the
     kernel (modules loaded, built in or auto-loaded) supports what the scenarios build."""
-    from .hosts import LocalNamespace  # pyroute2: not for `doctor --store`, which imports Check
-    from .hosts.naming import device_name
+    from ..hosts import LocalNamespace  # pyroute2: not for `doctor --store`, which imports Check
+    from ..hosts.naming import device_name
     probe = LocalNamespace("doctor")
     try:
         probe.create()

@@ -16,11 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .measure.latency import RR_MIN_WINDOW_S
-from .records import CaseSpec, Params, RunSettings, TrafficSpec
-from .studies import Profile, Study, Variant, registered
-from .topology import MTU_RANGE, SCENARIOS
-from .measure.traffic import report_interval, whole_seconds
+from ..measure.latency import RR_MIN_WINDOW_S
+from ..records import CaseSpec, Params, RunSettings, TrafficSpec
+from ..studies import Profile, Study, Variant, registered
+from ..topology import MTU_RANGE, SCENARIOS
+from ..measure.traffic import report_interval, whole_seconds
 
 TRAFFIC = {
     "tcp": {"protocol": "tcp"},

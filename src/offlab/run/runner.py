@@ -26,15 +26,15 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-from .measure import counters, sockbuf, stackconfig
-from .analysis.adaptive import AdaptiveOutcome, rule_of
-from .measure.measure import Context
-from .measure.measure import measure as measure_case
-from .offloads import OffloadControl
-from .records import CaseSpec, FeatureState, Params, RunSettings, Sample
-from .topology import Topology
-from .topology import build as build_topology
-from .measure.traffic import IperfError, IperfServer
+from ..measure import counters, sockbuf, stackconfig
+from ..analysis.adaptive import AdaptiveOutcome, rule_of
+from ..measure.measure import Context
+from ..measure.measure import measure as measure_case
+from ..offloads import OffloadControl
+from ..records import CaseSpec, FeatureState, Params, RunSettings, Sample
+from ..topology import Topology
+from ..topology import build as build_topology
+from ..measure.traffic import IperfError, IperfServer
 
 ATTEMPTS = 3
 """A repetition whose iperf3 fails is retried this many times in all, then the run fails."""

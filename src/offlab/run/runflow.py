@@ -19,13 +19,13 @@ from typing import Callable, Mapping
 from rich.console import Console
 
 from . import environment
-from .hosts.lease import LeaseLost
-from .records import CaseSpec, RunInfo, RunSettings
+from ..hosts.lease import LeaseLost
+from ..records import CaseSpec, RunInfo, RunSettings
 from .runner import Runner, RunnerStats
-from .runscope import MachineLock, RunScope, reclaim_stale
-from .store.masking import mask_argv
-from .store.store import Store, StoreError, StoreLocation
-from .topology import Interrupted, TerminationSignals, Topology, sweep_leftovers
+from ..runscope import MachineLock, RunScope, reclaim_stale
+from ..store.masking import mask_argv
+from ..store.store import Store, StoreError, StoreLocation
+from ..topology import Interrupted, TerminationSignals, Topology, sweep_leftovers
 
 
 class RunError(Exception):

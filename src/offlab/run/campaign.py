@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .hosts import hostsfile
-from .hosts.hostsfile import HostsFile, HostsFileError
+from ..hosts import hostsfile
+from ..hosts.hostsfile import HostsFile, HostsFileError
 
 PAIR_KEYS = {"name", "sender", "receiver"}
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]

@@ -11,11 +11,11 @@ from typing import Iterable
 
 from ..offloads import TOGGLED, parse_features
 from ..records import CaseSpec
-from .base import HostError
+from ..hosts.base import HostError
 from .confirm import tunnel_text
-from .hostsfile import HostsFile, HostSpec
-from .router import bridged_by_fwd, forwarding_key, forwarding_path, routed_by_kernel
-from .ssh import SshHost
+from ..hosts.hostsfile import HostsFile, HostSpec
+from ..hosts.router import bridged_by_fwd, forwarding_key, forwarding_path, routed_by_kernel
+from ..hosts.ssh import SshHost
 
 
 def describe_hosts(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softirq: bool) -> list[str]:
@@ -153,7 +153,7 @@ def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec], port:
 
 def _router_changes(host: SshHost, hosts: HostsFile, middlebox: list[CaseSpec]) -> list[str]:
     from ..fwd import FwdError, find_binary
-    from . import files
+    from ..hosts import files
     said = []
     if routed_by_kernel(middlebox):
         path = forwarding_path(hosts)

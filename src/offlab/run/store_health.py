@@ -8,10 +8,11 @@ import sqlite3
 
 from sqlalchemy.exc import DBAPIError
 
-from ..doctor import Check
-from .errors import StoreError
-from .location import StoreLocation, connect_error, make_engine
-from .schema import head_revision, read_state, upgrade, upgrade_command
+from ..store.errors import StoreError
+from ..store.location import StoreLocation, connect_error, make_engine
+from ..store.schema import head_revision, read_state, upgrade, upgrade_command
+from ..store.store import Store
+from .doctor import Check
 
 
 def upgrade_store(location: StoreLocation) -> str:
@@ -31,7 +32,6 @@ def upgrade_store(location: StoreLocation) -> str:
 
 
 def check_store(location: StoreLocation) -> list[Check]:
-    from .store import Store  # the store module imports this package
     fix = ""
     try:
         with Store(location, readonly=True) as store:

@@ -12,8 +12,8 @@ import shutil
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .measure import capacity
-from .records import CaseSpec, RunSettings
+from ..measure import capacity
+from ..records import CaseSpec, RunSettings
 
 SAMPLE_OVERHEAD_S = 0.5
 """Per sample beyond its traffic: the tool's start and report, ethtool read-back, counters.
@@ -167,14 +167,14 @@ def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset(
     if missing:
         raise PreflightError(f"missing {', '.join(missing)}; or run: make setup-demo")
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
-        from .fwd import FwdError, find_binary  # the forwarder only matters for such plans
+        from ..fwd import FwdError, find_binary  # the forwarder only matters for such plans
         try:
             find_binary()
         except FwdError as err:
             raise PreflightError(str(err)) from None
     if any(c.traffic.generator == "udpload" for c in cases):
-        from .measure.udpload import UdpLoadError
-        from .measure.udpload import find_binary as find_udpload
+        from ..measure.udpload import UdpLoadError
+        from ..measure.udpload import find_binary as find_udpload
         try:
             find_udpload()
         except UdpLoadError as err:
@@ -186,8 +186,8 @@ def check_guests(cases: Iterable[CaseSpec]) -> None:
     wanted = {str(c.topology.get("backend", "tap")) for c in cases if c.scenario == GUEST_SCENARIO}
     if not wanted:
         return
-    from .vm import GuestImageMissing, find_image
-    from .vm.profile import VHOST_NET
+    from ..vm import GuestImageMissing, find_image
+    from ..vm.profile import VHOST_NET
     if shutil.which("qemu-system-x86_64") is None:
         raise PreflightError("missing qemu-system-x86_64 (apt-get install qemu-system-x86); or run: make setup")
     try:
@@ -198,7 +198,7 @@ def check_guests(cases: Iterable[CaseSpec]) -> None:
         raise PreflightError(f"backend tap-vhost needs the kernel's vhost-net, but {VHOST_NET} does not exist "
                              "here (CONFIG_VHOST_NET); remove \"tap-vhost\" from the plan's backends")
     if "vhost-user" in wanted:
-        from .fwd import FwdError, find_binary
+        from ..fwd import FwdError, find_binary
         try:
             find_binary()
         except FwdError as err:
@@ -208,10 +208,10 @@ def check_guests(cases: Iterable[CaseSpec]) -> None:
 def check_devices(cases: Iterable[CaseSpec]) -> None:
     """Every tunnel kind and VLAN the plan uses can be made by this kernel: tried once in
     a throw-away namespace, so a run does not fail half-way on a missing module."""
-    from .hosts import LocalNamespace
-    from .topology import SCENARIOS
-    from .topology.base import deferred_signals
-    from .topology.tunnel import Tunnel
+    from ..hosts import LocalNamespace
+    from ..topology import SCENARIOS
+    from ..topology.base import deferred_signals
+    from ..topology.tunnel import Tunnel
     wanted = {(c.scenario, str(c.topology.get("underlay", "ipv4")), c.topology.get("vlan") is not None)
               for c in cases if c.scenario in SCENARIOS}
     wanted = {w for w in wanted if issubclass(SCENARIOS[w[0]], Tunnel) or w[2]}
@@ -251,7 +251,7 @@ REMOTE_PACKAGES = {"qemu-system-x86_64": "qemu-system-x86", "sha256sum": "coreut
 def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     """A plan on real hosts: scenarios that need local namespaces cannot run there, and
     the local machine needs the OpenSSH client."""
-    from .topology.remote import REMOTE_SCENARIOS
+    from ..topology.remote import REMOTE_SCENARIOS
     if shutil.which("ssh") is None:
         raise PreflightError("missing ssh (apt-get install openssh-client)")
     cases = list(cases)
@@ -260,7 +260,7 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
     if local:
         raise PreflightError(f"scenarios {local} need local namespaces; on real hosts use "
                              f"{', '.join(REMOTE_SCENARIOS)} (from {hosts.source})")
-    from .hosts.remote_doctor import missing_tools
+    from ..hosts.remote_doctor import missing_tools
     wanted = {"iperf3", "ethtool", "ip"}
     if any(c.traffic.generator == "udpload" for c in cases):
         _check_remote_udpload(cases, hosts)
@@ -284,7 +284,7 @@ def check_remote(cases: Iterable[CaseSpec], hosts) -> None:
 def _check_remote_udpload(cases: list[CaseSpec], hosts) -> None:
     """offlab-udpload runs on the servers themselves (copied there by hash): this
     machine's build must exist, and it cannot run inside a guest."""
-    from .measure.udpload import UdpLoadError, find_binary
+    from ..measure.udpload import UdpLoadError, find_binary
     in_guests = sorted({c.traffic.label for c in cases if c.traffic.generator == "udpload"
                         and c.scenario == GUEST_SCENARIO})
     if in_guests:
@@ -299,8 +299,8 @@ def _check_remote_udpload(cases: list[CaseSpec], hosts) -> None:
 def _check_remote_guests(cases: list[CaseSpec]) -> None:
     """Guests on real hosts: the guest image here (it is copied to the servers) and
     only the backends built there."""
-    from .topology.remote_guests import BACKENDS
-    from .vm import GuestImageMissing, find_image
+    from ..topology.remote_guests import BACKENDS
+    from ..vm import GuestImageMissing, find_image
     try:
         find_image()
     except GuestImageMissing as missing:
@@ -310,7 +310,7 @@ def _check_remote_guests(cases: list[CaseSpec]) -> None:
     if other:
         raise PreflightError(f"backend {', '.join(other)} is not one of {', '.join(BACKENDS)} on real hosts")
     if "vhost-user" in backends:
-        from .fwd import FwdError, find_binary
+        from ..fwd import FwdError, find_binary
         try:
             find_binary()  # copied to the servers by hash
         except FwdError as err:
@@ -322,7 +322,7 @@ def foreign_load(seconds: float = 1.0) -> tuple[float, list[tuple[str, float]]]:
     and the busiest of them: the idle-machine check."""
     import time
 
-    from .measure import foreign
+    from ..measure import foreign
     before, start = foreign.snapshot(None), time.monotonic()
     time.sleep(seconds)
     return foreign.busy_percent(before, foreign.snapshot(None), time.monotonic() - start)

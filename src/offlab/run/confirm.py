@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..records import CaseSpec
-from .hostsfile import HostsFile
+from ..hosts.hostsfile import HostsFile
 
 
 def tunnel_text(hosts: HostsFile, tunnels: list[str]) -> str:
