@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from offlab.run import plan
-from offlab.fwd import FwdError, find_binary
+from offlab.topology.fwd import FwdError, find_binary
 from offlab.records import Params, RunSettings
 from offlab.run.runner import Runner
 from offlab.store.store import Store

@@ -17,7 +17,7 @@ from offlab.hosts import hostsfile
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import SshHost
-from offlab.offloads import parse_features
+from offlab.hosts.offloads import parse_features
 from offlab.run.plan import parse
 
 from .runs import OFFLAB, samples, start_run

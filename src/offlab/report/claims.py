@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
+from ..hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..analysis.stats import FAMILY_METHOD
 from .family import Headline
 from .findings import merge_nested, umbrella

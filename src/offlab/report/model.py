@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 from ..measure import capacity
 from ..measure.headline import cpu_timed, headline_cpu_per_gbps, headline_roles  # cpu_timed: report modules import it here
-from ..offloads import BASELINE
+from ..hosts.offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
 from ..analysis.stats import RelativeChange, Summary, relative_change, summary
 from ..store.store import RunResults

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..measure.counters import WINDOW_DEVICE_PREFIX
 from ..hosts.naming import RX_DEV, TX_DEV, WIRE_RX
-from ..offloads import GRO, TSO
+from ..hosts.offloads import GRO, TSO
 from ..analysis.stats import summary
 from .fragments import fragmentation
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..offloads import TOGGLED, parse_features
+from ..hosts.offloads import TOGGLED, parse_features
 from ..records import CaseSpec
 from ..hosts.base import HostError
 from .confirm import tunnel_text
@@ -152,7 +152,7 @@ def _processes(role: str, pair: list[CaseSpec], middlebox: list[CaseSpec], port:
 
 
 def _router_changes(host: SshHost, hosts: HostsFile, middlebox: list[CaseSpec]) -> list[str]:
-    from ..fwd import FwdError, find_binary
+    from ..topology.fwd import FwdError, find_binary
     from ..hosts import files
     said = []
     if routed_by_kernel(middlebox):

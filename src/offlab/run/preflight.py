@@ -167,7 +167,7 @@ def check_tools(cases: Iterable[CaseSpec], datapath: frozenset[str] = frozenset(
     if missing:
         raise PreflightError(f"missing {', '.join(missing)}; or run: make setup-demo")
     if any(c.datapath is not None and c.datapath.forwarder for c in cases):
-        from ..fwd import FwdError, find_binary  # the forwarder only matters for such plans
+        from ..topology.fwd import FwdError, find_binary  # the forwarder only matters for such plans
         try:
             find_binary()
         except FwdError as err:
@@ -198,7 +198,7 @@ def check_guests(cases: Iterable[CaseSpec]) -> None:
         raise PreflightError(f"backend tap-vhost needs the kernel's vhost-net, but {VHOST_NET} does not exist "
                              "here (CONFIG_VHOST_NET); remove \"tap-vhost\" from the plan's backends")
     if "vhost-user" in wanted:
-        from ..fwd import FwdError, find_binary
+        from ..topology.fwd import FwdError, find_binary
         try:
             find_binary()
         except FwdError as err:
@@ -310,7 +310,7 @@ def _check_remote_guests(cases: list[CaseSpec]) -> None:
     if other:
         raise PreflightError(f"backend {', '.join(other)} is not one of {', '.join(BACKENDS)} on real hosts")
     if "vhost-user" in backends:
-        from ..fwd import FwdError, find_binary
+        from ..topology.fwd import FwdError, find_binary
         try:
             find_binary()  # copied to the servers by hash
         except FwdError as err:

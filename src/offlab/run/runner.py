@@ -30,7 +30,7 @@ from ..measure import counters, sockbuf, stackconfig
 from ..analysis.adaptive import AdaptiveOutcome, rule_of
 from ..measure.measure import Context
 from ..measure.measure import measure as measure_case
-from ..offloads import OffloadControl
+from ..hosts.offloads import OffloadControl
 from ..records import CaseSpec, FeatureState, Params, RunSettings, Sample
 from ..topology import Topology
 from ..topology import build as build_topology

@@ -15,7 +15,7 @@ from types import FrameType
 from typing import ClassVar, Iterator
 
 from ..hosts import Host, LocalNamespace, connect_veth
-from ..offloads import Interface
+from ..hosts.offloads import Interface
 from ..records import DatapathSetting, FeatureState, Params
 from ..measure.traffic import DEFAULT_PORT
 

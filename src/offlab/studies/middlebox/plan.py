@@ -20,7 +20,7 @@ from __future__ import annotations
 from itertools import product
 from typing import Sequence
 
-from ...offloads import GRO, RX_CSUM, TSO, TX_CSUM
+from ...hosts.offloads import GRO, RX_CSUM, TSO, TX_CSUM
 from ...records import OffloadProfile, Params
 from ...topology.middlebox import PATHS, Path
 from .. import PlanCheck, Profile, Variant

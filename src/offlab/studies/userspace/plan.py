@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...offloads import GRO, GSO
+from ...hosts.offloads import GRO, GSO
 from ...records import DatapathSetting, OffloadProfile, PortSetting
 from .. import Profile
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .records import FeatureState, OffloadProfile
+from ..records import FeatureState, OffloadProfile
 
 if TYPE_CHECKING:
-    from .hosts import Host
+    from . import Host
 
 # ethtool -k names of the features the seed plan toggles.
 TSO = "tcp-segmentation-offload"

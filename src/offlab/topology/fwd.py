@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from . import binaries
-from .measure.cpu import ProcessTimes, process_percent, process_times
-from .proc import stop as stop_process
-from .runscope import RUNTIME_ROOT
+from .. import binaries
+from ..measure.cpu import ProcessTimes, process_percent, process_times
+from ..proc import stop as stop_process
+from ..runscope import RUNTIME_ROOT
 
 BINARY_ENV = "OFFLAB_FWD"
 """Environment variable naming the offlab-fwd binary to use instead of the built one."""
