@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import counters, losscause, ratesearch
 from ..records import CaseSpec, CpuShare, RateProbe, Sample, TrafficSpec
+from .window import Window
 
 if TYPE_CHECKING:
     from ..hosts import Host
-    from .measure import Window
     from ..topology import Topology
     from .traffic import TrafficResult
 

@@ -28,6 +28,7 @@ from .counters import WINDOW_DEVICE_PREFIX, delta as counters_delta, parse_dev
 from ..records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from ..hosts import Host
 from ..topology import Topology
+from .window import Window
 from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
                       wait_for_data_connection)
 
@@ -65,16 +66,6 @@ def measure(topology: Topology, case: CaseSpec, repetition: int,
 
 
 # --- one iperf3 test with its CPU window ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Window:
-    """What happened on the machine between the snapshots of a measured window."""
-
-    started_at: float
-    seconds: float
-    shares: tuple[CpuShare, ...]
-    counters: dict[str, float]
 
 
 def _iperf(topology: Topology, spec: TrafficSpec, context: Context, label: str,

@@ -28,10 +28,10 @@ from ..proc import ProcessError
 from ..records import CpuShare, TrafficSpec
 from .sockbuf import UDP_SOCKET_BUFFER
 from .traffic import IperfError, TrafficResult
+from .window import Window
 
 if TYPE_CHECKING:
     from ..hosts import Host
-    from .measure import Window
     from ..topology import Topology
 
 PORT = 5301
@@ -138,7 +138,6 @@ def bound(host: "Host", pid: int, port: int, timeout_s: float = 5.0) -> bool:
 def trial(topology: "Topology", spec: TrafficSpec, label: str) -> "tuple[TrafficResult, Window]":
     """One udpload test: the sink on the receiver, the sender for warm-up + duration, the
     machines' CPU and both processes' own CPU over the measured window."""
-    from .measure import Window  # measure.py imports this module's callers
 
     sender, receiver = topology.sender, topology.receiver
     sink = receiver.host.spawn(receiver_args(binary_on(receiver.host), receiver.address, receiver.core, spec),
