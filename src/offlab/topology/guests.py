@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from .. import vm
-from ..studies.guests.plan import virtio_options
+from ..vm.profile import virtio_options
 from .fwd import PortSpec
 from ..hosts import Host, LocalNamespace
 from ..hosts.guest import GuestHost

@@ -16,7 +16,8 @@ from ...report.model import ProfileRow
 from ...report.tables import Table
 from ...report.validity import emulated
 from ..userspace.report import mean_ci
-from .plan import SCENARIO, VIRTIO_PROFILES
+from ...vm.profile import VIRTIO_PROFILES
+from .plan import SCENARIO
 
 FEATURES_SHOWN = ("csum", "guest_csum", "host_tso4", "host_tso6", "guest_tso4", "guest_tso6",
                   "host_ufo", "guest_ufo", "mrg_rxbuf")
