@@ -4,7 +4,7 @@ import pytest
 
 from fixtures.seed_views import msgsize_results
 from offlab.report import build_report_model, write_report
-from offlab.studies.msgsize.report import curve_chart, curve_sets, curve_table, size_label
+from offlab.report.studies.msgsize import curve_chart, curve_sets, curve_table, size_label
 from offlab.report.model import build_rows
 
 

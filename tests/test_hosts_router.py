@@ -58,7 +58,7 @@ def test_the_middlebox_roles_are_the_hosts_app_cores():
 
 
 def test_the_middlebox_report_says_what_r_is_on_real_hosts():
-    from offlab.studies.middlebox.report import INTRO, intro
+    from offlab.report.studies.middlebox import INTRO, intro
     assert intro(False) == INTRO and "veth" in INTRO
     assert "veth" not in intro(True) and "offlab-fwd pinned to R's app_core" in intro(True)
 

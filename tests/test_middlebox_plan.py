@@ -12,7 +12,7 @@ from offlab.run.plan import PlanError, parse
 from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
 from offlab.report.model import profile_row
 from offlab.studies.middlebox import plan as matrix
-from offlab.studies.middlebox.report import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
+from offlab.report.studies.middlebox import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
                                              middlebox_sections, middlebox_tables, pathology_table,
                                              seed_table)
 from offlab.topology.middlebox import PATHS

@@ -7,7 +7,7 @@ from offlab.run.plan import parse
 from offlab.records import Params, RunInfo
 from offlab.report.model import build_rows
 from offlab.run.runner import Runner
-from offlab.studies.msgsize.report import curve_sets
+from offlab.report.studies.msgsize import curve_sets
 from offlab.store.store import RunResults
 from offlab.topology import build, our_namespaces
 

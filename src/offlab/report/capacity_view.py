@@ -14,7 +14,7 @@ from typing import Sequence
 from ..measure import capacity, losscause, sockbuf
 from ..records import TrafficSpec
 from ..analysis.stats import summary
-from ..studies import Section
+from .section import Section
 from .capacity_limits import MAX_CV, SATURATED_PCT, RECEIVER_APP, RECEIVER_CORE, SENDER_CORE, Limit, limits, verdict
 from .model import ProfileRow
 from .tables import Table, mean_std

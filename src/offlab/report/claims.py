@@ -31,6 +31,7 @@ from .recommend import Effect, Step, _step, set_apart, step_effects
 from .states import display_list
 from .tables import Table
 from .validity import MTU_WIRE
+from .section import Section
 
 if TYPE_CHECKING:
     from .document import ReportModel
@@ -321,7 +322,6 @@ INTRO = ("Each claim of the seed documents this plan's scenarios speak to, quote
 
 
 def claims_sections(model: "ReportModel") -> list:
-    from ..studies import Section
     found = answers(model)
     if not found:
         return []

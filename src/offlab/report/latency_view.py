@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from ..measure import latency, rtthist
 from ..analysis.stats import summary
-from ..studies import Section
+from .section import Section
 from .model import ProfileRow, is_all_on
 from .tables import Table, mean_std
 

@@ -1,8 +1,12 @@
-"""Studies: each of the seed reports' test plans, in one folder that owns its plan keys,
-its expansion into cases and its report section and charts — as a flent test
-definition owns its data and plots. The pipeline (plan, runner, store, stats, report
-shell) knows no study by name: it walks `STUDIES` in order and asks each the same
-questions.
+"""The studies wing: each of the seed reports' test plans, in one folder that owns its
+plan keys and its expansion into cases; its tables and charts are in the report wing
+under the same name (report/studies/<name>.py), which reads these folders' plan
+constants. The pipeline (plan, runner, store, stats) knows no study by name: it walks
+`registered()` in order and asks each the same questions.
+
+May import: topology, vm and hosts (a study's topologies and offload names) and the
+ground floor (records). Never report, store or run: the report reads studies, and
+studies know nothing of reports.
 
 A plan is expanded in three steps, each study taking its turn in every step:
 
@@ -19,7 +23,7 @@ may `finish` (e.g. derive the forwarder's setting from a router and a combinatio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..records import CaseSpec, DatapathSetting, OffloadProfile, Params, TrafficSpec
 
@@ -68,19 +72,6 @@ class Profile:
     """The traffic protocols this profile is measured with (None: every one the plan has)."""
 
 
-@dataclass(frozen=True)
-class Section:
-    """A study's view in the report: a title, an introduction, an optional chart and
-    captioned tables, which Markdown and HTML render alike."""
-
-    title: str
-    intro: str
-    tables: tuple[tuple[str, Any], ...]
-    """(caption, report.tables.Table)."""
-    chart: str | None = None
-    """Slug of the section's chart (a key of the study's `charts`), if it has one."""
-
-
 class Study:
     """Base of every study: each step leaves the plan as it is unless overridden."""
 
@@ -103,16 +94,6 @@ class Study:
     def keeps(self, case: CaseSpec) -> bool:
         """Whether a case of the cross product is worth measuring at all."""
         return True
-
-    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
-        """Report views of this study from the report's profile rows (none by default).
-        Studies import their report modules inside this method and `charts`: those draw
-        with matplotlib, which a run needs only once it writes its report."""
-        return []
-
-    def charts(self, rows: Sequence[Any]) -> dict[str, bytes]:
-        """slug → PNG of this study's views that have a chart."""
-        return {}
 
 
 def registered() -> tuple[Study, ...]:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ...report.model import ProfileRow, is_all_on
-from ...report.tables import Table, mean_std
+from ..model import ProfileRow, is_all_on
+from ..tables import Table, mean_std
+from ..section import Section
 from ...analysis.stats import Summary
 
 CURVES_INTRO = (
@@ -212,3 +213,18 @@ def _size_axis(ax, sizes: tuple[int, ...]) -> None:
     ax.set_xlabel("TCP write size (bytes, iperf3 -l)")
     ax.grid(alpha=0.3)
     ax.set_axisbelow(True)
+
+
+def sections(rows: Sequence[Any], report: Any) -> list[Section]:
+    """This study's views in the run report, from the report's profile rows."""
+    sections = []
+    for curves in curve_sets(rows):
+        tables = tuple((f"{curves.scenario} · MTU {curves.mtu}, {panel.label}", curve_table(panel))
+                       for panel in curves.panels)
+        sections.append(Section(curves.title, CURVES_INTRO, tables, curves.slug))
+    return sections
+
+
+def charts(rows: Sequence[Any]) -> dict[str, bytes]:
+    """slug → PNG of this study's views that have a chart."""
+    return {curves.slug: curve_chart(curves) for curves in curve_sets(rows)}

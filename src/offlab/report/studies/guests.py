@@ -10,14 +10,15 @@ Pure: rows in, tables out.
 from __future__ import annotations
 
 from statistics import median
-from typing import Sequence
+from typing import Any, Sequence
 
-from ...report.model import ProfileRow
-from ...report.tables import Table
-from ...report.validity import emulated
-from ..userspace.report import mean_ci
+from ..model import ProfileRow
+from ..tables import Table
+from ..validity import emulated
+from ..section import Section
+from .userspace import mean_ci
 from ...vm.profile import VIRTIO_PROFILES
-from .plan import SCENARIO
+from ...studies.guests.plan import SCENARIO
 
 FEATURES_SHOWN = ("csum", "guest_csum", "host_tso4", "host_tso6", "guest_tso4", "guest_tso6",
                   "host_ufo", "guest_ufo", "mrg_rxbuf")
@@ -114,3 +115,13 @@ def _super_packets(row: ProfileRow) -> str:
                    if k.startswith(("fwd@ab:a>b:", "fwd@a:a>b:")) and k.endswith(counter))
     frames = summed(":rx_packets")
     return f"{100.0 * summed(':rx_super_packets') / frames:.0f}%" if frames else "—"
+
+
+def sections(rows: Sequence[Any], report: Any) -> list[Section]:
+    """This study's views in the run report, from the report's profile rows."""
+    return [Section(*parts) for parts in guest_sections(rows)]
+
+
+def charts(rows: Sequence[Any]) -> dict[str, bytes]:
+    """slug → PNG of this study's views that have a chart (none)."""
+    return {}

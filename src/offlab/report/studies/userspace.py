@@ -9,12 +9,13 @@ which agrees with Welch's test). Pure: rows in, tables out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
-from ...report.model import ProfileRow
-from ...report.tables import Table, decimals_for, mean_std
+from ..model import ProfileRow
+from ..tables import Table, decimals_for, mean_std
+from ..section import Section
 from ...analysis.stats import RelativeChange, relative_change
-from .plan import DIRECT, GRO_NONE, PROFILES
+from ...studies.userspace.plan import DIRECT, GRO_NONE, PROFILES
 
 INTRO = (
     "Seed 004 on offlab-fwd: nsA sends one TCP stream to nsB through the forwarder. "
@@ -152,3 +153,13 @@ def userspace_sections(rows: Sequence[ProfileRow]) -> list[tuple[str, str, tuple
         tables.append((f"{name}: GSO (the sending VM's super-packets)",
                        study_table(found, GSO_MODES, "kernel-gso")))
     return [("Userspace datapath (offlab-fwd, seed 004 shape)", INTRO, tuple(tables))]
+
+
+def sections(rows: Sequence[Any], report: Any) -> list[Section]:
+    """This study's views in the run report, from the report's profile rows."""
+    return [Section(*parts) for parts in userspace_sections(rows)]
+
+
+def charts(rows: Sequence[Any]) -> dict[str, bytes]:
+    """slug → PNG of this study's views that have a chart (none)."""
+    return {}

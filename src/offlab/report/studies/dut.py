@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ...report.model import ProfileRow, RoleCpu
-from ...report.tables import Table, mean_std
+from ..model import ProfileRow, RoleCpu
+from ..tables import Table, mean_std
+from ..section import Section
 from ...analysis.stats import Summary, summary
-from .plan import DUT_DIRECTIONS
+from ...studies.dut.plan import DUT_DIRECTIONS
 
 DUT_INTRO = (
     "DUT layout: the DUT's application pinned to one core (App), its softirq work "
     "steered to the other (S-IRQ); the traffic generator shares the App core (see "
     "docs/methodology.md, “DUT layout”). Cells are mean±std over the runs, as in the article."
 )
+
+CHART = "dut-study"
+"""The slug of the DUT study's chart."""
 
 DIRECTION_NAMES = {"rcv": "DUT rcv", "snd": "DUT snd"}
 CORE_ROWS = (("App", "dut-app"), ("S-IRQ", "dut-softirq"))
@@ -238,3 +242,24 @@ def dut_chart(studies: tuple[DutStudy, ...]) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def sections(rows: Sequence[Any], report: Any) -> list[Section]:
+    """This study's views in the run report, from the report's profile rows."""
+    studies = dut_studies(rows)
+    if not studies:
+        return []
+    tables = []
+    for study in studies:
+        tables.append((f"{study.title}: CPU per core", dut_cpu_table(study)))
+        tables.append((f"{study.title}: rates and CPU cost", dut_rates_table(study)))
+    encapsulation = encapsulation_table(studies)
+    if encapsulation is not None:
+        tables.append(("Encapsulation cost: received rate against bare", encapsulation))
+    return [Section("DUT CPU study (seed 002 shape)", DUT_INTRO, tuple(tables), CHART)]
+
+
+def charts(rows: Sequence[Any]) -> dict[str, bytes]:
+    """slug → PNG of this study's views that have a chart."""
+    studies = dut_studies(rows)
+    return {CHART: dut_chart(studies)} if studies else {}

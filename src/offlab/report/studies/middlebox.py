@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ...analysis.adaptive import AdaptiveOutcome
 from ...measure.counters import is_pathology
 from ...records import TrafficSpec
-from ...report.model import ProfileRow
-from ...report.tables import Table, decimals_for
+from ..model import ProfileRow
+from ..tables import Table, decimals_for
+from ..section import Section
 from ...analysis.stats import Summary, relative_change
 from ...topology.middlebox import PATHS, Path
-from .forwarder import FwdSettings, fwd_settings
-from .plan import DIMENSIONS, FWD, KERNEL, SHORT, combination
+from ...studies.middlebox.forwarder import FwdSettings, fwd_settings
+from ...studies.middlebox.plan import DIMENSIONS, FWD, KERNEL, SHORT, combination
 
 COLLAPSE_FRACTION = 0.10
 """A profile whose mean is below this share of the path's best profile has collapsed it."""
@@ -330,3 +331,15 @@ def middlebox_sections(rows: Sequence[ProfileRow], adaptive: Mapping[str, Adapti
         text = f"{intro(real_hosts)} Features per letter: {dimension_features()}."
         sections.append((f"{table.title} (seed 003 shape)", text, tuple(tables)))
     return sections
+
+
+def sections(rows: Sequence[Any], report: Any) -> list[Section]:
+    """This study's views in the run report, from the report's profile rows."""
+    settings = report.info.settings
+    real_hosts = bool(settings is not None and settings.hosts)
+    return [Section(*parts) for parts in middlebox_sections(rows, report.adaptive, real_hosts)]
+
+
+def charts(rows: Sequence[Any]) -> dict[str, bytes]:
+    """slug → PNG of this study's views that have a chart (none)."""
+    return {}
