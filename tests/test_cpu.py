@@ -75,7 +75,7 @@ def test_different_core_sets_are_an_error():
 
 
 def test_pid_stat_with_spaces_and_parentheses_in_the_name():
-    from offlab.measure.cpu import parse_pid_stat
+    from offlab.hosts.proctimes import parse_pid_stat
     line = "4242 (iperf3 (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 230 0 0 20 0 1 0 5 0 0\n"
     times = parse_pid_stat(line)
     assert (times.usr, times.sys) == (17, 230)
@@ -84,7 +84,7 @@ def test_pid_stat_with_spaces_and_parentheses_in_the_name():
 
 
 def test_process_percent_is_of_one_core():
-    from offlab.measure.cpu import CLK_TCK, ProcessTimes, process_percent
+    from offlab.hosts.proctimes import CLK_TCK, ProcessTimes, process_percent
     got = process_percent(ProcessTimes(0, 0), ProcessTimes(CLK_TCK // 2, CLK_TCK), 2.0)
     assert got == pytest.approx({"usr": 25.0, "sys": 50.0})
     assert process_percent(None, ProcessTimes(1, 1), 1.0) is None
@@ -92,7 +92,7 @@ def test_process_percent_is_of_one_core():
 
 def test_own_process_times_are_readable():
     import os
-    from offlab.measure.cpu import process_times
+    from offlab.hosts.proctimes import process_times
     assert process_times(os.getpid()) is not None
 
 

@@ -75,7 +75,7 @@ def test_the_mtu_wire_on_real_hosts_holds_the_senders_segmentation_off():
 
 def test_the_test_network_defaults_to_the_labs_values():
     from offlab.topology import guests, tunnel
-    from offlab.measure.traffic import DEFAULT_PORT
+    from offlab.hosts.ports import DEFAULT_PORT
     net = parse(_doc(), "h.toml").test_network
     assert (net.vni, net.vxlan_port, net.iperf3_port) == (tunnel.VNI, tunnel.VXLAN_PORT, DEFAULT_PORT)
     assert net.inner_v4 == tunnel.INNER_V4

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from ..hosts.proctimes import ProcStatError
 from ..records import CPU_CLASSES, CpuShare
 
 if TYPE_CHECKING:
@@ -25,10 +26,6 @@ PROC_STAT = Path("/proc/stat")
 
 _COLUMNS = ("usr", "nice", "sys", "idle", "iowait", "irq", "soft", "steal")
 """Our class names for the first eight /proc/stat columns, in the file's order."""
-
-
-class ProcStatError(ValueError):
-    """/proc/stat text that cannot be used, with the reason and the line."""
 
 
 @dataclass(frozen=True)
@@ -231,59 +228,6 @@ def parse_uptime(text: str) -> float | None:
         return float(text.split()[0])
     except (IndexError, ValueError):
         return None
-
-
-# --- one process ------------------------------------------------------------------------
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-@dataclass(frozen=True)
-class ProcessTimes:
-    """utime/stime ticks of one process (fields 14 and 15 of /proc/<pid>/stat)."""
-
-    usr: int
-    sys: int
-
-
-def parse_pid_stat(text: str) -> ProcessTimes:
-    """Parse /proc/<pid>/stat; the command name may hold spaces and parentheses, so the
-    fields are counted from the last ')'."""
-    _, paren, rest = text.rpartition(")")
-    fields = rest.split()
-    if not paren or len(fields) < 13:
-        raise ProcStatError(f"not a /proc/<pid>/stat line: {text[:80]!r}")
-    try:
-        return ProcessTimes(int(fields[11]), int(fields[12]))
-    except ValueError:
-        raise ProcStatError(f"non-numeric utime/stime in {text[:80]!r}") from None
-
-
-def process_times(pid: int, host: "Host | None" = None) -> ProcessTimes | None:
-    """None once the process is gone (a client that already exited)."""
-    try:
-        text = host.read_file(f"/proc/{pid}/stat") if host is not None else Path(f"/proc/{pid}/stat").read_text()
-        return parse_pid_stat(text)
-    except (FileNotFoundError, ProcessLookupError, OSError):
-        return None
-
-
-def thread_times(pid: int, tid: int) -> ProcessTimes | None:
-    """One thread's own utime/stime (/proc/<pid>/task/<tid>/stat; /proc/<pid>/stat is the
-    whole process's); None once it is gone."""
-    try:
-        return parse_pid_stat(Path(f"/proc/{pid}/task/{tid}/stat").read_text())
-    except (FileNotFoundError, ProcessLookupError, OSError):
-        return None
-
-
-def process_percent(before: ProcessTimes | None, after: ProcessTimes | None,
-                    window_s: float) -> dict[str, float] | None:
-    """usr and sys of one process over a window, in percent of one core."""
-    if before is None or after is None or window_s <= 0:
-        return None
-    scale = 100.0 / (window_s * CLK_TCK)
-    return {"usr": (after.usr - before.usr) * scale, "sys": (after.sys - before.sys) * scale}
 
 
 # --- per-task CPU time in nanoseconds ----------------------------------------------------

@@ -25,17 +25,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from ..records import PROBE_INTERVAL_MS, RR_MESSAGE
 from . import rtthist
 
 IRTT_PORT = 2112
 SOCKPERF_PORT = 11111
-PROBE_INTERVAL_MS = 2
-"""One probe every 2 ms: 500 packets/s of 60 B, nothing next to a stream, and 1000 round
-trips in two seconds — enough for a p99.9 (rtthist.MIN_SAMPLES)."""
 SERVER_MIN_INTERVAL = "1ms"
 """The irtt server refuses clients faster than its minimum interval (10 ms by default)."""
-RR_MESSAGE = 64
-"""Request and response size of the ping-pong workload, bytes."""
 RR_PACED_RATE = 500
 """Transactions per second of the request/response probe beside a paced stream: one
 every 2 ms like irtt's, a load of its own far below the stream's."""

@@ -25,12 +25,13 @@ from typing import Iterator, Mapping
 
 from . import capacity, cpu, foreign, latency, latency_probes, udpload
 from .counters import WINDOW_DEVICE_PREFIX, delta as counters_delta, parse_dev
-from ..records import CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
+from ..hosts.proctimes import ProcessTimes, parse_pid_stat, process_percent, process_times, thread_times
+from ..records import RR_MESSAGE, CaseSpec, CpuShare, FeatureState, Sample, TrafficSpec
 from ..hosts import Host
+from ..hosts.ports import DEFAULT_PORT
 from ..topology import Topology
 from .window import Window
-from .traffic import (DEFAULT_PORT, IperfError, TrafficResult, client_args, parse_result,
-                      wait_for_data_connection)
+from .traffic import IperfError, TrafficResult, client_args, parse_result, wait_for_data_connection
 
 _HZ = float(cpu.kernel_hz())
 """This machine's tick rate: how finely the busy time's split (usr/sys/soft) is sampled."""
@@ -198,7 +199,7 @@ def _request_response(topology: Topology, case: CaseSpec, repetition: int, conte
         sender.host.run(["rm", "-f", log], check=False)
     # Transactions over sockperf's own measured span (it excludes its warm-up itself).
     transactions = found.samples / max(found.seconds or spec.duration_s, 1e-9)
-    result = TrafficResult(transactions * latency.RR_MESSAGE * 2 * 8, transactions * latency.RR_MESSAGE * 2 * 8,
+    result = TrafficResult(transactions * RR_MESSAGE * 2 * 8, transactions * RR_MESSAGE * 2 * 8,
                            closed - opened, None, None, None)
     shares = tuple(share for label in before for share in _labelled(label, before[label], after[label]))
     window = Window(started_at, closed - opened, shares,
@@ -213,24 +214,24 @@ def _cpu(machines: Mapping[str, Host]) -> dict[str, cpu.CpuTimes]:
     return {label: cpu.snapshot(host) for label, host in machines.items()}
 
 
-def _thread_times(groups: Mapping[str, tuple[tuple[int, int], ...]]) -> dict[str, cpu.ProcessTimes | None]:
+def _thread_times(groups: Mapping[str, tuple[tuple[int, int], ...]]) -> dict[str, ProcessTimes | None]:
     """Each group's threads' times summed (vCPU threads of one guest, …), read on this
     machine; threads that ended meanwhile count for nothing."""
-    summed: dict[str, cpu.ProcessTimes | None] = {}
+    summed: dict[str, ProcessTimes | None] = {}
     for label, threads in groups.items():
-        found = [t for t in (cpu.thread_times(pid, tid) for pid, tid in threads) if t is not None]
-        summed[label] = cpu.ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
+        found = [t for t in (thread_times(pid, tid) for pid, tid in threads) if t is not None]
+        summed[label] = ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
     return summed
 
 
 def _remote_thread_times(groups: Mapping[str, tuple[Host, tuple[tuple[int, int], ...]]]
-                         ) -> dict[str, cpu.ProcessTimes | None]:
+                         ) -> dict[str, ProcessTimes | None]:
     """As `_thread_times` for threads of another machine (a server's QEMU), each host's
     read in one command there."""
     by_host: dict[int, tuple[Host, list[tuple[int, int]]]] = {}
     for host, threads in groups.values():
         by_host.setdefault(id(host), (host, []))[1].extend(threads)
-    times: dict[int, cpu.ProcessTimes] = {}
+    times: dict[int, ProcessTimes] = {}
     for host, threads in by_host.values():
         paths = " ".join(f"/proc/{pid}/task/{tid}/stat" for pid, tid in threads)
         # The shell only reads (a thread's stat is world-readable): as the SSH user.
@@ -238,11 +239,11 @@ def _remote_thread_times(groups: Mapping[str, tuple[Host, tuple[tuple[int, int],
                         root=False).stdout
         for line in said.splitlines():
             if line.split(" ", 1)[0].isdigit():
-                times[int(line.split(" ", 1)[0])] = cpu.parse_pid_stat(line)
-    summed: dict[str, cpu.ProcessTimes | None] = {}
+                times[int(line.split(" ", 1)[0])] = parse_pid_stat(line)
+    summed: dict[str, ProcessTimes | None] = {}
     for label, (_, threads) in groups.items():
         found = [times[tid] for _, tid in threads if tid in times]
-        summed[label] = cpu.ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
+        summed[label] = ProcessTimes(sum(t.usr for t in found), sum(t.sys for t in found)) if found else None
     return summed
 
 
@@ -262,9 +263,9 @@ def _labelled(label: str, before: cpu.CpuTimes, after: cpu.CpuTimes) -> list[Cpu
     return [replace(share, host=label) for share in cpu.shares_between(before, after)]
 
 
-def _app_times(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, cpu.ProcessTimes | None]:
+def _app_times(apps: Mapping[str, tuple[int | None, Host | None]]) -> dict[str, ProcessTimes | None]:
     """The processes' times, each read on its own host (NAPI threads: on this machine)."""
-    return {role: cpu.process_times(pid, host) if pid else None for role, (pid, host) in apps.items()}
+    return {role: process_times(pid, host) if pid else None for role, (pid, host) in apps.items()}
 
 
 DEVICE_COLUMNS = ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
@@ -355,12 +356,12 @@ def _task_counters(topology: Topology, before: Mapping[str, int | None], after: 
     return counters
 
 
-def _app_counters(before: Mapping[str, cpu.ProcessTimes | None],
-                  after: Mapping[str, cpu.ProcessTimes | None], window_s: float) -> dict[str, float]:
+def _app_counters(before: Mapping[str, ProcessTimes | None],
+                  after: Mapping[str, ProcessTimes | None], window_s: float) -> dict[str, float]:
     """Our processes' own usr/sys (iperf3 client and server, NAPI threads; % of one core)."""
     counters: dict[str, float] = {}
     for label in before:
-        percent = cpu.process_percent(before[label], after.get(label), window_s)
+        percent = process_percent(before[label], after.get(label), window_s)
         if percent is not None:
             counters[f"{label}_usr_pct"] = percent["usr"]
             counters[f"{label}_sys_pct"] = percent["sys"]

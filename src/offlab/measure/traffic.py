@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..proc import ProcessError
 from ..records import Interval, TrafficSpec
+from ..hosts.ports import DEFAULT_PORT, port_taken_text
 from .sockbuf import UDP_SOCKET_BUFFER
 
 if TYPE_CHECKING:
     from ..hosts import Host
 
-DEFAULT_PORT = 5201
 SERVER_INTERVAL_S = 0.1
 """The server reports at iperf3's finest interval (its own -i, not the client's), so any
 warm-up that is a multiple of 0.1 s falls on an interval boundary."""
@@ -312,7 +312,6 @@ class IperfServer:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read() if self._proc.stderr else ""
-                from ..hosts.ports import port_taken_text
                 said = port_taken_text(self.host, self.port, err.strip() or "no output")
                 raise ProcessError(self.args, f"exited at start: {said}")
             try:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from .. import binaries
 from . import cpu
 from ..proc import ProcessError
+from ..hosts.proctimes import process_percent, process_times
 from ..records import CpuShare, TrafficSpec
 from .sockbuf import UDP_SOCKET_BUFFER
 from .traffic import IperfError, TrafficResult
@@ -153,10 +154,10 @@ def trial(topology: "Topology", spec: TrafficSpec, label: str) -> "tuple[Traffic
             time.sleep(max(0.0, start + spec.warmup_s - time.monotonic()))
             before, started_at, opened = _machines(machines), time.time(), time.monotonic()
             apps = {"sender_app": (source.pid, sender.host), "receiver_app": (sink.pid, receiver.host)}
-            apps_before = {k: cpu.process_times(pid, host) for k, (pid, host) in apps.items()}
+            apps_before = {k: process_times(pid, host) for k, (pid, host) in apps.items()}
             time.sleep(max(0.0, start + spec.warmup_s + spec.duration_s - time.monotonic()))
             after, closed = _machines(machines), time.monotonic()
-            apps_after = {k: cpu.process_times(pid, host) for k, (pid, host) in apps.items()}
+            apps_after = {k: process_times(pid, host) for k, (pid, host) in apps.items()}
             sent_text, sent_err = source.communicate(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             raise UdpLoadError(f"{label}: the udpload sender still running {GRACE_S:g} s after its test") from None
@@ -172,7 +173,7 @@ def trial(topology: "Topology", spec: TrafficSpec, label: str) -> "tuple[Traffic
     result = parse(sent_text, got_text)
     counters = {"cpu_window_s": closed - opened, **result.counters}
     for role in apps:
-        percent = cpu.process_percent(apps_before[role], apps_after[role], closed - opened)
+        percent = process_percent(apps_before[role], apps_after[role], closed - opened)
         if percent is not None:
             counters.update({f"{role}_usr_pct": percent["usr"], f"{role}_sys_pct": percent["sys"]})
     shares = tuple(share for name in before for share in _labelled(name, before[name], after[name]))

@@ -17,7 +17,7 @@ from typing import ClassVar, Iterator
 from ..hosts import Host, LocalNamespace, connect_veth
 from ..hosts.offloads import Interface
 from ..records import DatapathSetting, FeatureState, Params
-from ..measure.traffic import DEFAULT_PORT
+from ..hosts.ports import DEFAULT_PORT
 
 
 class TopologyError(Exception):

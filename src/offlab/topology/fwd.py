@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .. import binaries
-from ..measure.cpu import ProcessTimes, process_percent, process_times
+from ..hosts.proctimes import ProcessTimes, process_percent, process_times
 from ..proc import stop as stop_process
 from ..runscope import RUNTIME_ROOT
 
