@@ -16,7 +16,7 @@ import pytest
 from offlab.report.comparison import compare
 from offlab.run.plan import load, parse
 from offlab.records import Params, RunSettings
-from offlab.report import build_report_model
+from offlab.report.document import build_report_model
 from offlab.report.markdown import render_markdown
 from offlab.store.schema import FORMAT_VERSION
 from offlab.store.store import Store, StoreError

@@ -6,8 +6,9 @@ from html.parser import HTMLParser
 import pytest
 
 from fixtures.make_store import build_store
-from offlab.report import build_report_model, write_report
-from offlab.report.markdown import render_table
+from offlab.report.document import build_report_model
+from offlab.report.write import write_report
+from offlab.report.page import markdown_table as render_table
 from offlab.report.tables import cpu_table
 from offlab.store.store import Store
 from offlab.warnings import HighVariation, OffloadNotAsRequested

@@ -78,7 +78,7 @@ def main_options(version: bool = typer.Option(False, "--version", callback=_vers
 
 
 def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
-    from .report import write_report  # matplotlib: seconds to import, so only when needed
+    from .report.write import write_report  # matplotlib: seconds to import, so only when needed
     md, html = write_report(store.load_run(run_id), out_dir)
     out.print(f"report: {md}\n        {html}")
 

@@ -10,8 +10,7 @@ from html import escape
 from pathlib import Path
 
 from ..hosts.facts import virtual_roles
-from .html import page, render_table as html_table
-from .markdown import render_table as md_table
+from .page import html_table, markdown_table as md_table, page
 from .model import CaseGroup, build_groups, build_rows
 from .tables import Table, mean_std, versus
 from ..store.store import RunResults

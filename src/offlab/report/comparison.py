@@ -23,8 +23,7 @@ from ..analysis.compare_rule import Verdict
 
 from ..measure import stackconfig
 from ..records import RunInfo
-from .html import page, render_table as html_table
-from .markdown import render_table as md_table
+from .page import html_table, markdown_table as md_table, page
 from .model import ProfileRow, build_rows
 from .tables import Table, mean_std, versus
 from ..analysis.stats import RelativeChange, relative_change

@@ -11,8 +11,7 @@ from html import escape
 from pathlib import Path
 
 from .history import CaseHistory, HistoryPoint
-from .html import data_uri, page, render_table as html_table
-from .markdown import render_table as md_table
+from .page import data_uri, html_table, markdown_table as md_table, page
 from .tables import Table, mean_std, versus
 
 MARKDOWN_NAME = "history.md"

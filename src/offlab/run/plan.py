@@ -18,7 +18,8 @@ from typing import Any
 
 from ..measure.latency import RR_MIN_WINDOW_S
 from ..records import CaseSpec, Params, RunSettings, TrafficSpec
-from ..studies import Profile, Study, Variant, registered
+from ..studies import registered
+from ..studies.base import Profile, Study, Variant
 from ..topology import MTU_RANGE, SCENARIOS
 from ..measure.traffic import report_interval, whole_seconds
 

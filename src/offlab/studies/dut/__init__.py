@@ -4,7 +4,7 @@ cost against bare, and the article's bar pairs as a chart."""
 
 from __future__ import annotations
 
-from .. import PlanCheck, Study, Variant
+from ..base import PlanCheck, Study, Variant
 from .plan import KEYS, expand
 
 

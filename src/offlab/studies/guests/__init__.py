@@ -4,7 +4,7 @@ the report's section says what each guest negotiated and how its CPU was spent."
 
 from __future__ import annotations
 
-from .. import PlanCheck, Study, Variant
+from ..base import PlanCheck, Study, Variant
 from .plan import expand_scenarios
 
 

@@ -24,7 +24,7 @@ from itertools import product
 
 from ...records import Params
 from ...vm.profile import VIRTIO_PROFILES
-from .. import PlanCheck, Variant
+from ..base import PlanCheck, Variant
 
 SCENARIO = "qemu"
 PATHS = ("vm2vm", "vm2host")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from ...records import CaseSpec
-from .. import PlanCheck, Profile, Study, Variant
+from ..base import PlanCheck, Profile, Study, Variant
 from .forwarder import fwd_settings
 from .plan import DIMENSIONS, FWD, combination, expand_scenarios, matrix_profiles
 

@@ -23,7 +23,7 @@ from typing import Sequence
 from ...hosts.offloads import GRO, RX_CSUM, TSO, TX_CSUM
 from ...records import OffloadProfile, Params
 from ...topology.middlebox import PATHS, Path
-from .. import PlanCheck, Profile, Variant
+from ..base import PlanCheck, Profile, Variant
 
 FAMILY = "middlebox"
 LRO = "large-receive-offload"

@@ -4,7 +4,7 @@ bidirectional, per offload profile; curves with CI bands."""
 from __future__ import annotations
 
 from ...records import TrafficSpec
-from .. import PlanCheck, Study
+from ..base import PlanCheck, Study
 from .plan import KEYS, SweepError, expand_traffic, parse
 
 

@@ -5,7 +5,7 @@ veth pair."""
 from __future__ import annotations
 
 from ...topology import DATAPATH
-from .. import PlanCheck, Profile, Study, Variant
+from ..base import PlanCheck, Profile, Study, Variant
 from .plan import STUDIES, study_profiles
 
 

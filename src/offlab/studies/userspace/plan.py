@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ...hosts.offloads import GRO, GSO
 from ...records import DatapathSetting, OffloadProfile, PortSetting
-from .. import Profile
+from ..base import Profile
 
 TSO = frozenset({"csum", "tso4", "tso6", "ecn"})
 MTU_ONLY = frozenset({"csum"})
