@@ -252,7 +252,7 @@ def test_a_history_imports_no_scipy_stats():
     # importing scipy.stats is ~1.1 s of a history's or a comparison's ~2 s
     import subprocess
     import sys
-    code = ("import sys; from offlab import stats; stats.welch([1.0, 2.0, 3.0], [2.0, 3.0, 5.0]); "
+    code = ("import sys; from offlab.analysis import stats; stats.welch([1.0, 2.0, 3.0], [2.0, 3.0, 5.0]); "
             "stats.summary([1.0, 2.0]); print('scipy.stats' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -313,12 +313,12 @@ def _change(new: Cell | None, base: Cell | None) -> str:
 
 NOTHING_FLAGGED = Table(header=("flag",), rows=(("no profile collapsed or degraded a path",),))
 
-Section = tuple[str, str, tuple[tuple[str, Table], ...]]
+SectionParts = tuple[str, str, tuple[tuple[str, Table], ...]]
 """(title, introduction, captioned tables): what `report.views.View` is built from."""
 
 
 def middlebox_sections(rows: Sequence[ProfileRow], adaptive: Mapping[str, AdaptiveOutcome],
-                       real_hosts: bool = False) -> list[Section]:
+                       real_hosts: bool = False) -> list[SectionParts]:
     sections = []
     for table in middlebox_tables(rows):
         tables = [(f"{table.title}: throughput by router offloads and path", seed_table(table, adaptive))]
