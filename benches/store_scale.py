@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from pgserver import PgServer, server_bindir  # noqa: E402
 
-from offlab.storage.health import upgrade_store  # noqa: E402
-from offlab.storage.location import parse  # noqa: E402
+from offlab.run.store_health import upgrade_store  # noqa: E402
+from offlab.store.location import parse  # noqa: E402
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 CASES_PER_RUN = 20
@@ -113,8 +113,8 @@ def timed(*args: str, cwd: Path) -> tuple[float, int, str]:
 
 def in_process(url: str, repeat: int) -> None:
     """The store's part of `list` and `history`, without the process start and the report."""
-    from offlab.history import build_history, matches
-    from offlab.store import Store
+    from offlab.report.history import build_history, matches
+    from offlab.store.store import Store
     for name, work in (("Store.runs (list)", lambda s: len(s.runs())),
                        ("runs_with_cases + build_history",
                         lambda s: len(build_history(s.runs_with_cases(lambda k: matches("mtu9000", k)), "mtu9000")))):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from offlab.plan import PlanError, load
-from offlab.preflight import needs
+from offlab.run.plan import PlanError, load
+from offlab.run.preflight import needs
 
 
 def main(argv: list[str]) -> int:

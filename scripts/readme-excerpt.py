@@ -84,8 +84,8 @@ def first_tables(section: str) -> list[tuple[str, str]]:
 
 def machine_line(run_id: str, store: str) -> str:
     """Where and how the run was made, from what the store recorded of it."""
-    from offlab.preflight import duration_text
-    from offlab.store import Store
+    from offlab.run.preflight import duration_text
+    from offlab.store.store import Store
     with Store(store, readonly=True) as opened:
         results = opened.load_run(run_id)
     info = results.info
@@ -100,7 +100,7 @@ def machine_line(run_id: str, store: str) -> str:
 
 
 def latest_run(store: str) -> str:
-    from offlab.store import Store
+    from offlab.store.store import Store
     if "://" not in store and not Path(store).is_file():
         raise ExcerptError(f"{store}: no such store; run `make demo` first, or pass --store")
     with Store(store, readonly=True) as opened:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from offlab.hosts import LocalNamespace
-from offlab.offloads import parse_features
+from offlab.hosts.offloads import parse_features
 from offlab.vm import DeviceFeatures, Guest, GuestSpec, NicProfile, read_guest_nic
 
 OPTIONS = ["(defaults)", "csum=off", "guest_csum=off", "host_tso4=off", "host_tso6=off", "host_ufo=off",

@@ -68,8 +68,8 @@ def pg_empty_url(pg_server) -> str:
 def pg_url(pg_empty_url) -> str:
     """A new database with offlab's tables, created as its owner does it (`offlab store
     upgrade`): on PostgreSQL a writer never creates or changes the schema itself."""
-    from offlab.storage.health import upgrade_store
-    from offlab.storage.location import parse
+    from offlab.run.store_health import upgrade_store
+    from offlab.store.location import parse
     upgrade_store(parse(pg_empty_url))
     return pg_empty_url
 

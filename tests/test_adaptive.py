@@ -3,10 +3,10 @@ and the outcome stored with the run and read back for the report."""
 
 import pytest
 
-from offlab.adaptive import Adaptive, AdaptiveOutcome, TargetError, parse_target, relative_half_width
+from offlab.analysis.adaptive import Adaptive, AdaptiveOutcome, TargetError, parse_target, relative_half_width
 from offlab.report.adaptive import adaptive_sections
-from offlab.runner import pending
-from offlab.store import Store
+from offlab.run.runner import pending
+from offlab.store.store import Store
 from tests.fixtures.make_store import RUN_ID, build_store
 
 STEADY = [10.0, 10.1, 9.9, 10.0]
@@ -65,7 +65,7 @@ def test_zero_mean_never_reaches_a_target():
 
 def test_adaptive_work_list_uses_the_ceiling():
     # Resume bookkeeping: with a ceiling of 10, a case with 4 stored runs is still pending.
-    from offlab import plan
+    from offlab.run import plan
     cases = plan.load("quick").cases[:2]
     assert [first for _, first in pending(cases, 10, {cases[0].key: 4})] == [4, 0]
 

@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
-from offlab.campaign import load_hosts, parse_fleet
-from offlab.campaign_report import group_tables, pairs_table, render_markdown
+from offlab.run.campaign import load_hosts, parse_fleet
+from offlab.report.campaign_report import group_tables, pairs_table, render_markdown
 from offlab.hosts.hostsfile import HostsFileError
-from offlab.store import Store
+from offlab.store.store import Store
 
 
 def _pair(name: str, sender: str, receiver: str) -> str:

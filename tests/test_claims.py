@@ -5,7 +5,7 @@ import dataclasses
 from offlab.records import CaseSpec, CpuShare, FeatureState, OffloadProfile, RunInfo, RunSettings, Sample, TrafficSpec
 from offlab.report.claims import CLAIMS, answers, claims_sections
 from offlab.report.document import build_report_model
-from offlab.store import RunResults
+from offlab.store.store import RunResults
 
 TSO, CSUM, GSO = "tcp-segmentation-offload", "tx-checksumming", "generic-segmentation-offload"
 TCP = TrafficSpec("tcp", 1.5)

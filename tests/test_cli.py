@@ -36,7 +36,7 @@ def test_bad_plan_file_is_one_line_naming_the_key(tmp_path):
 
 
 def test_report_without_runs(tmp_path):
-    from offlab.store import Store
+    from offlab.store.store import Store
     Store(tmp_path / "empty.sqlite").close()
     done = offlab("report", "--store", str(tmp_path / "empty.sqlite"))
     assert done.returncode == 1 and "no runs" in done.stderr
@@ -80,7 +80,7 @@ def test_compare_unknown_run_is_one_line(tmp_path):
 
 
 def test_run_help_names_every_builtin_plan(tmp_path):
-    from offlab.plan import builtin_names
+    from offlab.run.plan import builtin_names
 
     done = offlab("run", "--help", cwd=tmp_path)
     assert done.returncode == 0

@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from offlab.compare_rule import (Change, between_build_variance, benjamini_hochberg, chance_bound, change,
-                                 judge)
-from offlab.stats import summary, welch
+from offlab.analysis.compare_rule import (Change, between_build_variance, benjamini_hochberg, chance_bound,
+                                          change, judge)
+from offlab.analysis.stats import summary, welch
 
 
 def _runs(rng, cases, build_sd, within_sd=0.01, n=3, changed=None):

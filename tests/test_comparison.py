@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from offlab.comparison import compare, render_html, render_markdown, write_comparison
-from offlab.store import RunResults, Store
+from offlab.report.comparison import compare, render_html, render_markdown, write_comparison
+from offlab.store.store import RunResults, Store
 from tests.fixtures.make_store import build_store, fixture_cases, make_samples
 
 TCP_ALL_ON = "veth/mtu1500/tx:all-on/tcp"

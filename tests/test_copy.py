@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.make_store import build_store, fixture_cases, fixture_run_info, make_samples
-from offlab.adaptive import AdaptiveOutcome
-from offlab.runcopy import copy_runs
-from offlab.store import Store, StoreError
+from offlab.analysis.adaptive import AdaptiveOutcome
+from offlab.store.runcopy import copy_runs
+from offlab.store.store import Store, StoreError
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 
@@ -98,8 +98,8 @@ def test_a_run_marked_interrupted_whose_writer_may_be_alive_is_refused(tmp_path,
     """A clone of this machine (same /etc/machine-id, another host name) marked another
     machine's run interrupted; that run's writer is not known to be gone."""
     from sqlalchemy import update
-    from offlab.storage import writer
-    from offlab.storage.tables import run
+    from offlab.store import writer
+    from offlab.store.tables import run
     elsewhere = dict(writer.current(), machine=writer.machine_key("a-cloned-machine-id", "other-host"))
     with Store(pg_url) as store:
         store.begin_run(fixture_run_info())

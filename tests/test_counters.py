@@ -3,7 +3,7 @@
 import subprocess
 from pathlib import Path
 
-from offlab import counters
+from offlab.measure import counters
 
 FIXTURE = Path(__file__).parent / "fixtures" / "counters" / "netns_snmp_netstat_dev.txt"
 

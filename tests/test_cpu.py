@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from offlab.cpu import ProcStatError, parse_proc_stat, shares_between
+from offlab.measure.cpu import ProcStatError, parse_proc_stat, shares_between
 from offlab.records import CPU_CLASSES
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -75,7 +75,7 @@ def test_different_core_sets_are_an_error():
 
 
 def test_pid_stat_with_spaces_and_parentheses_in_the_name():
-    from offlab.cpu import parse_pid_stat
+    from offlab.hosts.proctimes import parse_pid_stat
     line = "4242 (iperf3 (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 230 0 0 20 0 1 0 5 0 0\n"
     times = parse_pid_stat(line)
     assert (times.usr, times.sys) == (17, 230)
@@ -84,7 +84,7 @@ def test_pid_stat_with_spaces_and_parentheses_in_the_name():
 
 
 def test_process_percent_is_of_one_core():
-    from offlab.cpu import CLK_TCK, ProcessTimes, process_percent
+    from offlab.hosts.proctimes import CLK_TCK, ProcessTimes, process_percent
     got = process_percent(ProcessTimes(0, 0), ProcessTimes(CLK_TCK // 2, CLK_TCK), 2.0)
     assert got == pytest.approx({"usr": 25.0, "sys": 50.0})
     assert process_percent(None, ProcessTimes(1, 1), 1.0) is None
@@ -92,7 +92,7 @@ def test_process_percent_is_of_one_core():
 
 def test_own_process_times_are_readable():
     import os
-    from offlab.cpu import process_times
+    from offlab.hosts.proctimes import process_times
     assert process_times(os.getpid()) is not None
 
 
@@ -126,14 +126,14 @@ def test_steal_is_shown_apart_and_never_busy():
 
 
 def test_busy_split_error_shrinks_with_the_window():
-    from offlab.cpu import busy_split_error
+    from offlab.measure.cpu import busy_split_error
     short = busy_split_error(20.0, 50.0, 0.7, 250)
     long = busy_split_error(20.0, 50.0, 5.0, 250)
     assert long < short and long == pytest.approx(50.0 * (0.4 * 0.6 / (0.5 * 5.0 * 250)) ** 0.5)
 
 
 def test_schedstat_first_field_is_nanoseconds_on_cpu():
-    from offlab.cpu import ProcStatError as Bad, parse_schedstat
+    from offlab.measure.cpu import ProcStatError as Bad, parse_schedstat
     assert parse_schedstat("123456789 4000 17\n") == 123456789
     with pytest.raises(Bad, match="schedstat"):
         parse_schedstat("x y\n")
@@ -141,7 +141,7 @@ def test_schedstat_first_field_is_nanoseconds_on_cpu():
 
 def test_this_process_task_clock_moves_in_nanoseconds():
     import os
-    from offlab.cpu import task_ns
+    from offlab.measure.cpu import task_ns
     first = task_ns(os.getpid())
     sum(i * i for i in range(200000))
     second = task_ns(os.getpid())
@@ -149,7 +149,7 @@ def test_this_process_task_clock_moves_in_nanoseconds():
 
 
 def test_a_role_whose_tasks_used_more_than_its_core_had_is_refused():
-    from offlab.cpu import refused_roles, refusals
+    from offlab.measure.cpu import refused_roles, refusals
     # Recorded: the receiver's iperf3 and its NAPI thread read 134 % of the one core
     # they were pinned to (a pinning that did not hold).
     refused = refused_roles({"sender": 71.0, "receiver": 134.0}, {"sender": 1, "receiver": 1})
@@ -160,7 +160,7 @@ def test_a_role_whose_tasks_used_more_than_its_core_had_is_refused():
 
 def test_role_tasks_sum_what_is_pinned_to_the_roles_core_and_refuse_beyond_it():
     from types import SimpleNamespace as NS
-    from offlab.measure import _task_counters
+    from offlab.measure.measure import _task_counters
     local = NS(machine="local")
     topo = NS(sender=NS(host=local, core=0), receiver=NS(host=local, core=1),
               roles={"sender": 0, "receiver": 1})

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from offlab import cpu
+from offlab.measure import cpu
 from offlab.records import CaseSpec, CpuShare, OffloadProfile, RunInfo, Sample, TrafficSpec
 from offlab.report.checks import find_warnings
 from offlab.report.model import Thresholds, profile_row
 from offlab.report.windows import window_sections
-from offlab.store import RunResults
+from offlab.store.store import RunResults
 from offlab.warnings import CpuWindowOff
 
 

@@ -3,8 +3,9 @@
 import pytest
 
 from fixtures.seed_views import msgsize_results
-from offlab.report import build_report_model, write_report
-from offlab.studies.msgsize.report import curve_chart, curve_sets, curve_table, size_label
+from offlab.report.document import build_report_model
+from offlab.report.write import write_report
+from offlab.report.studies.msgsize import curve_chart, curve_sets, curve_table, size_label
 from offlab.report.model import build_rows
 
 

@@ -3,9 +3,8 @@
 import pytest
 
 from fixtures.seed_views import dut_results
-from offlab.report import write_report
-from offlab.studies.dut.report import (dut_cpu_table, dut_rates_table, dut_studies,
-                               encapsulation_table)
+from offlab.report.write import write_report
+from offlab.report.studies.dut import dut_cpu_table, dut_rates_table, dut_studies, encapsulation_table
 from offlab.report.model import build_rows
 
 SEED_ROWS = [f"CPU {core} %{cls}" for core in ("App", "S-IRQ")

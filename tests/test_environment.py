@@ -1,6 +1,6 @@
 """Environment facts recorded with every run."""
 
-from offlab import environment
+from offlab.run import environment
 
 
 def test_cpu_model_from_cpuinfo_and_fallback():

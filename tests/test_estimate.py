@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from offlab import preflight
-from offlab.plan import load
+from offlab.run import preflight
+from offlab.run.plan import load
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from fixtures.make_store import RUNS, build_store, fixture_cases
-from offlab.export import export, export_text
+from offlab.store.export import export, export_text
 from offlab.records import RESULTS_FORMAT_VERSION
-from offlab.store import Store
+from offlab.store.store import Store
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,10 @@ significant ones marked, the ones that are no offload effect greyed, first in bo
 import pytest
 
 from fixtures.make_store import build_store
-from offlab.report import build_report_model, write_report
+from offlab.report.document import build_report_model
+from offlab.report.write import write_report
 from offlab.report.forest import SLUG, forest_chart, forest_rows
-from offlab.store import Store
+from offlab.store.store import Store
 
 
 @pytest.fixture(scope="module")

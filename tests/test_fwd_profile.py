@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from offlab.studies.userspace.plan import PROFILES
-from offlab.fwd import (FwdConfig, FwdError, PortSpec, counters, delta, find_binary, fwd_args,
-                        parse_stats, port_roles)
+from offlab.topology.fwd import (FwdConfig, FwdError, PortSpec, counters, delta, find_binary, fwd_args,
+                                 parse_stats, port_roles)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fwd_stats_engine_gro.json"
 A_PORT = "tap:ofl-ta@ofl-19453-a"

@@ -12,11 +12,11 @@ from dataclasses import replace
 import pytest
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
-from offlab.history import build_history, matches, what_changed
-from offlab.history_report import history_table, render_markdown
+from offlab.report.history import build_history, matches, what_changed
+from offlab.report.history_report import history_table, render_markdown
 from offlab.report.model import build_rows
-from offlab.storage.tables import sample
-from offlab.store import RunAggregates, RunResults, Store
+from offlab.store.tables import sample
+from offlab.store.store import RunAggregates, RunResults, Store
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 NIC = {"nic driver": "ice", "nic version": "6.12", "nic firmware-version": "4.20"}
@@ -151,7 +151,7 @@ def test_a_history_loads_nothing_of_the_measuring_side():
     # read two device names and a counter prefix through topology.bare and measure.
     import subprocess
     import sys
-    code = ("import sys, offlab.history, offlab.history_report; "
-            "print(sorted(m for m in ('pyroute2', 'offlab.measure', 'offlab.topology') if m in sys.modules))")
+    code = ("import sys, offlab.report.history, offlab.report.history_report; "
+            "print(sorted(m for m in ('pyroute2', 'offlab.measure.measure', 'offlab.topology') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -185,7 +185,7 @@ def test_a_process_undo_kills_only_the_same_process_group():
 
 
 def test_udp_on_real_hosts_is_capped_unless_raised():
-    from offlab.plan import parse as parse_plan
+    from offlab.run.plan import parse as parse_plan
     plan = 'name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["udp1472"]\nsequences = ["all-on"]\nudp_rate = "{}"\n'
     capacity = parse_plan(plan.format("capacity"), "p").cases
     with pytest.raises(HostError, match="a capacity search .* above the cap of 1 Gbit/s.*udp_max_rate"):
@@ -200,7 +200,7 @@ def test_udp_on_real_hosts_is_capped_unless_raised():
 
 def test_the_cap_counts_every_stream_and_direction():
     """iperf3 applies -b per stream and per direction: 1G x 8 streams is 8 Gbit/s offered."""
-    from offlab.plan import parse as parse_plan
+    from offlab.run.plan import parse as parse_plan
     plan = ('name = "u"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\ntraffic = ["udp1472"]\n'
             'sequences = ["all-on"]\nudp_rate = "{}"\nstreams = {}\n')
     with pytest.raises(HostError, match=r"UDP at 8 Gbit/s in total \(1 Gbit/s x 8 streams\)"):

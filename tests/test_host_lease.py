@@ -90,9 +90,9 @@ def test_a_neighbour_entry_offlab_replaces_is_put_back_as_it_was():
 
 
 def test_the_confirmation_names_the_host_wide_socket_limits_a_udp_plan_raises():
-    from offlab.hosts.confirm import planned_changes
+    from offlab.run.confirm import planned_changes
     from offlab.hosts.hostsfile import parse
-    from offlab.plan import parse as parse_plan
+    from offlab.run.plan import parse as parse_plan
     hosts = parse({"sender": {"ssh": "s1", "interface": "e1", "address": "192.0.2.1", "peer": "192.0.2.2", "app_core": 0},
                    "receiver": {"ssh": "s2", "interface": "e1", "address": "192.0.2.2", "peer": "192.0.2.1",
                                 "app_core": 1}}, "h.toml")
@@ -132,8 +132,8 @@ def test_a_run_whose_lease_is_lost_is_interrupted_with_the_reason(tmp_path):
     was doing; a real store (SQLite) is the oracle."""
     from rich.console import Console
 
-    from offlab import plan, runflow
-    from offlab.store import Store
+    from offlab.run import plan, runflow
+    from offlab.store.store import Store
 
     cases = plan.parse('name = "l"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["bare"]\n'
                        'traffic = ["tcp"]\nsequences = ["all-on"]\n', "p").cases
@@ -176,7 +176,7 @@ def test_reads_of_a_servers_qemu_threads_run_as_the_user():
     threads (measure.py) and their names (remote_guests.py)."""
     from types import SimpleNamespace
 
-    from offlab.measure import _remote_thread_times
+    from offlab.measure.measure import _remote_thread_times
     from offlab.proc import Completed
     from offlab.topology.remote_guests import RemoteGuestPath
 

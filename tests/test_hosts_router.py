@@ -58,14 +58,14 @@ def test_the_middlebox_roles_are_the_hosts_app_cores():
 
 
 def test_the_middlebox_report_says_what_r_is_on_real_hosts():
-    from offlab.studies.middlebox.report import INTRO, intro
+    from offlab.report.studies.middlebox import INTRO, intro
     assert intro(False) == INTRO and "veth" in INTRO
     assert "veth" not in intro(True) and "offlab-fwd pinned to R's app_core" in intro(True)
 
 
 def test_the_confirmation_names_the_router_and_what_changes_there():
     from offlab.hosts.router import planned_router_changes
-    from offlab.plan import load
+    from offlab.run.plan import load
     cases = load("middlebox").cases
     [line] = planned_router_changes(parse(_doc(), "h.toml"), cases, allow_forwarding=True)
     assert line.startswith("router lab@r, interfaces ens1f0, ens1f1: MTU set to 1500")
@@ -79,8 +79,8 @@ def test_the_confirmation_names_the_router_and_what_changes_there():
 def test_the_confirmation_lists_for_a_and_b_only_what_the_plan_changes_there():
     """The middlebox toggles R's features, not A's or B's, and steers nothing on them;
     a path that ends on R runs no iperf3 on the host it leaves out."""
-    from offlab.hosts.confirm import planned_changes
-    from offlab.plan import load, parse as parse_plan
+    from offlab.run.confirm import planned_changes
+    from offlab.run.plan import load, parse as parse_plan
     hosts = parse(_doc(), "h.toml")
     middlebox = load("middlebox").cases
     for line in planned_changes(hosts, middlebox, True):

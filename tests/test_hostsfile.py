@@ -75,7 +75,7 @@ def test_the_mtu_wire_on_real_hosts_holds_the_senders_segmentation_off():
 
 def test_the_test_network_defaults_to_the_labs_values():
     from offlab.topology import guests, tunnel
-    from offlab.traffic import DEFAULT_PORT
+    from offlab.hosts.ports import DEFAULT_PORT
     net = parse(_doc(), "h.toml").test_network
     assert (net.vni, net.vxlan_port, net.iperf3_port) == (tunnel.VNI, tunnel.VXLAN_PORT, DEFAULT_PORT)
     assert net.inner_v4 == tunnel.INNER_V4
@@ -143,8 +143,8 @@ def test_the_remote_tunnel_uses_the_configured_vni_port_and_prefix():
 
 
 def test_the_confirmation_and_the_guests_plan_name_the_configured_values():
-    from offlab.hosts.confirm import planned_changes
-    from offlab.plan import load
+    from offlab.run.confirm import planned_changes
+    from offlab.run.plan import load
     from offlab.topology.remote_guests import planned_changes as guest_changes
     hosts = parse({**_doc(), "test_network": CUSTOM}, "h.toml")
     cases = load("guests").cases
@@ -155,14 +155,14 @@ def test_the_confirmation_and_the_guests_plan_name_the_configured_values():
 
 
 def _vxlan_cases():
-    from offlab.plan import parse as parse_plan
+    from offlab.run.plan import parse as parse_plan
     plan = ('name = "v"\nruns = 1\nduration = 1.0\nmtus = [1500]\nscenarios = ["vxlan"]\n'
             'traffic = ["tcp"]\nsequences = ["all-on"]\n')
     return parse_plan(plan, "p").cases
 
 
 def test_the_dry_run_names_the_configured_values():
-    from offlab.hosts.dryrun import _other_changes
+    from offlab.run.dryrun import _other_changes
     hosts = parse({**_doc(), "test_network": CUSTOM}, "h.toml")
     said = " ".join(_other_changes(None, hosts.hosts["receiver"], "receiver", _vxlan_cases(), [], hosts, True))
     assert "device ofl-tn0 created and removed (vxlan; inner 172.30.8.0/29, VXLAN VNI 4242 on UDP 8472)" in said

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from offlab import rtthist
-from offlab.latency import (LatencyError, irtt_client_args, irtt_server_args, parse_irtt, parse_sockperf,
-                            parse_sockperf_log, percentile, sockperf_client_args, sockperf_server_args)
+from offlab.measure import rtthist
+from offlab.measure.latency import (LatencyError, irtt_client_args, irtt_server_args, parse_irtt,
+                                    parse_sockperf, parse_sockperf_log, percentile, sockperf_client_args,
+                                    sockperf_server_args)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -109,7 +110,8 @@ def test_a_paced_stream_gets_the_request_response_probe_when_its_window_holds_on
     """Issue 37: no latency at a fixed, paced load. With latency_probe, the service-demand
     (paced) streams carry a paced TCP request/response probe once their window holds
     sockperf's whole second (every paced window does: at least 5 s); the saturating stream keeps irtt."""
-    from offlab import latency_probes, plan
+    from offlab.measure import latency_probes
+    from offlab.run import plan
     from offlab.records import TrafficSpec as Spec
     base = ('name = "t"\nruns = 3\nduration = 1.5\nwarmup = 0.5\nscenarios = ["bare"]\nmtus = [1500]\n'
             'sequences = ["tx"]\nlatency_probe = true\ntraffic = ["tcp"]\n[service_demand]\npercent = 80\n')

@@ -2,9 +2,9 @@
 
 import pytest
 
-from offlab import losscause
-from offlab.losscause import (BACKLOG, CHECKSUM, INTERFACE, IP_LAYER, RCVBUF, SENDER_QUEUE, SNDBUF,
-                              SOCKET_OTHER, UNEXPLAINED, attribute, from_sample_counters)
+from offlab.measure import losscause
+from offlab.measure.losscause import (BACKLOG, CHECKSUM, INTERFACE, IP_LAYER, RCVBUF, SENDER_QUEUE, SNDBUF,
+                                      SOCKET_OTHER, UNEXPLAINED, attribute, from_sample_counters)
 
 
 def test_receive_buffer_overflow_is_named_and_flags_the_trial():

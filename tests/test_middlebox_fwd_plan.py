@@ -6,14 +6,13 @@ import random
 
 import pytest
 
-from offlab.plan import PlanError, parse
+from offlab.run.plan import PlanError, parse
 from offlab.records import DatapathSetting, Params, PortSetting, Sample
 from offlab.report.model import profile_row
 from offlab.studies.middlebox import plan as matrix
 from offlab.studies.middlebox.forwarder import FwdSettings, collapsed_with, fwd_settings
-from offlab.studies.middlebox.report import (COLLAPSED, grown_pathologies, middlebox_sections,
-                                             middlebox_tables, pathology_table, router_table,
-                                             seed_table)
+from offlab.report.studies.middlebox import (COLLAPSED, grown_pathologies, middlebox_sections,
+                                             middlebox_tables, pathology_table, router_table, seed_table)
 
 PLAN = """
 name = "mbfwd"

@@ -6,17 +6,17 @@ import random
 
 import pytest
 
-from offlab import plan
-from offlab.counters import is_pathology
-from offlab.plan import PlanError, parse
+from offlab.run import plan
+from offlab.measure.counters import is_pathology
+from offlab.run.plan import PlanError, parse
 from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
 from offlab.report.model import profile_row
 from offlab.studies.middlebox import plan as matrix
-from offlab.studies.middlebox.report import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
+from offlab.report.studies.middlebox import (COLLAPSED, DEGRADED, NOT_REACHED, grown_pathologies,
                                              middlebox_sections, middlebox_tables, pathology_table,
                                              seed_table)
 from offlab.topology.middlebox import PATHS
-from offlab.adaptive import AdaptiveOutcome
+from offlab.analysis.adaptive import AdaptiveOutcome
 
 PLAN = """
 name = "mb"

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from offlab.comparison import compare
-from offlab.plan import load, parse
+from offlab.report.comparison import compare
+from offlab.run.plan import load, parse
 from offlab.records import Params, RunSettings
-from offlab.report import build_report_model
+from offlab.report.document import build_report_model
 from offlab.report.markdown import render_markdown
-from offlab.storage.schema import FORMAT_VERSION
-from offlab.store import Store, StoreError
+from offlab.store.schema import FORMAT_VERSION
+from offlab.store.store import Store, StoreError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "v1_store.sql.gz"
 RUNS = ("quick", "middlebox", "userspace", "vxlan", "msgsize")

@@ -3,9 +3,9 @@ profile through a recorded-output ethtool stand-in (the real one runs in integra
 
 from pathlib import Path
 
-from offlab import offloads
-from offlab.offloads import (GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, Interface,
-                             OffloadControl, parse_features)
+from offlab.hosts import offloads
+from offlab.hosts.offloads import (GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, Interface, OffloadControl,
+                                   parse_features)
 from offlab.studies.offloads.plan import one_off_at_a_time, rx_sequence, tx_sequence
 from tests.fixtures.recording_host import RecordingHost
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from offlab import capacity, plan
-from offlab.plan import PlanError, parse
+from offlab.measure import capacity
+from offlab.run import plan
+from offlab.run.plan import PlanError, parse
 
 GOOD = """
 name = "t"

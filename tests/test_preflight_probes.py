@@ -4,7 +4,7 @@ sockperf nor said it was missing until a paced case failed mid-run (issue 40).""
 
 import pytest
 
-from offlab import plan, preflight
+from offlab.run import plan, preflight
 
 
 def test_the_quick_plan_needs_irtt_and_sockperf():

@@ -3,8 +3,8 @@ resolution, stops, stores every probe, and says when the sender was the limit.""
 
 import pytest
 
-from offlab.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, ceiling, limiting_probe, monotone,
-                               overloaded, passed, search, verify)
+from offlab.measure.ratesearch import (UNLIMITED, Probe, SearchError, SearchRule, ceiling, limiting_probe,
+                                       monotone, overloaded, passed, search, verify)
 
 
 def receiver(knee_bps: float, sender_max_bps: float = 10e9):

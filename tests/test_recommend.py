@@ -98,7 +98,7 @@ def test_userspace_datapath_profiles_get_no_offload_advice():
     from offlab.records import CaseSpec, DatapathSetting, OffloadProfile, PortSetting, TrafficSpec
     from offlab.report.model import build_groups, build_rows
     from offlab.report.recommend import recommend
-    from offlab.store import RunResults
+    from offlab.store.store import RunResults
     from tests.fixtures.make_store import fixture_run_info, make_samples
 
     rng = random.Random(1)
@@ -205,7 +205,7 @@ def test_an_uncorrected_p_of_004_among_22_tests_advises_nothing():
 def test_a_case_that_missed_its_precision_target_is_shown_and_advises_nothing():
     """11 of 16 TCP cases of the issue's demo stopped at the maximum runs above their ±10 %
     target and still gave advice; now their steps are set apart, labelled, and shown."""
-    from offlab.adaptive import AdaptiveOutcome
+    from offlab.analysis.adaptive import AdaptiveOutcome
 
     group = _rx_group("bare", (GRO,), ON, [6.0, 6.2, 5.9, 6.1, 6.05])
     missed = AdaptiveOutcome(group.rows[1].case.key, 0.10, 3, 6, 6, 0.142, reached=False)
@@ -242,7 +242,7 @@ def test_no_advice_says_which_effects_held_but_were_set_apart():
     missed its precision target: the sentence now counts those apart from chance."""
     from types import SimpleNamespace
 
-    from offlab.adaptive import AdaptiveOutcome
+    from offlab.analysis.adaptive import AdaptiveOutcome
     from offlab.report.sections import no_advice_sentence
 
     group = _rx_group("bare", (GRO,), ON, [6.0, 6.2, 5.9, 6.1, 6.05])

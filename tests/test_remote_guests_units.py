@@ -79,7 +79,7 @@ def test_a_copy_whose_hash_differs_on_arrival_is_refused_and_not_left(tmp_path, 
 
 def test_the_confirmation_names_what_the_guests_plan_does_to_each_server():
     from offlab.hosts import hostsfile
-    from offlab.plan import load
+    from offlab.run.plan import load
     from offlab.topology.remote_guests import planned_changes
     hosts = hostsfile.parse({
         "sender": {"ssh": "s1", "interface": "eth9", "address": "10.241.0.1", "peer": "10.241.0.2", "app_core": 0},

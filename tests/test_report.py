@@ -6,10 +6,11 @@ from html.parser import HTMLParser
 import pytest
 
 from fixtures.make_store import build_store
-from offlab.report import build_report_model, write_report
-from offlab.report.markdown import render_table
+from offlab.report.document import build_report_model
+from offlab.report.write import write_report
+from offlab.report.page import markdown_table as render_table
 from offlab.report.tables import cpu_table
-from offlab.store import Store
+from offlab.store.store import Store
 from offlab.warnings import HighVariation, OffloadNotAsRequested
 
 
@@ -238,7 +239,7 @@ def test_adaptive_runs_report_only_cases_stopped_before_their_rule(results):
     and so is a capacity search (the rule's minimum, no outcome) below that minimum."""
     from dataclasses import replace
 
-    from offlab.adaptive import AdaptiveOutcome
+    from offlab.analysis.adaptive import AdaptiveOutcome
     from offlab.records import RunSettings
 
     settings = RunSettings(repetitions=3, ci_target=0.1, min_runs=3, max_runs=6)
@@ -276,7 +277,7 @@ def test_a_case_that_missed_its_precision_target_is_labelled_and_advises_nothing
     its step is listed as measured less precisely than asked, and GRO gets no advice."""
     import dataclasses
 
-    from offlab.adaptive import AdaptiveOutcome
+    from offlab.analysis.adaptive import AdaptiveOutcome
     from offlab.report.markdown import render_markdown
 
     key = "veth/mtu1500/rx:gro-off/tcp"

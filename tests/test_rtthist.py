@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from offlab import latency, rtthist
+from offlab.measure import latency, rtthist
 
 
 def test_percentiles_from_the_histogram_match_the_exact_ones_within_a_bin():

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from offlab import plan
+from offlab.run import plan
 from offlab.records import CaseSpec, Params, RunSettings, Sample
-from offlab.runner import Runner, by_topology, pending
+from offlab.run.runner import Runner, by_topology, pending
 from offlab.topology import Endpoint, Interrupted
-from offlab.traffic import IperfError
+from offlab.measure.traffic import IperfError
 from tests.fixtures.recording_host import RecordingHost
 
 GOOD = """
@@ -154,7 +154,7 @@ def _no_iperf_server(monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("offlab.runner.IperfServer", Server)
+    monkeypatch.setattr("offlab.run.runner.IperfServer", Server)
     yield
 
 

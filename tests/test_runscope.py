@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from offlab import foreign
+from offlab.measure import foreign
 from offlab.runscope import BusyError, MachineLock, RunScope, cgroup2_root, reclaim_stale
 
 ROOT = cgroup2_root()

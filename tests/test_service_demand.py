@@ -3,11 +3,11 @@ advice from the saturated runs (issue #30, item 4)."""
 
 import pytest
 
-from offlab import plan
+from offlab.run import plan
 from offlab.records import CaseSpec, CpuShare, FeatureState, OffloadProfile, Sample, TrafficSpec
 from offlab.report.model import CaseGroup, profile_row
 from offlab.report.recommend import recommend
-from offlab.traffic import client_args
+from offlab.measure.traffic import client_args
 
 TSO = "tcp-segmentation-offload"
 SATURATED = TrafficSpec("tcp", 1.5)

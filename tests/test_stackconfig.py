@@ -1,7 +1,7 @@
 """The stack configuration of a host: parsers on output recorded here, and the
 differences `compare` lists (issue #30, item 5)."""
 
-from offlab import stackconfig
+from offlab.measure import stackconfig
 from tests.fixtures.recording_host import RecordingHost
 
 GREP = ("/proc/sys/net/ipv4/tcp_congestion_control:bbr\n/proc/sys/net/ipv4/tcp_rmem:4096\t131072\t33554432\n"

@@ -5,7 +5,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from offlab import stats
+from offlab.analysis import stats
 
 
 def test_summary_matches_textbook_t_interval():
@@ -190,7 +190,7 @@ def test_scaled_summary_changes_units():
 
 
 def test_interval_never_reaches_below_a_physical_zero():
-    from offlab.stats import summary
+    from offlab.analysis.stats import summary
 
     noisy = summary([0.016, 0.9, 0.02])  # a t-interval of this reaches far below 0
     assert noisy.mean - noisy.ci95 < 0
@@ -202,14 +202,14 @@ def test_interval_never_reaches_below_a_physical_zero():
 
 
 def test_outliers_need_five_values():
-    from offlab.stats import modified_z_outliers
+    from offlab.analysis.stats import modified_z_outliers
 
     assert modified_z_outliers([1.0, 1.0, 1.01, 9.0]) == ()
     assert modified_z_outliers([1.0, 1.0, 1.01, 0.99, 9.0]) == (4,)
 
 
 def test_the_report_adjusts_a_family_with_statsmodels_holm_and_bh():
-    from offlab.stats import adjusted_p_values
+    from offlab.analysis.stats import adjusted_p_values
 
     # Holm: the smallest p times the family size, then step-down, kept monotone.
     assert adjusted_p_values([0.01, 0.04, 0.03]) == pytest.approx((0.03, 0.06, 0.06))
@@ -224,14 +224,14 @@ def test_an_effect_is_written_with_both_ends_of_its_ci_never_a_half_width():
     """One meaning of "±" in the report: a standard deviation. The old phrasing used
     "± half-width" for near-symmetric CIs, beside tables whose "±" was a std."""
     from offlab.report.phrases import format_change
-    from offlab.stats import relative_change
+    from offlab.analysis.stats import relative_change
 
     text = format_change(relative_change([20.0, 20.2, 19.8], [12.0, 12.1, 11.9]))
     assert "±" not in text and text.startswith("+67% [CI +") and text.endswith("%]")
 
 
 def test_a_relative_change_of_positive_data_never_reaches_below_minus_100_percent():
-    from offlab.stats import relative_change
+    from offlab.analysis.stats import relative_change
 
     change = relative_change([0.1, 3.0, 0.2, 2.5], [4.0, 4.1, 3.9, 4.05])
     assert change.ci95 is not None and change.ci95[0] == -1.0 and change.ratio > -1.0
@@ -252,7 +252,7 @@ def test_a_history_imports_no_scipy_stats():
     # importing scipy.stats is ~1.1 s of a history's or a comparison's ~2 s
     import subprocess
     import sys
-    code = ("import sys; from offlab import stats; stats.welch([1.0, 2.0, 3.0], [2.0, 3.0, 5.0]); "
+    code = ("import sys; from offlab.analysis import stats; stats.welch([1.0, 2.0, 3.0], [2.0, 3.0, 5.0]); "
             "stats.summary([1.0, 2.0]); print('scipy.stats' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

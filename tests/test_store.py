@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
 from offlab.records import CpuShare, Sample
-from offlab.store import Store, StoreError
+from offlab.store.store import Store, StoreError
 
 
 def test_round_trip_rebuilds_identical_records(store_at):
@@ -158,7 +158,7 @@ WRITER = """
 import random, sys
 from dataclasses import replace
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
-from offlab.store import Store
+from offlab.store.store import Store
 where, run_id = sys.argv[1], sys.argv[2]
 with Store(where) as store:
     store.close_killed_runs()
@@ -193,8 +193,8 @@ def test_only_this_machines_dead_runs_are_closed(store_at):
 
     from sqlalchemy import update
 
-    from offlab.storage import writer
-    from offlab.storage.tables import run
+    from offlab.store import writer
+    from offlab.store.tables import run
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()

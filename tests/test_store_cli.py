@@ -45,8 +45,8 @@ def _one_line_error(done: subprocess.CompletedProcess, *said: str) -> str:
     ("sqlite://", "names no file"),
 ])
 def test_a_bad_store_url_is_one_line(url, said):
-    from offlab.storage.location import parse
-    from offlab.store import StoreError
+    from offlab.store.location import parse
+    from offlab.store.store import StoreError
     with pytest.raises(StoreError) as refused:
         parse(url)
     assert said in str(refused.value) and "\n" not in str(refused.value)

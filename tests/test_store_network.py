@@ -10,8 +10,8 @@ import random
 from sqlalchemy import event
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
-from offlab.storage import retry
-from offlab.store import Store, StoreError
+from offlab.store import retry
+from offlab.store.store import Store, StoreError
 
 import pytest
 

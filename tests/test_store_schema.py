@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from fixtures.make_store import build_store, fixture_cases, fixture_run_info
-from offlab.storage.health import upgrade_store
-from offlab.storage.location import parse
-from offlab.storage.schema import FORMAT_VERSION, head_revision
-from offlab.store import Store, StoreError
+from offlab.run.store_health import upgrade_store
+from offlab.store.location import parse
+from offlab.store.schema import FORMAT_VERSION, head_revision
+from offlab.store.store import Store, StoreError
 
 V2_FIXTURE = Path(__file__).parent / "fixtures" / "v2_store.sql.gz"
 
@@ -48,7 +48,7 @@ def test_the_revisions_readers_know_are_the_alembic_history():
     """Readers check a store against schema.REVISIONS without loading Alembic; the
     history itself is the truth."""
     from alembic.script import ScriptDirectory
-    from offlab.storage.schema import REVISIONS, _config
+    from offlab.store.schema import REVISIONS, _config
     history = ScriptDirectory.from_config(_config())
     assert tuple(reversed([script.revision for script in history.walk_revisions()])) == REVISIONS
     assert history.get_current_head() == head_revision()
@@ -58,9 +58,9 @@ def test_a_reading_command_starts_without_the_measuring_side_or_alembic():
     """`list`, `history`, `compare` and `doctor --store` import neither Alembic nor the
     lab's run side (pyroute2, the run loop): seconds of start-up on every command."""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys; from offlab import cli; import offlab.storage.health; "
+        [sys.executable, "-c", "import sys; from offlab import cli; import offlab.run.store_health; "
          "print(' '.join(sys.modules))"], capture_output=True, text=True, check=True).stdout.split()
-    assert not {"alembic", "pyroute2", "offlab.runflow", "offlab.plan", "matplotlib", "scipy"} & set(loaded)
+    assert not {"alembic", "pyroute2", "offlab.run.runflow", "offlab.run.plan", "matplotlib", "scipy"} & set(loaded)
 
 
 def test_a_new_store_is_at_the_newest_revision(store_at):
@@ -135,7 +135,7 @@ def test_two_owners_upgrading_an_empty_database_at_once_create_it_once(pg_empty_
 def _at_revision(url: str, revision: str) -> None:
     """A PostgreSQL store as an older offlab left it (Alembic to `revision`)."""
     from alembic import command
-    from offlab.storage.schema import _config
+    from offlab.store.schema import _config
     engine = create_engine(parse(url).url)
     with engine.begin() as connection:
         command.upgrade(_config(connection), revision)
@@ -166,7 +166,7 @@ def test_a_sqlite_store_still_upgrades_itself(tmp_path):
     path = tmp_path / "old.sqlite"
     engine = create_engine(f"sqlite:///{path}")
     from alembic import command
-    from offlab.storage.schema import _config
+    from offlab.store.schema import _config
     with engine.begin() as connection:
         command.upgrade(_config(connection), "0001")
     engine.dispose()

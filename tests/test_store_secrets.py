@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from fixtures.make_store import fixture_cases, make_samples
-from offlab import runflow
+from offlab.run import runflow
 from offlab.records import RunSettings
-from offlab.storage.location import parse
-from offlab.storage.masking import (mask_argv, mask_command_line, mask_url, password_to_environment,
-                                    without_password)
-from offlab.store import Store
+from offlab.store.location import parse
+from offlab.store.masking import (mask_argv, mask_command_line, mask_url, password_to_environment,
+                                  without_password)
+from offlab.store.store import Store
 from sqlalchemy import text
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]

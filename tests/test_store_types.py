@@ -14,11 +14,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
-from offlab.storage import writer
-from offlab.storage.health import upgrade_store
-from offlab.storage.location import parse
-from offlab.storage.schema import head_revision
-from offlab.store import Store
+from offlab.store import writer
+from offlab.run.store_health import upgrade_store
+from offlab.store.location import parse
+from offlab.store.schema import head_revision
+from offlab.store.store import Store
 
 
 def _sql(url: str, statement: str, **params):
@@ -81,7 +81,7 @@ def _revision_0002_with_rows(url: str) -> None:
     """A PostgreSQL store as offlab with revision 0002 wrote it: epoch doubles, 4-byte ids,
     a raw machine-id, two stack rows that drew the same seq."""
     from alembic import command
-    from offlab.storage.schema import _config
+    from offlab.store.schema import _config
     engine = create_engine(parse(url).url)
     with engine.begin() as connection:
         command.upgrade(_config(connection), "0002")
@@ -157,7 +157,7 @@ def _revision_0003_with_rows(url: str) -> None:
     """A PostgreSQL store as offlab with revision 0003 wrote it: JSON as text, keys in the
     order the records had them, a datapath left empty."""
     from alembic import command
-    from offlab.storage.schema import _config
+    from offlab.store.schema import _config
     engine = create_engine(parse(url).url)
     with engine.begin() as connection:
         command.upgrade(_config(connection), "0003")
@@ -179,7 +179,7 @@ def _revision_0003_with_rows(url: str) -> None:
 
 
 def test_a_revision_0003_postgresql_store_gets_jsonb_with_its_rows(pg_empty_url, tmp_path):
-    from offlab.runcopy import copy_runs
+    from offlab.store.runcopy import copy_runs
     _revision_0003_with_rows(pg_empty_url)
     upgrade_store(parse(pg_empty_url))
     assert _sql(pg_empty_url, "SELECT version_num FROM alembic_version") == [(head_revision(),)]

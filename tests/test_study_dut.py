@@ -3,7 +3,7 @@ labels for people, one-line errors, and the built-in vxlan plan."""
 
 import pytest
 
-from offlab.plan import PlanError, load, parse
+from offlab.run.plan import PlanError, load, parse
 from offlab.records import Params
 
 BASE_PLAN = """

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from offlab.plan import PlanError, parse
+from offlab.run.plan import PlanError, parse
 from offlab.records import Params
-from offlab.studies.guests.plan import VIRTIO_PROFILES
+from offlab.vm.profile import VIRTIO_PROFILES
 
 HEAD = 'name = "g"\nruns = 1\nduration = 1.0\nmtus = [1500]\ntraffic = ["tcp"]\nsequences = ["all-on"]\n'
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offlab.plan import PlanError, load, parse
+from offlab.run.plan import PlanError, load, parse
 from offlab.records import TrafficSpec
 from offlab.studies.msgsize import plan as sweep
 from offlab.studies.msgsize.plan import Sweep, SweepError

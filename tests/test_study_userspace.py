@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from offlab.offloads import GRO, GSO
-from offlab.plan import PlanError, parse
+from offlab.hosts.offloads import GRO, GSO
+from offlab.run.plan import PlanError, parse
 from offlab.records import DatapathSetting, Params
 from offlab.studies.userspace.plan import DIRECT, PROFILES, study_profiles
 

@@ -4,7 +4,7 @@ group that has them."""
 from offlab.records import CaseSpec, Interval, OffloadProfile, Sample, TrafficSpec
 from offlab.report.model import build_groups, build_rows
 from offlab.report.timeseries import has_series, series_chart, stalls
-from offlab.store import RunResults
+from offlab.store.store import RunResults
 from tests.fixtures.make_store import fixture_run_info
 
 CASE = CaseSpec("bare", 1500, OffloadProfile("all-on", "both", {}), TrafficSpec("tcp", 2.0, 0.5))

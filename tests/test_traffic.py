@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from offlab.records import TrafficSpec
-from offlab.traffic import (IperfError, client_args, listening_ports, parse_result, sockets_to_port,
-                            report_interval, server_args, whole_seconds)
+from offlab.measure.traffic import (IperfError, client_args, listening_ports, parse_result,
+                                    sockets_to_port, report_interval, server_args, whole_seconds)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WARMUP = 0.5

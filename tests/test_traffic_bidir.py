@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from offlab.records import TrafficSpec
-from offlab.traffic import IperfError, client_args, parse_result
+from offlab.measure.traffic import IperfError, client_args, parse_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WARMUP = 0.5

@@ -1,6 +1,6 @@
 """Latency and capacity views from recorded counters and probes."""
 
-from offlab import rtthist
+from offlab.measure import rtthist
 from offlab.records import CaseSpec, OffloadProfile, RateProbe, Sample, TrafficSpec
 from offlab.report.model import profile_row
 from offlab.report.capacity_limits import buffer_bound, verdict

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from offlab import udpload
+from offlab.measure import udpload
 from offlab.records import TrafficSpec
 
 GSO = TrafficSpec("udp", 1.5, 0.5, udp_payload=1472, generator="udpload", udp_gso=True, rate_bps=2e9)

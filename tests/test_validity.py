@@ -3,7 +3,7 @@ set apart with its reason; and the wire recorded with every case of a receiver s
 
 import random
 
-from offlab import plan
+from offlab.run import plan
 from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
 from offlab.report.model import CaseGroup, profile_row
 from offlab.report.recommend import group_steps, recommend

@@ -8,7 +8,7 @@ import pytest
 from offlab.vm.agent import AgentError, FrameParser, encode_request
 from offlab.vm.features import decode_feature_bits
 from offlab.vm.image import GuestImageMissing, find_image, parse_manifest
-from offlab.cpu import ProcessTimes
+from offlab.hosts.proctimes import ProcessTimes
 from offlab.vm.threads import class_times, classify, qemu_threads
 
 

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.console import Console
 
-from . import preflight
+from .run import preflight
 from .hosts.guard import OVERRIDE_FLAG
-from .storage import location as locations
-from .store import Store, StoreError
+from .store import location as locations
+from .store.store import Store, StoreError
 from .textout import plain_table
 
 if TYPE_CHECKING:
-    from . import doctor as doctor_checks
-    from .adaptive import Adaptive
-    from .campaign import Fleet
+    from .run import doctor as doctor_checks
+    from .analysis.adaptive import Adaptive
+    from .run.campaign import Fleet
 
 # The measuring side (the run loop, pyroute2, the hosts' sessions, the plans, the
 # checks) takes seconds to import: each command imports what it uses, so that `list`,
@@ -78,14 +78,14 @@ def main_options(version: bool = typer.Option(False, "--version", callback=_vers
 
 
 def _write_report(store: Store, run_id: str, out_dir: Path) -> None:
-    from .report import write_report  # matplotlib: seconds to import, so only when needed
+    from .report.write import write_report  # matplotlib: seconds to import, so only when needed
     md, html = write_report(store.load_run(run_id), out_dir)
     out.print(f"report: {md}\n        {html}")
 
 
 def _adaptive(ci_target: str | None, min_runs: int | None, max_runs: int | None,
               runs: int | None) -> "Adaptive | None":
-    from .adaptive import Adaptive, parse_target
+    from .analysis.adaptive import Adaptive, parse_target
     if ci_target is None:
         if min_runs is not None or max_runs is not None:
             raise LabError("--min-runs/--max-runs bound adaptive repetitions; add --ci-target "
@@ -127,18 +127,18 @@ def run_cmd(
     allow_forwarding: bool = typer.Option(False, "--allow-forwarding", help="with --hosts and a [router]: turn on the router's IP forwarding if it is off (journaled, put back after)"),
 ) -> None:
     """Run a plan, store every sample, write the report."""
-    from . import foreign
-    from .campaign import Fleet
+    from .measure import foreign
+    from .run.campaign import Fleet
     from .hosts import HostError
-    from .hosts.confirm import planned_changes
-    from .hosts.dryrun import describe_hosts
+    from .run.confirm import planned_changes
+    from .run.dryrun import describe_hosts
     from .hosts.guard import check_servers, check_udp_rates
     from .hosts.remote_doctor import remote_facts
     from .hosts.router import check_router, planned_router_changes, router_facts
     from .hosts.session import RemoteSession, destinations, restore_first
     from .hosts.ssh import AuditLog
-    from .plan import load
-    from .runflow import begin, execute, resume
+    from .run.plan import load
+    from .run.runflow import begin, execute, resume
     from .topology.remote import remote_builder
     store_file = locations.parse(store_path if store_path is not None else (out_dir or DEFAULT_OUT) / STORE_NAME)
     report_root = out_dir or store_file.reports_dir()  # --out is where the report goes whenever given
@@ -259,7 +259,7 @@ def run_cmd(
 def _select_hosts(hosts_path: Path | None, pair: str | None):
     """The hosts of this run: None (local namespaces), one pair's hosts file, or a whole
     fleet (a campaign) when a fleet file is given without --pair."""
-    from .campaign import Fleet, load_hosts
+    from .run.campaign import Fleet, load_hosts
     if hosts_path is None:
         if pair is not None:
             raise LabError("--pair needs --hosts with a fleet file ([[pair]] tables, docs/team-store.md)")
@@ -275,10 +275,10 @@ def _select_hosts(hosts_path: Path | None, pair: str | None):
 def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, wait: bool) -> None:
     """Every pair of a fleet, pairs sharing no host at once (campaign.py), then the
     campaign report."""
-    from .campaign import new_campaign_id, run_waves
+    from .run.campaign import new_campaign_id, run_waves
     from .hosts.session import destinations, restore_journals
     from .runscope import RUNTIME_ROOT, MachineLock
-    from .storage.masking import password_to_environment
+    from .store.masking import password_to_environment
     if not dry_run:
         preflight.check_privileges()
         locations.check_reachable(store_file)
@@ -308,7 +308,7 @@ def _campaign(fleet: Fleet, store_file: locations.StoreLocation, dry_run: bool, 
 
 
 def _report_campaign(store: Store, campaign_id: str, out_dir: Optional[Path]) -> None:
-    from .campaign_report import write_campaign_report
+    from .report.campaign_report import write_campaign_report
     with store:
         runs = [(pair, store.load_run(run_id)) for run_id, pair in store.campaign_runs(campaign_id)]
         where = store.location
@@ -367,7 +367,7 @@ def compare_cmd(
              "case (throughput down or CPU per Gbps up); 0: any significant regression"),
 ) -> None:
     """Compare two stored runs case by case: change with 95% CI and significance."""
-    from .comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
+    from .report.comparison import compare, regressions, write_comparison  # imports the report (matplotlib)
     if fail_on_regression is not None and not 0 <= fail_on_regression < 100:
         raise LabError(f"--fail-on-regression {fail_on_regression:g}: give a percentage from 0 to below 100")
     where_a = locations.parse(store_a)
@@ -415,7 +415,7 @@ def export_cmd(
     store_path: str = typer.Option(str(DEFAULT_STORE), "--store", help=STORE_HELP),
 ) -> None:
     """Export a run's samples as JSON or CSV."""
-    from .export import export
+    from .store.export import export
     if fmt not in ("json", "csv"):
         raise typer.BadParameter(f"{fmt!r}; use json or csv", param_hint="--format")
     with Store(store_path, readonly=True) as store:
@@ -434,7 +434,7 @@ def copy_cmd(
                              "database must exist)"),
 ) -> None:
     """Copy runs between stores (SQLite and PostgreSQL, either way); runs already there are kept."""
-    from .runcopy import copy_runs
+    from .store.runcopy import copy_runs
     where = locations.parse(dest)
     for copied in copy_runs(run_ids, store_path, where):
         print(copied.sentence(where))
@@ -449,8 +449,8 @@ def history_cmd(
                                            "[default: next to the store (results/ for a server), history]"),
 ) -> None:
     """A case across every stored run: its figures against what changed (kernel, NIC, offlab, hosts)."""
-    from .history import build_history, matches
-    from .history_report import history_table, write_history
+    from .report.history import build_history, matches
+    from .report.history_report import history_table, write_history
     with Store(store_path, readonly=True) as store:
         cases = build_history(store.runs_with_cases(lambda key: matches(pattern, key)), pattern)
         where = store.location
@@ -475,7 +475,7 @@ def store_upgrade_cmd(store_path: str = typer.Option(str(DEFAULT_STORE), "--stor
     """Create offlab's tables in an empty database, or bring an older schema to this
     offlab's revision (on PostgreSQL nothing else changes the schema: run it as the role
     that owns it, when every lab machine has this offlab)."""
-    from .storage.health import upgrade_store
+    from .run.store_health import upgrade_store
     print(upgrade_store(locations.parse(store_path)))
 
 
@@ -540,14 +540,14 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
     if (guests or plan is not None) and hosts_path is None:
         raise LabError(f"{'--guests' if guests else '--plan'} checks servers: give them with --hosts hosts.toml")
     if store_path is not None:
-        from .storage.health import check_store
+        from .run.store_health import check_store
         _print_checks(check_store(locations.parse(store_path)))
         return
-    from . import doctor as doctor_checks
+    from .run import doctor as doctor_checks
     from .hosts import hostsfile
     from .hosts.remote_doctor import remote_checks, remote_guest_checks
     from .hosts.router import router_checks
-    from .plan import load
+    from .run.plan import load
     from .runscope import MachineLock, reclaim_stale
     from .topology import sweep_leftovers
     if hosts_path is not None:
@@ -588,14 +588,14 @@ def _print_checks(checks: list[doctor_checks.Check]) -> None:
 def known_errors() -> tuple[type[Exception], ...]:
     """The failures a user can fix, each printed as one line. Imported when one is to be
     told apart, not at start-up: most live in the measuring side's modules."""
-    from .adaptive import TargetError
+    from .analysis.adaptive import TargetError
     from .hosts import HostError, hostsfile
-    from .plan import PlanError
+    from .run.plan import PlanError
     from .proc import ProcessError
-    from .runflow import RunError
+    from .run.runflow import RunError
     from .runscope import BusyError
     from .topology import TopologyError
-    from .traffic import IperfError
+    from .measure.traffic import IperfError
     return (LabError, PlanError, StoreError, TopologyError, ProcessError, IperfError, TargetError,
             preflight.PreflightError, BusyError, RunError, HostError, hostsfile.HostsFileError)
 

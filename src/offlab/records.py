@@ -25,6 +25,14 @@ Side = Literal["tx", "rx", "both"]
 """Which host's offloads a profile changes: transmitter, receiver, or both."""
 
 
+# The latency workloads' fixed shapes (measure/latency.py runs them; hosts/guard.py
+# counts what they offer a server's network).
+PROBE_INTERVAL_MS = 2
+"""One probe every 2 ms: 500 packets/s of 60 B, nothing next to a stream, and 1000 round
+trips in two seconds — enough for a p99.9 (measure/rtthist.MIN_SAMPLES)."""
+RR_MESSAGE = 64
+"""Request and response size of the ping-pong workload, bytes."""
+
 @dataclass(frozen=True)
 class TrafficSpec:
     """One iperf3 workload."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from offlab.hosts.journal import JOURNAL_DIR
-from offlab.plan import parse
-from offlab.store import Store
+from offlab.run.plan import parse
+from offlab.store.store import Store
 
 from .runs import OFFLAB
 from .sshfleet import PAIRS, ssh_fleet

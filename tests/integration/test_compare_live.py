@@ -6,11 +6,11 @@ import dataclasses
 
 from scipy import stats as scistats
 
-from offlab.comparison import compare, regressions
-from offlab.plan import parse
+from offlab.report.comparison import compare, regressions
+from offlab.run.plan import parse
 from offlab.records import RunInfo
-from offlab.runner import Runner
-from offlab.store import RunResults
+from offlab.run.runner import Runner
+from offlab.store.store import RunResults
 
 from .runs import ListSink
 

@@ -5,7 +5,7 @@ the role's one core had over the window is refused, with the reason kept in the 
 import sys
 import time
 
-from offlab import measure
+from offlab.measure import measure
 from offlab.records import Sample
 from offlab.report.model import cpu_timed
 from offlab.topology import build

@@ -1,6 +1,6 @@
 """`offlab doctor` on this machine: every check passes and nothing is left behind."""
 
-from offlab.doctor import run_checks
+from offlab.run.doctor import run_checks
 from offlab.topology import our_namespaces
 
 

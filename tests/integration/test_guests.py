@@ -24,7 +24,7 @@ import time
 import pytest
 
 from offlab.hosts import LocalNamespace
-from offlab.offloads import parse_features
+from offlab.hosts.offloads import parse_features
 from offlab.hosts.naming import device_name, our_namespaces, sweep_leftovers
 from offlab.runscope import RUNTIME_ROOT, reclaim_stale
 from offlab.vm import (DeviceFeatures, Guest, GuestError, GuestImageMissing, GuestSpec, NicProfile, ProfileError,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from offlab.store import Store
+from offlab.store.store import Store
 from offlab.topology import our_namespaces
 from offlab.vm import GuestImageMissing, find_image
 

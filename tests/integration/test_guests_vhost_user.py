@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from offlab.fwd import Forwarder, FwdConfig, FwdError, PortSpec, counters, find_binary
+from offlab.topology.fwd import Forwarder, FwdConfig, FwdError, PortSpec, counters, find_binary
 from offlab.hosts import LocalNamespace
 from offlab.hosts.naming import our_namespaces, sweep_leftovers
 from offlab.vm import DeviceFeatures, Guest, GuestImageMissing, GuestSpec, NicProfile, find_image

@@ -21,7 +21,7 @@ from offlab.hosts.journal import JOURNAL_DIR, Journal, read_identity
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.session import RemoteSession
 from offlab.hosts.ssh import AUDIT_LOG, SshHost
-from offlab.offloads import GRO, TSO, Interface, OffloadControl
+from offlab.hosts.offloads import GRO, TSO, Interface, OffloadControl
 from offlab.records import OffloadProfile
 
 from .runs import OFFLAB, start_run

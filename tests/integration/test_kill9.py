@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pyroute2 import netns
 
-from offlab.fwd import FwdError, find_binary
+from offlab.topology.fwd import FwdError, find_binary
 from offlab.runscope import RUNTIME_ROOT, cgroup2_root
 
 from .runs import OFFLAB, samples, start_run

@@ -3,7 +3,7 @@
 import pytest
 
 from offlab.records import CaseSpec, RunSettings, TrafficSpec
-from offlab.runner import Runner
+from offlab.run.runner import Runner
 from offlab.studies.offloads.plan import all_on
 from offlab.topology import our_namespaces
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from offlab import plan
-from offlab.fwd import FwdError, find_binary
+from offlab.run import plan
+from offlab.topology.fwd import FwdError, find_binary
 from offlab.records import Params, RunSettings
-from offlab.runner import Runner
-from offlab.store import Store
+from offlab.run.runner import Runner
+from offlab.store.store import Store
 from offlab.topology import build, our_namespaces
 from offlab.topology.middlebox import AR_R, RB_R
 

@@ -3,12 +3,12 @@ DUT-layout sample whose steering is checked in /sys."""
 
 import pytest
 
-from offlab.plan import parse
+from offlab.run.plan import parse
 from offlab.records import Params, RunInfo
 from offlab.report.model import build_rows
-from offlab.runner import Runner
-from offlab.studies.msgsize.report import curve_sets
-from offlab.store import RunResults
+from offlab.run.runner import Runner
+from offlab.report.studies.msgsize import curve_sets
+from offlab.store.store import RunResults
 from offlab.topology import build, our_namespaces
 
 from .runs import ListSink

@@ -1,6 +1,6 @@
 """Setting offloads on real veth and VXLAN devices and reading them back."""
 
-from offlab.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, OffloadControl
+from offlab.hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL, OffloadControl
 from offlab.studies.offloads.plan import rx_sequence, tx_sequence
 from offlab.topology import build
 

@@ -9,7 +9,7 @@ import pytest
 from offlab.hosts import LocalNamespace
 from offlab.hosts.ports import port_holder
 from offlab.proc import ProcessError
-from offlab.traffic import IperfServer
+from offlab.measure.traffic import IperfServer
 
 
 def test_a_taken_port_names_its_holder():

@@ -17,8 +17,8 @@ from offlab.hosts import hostsfile
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import SshHost
-from offlab.offloads import parse_features
-from offlab.plan import parse
+from offlab.hosts.offloads import parse_features
+from offlab.run.plan import parse
 
 from .runs import OFFLAB, samples, start_run
 from .sshlab import WATCHDOG_S, clean_ssh_lab
@@ -224,7 +224,7 @@ def test_udpload_is_copied_to_the_servers_by_hash_and_runs_there(lab, tmp_path):
     cache (hosts/files.py; the rig's servers share this machine's files), run there by
     the run's ssh connections — GSO sends 44 datagrams a call, the sink counts them."""
     from offlab.hosts import files
-    from offlab.udpload import find_binary
+    from offlab.measure.udpload import find_binary
     plan = tmp_path / "plan.toml"
     plan.write_text('name = "udp-ssh"\nruns = 1\nduration = 0.5\nwarmup = 0.5\nscenarios = ["bare"]\n'
                     'mtus = [1500]\nsequences = ["all-on"]\ntraffic = ["udp1472-plain", "udp1472-gso"]\n'

@@ -5,7 +5,7 @@ reports them is checked on test_real_hosts.py's run of the plan (one run for bot
 
 from __future__ import annotations
 
-from offlab import counters, cpu, stackconfig
+from offlab.measure import counters, cpu, stackconfig
 from offlab.hosts import hostsfile
 from offlab.hosts.ssh import SshHost
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from offlab.fwd import FwdError, find_binary
+from offlab.topology.fwd import FwdError, find_binary
 from offlab.hosts import files
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR

@@ -1,8 +1,8 @@
 """The request/response workload (sockperf ping-pong over TCP) between real namespaces:
 transactions per second and their round-trip percentiles in the sample."""
 
-from offlab.plan import parse
-from offlab.runner import Runner
+from offlab.run.plan import parse
+from offlab.run.runner import Runner
 
 from .runs import ListSink
 

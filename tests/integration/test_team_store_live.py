@@ -12,9 +12,9 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from offlab.plan import load
-from offlab.storage.location import parse
-from offlab.store import Store
+from offlab.run.plan import load
+from offlab.store.location import parse
+from offlab.store.store import Store
 
 PLAN = """
 name = "two-writers"

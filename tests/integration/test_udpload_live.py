@@ -3,9 +3,9 @@
 runs of them (the kernel's UDP_GRO control message is the oracle); plain sends one at a
 time. Both sinks read with recvmmsg. And UDP request/response (sockperf ping-pong over UDP)."""
 
-from offlab import rtthist
-from offlab.plan import parse
-from offlab.runner import Runner
+from offlab.measure import rtthist
+from offlab.run.plan import parse
+from offlab.run.runner import Runner
 
 from .runs import ListSink
 

@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from offlab.studies.userspace.plan import DIRECT, PROFILES
-from offlab.fwd import FwdError, find_binary
+from offlab.topology.fwd import FwdError, find_binary
 from offlab.records import CaseSpec, RunSettings, TrafficSpec
-from offlab.runner import Runner
+from offlab.run.runner import Runner
 from offlab.topology import our_namespaces
 
 from .runs import ListSink

@@ -2,9 +2,9 @@
 its counters, and the UDP capacity search returns a rate within its loss bound with a
 higher probe above it."""
 
-from offlab import capacity
-from offlab.plan import parse
-from offlab.runner import Runner
+from offlab.measure import capacity
+from offlab.run.plan import parse
+from offlab.run.runner import Runner
 
 from .runs import ListSink
 

@@ -29,7 +29,7 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..offloads import parse_features
+from .offloads import parse_features
 from .base import Host
 
 GONE = "gone"

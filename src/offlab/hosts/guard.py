@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..proc import Completed
+from ..records import PROBE_INTERVAL_MS, RR_MESSAGE
 from . import batch
 from .base import HostError
 from .hostsfile import HostsFile, HostSpec
@@ -300,7 +301,6 @@ def offered_udp_bps(traffic: "TrafficSpec") -> float | None:
     rate is per stream and per direction (iperf3's -b with -P and --bidir), an irtt
     probe beside a stream adds its packets both ways, a UDP ping-pong one message in
     flight each way; None: unbounded (no rate, or a capacity search's first probe)."""
-    from ..latency import PROBE_INTERVAL_MS, RR_MESSAGE
     directions = 2 if traffic.bidirectional else 1
     probe = 2 * IRTT_PACKET_BITS / (PROBE_INTERVAL_MS / 1000) if traffic.latency_probe else 0.0
     if traffic.mode == "rr":

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..offloads import Interface, OffloadControl, parse_features
+from .offloads import Interface, OffloadControl, parse_features
 from . import changes
 from .base import Host, HostError
 from .lease import LeaseLost

@@ -7,6 +7,10 @@ import re
 
 from .base import Host
 
+DEFAULT_PORT = 5201
+"""The iperf3 server's port (iperf3's own default); a topology's endpoint listens on it
+unless told otherwise."""
+
 _USER = re.compile(r'\("([^"]+)",pid=(\d+)')
 
 

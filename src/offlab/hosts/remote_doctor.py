@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..offloads import parse_features
+from .offloads import parse_features
 from . import guard
 from .base import HostError
 from .facts import read_facts

@@ -1,51 +1,10 @@
-"""Reports of a stored run: Markdown (with PNG charts beside it) and one self-contained
-HTML file, both from the same model (``document.build_report_model``)."""
+"""The report wing: every document the lab writes from a store. The run report
+(`write.write_report`: `document.build_report_model`, then Markdown and HTML from the
+same model, with the views of `views.py` and each study's tables and charts in
+`studies/<name>.py`), and the documents across runs: `comparison.py` (two runs),
+`history.py` with `history_report.py` (a case across runs), `campaign_report.py`. The
+pieces every page is made of are `page.py` and `tables.py`.
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from ..store import RunResults
-from .charts import group_chart
-from .timeseries import has_series, series_chart, series_slug
-from .document import ReportModel, build_report_model
-from .forest import SLUG as FOREST_SLUG, forest_chart
-from .html import render_html
-from .markdown import render_markdown
-from .model import Thresholds
-from .views import view_charts
-
-__all__ = ["ReportModel", "Thresholds", "build_report_model", "write_report"]
-
-MARKDOWN_NAME = "report.md"
-HTML_NAME = "report.html"
-CHART_DIR = "charts"
-
-
-def write_report(
-    results: RunResults, out_dir: str | Path, thresholds: Thresholds = Thresholds()
-) -> tuple[Path, Path]:
-    """Write ``report.md`` (+ ``charts/*.png``) and ``report.html`` into ``out_dir``;
-    return (markdown path, html path)."""
-    out = Path(out_dir)
-    (out / CHART_DIR).mkdir(parents=True, exist_ok=True)
-    model = build_report_model(results, thresholds)
-    charts = {group.slug: group_chart(group) for group in model.groups}
-    charts.update({series_slug(group): series_chart(group) for group in model.groups if has_series(group)})
-    charts.update(view_charts(model))  # message-size curves, DUT study
-    forest = forest_chart(model)
-    if forest is not None:
-        charts[FOREST_SLUG] = forest  # every effect at a glance, first on both reports
-    chart_paths = {}
-    for slug, png in charts.items():
-        name = f"{CHART_DIR}/{_safe(slug)}.png"
-        (out / name).write_bytes(png)
-        chart_paths[slug] = name
-    md_path, html_path = out / MARKDOWN_NAME, out / HTML_NAME
-    md_path.write_text(render_markdown(model, chart_paths), encoding="utf-8")
-    html_path.write_text(render_html(model, charts), encoding="utf-8")
-    return md_path, html_path
-
-
-def _safe(slug: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in slug)
+May import: studies (each study's plan constants), store, measure, analysis, topology,
+vm, hosts and the ground floor. Never run or the command line. This file imports nothing,
+so a comparison or a history loads no more of the report than it uses."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..adaptive import AdaptiveOutcome
+from ..analysis.adaptive import AdaptiveOutcome
 from .tables import Table
 
 INTRO = (

@@ -12,6 +12,7 @@ from .phrases import format_change, format_p
 from .recommend import Recommendations, Step
 from .states import display_list
 from .tables import Table
+from .section import Section
 
 if TYPE_CHECKING:
     from .document import ReportModel
@@ -35,7 +36,6 @@ def _cell(rec: "Recommendations", step: Step, metric: str) -> str:
 
 
 def attribution_sections(model: "ReportModel") -> list:
-    from ..studies import Section
     rec = model.recommendations
     advised = {id(f.step) for _, effects in rec.goals for e in effects for f in (e, *e.nested)}
     excluded = {id(step): reason.label for step, reason in rec.excluded}

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import capacity, losscause
+from ..measure import capacity, losscause
 
 if TYPE_CHECKING:
-    from ..stats import Summary
+    from ..analysis.stats import Summary
     from .model import ProfileRow
 
 SATURATED_PCT = 90.0

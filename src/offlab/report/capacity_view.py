@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import capacity, losscause, sockbuf
+from ..measure import capacity, losscause, sockbuf
 from ..records import TrafficSpec
-from ..stats import summary
-from ..studies import Section
+from ..analysis.stats import summary
+from .section import Section
 from .capacity_limits import MAX_CV, SATURATED_PCT, RECEIVER_APP, RECEIVER_CORE, SENDER_CORE, Limit, limits, verdict
 from .model import ProfileRow
 from .tables import Table, mean_std

@@ -12,7 +12,7 @@ import io
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..stats import Summary
+from ..analysis.stats import Summary
 from .model import CaseGroup
 from .validity import overloaded
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
-from ..adaptive import Adaptive, rule_of
+from ..analysis.adaptive import Adaptive, rule_of
 from ..records import FeatureState
-from ..stats import Summary, runs_needed
-from ..store import RunResults
-from ..cpu import NOMINAL, refusals, windows_off
+from ..analysis.stats import Summary, runs_needed
+from ..store.store import RunResults
+from ..measure.cpu import NOMINAL, refusals, windows_off
 from ..warnings import (
     CascadedFeature,
     CpuRefused,

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
-from ..stats import FAMILY_METHOD
+from ..hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
+from ..analysis.stats import FAMILY_METHOD
 from .family import Headline
 from .findings import merge_nested, umbrella
 from .model import CaseGroup
@@ -31,6 +31,7 @@ from .recommend import Effect, Step, _step, set_apart, step_effects
 from .states import display_list
 from .tables import Table
 from .validity import MTU_WIRE
+from .section import Section
 
 if TYPE_CHECKING:
     from .document import ReportModel
@@ -321,7 +322,6 @@ INTRO = ("Each claim of the seed documents this plan's scenarios speak to, quote
 
 
 def claims_sections(model: "ReportModel") -> list:
-    from ..studies import Section
     found = answers(model)
     if not found:
         return []

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..adaptive import AdaptiveOutcome
+from ..analysis.adaptive import AdaptiveOutcome
 from ..hosts.facts import virtual_roles
 from ..records import RunInfo
-from ..store import RunResults
+from ..store.store import RunResults
 from ..warnings import LabWarning
 from .checks import find_warnings
 from .model import CaseGroup, Thresholds, build_groups, build_rows

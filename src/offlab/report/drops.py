@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ..counters import is_drop, is_pressure
-from ..stats import Summary, summary
+from ..measure.counters import is_drop, is_pressure
+from ..analysis.stats import Summary, summary
+from .section import Section
 
 if TYPE_CHECKING:
     from .model import ProfileRow
@@ -179,7 +180,6 @@ DROPS_INTRO = (
 def drops_sections(rows: Sequence["ProfileRow"]) -> list:
     """One table: per case, its retransmit share and efficiency, then each drop or
     pressure counter that grew, per sample, by host."""
-    from ..studies import Section
     from .tables import Table
     body = []
     for row in rows:

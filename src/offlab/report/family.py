@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..stats import FAMILY_METHOD, RelativeChange, relative_change
+from ..analysis.stats import FAMILY_METHOD, RelativeChange, relative_change
 from .model import CaseGroup
 from .phrases import format_adjusted, format_change, format_p
 

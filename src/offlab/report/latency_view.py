@@ -14,9 +14,9 @@ from typing import Sequence
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .. import latency, rtthist
-from ..stats import summary
-from ..studies import Section
+from ..measure import latency, rtthist
+from ..analysis.stats import summary
+from .section import Section
 from .model import ProfileRow, is_all_on
 from .tables import Table, mean_std
 

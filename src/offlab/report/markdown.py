@@ -10,22 +10,10 @@ from .recommend import digest, not_applied_sentence
 from .sections import (SET_APART, UNCORRECTED, advice_rule, excluded_sentences, grouped_warnings,
                        headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts,
                        uncorrected_sentences, what_was_measured)
-from .tables import RESULTS_NOTE, Table, cpu_table, offload_matrix, throughput_table
+from .tables import RESULTS_NOTE, cpu_table, offload_matrix, throughput_table
 from .timeseries import series_slug
+from .page import markdown_table as render_table
 from .views import seed_views
-
-
-def render_table(table: Table) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    align = [":---" if i < table.align_left else "---:" for i in range(len(table.header))]
-    lines = [
-        "| " + " | ".join(cell(h) for h in table.header) + " |",
-        "| " + " | ".join(align) + " |",
-    ]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
-    return "\n".join(lines)
 
 
 def render_markdown(model: ReportModel, chart_paths: Mapping[str, str]) -> str:

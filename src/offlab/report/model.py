@@ -13,12 +13,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .. import capacity
-from ..headline import cpu_timed, headline_cpu_per_gbps, headline_roles  # cpu_timed: report modules import it here
-from ..offloads import BASELINE
+from ..measure import capacity
+from ..measure.headline import cpu_timed, headline_cpu_per_gbps, headline_roles  # cpu_timed: report modules import it here
+from ..hosts.offloads import BASELINE
 from ..records import CPU_CLASSES, CaseSpec, FeatureState, OffloadProfile, Sample, TrafficSpec
-from ..stats import RelativeChange, Summary, relative_change, summary
-from ..store import RunResults
+from ..analysis.stats import RelativeChange, Summary, relative_change, summary
+from ..store.store import RunResults
 
 SIDES = ("tx", "rx", "both")
 ALL_CORES = "all cores"

@@ -9,7 +9,7 @@ brackets, never as "± half-width"; the few tables that give a mean ± its CI ha
 
 from __future__ import annotations
 
-from ..stats import METHOD_NAMES, RelativeChange
+from ..analysis.stats import METHOD_NAMES, RelativeChange
 
 
 def format_change(change: RelativeChange) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from ..adaptive import AdaptiveOutcome
+from ..analysis.adaptive import AdaptiveOutcome
 from .validity import IMPRECISE, Exclusion
 
 if TYPE_CHECKING:

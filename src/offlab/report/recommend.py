@@ -31,8 +31,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from ..adaptive import AdaptiveOutcome
-from ..stats import FAMILY_METHOD, RelativeChange, Summary, adjusted_p_values, relative_change
+from ..analysis.adaptive import AdaptiveOutcome
+from ..analysis.stats import FAMILY_METHOD, RelativeChange, Summary, adjusted_p_values, relative_change
 from .family import ALPHA, Headline, headline_tests
 from .findings import merge_nested, turned_off, umbrella
 from .model import CaseGroup, ProfileRow

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .tables import Table
+from .section import Section
 
 INTRO = ("The network stack each host ran the tests with, read when each topology was built: "
          "congestion control, qdiscs, socket buffer limits, the backlog, GRO's flush timeout, "
@@ -16,7 +17,6 @@ INTRO = ("The network stack each host ran the tests with, read when each topolog
 
 
 def stack_sections(stack: Mapping[str, Mapping[str, Mapping[str, str]]]) -> list:
-    from ..studies import Section
     if not stack:
         return []
     configs = [config for hosts in stack.values() for config in hosts.values()]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
-from ..stats import RelativeChange, Summary, summary
+from ..measure.cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
+from ..analysis.stats import RelativeChange, Summary, summary
 from .model import ALL_CORES, CaseGroup, ProfileRow, cpu_timed
 from .phrases import format_change
 from .states import display_name

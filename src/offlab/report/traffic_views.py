@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..studies import Section
+from .section import Section
 from .model import ProfileRow
 from .tables import Table

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
+from ..hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..records import GUEST_ENTRY, TCG
 from .capacity_limits import verdict as capacity_verdict
 from .drops import drops_where_none_belong

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ..cpu import NOMINAL, WINDOW_PREFIX, WINDOW_TOLERANCE
-from ..stats import summary
+from ..measure.cpu import NOMINAL, WINDOW_PREFIX, WINDOW_TOLERANCE
+from ..analysis.stats import summary
 from .model import cpu_timed
 from .tables import Table, mean_std
+from .section import Section
 
 if TYPE_CHECKING:
     from .model import ProfileRow
@@ -41,7 +42,6 @@ def _app(row: "ProfileRow", role: str) -> str:
 
 
 def window_sections(rows: Sequence["ProfileRow"]) -> list:
-    from ..studies import Section
     body = []
     for row in rows:
         nominal = _values(row, NOMINAL)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..counters import WINDOW_DEVICE_PREFIX
+from ..measure.counters import WINDOW_DEVICE_PREFIX
 from ..hosts.naming import RX_DEV, TX_DEV, WIRE_RX
-from ..offloads import GRO, TSO
-from ..stats import summary
+from ..hosts.offloads import GRO, TSO
+from ..analysis.stats import summary
 from .fragments import fragmentation
 
 if TYPE_CHECKING:

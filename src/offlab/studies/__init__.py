@@ -1,8 +1,12 @@
-"""Studies: each of the seed reports' test plans, in one folder that owns its plan keys,
-its expansion into cases and its report section and charts — as a flent test
-definition owns its data and plots. The pipeline (plan, runner, store, stats, report
-shell) knows no study by name: it walks `STUDIES` in order and asks each the same
-questions.
+"""The studies wing: each of the seed reports' test plans, in one folder that owns its
+plan keys and its expansion into cases; its tables and charts are in the report wing
+under the same name (report/studies/<name>.py), which reads these folders' plan
+constants. The pipeline (plan, runner, store, stats) knows no study by name: it walks
+`registered()` in order and asks each the same questions.
+
+May import: topology, vm and hosts (a study's topologies and offload names) and the
+ground floor (records). Never report, store or run: the report reads studies, and
+studies know nothing of reports.
 
 A plan is expanded in three steps, each study taking its turn in every step:
 
@@ -18,110 +22,16 @@ may `finish` (e.g. derive the forwarder's setting from a router and a combinatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
-
-from ..records import CaseSpec, DatapathSetting, OffloadProfile, Params, TrafficSpec
-
-
-class PlanCheck(Protocol):
-    """Typed access to a plan document with one-line errors (plan._Checker)."""
-
-    doc: dict[str, Any]
-
-    def choices(self, key: str, allowed: list[Any], default: list[Any] | None = None) -> list[Any]: ...
-
-    def fail(self, key: str, problem: str) -> Exception: ...
-
-    def error(self, problem: str) -> Exception:
-        """A plan error that already names its key: "key 'dut': …"."""
-        ...
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One topology a plan builds: a scenario with its topology parameters."""
-
-    scenario: str
-    topology: Params = field(default_factory=Params)
-    label: str = ""
-    """For people ("middlebox-fwd-ab"); empty: the scenario's name."""
-
-    @property
-    def name(self) -> str:
-        if self.label:
-            return self.label
-        extra = [f"{self.topology['underlay']}" if "underlay" in self.topology else "",
-                 f"vlan{self.topology['vlan']}" if "vlan" in self.topology else ""]
-        return "-".join([self.scenario, *(e for e in extra if e)])
-
-
-@dataclass(frozen=True)
-class Profile:
-    """An offload profile as a study adds it: ethtool features, the study's own
-    parameters, and the userspace datapath's setting if it has one."""
-
-    offloads: OffloadProfile
-    params: Params = field(default_factory=Params)
-    datapath: DatapathSetting | None = None
-    protocols: frozenset[str] | None = None
-    """The traffic protocols this profile is measured with (None: every one the plan has)."""
-
-
-@dataclass(frozen=True)
-class Section:
-    """A study's view in the report: a title, an introduction, an optional chart and
-    captioned tables, which Markdown and HTML render alike."""
-
-    title: str
-    intro: str
-    tables: tuple[tuple[str, Any], ...]
-    """(caption, report.tables.Table)."""
-    chart: str | None = None
-    """Slug of the section's chart (a key of the study's `charts`), if it has one."""
-
-
-class Study:
-    """Base of every study: each step leaves the plan as it is unless overridden."""
-
-    name: str = ""
-    keys: frozenset[str] = frozenset()
-    """Plan keys this study reads (the pipeline refuses keys nobody reads)."""
-
-    def scenarios(self, check: PlanCheck, variants: list[Variant]) -> list[Variant]:
-        return variants
-
-    def profiles(self, check: PlanCheck, variant: Variant) -> list[Profile]:
-        return []
-
-    def traffic(self, check: PlanCheck, workloads: list[TrafficSpec]) -> list[TrafficSpec]:
-        return workloads
-
-    def finish(self, case: CaseSpec) -> CaseSpec:
-        return case
-
-    def keeps(self, case: CaseSpec) -> bool:
-        """Whether a case of the cross product is worth measuring at all."""
-        return True
-
-    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
-        """Report views of this study from the report's profile rows (none by default).
-        Studies import their report modules inside this method and `charts`: those draw
-        with matplotlib, which a run needs only once it writes its report."""
-        return []
-
-    def charts(self, rows: Sequence[Any]) -> dict[str, bytes]:
-        """slug → PNG of this study's views that have a chart."""
-        return {}
+from .base import Study
+from .dut import DutLayoutStudy
+from .guests import GuestsStudy
+from .middlebox import MiddleboxStudy
+from .msgsize import MessageSizeStudy
+from .offloads import OffloadsStudy
+from .userspace import UserspaceStudy
 
 
 def registered() -> tuple[Study, ...]:
     """Every study, in the order it takes its turn (the plan's case order follows)."""
-    from .dut import DutLayoutStudy
-    from .guests import GuestsStudy
-    from .middlebox import MiddleboxStudy
-    from .msgsize import MessageSizeStudy
-    from .offloads import OffloadsStudy
-    from .userspace import UserspaceStudy
     return (OffloadsStudy(), MessageSizeStudy(), DutLayoutStudy(), MiddleboxStudy(), UserspaceStudy(),
             GuestsStudy())

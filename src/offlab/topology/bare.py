@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..hosts.naming import RX_DEV, TX_DEV, WIRE_RX, WIRE_TX, device_name
 from ..hosts import Host
-from ..offloads import GRO, TSO, Interface
+from ..hosts.offloads import GRO, TSO, Interface
 from .base import Endpoint, Topology, TopologyError
 from .dut import DutLayout
 

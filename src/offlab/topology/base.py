@@ -15,9 +15,9 @@ from types import FrameType
 from typing import ClassVar, Iterator
 
 from ..hosts import Host, LocalNamespace, connect_veth
-from ..offloads import Interface
+from ..hosts.offloads import Interface
 from ..records import DatapathSetting, FeatureState, Params
-from ..traffic import DEFAULT_PORT
+from ..hosts.ports import DEFAULT_PORT
 
 
 class TopologyError(Exception):

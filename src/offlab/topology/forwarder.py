@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..fwd import MODES, PORT_OFFLOADS, VHOST_USER_FEATURES, Forwarder, FwdConfig, FwdError, PortSpec, counters, delta, port_roles
+from .fwd import (MODES, PORT_OFFLOADS, VHOST_USER_FEATURES, Forwarder, FwdConfig, FwdError, PortSpec,
+                  counters, delta, port_roles)
 from ..records import DatapathSetting, FeatureState
 from .base import TopologyError
 

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from .. import vm
-from ..studies.guests.plan import virtio_options
-from ..fwd import PortSpec
+from ..vm.profile import virtio_options
+from .fwd import PortSpec
 from ..hosts import Host, LocalNamespace
 from ..hosts.guest import GuestHost
 from ..hosts.naming import device_name
-from ..offloads import Interface
+from ..hosts.offloads import Interface
 from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, PortSetting
 from ..runscope import RUNTIME_ROOT
 from .base import Endpoint, Topology, TopologyError

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fwd import PortSpec
+from .fwd import PortSpec
 from ..hosts.naming import device_name
-from ..offloads import TOGGLED, Interface, OffloadControl
+from ..hosts.offloads import TOGGLED, Interface, OffloadControl
 from ..records import DatapathSetting, FeatureState, Params
 from .base import Endpoint, Topology, TopologyError
 from .forwarder import ForwarderComponent

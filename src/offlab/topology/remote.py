@@ -29,7 +29,7 @@ from ..hosts.hostsfile import HostSpec
 from ..hosts.journal import Journal
 from ..hosts.session import HOST_NAMES, RemoteSession
 from ..hosts.ssh import SshHost
-from ..offloads import Interface
+from ..hosts.offloads import Interface
 from ..records import Params
 from .bare import MTU_WIRE_SENDER
 from .base import Endpoint, Topology, TopologyError

@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cpu import ProcessTimes, process_percent, process_times
-from ..fwd import PORT_OFFLOADS, READY_TIMEOUT_S, STATS_TIMEOUT_S, STOP_GRACE_S, FwdConfig, FwdError, FwdStats, find_binary, parse_stats
+from ..hosts.proctimes import ProcessTimes, process_percent, process_times
+from .fwd import (PORT_OFFLOADS, READY_TIMEOUT_S, STATS_TIMEOUT_S, STOP_GRACE_S, FwdConfig, FwdError,
+                  FwdStats, find_binary, parse_stats)
 from ..hosts import files
 from ..hosts.ssh import SshHost
 

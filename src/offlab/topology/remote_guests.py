@@ -44,15 +44,15 @@ import threading
 from dataclasses import dataclass
 
 from .. import vm
+from ..vm.profile import virtio_options
 from ..hosts import changes, files
 from ..hosts.guest import GuestHost
 from ..hosts.hostsfile import TestNetwork
 from ..hosts.session import HOST_NAMES, RemoteSession
 from ..hosts.ssh import SshHost
-from ..offloads import Interface
-from ..fwd import PortSpec
+from ..hosts.offloads import Interface
+from .fwd import PortSpec
 from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, PortSetting
-from ..studies.guests.plan import virtio_options
 from ..vm.remote import RemoteGuest, probe_accelerator
 from .base import Endpoint, TopologyError
 from .guests import GUEST_CORE, GUEST_DEVICE, MAC, RECORDED_FEATURES, VXLAN_OVERHEAD

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..fwd import PortSpec
+from .fwd import PortSpec
 from ..hosts import changes
 from ..hosts.hostsfile import HostSpec
 from ..hosts.journal import Journal, read_identity
 from ..hosts.router import forwarding_path, forwarding_refusal, own_address
 from ..hosts.session import RemoteSession
 from ..hosts.ssh import SshHost
-from ..offloads import Interface
+from ..hosts.offloads import Interface
 from ..records import DatapathSetting, Params
 from .base import Endpoint, Topology, TopologyError
 from .forwarder import ForwarderComponent

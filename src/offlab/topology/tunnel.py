@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hosts.naming import device_name
-from ..offloads import UDP_TNL, Interface
+from ..hosts.offloads import UDP_TNL, Interface
 from ..hosts.naming import RX_DEV, TX_DEV
 from .bare import Bare, underlay_addresses
 from .base import TopologyError

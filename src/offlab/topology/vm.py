@@ -23,10 +23,10 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-from ..fwd import TUNNEL_OFFLOADS, PortSpec
+from .fwd import TUNNEL_OFFLOADS, PortSpec
 from ..hosts import LocalNamespace
 from ..hosts.naming import device_name
-from ..offloads import Interface
+from ..hosts.offloads import Interface
 from ..records import DatapathSetting, FeatureState, Params
 from .base import Endpoint, Topology, TopologyError
 from .forwarder import LABEL, ForwarderComponent

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..offloads import FeatureListing, parse_features
+from ..hosts.offloads import FeatureListing, parse_features
 
 # Bit numbers from the virtio specification (device type net, and the transport bits
 # every device shares); a bit not named here decodes as "BIT_<n>".

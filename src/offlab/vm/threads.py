@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cpu import ProcessTimes, parse_pid_stat
+from ..hosts.proctimes import ProcessTimes, parse_pid_stat
 
 VCPU = re.compile(r"^CPU \d+/(TCG|KVM)$")
 CLASSES = ("vcpu", "vhost", "other")
@@ -57,7 +57,7 @@ def _comm(task: Path) -> str | None:
 def class_times(threads: dict[str, list[QemuThread]], qemu_pid: int,
                 proc: Path = Path("/proc")) -> dict[str, ProcessTimes]:
     """utime/stime ticks summed per class now; two snapshots around a window give each
-    class's CPU share with cpu.process_percent. A thread that ended counts no more."""
+    class's CPU share with hosts.proctimes.process_percent. A thread that ended counts no more."""
     totals: dict[str, ProcessTimes] = {}
     for kind, members in threads.items():
         usr = sys = 0

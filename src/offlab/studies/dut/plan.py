@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import PlanCheck, Variant
+from ..base import PlanCheck, Variant
 
 KEYS = frozenset({"dut"})
 DUT_DIRECTIONS = ("rcv", "snd")

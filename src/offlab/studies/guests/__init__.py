@@ -4,9 +4,7 @@ the report's section says what each guest negotiated and how its CPU was spent."
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from .. import PlanCheck, Section, Study, Variant
+from ..base import PlanCheck, Study, Variant
 from .plan import expand_scenarios
 
 
@@ -16,7 +14,3 @@ class GuestsStudy(Study):
 
     def scenarios(self, check: PlanCheck, variants: list[Variant]) -> list[Variant]:
         return expand_scenarios(check, variants)
-
-    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
-        from .report import guest_sections
-        return [Section(*parts) for parts in guest_sections(rows)]

@@ -4,10 +4,8 @@ forwarded and terminated paths, R as the kernel or as offlab-fwd."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
-
 from ...records import CaseSpec
-from .. import PlanCheck, Profile, Section, Study, Variant
+from ..base import PlanCheck, Profile, Study, Variant
 from .forwarder import fwd_settings
 from .plan import DIMENSIONS, FWD, combination, expand_scenarios, matrix_profiles
 
@@ -32,9 +30,3 @@ class MiddleboxStudy(Study):
             return case
         combo = combination(case.params) or ALL_ON
         return replace(case, datapath=fwd_settings(combo).datapath())
-
-    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
-        from .report import middlebox_sections
-        settings = report.info.settings
-        real_hosts = bool(settings is not None and settings.hosts)
-        return [Section(*parts) for parts in middlebox_sections(rows, report.adaptive, real_hosts)]

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ...fwd import MODES, PORT_OFFLOADS
+from ...topology.fwd import MODES, PORT_OFFLOADS
 from ...records import DatapathSetting, PortSetting
 
 SUPER_PACKETS = frozenset({"csum", "tso4", "tso6", "ecn"})

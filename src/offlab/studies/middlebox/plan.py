@@ -20,10 +20,10 @@ from __future__ import annotations
 from itertools import product
 from typing import Sequence
 
-from ...offloads import GRO, RX_CSUM, TSO, TX_CSUM
+from ...hosts.offloads import GRO, RX_CSUM, TSO, TX_CSUM
 from ...records import OffloadProfile, Params
 from ...topology.middlebox import PATHS, Path
-from .. import PlanCheck, Profile, Variant
+from ..base import PlanCheck, Profile, Variant
 
 FAMILY = "middlebox"
 LRO = "large-receive-offload"

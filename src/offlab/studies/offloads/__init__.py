@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ...records import CaseSpec, Params
 from ...topology import TUNNEL_FEATURES
-from .. import PlanCheck, Profile, Study, Variant
+from ..base import PlanCheck, Profile, Study, Variant
 from .plan import SEQUENCES, custom_profiles, profile_protocols, sequence_profiles
 
 WIRE_SCENARIOS = ("bare", "vxlan", "geneve", "gre", "gretap", "ipip", "sit")

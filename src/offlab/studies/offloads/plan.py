@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ...offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_GRO_FWD, UDP_TNL, USO
+from ...hosts.offloads import GRO, GSO, RX_CSUM, TOGGLED, TSO, TX_CSUM, UDP_GRO_FWD, UDP_TNL, USO
 from ...records import OffloadProfile
 
 SEQUENCES = ("tx", "rx", "tx-single", "rx-single", "tx-all-off", "rx-all-off", "all-on", "udp")

@@ -4,10 +4,8 @@ veth pair."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 from ...topology import DATAPATH
-from .. import PlanCheck, Profile, Section, Study, Variant
+from ..base import PlanCheck, Profile, Study, Variant
 from .plan import STUDIES, study_profiles
 
 
@@ -25,7 +23,3 @@ class UserspaceStudy(Study):
 
     def profiles(self, check: PlanCheck, variant: Variant) -> list[Profile]:
         return study_profiles(check.choices("datapath", list(STUDIES), default=[]))
-
-    def sections(self, rows: Sequence[Any], report: Any) -> list[Section]:
-        from .report import userspace_sections
-        return [Section(*parts) for parts in userspace_sections(rows)]

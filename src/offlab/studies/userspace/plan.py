@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...offloads import GRO, GSO
+from ...hosts.offloads import GRO, GSO
 from ...records import DatapathSetting, OffloadProfile, PortSetting
-from .. import Profile
+from ..base import Profile
 
 TSO = frozenset({"csum", "tso4", "tso6", "ecn"})
 MTU_ONLY = frozenset({"csum"})
