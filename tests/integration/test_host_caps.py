@@ -3,8 +3,9 @@
 as the total a case offers (iperf3's -b is per stream), `--dry-run` applies the cap as
 the run does, the dry run and the confirmation name the host-wide socket buffer limits a
 UDP run raises on each server, and an offload somebody changes on a server mid-run is
-left as they set it by the run's restore. (A neighbour entry offlab replaces, put back:
-test_router_hosts.py, where offlab-fwd as R needs one.)"""
+left as they set it by the run's restore, while a CPU mask the kernel reads back in
+another form than it was written is put back, not taken for drift. (A neighbour entry
+offlab replaces, put back: test_router_hosts.py, where offlab-fwd as R needs one.)"""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from offlab.hosts.journal import JOURNAL_DIR
+from offlab.hosts import hostsfile
+from offlab.hosts.journal import JOURNAL_DIR, Journal, read_identity
 from offlab.hosts.server import SERVER_DIR
-from offlab.hosts.ssh import AUDIT_LOG
+from offlab.hosts.ssh import AUDIT_LOG, SshHost
 
 from .runs import OFFLAB, stderr_after
 from .sshlab import clean_ssh_lab
@@ -194,4 +196,37 @@ def test_an_offload_changed_by_someone_else_mid_run_is_left_alone_by_the_runs_re
     said = [line for line in err.splitlines() if "left the features of ofl-ta0 alone" in line]
     assert said and "generic-segmentation-offload off now" in said[0], err
     assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "b", "ofl-tb0") == 1500
+    assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
+
+
+RPS_CPUS = "/sys/class/net/ofl-ta0/queues/rx-0/rps_cpus"
+
+
+def test_a_cpu_mask_read_back_in_the_kernels_own_form_is_put_back_not_taken_for_drift(lab):
+    """A restore puts a value back only while it still reads as the value offlab set
+    (journaled as written). The kernel prints a CPU mask in its own form, not as
+    written: here (two CPUs) "00000001" — the zero-padded groups a machine with more
+    CPUs prints — reads back "1" (on 64 CPUs "4" reads back "00000000,00000004"). The
+    restore compares masks as numbers, so it puts the old mask back; comparing the text,
+    it would report drift and leave RPS on."""
+    hosts = hostsfile.load(lab.hosts_file)
+    spec = hosts.hosts["sender"]
+    server = lab.servers["a"]
+    before = server.read_file(RPS_CPUS).strip()
+    host = SshHost("tx", spec, hosts.ssh_config)
+    journal = Journal(host, spec, hosts.ssh_config, read_identity(host, spec.interface))
+    host.journal = journal
+    try:
+        host.write_file(RPS_CPUS, "00000001\n")
+        assert server.read_file(RPS_CPUS).strip() == "1", "the kernel printed the mask as written"
+        said = journal.restore()
+        after = server.read_file(RPS_CPUS).strip()
+    finally:
+        host.journal = None
+        journal.discard()
+        host.close()
+        server.run(["sh", "-c", f"echo {before} > {RPS_CPUS}"])  # whatever the restore left
+    assert after == before, f"RPS left at {after} on ofl-ta0: {said}"
+    assert not journal.drift, f"the restore took the kernel's form of offlab's own mask for drift: {said}"
+    assert f"file {RPS_CPUS} {before}" in " ".join(said), said
     assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()

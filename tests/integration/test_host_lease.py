@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -218,6 +219,41 @@ def test_a_purge_is_audited_on_the_controller_and_in_the_servers_syslog(lab):
     assert any("offlab restore --purge" in line for line in syslog.lines()[logged:]), syslog.lines()[logged:]
 
 
+def test_doctor_clean_replays_a_killed_run_audited_on_the_controller_and_in_the_servers_syslog(lab, tmp_path):
+    """A run killed with `kill -9` whose servers cannot restore themselves (their
+    watchdogs killed too): `offlab doctor --clean --hosts` replays its journal — each
+    undo it sends is a line of the controller's audit log with its exit status, and
+    each thing it put back a line in the server's own syslog naming the run's token."""
+    syslog = pool().syslog("a")
+    logged, audited = len(syslog.lines()), len(_audit_lines())
+    db = tmp_path / "r" / "offlab.sqlite"
+    run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(_plan(tmp_path / "r", 30, 1400)),
+                     "--out", str(db.parent), "--yes"], db, wait_for=1)
+    try:
+        assert run.poll() is None, run.communicate()[1]
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        watchdogs = _watchdogs()
+        for pid in watchdogs:  # well before their watchdog_s: nothing restored yet
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert watchdogs and _mtu(lab, "a", "ofl-ta0") == 1400 and list(JOURNAL_DIR.glob("*.json"))
+    doctor = subprocess.run([*OFFLAB, "doctor", "--clean", "--hosts", str(lab.hosts_file)], capture_output=True,
+                            text=True, timeout=240)
+    assert "restored sender: mtu ofl-ta0 1500" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert _mtu(lab, "a", "ofl-ta0") == 1500 and _mtu(lab, "b", "ofl-tb0") == 1500
+    assert not list(JOURNAL_DIR.glob("*.json")) and not Path(SERVER_DIR).exists()
+    undo = [e for e in _audit_lines()[audited:]
+            if e["ssh"] == "hosta" and "ip link set dev ofl-ta0 mtu 1500" in e["command"]]
+    assert undo, "doctor --clean's undo of the MTU is not in the controller's audit log"
+    assert all(e["status"] == 0 for e in undo), undo
+    assert any(re.search(r"offlab(\[\d+\])?: restore of .+: sender: mtu ofl-ta0 1500$", line)
+               for line in syslog.lines()[logged:]), syslog.lines()[logged:]
+
+
 def _watchdogs() -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
@@ -316,6 +352,57 @@ def test_the_lockout_guard_sees_an_upper_device_in_another_namespace(lab):
                          "(--allow-shared-interface)"], found
     finally:
         subprocess.run(["ip", "netns", "del", namespace], check=False)  # the macvlan goes with it
+    assert check_servers(hostsfile.load(lab.hosts_file), allow_shared=False) == []
+
+
+POLICY_TABLE = "238"
+
+
+def _rp_filter(read) -> str:
+    return read("/proc/sys/net/ipv4/conf/all/rp_filter").strip()
+
+
+def _tx_packets(lab, name: str, device: str) -> int:
+    return int(lab.servers[name].run(["cat", f"/sys/class/net/{device}/statistics/tx_packets"]).stdout)
+
+
+def test_the_lockout_guard_follows_policy_routing_to_the_ssh_session(lab):
+    """A policy rule on the sender sends its SSH replies — source its SSH address,
+    destination the controller — out of the test interface (table 238: to the receiver,
+    which forwards them on to the controller over its own management link). The main
+    table still says the management interface, so a guard that asks only it (`ip route
+    get CLIENT`) passes a run that would cut its own session; asked `from` the address
+    the session arrived at, as the kernel routes the replies, it is refused. The session
+    still works meanwhile: the replies really leave by the test interface."""
+    controller, server_address = MGMT["a"][2], MGMT["a"][3]
+    sender, receiver = lab.servers["a"], lab.servers["b"]
+    forwarding = receiver.read_file("/proc/sys/net/ipv4/ip_forward").strip()
+    strict = [space for space in (sender, receiver) if _rp_filter(space.read_file) == "1"]
+    if strict or _rp_filter(lambda path: Path(path).read_text()) == "1":
+        pytest.skip("strict reverse-path filtering drops the asymmetric SSH replies this layout needs")
+    # The receiver forwards the sender's replies to the controller (its management link).
+    receiver.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+    receiver.ip("route", "add", f"{controller}/32", "via", MGMT["b"][2], "dev", "mgmt0")
+    receiver.ip("route", "add", f"{server_address}/32", "via", "10.241.0.1", "dev", "ofl-tb0")
+    sender.ip("route", "add", f"{controller}/32", "via", "10.241.0.2", "dev", "ofl-ta0", "table", POLICY_TABLE)
+    sender.ip("rule", "add", "from", server_address, "to", controller, "lookup", POLICY_TABLE,
+              "priority", POLICY_TABLE)
+    try:
+        main = json.loads(sender.ip("-j", "route", "get", controller).stdout)[0]["dev"]
+        assert main == "mgmt0", "the main table must still say the management link"
+        before = _tx_packets(lab, "a", "ofl-ta0")
+        reached = subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", "hosta", "true"],
+                                 capture_output=True, text=True, timeout=60)
+        assert reached.returncode == 0, reached.stderr  # the session works over the test link
+        assert _tx_packets(lab, "a", "ofl-ta0") - before >= 5, "the SSH replies did not leave by ofl-ta0"
+        with pytest.raises(HostError, match="offlab's own SSH session \\(from 10.240.1.1\\) runs over ofl-ta0"):
+            check_servers(hostsfile.load(lab.hosts_file), allow_shared=False)
+    finally:
+        sender.ip("rule", "del", "priority", POLICY_TABLE, check=False)
+        sender.ip("route", "flush", "table", POLICY_TABLE, check=False)
+        receiver.ip("route", "del", f"{server_address}/32", check=False)
+        receiver.ip("route", "del", f"{controller}/32", check=False)
+        receiver.run(["sysctl", "-q", "-w", f"net.ipv4.ip_forward={forwarding}"])
     assert check_servers(hostsfile.load(lab.hosts_file), allow_shared=False) == []
 
 
