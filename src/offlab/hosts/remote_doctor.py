@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..offloads import parse_features
 from . import guard
 from .base import HostError
-from .facts import read_facts
+from .facts import read_facts, steering_text
 from .hostsfile import HostsFile, HostSpec
 from .ssh import AuditLog, SshHost
 
@@ -34,7 +34,6 @@ def remote_facts(hosts: HostsFile, steer_rx_softirq: bool = True, guests: bool =
     """Each host's facts (hosts/facts.py), by role, with its core layout and the receive
     steering the run applies there (only what is applied); with `guests` (a plan with
     the qemu scenario) also what each server runs them with (`hypervisor_facts`)."""
-    from ..topology.remote import steering_text
     found = {}
     for role, spec in hosts.hosts.items():
         host = SshHost(role, spec, hosts.ssh_config)

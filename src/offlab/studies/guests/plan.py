@@ -11,7 +11,8 @@ DPDK's vhost backend doing GRO/GSO. Here every combination of
 * `backends` — tap (QEMU's own virtio in userspace), tap-vhost (the kernel's vhost-net),
   vhost-user (offlab-fwd as the backend, the engine between guest and node);
 * `fwd_modes` — offlab-fwd's mode on vhost-user paths (pass, gso, gro);
-* `virtio` — which virtio-net features QEMU offers the guest (VIRTIO_PROFILES);
+* `virtio` — which virtio-net features QEMU offers the guest (vm/profile.py's
+  VIRTIO_PROFILES);
 
 is one topology: the guests boot with that device and keep it for every case measured
 on it (QEMU fixes a device's features when it starts). The in-guest ethtool profiles
@@ -23,6 +24,7 @@ from __future__ import annotations
 from itertools import product
 
 from ...records import Params
+from ...vm.profile import VIRTIO_PROFILES
 from .. import PlanCheck, Variant
 
 SCENARIO = "qemu"
@@ -30,22 +32,6 @@ PATHS = ("vm2vm", "vm2host")
 OVERLAYS = ("none", "vxlan")
 BACKENDS = ("tap", "tap-vhost", "vhost-user")
 FWD_MODES = ("pass", "gso", "gro")
-
-VIRTIO_PROFILES: dict[str, dict[str, bool]] = {
-    # QEMU's defaults: every offload offered both ways.
-    "all-on": {},
-    # The device refuses the guest's super-packets: the guest's own GSO cuts them
-    # (seed 004's "kernel GSO": host_tso4=off).
-    "host-tso-off": {"host_tso4": False, "host_tso6": False},
-    # The device may not hand the guest super-packets: the backend (or TAP) delivers
-    # MTU frames, and the guest's GRO is its only coalescing.
-    "guest-tso-off": {"guest_tso4": False, "guest_tso6": False, "guest_ecn": False},
-    # No checksum offload either way, and so no segmentation offload (virtio ties TSO
-    # to the checksum feature): every frame is complete on the wire.
-    "csum-off": {"csum": False, "guest_csum": False},
-    # One buffer per receive descriptor chain: large receive buffers instead of merged ones.
-    "mrg-rxbuf-off": {"mrg_rxbuf": False},
-}
 
 _SHORT_BACKEND = {"tap": "tap", "tap-vhost": "vhost", "vhost-user": "vu"}
 
@@ -88,11 +74,3 @@ def expand_scenarios(check: PlanCheck, variants: list[Variant]) -> list[Variant]
                                 **({"fwd": mode} if mode else {}))
                 expanded.append(Variant(SCENARIO, params, variant_label(params)))
     return expanded
-
-
-def virtio_options(profile: str) -> dict[str, bool]:
-    """The QEMU device options of a named virtio profile."""
-    try:
-        return dict(VIRTIO_PROFILES[profile])
-    except KeyError:
-        raise ValueError(f"unknown virtio profile {profile!r}; known: {', '.join(VIRTIO_PROFILES)}") from None
