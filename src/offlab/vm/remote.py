@@ -127,7 +127,11 @@ class OverSsh(Launcher):
         command = ["sh", "-c", 'exec "$@" 2>"$0"', f"{self.runtime}/qemu.stderr", *argv]
         launched_at = time.monotonic()
         process = self.host.spawn(command, capture_stdout=True, keep_stdin=True)
-        return Started(process, launched_at, PipeAgentChannel(process))
+        try:
+            return Started(process, launched_at, PipeAgentChannel(process))
+        except BaseException:  # not the guest's yet: its stop would not end it
+            self.end(process)
+            raise
 
     def open_agent(self, deadline: float, check_alive: Callable[[], None],
                    failure: Callable[[str], str]) -> AgentChannel:
