@@ -139,7 +139,7 @@ def run_cmd(
     from .hosts.ssh import AuditLog
     from .run.plan import load
     from .run.runflow import begin, execute, resume
-    from .topology.remote import remote_builder
+    from .topology.remote_build import remote_builder
     store_file = locations.parse(store_path if store_path is not None else (out_dir or DEFAULT_OUT) / STORE_NAME)
     report_root = out_dir or store_file.reports_dir()  # --out is where the report goes whenever given
     hosts = _select_hosts(hosts_path, pair)
@@ -488,7 +488,8 @@ def restore_cmd(purge: bool = typer.Option(False, "--purge", help="also remove t
                                                           "without reaching it: a server gone for good")) -> None:
     """Put back every real host a killed run left changed (offloads, MTU, devices)."""
     from .hosts import hostsfile
-    from .hosts.journal import forget, restore_pending
+    from .hosts.journal import forget
+    from .hosts.recovery import restore_pending
     from .hosts.remote_doctor import purge_files
     from .runscope import MachineLock
     if forget_host is not None:
@@ -545,7 +546,8 @@ def doctor_cmd(clean: bool = typer.Option(False, "--clean", help="also remove wh
         return
     from .run import doctor as doctor_checks
     from .hosts import hostsfile
-    from .hosts.remote_doctor import remote_checks, remote_guest_checks
+    from .hosts.remote_doctor import remote_checks
+    from .vm.server_doctor import remote_guest_checks
     from .hosts.router import router_checks
     from .run.plan import load
     from .runscope import MachineLock, reclaim_stale

@@ -27,8 +27,8 @@ from offlab.hosts import LocalNamespace
 from offlab.hosts.offloads import parse_features
 from offlab.hosts.naming import device_name, our_namespaces, sweep_leftovers
 from offlab.runscope import RUNTIME_ROOT, reclaim_stale
-from offlab.vm import (DeviceFeatures, Guest, GuestError, GuestImageMissing, GuestSpec, NicProfile, ProfileError,
-                       check_backend, class_times, find_image, qemu_threads, read_guest_nic)
+from offlab.vm import (DeviceFeatures, Guest, GuestError, GuestImageMissing, GuestSpec, InNamespace, NicProfile,
+                       ProfileError, check_backend, class_times, find_image, qemu_threads, read_guest_nic)
 
 try:
     IMAGE = find_image()
@@ -56,13 +56,13 @@ def lab():
         ns.ip("link", "add", BRIDGE, "type", "bridge")
         ns.set_link(BRIDGE, mtu=MTU)
         a = Guest(GuestSpec("a", NicProfile("tap", tap=TAP_A, mac="52:54:00:00:0a:01"), f"{A_IP}/{PREFIX}"),
-                  ns, bridge=BRIDGE)
+                  InNamespace(ns), bridge=BRIDGE)
         b_features = DeviceFeatures(host_tso4=False, guest_tso4=False, guest_tso6=False,
                                     guest_ecn=False, guest_ufo=False)
         # a's TAP is created by QEMU, b's beforehand (as a topology owning its devices would).
         ns.ip("tuntap", "add", "dev", TAP_B, "mode", "tap", "vnet_hdr")
         b = Guest(GuestSpec("b", NicProfile("tap", b_features, tap=TAP_B, mac="52:54:00:00:0b:01"),
-                            f"{B_IP}/{PREFIX}"), ns, bridge=BRIDGE)
+                            f"{B_IP}/{PREFIX}"), InNamespace(ns), bridge=BRIDGE)
         guests = [a, b]
         for guest in guests:  # both boot at once: one core each
             guest.launch()
@@ -257,7 +257,7 @@ def test_tap_vhost_is_refused_with_one_line_without_vhost_net():
 def test_a_guest_that_fails_to_start_leaves_nothing():
     ns = LocalNamespace("gfail").create()
     try:
-        guest = Guest(GuestSpec("f", NicProfile("tap", tap=device_name("gf")), "10.213.1.1/24"), ns)
+        guest = Guest(GuestSpec("f", NicProfile("tap", tap=device_name("gf")), "10.213.1.1/24"), InNamespace(ns))
         with pytest.raises(GuestError, match="did not answer|did not create|did not open"):
             guest.start(timeout=1.0)  # far too short for a boot
         assert guest.process is None and guest.runtime is None

@@ -18,7 +18,7 @@ import pytest
 from offlab.topology.fwd import Forwarder, FwdConfig, FwdError, PortSpec, counters, find_binary
 from offlab.hosts import LocalNamespace
 from offlab.hosts.naming import our_namespaces, sweep_leftovers
-from offlab.vm import DeviceFeatures, Guest, GuestImageMissing, GuestSpec, NicProfile, find_image
+from offlab.vm import DeviceFeatures, Guest, GuestImageMissing, GuestSpec, InNamespace, NicProfile, find_image
 
 from .transfers import tcp_file_arrives, udp_datagrams_arrive
 
@@ -57,7 +57,7 @@ class Pair:
     def guest(self, role: str) -> Guest:
         nic = NicProfile("vhost-user", self.features[role], socket=self.sockets[role],
                          mac=f"52:54:00:00:0c:0{'1' if role == 'a' else '2'}")
-        return Guest(GuestSpec(role, nic, f"{A_IP if role == 'a' else B_IP}/24"), self.ns, image=IMAGE)
+        return Guest(GuestSpec(role, nic, f"{A_IP if role == 'a' else B_IP}/24"), InNamespace(self.ns, IMAGE))
 
     def counters(self) -> dict[str, float]:
         labels = {f"vhost-user:{self.sockets[r]}": r for r in ROLES}

@@ -10,10 +10,11 @@ from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError
+from ..proc import stop as stop_process
+from .batch import run_reads
+from .errors import HostError
 
-
-class HostError(Exception):
-    """A host that cannot do what was asked; the message names the host and the fix."""
+__all__ = ["Host", "HostError"]
 
 
 class Host(ABC):
@@ -37,8 +38,7 @@ class Host(ABC):
         """Start a long-running command; its `pid` is the command's pid on the host."""
 
     def stop(self, process: subprocess.Popen[str], grace_s: float = 2.0) -> None:
-        from ..proc import stop
-        stop(process, grace_s=grace_s)
+        stop_process(process, grace_s=grace_s)
 
     def scratch_dir(self) -> str:
         """Where a command on this host may leave a file for the lab to read back."""
@@ -55,8 +55,6 @@ class Host(ABC):
     def read_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Several files as `read_file` reads each, in one command on the host (one SSH
         round trip, hosts/batch.py); any file not there is FileNotFoundError."""
-        from .batch import run_reads  # batch.py builds on Host
-
         found: dict[str, str] = {}
         for path, done in zip(paths, run_reads(self, [["cat", path] for path in paths]), strict=True):
             if done.returncode != 0:

@@ -14,10 +14,10 @@ so a command that needs root is refused here, before anything runs.
 from __future__ import annotations
 
 import shlex
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from ..proc import Completed
-from .base import Host, HostError
+from .errors import HostError
 from .privilege import needs_root
 
 PART = "@offlab-part"
@@ -57,7 +57,16 @@ def split(commands: Sequence[Sequence[str]], text: str, host: str = "") -> list[
             for index, command in enumerate(commands)]
 
 
-def run_reads(host: Host, commands: Sequence[Sequence[str]]) -> list[Completed]:
+class ReadHost(Protocol):
+    """What a batch needs of a host (base.Host has it; Host.read_files batches through here)."""
+
+    name: str
+
+    def run(self, args: Sequence[str], *, timeout: float = ..., check: bool = ...,
+            input_text: str | None = ..., root: bool | None = ...) -> Completed: ...
+
+
+def run_reads(host: ReadHost, commands: Sequence[Sequence[str]]) -> list[Completed]:
     """Run read-only `commands` on `host` in one command; each result as `host.run(…,
     check=False)` of that command alone would have given it (the caller judges the
     statuses). An error of the batch itself (ssh failed, the lease lost) raises as

@@ -6,6 +6,7 @@ A report names them beside every figure from that host. Pure parsers, one reader
 from __future__ import annotations
 
 from .base import Host
+from .hostsfile import HostSpec
 
 ETHTOOL_I = {"driver", "version", "firmware-version", "bus-info"}
 
@@ -58,3 +59,12 @@ def read_facts(host: Host, interface: str) -> dict[str, str]:
                                 {"Adaptive RX", "rx-usecs", "tx-usecs", "rx-frames"})
     facts["coalescing"] = ", ".join(f"{k} {v}" for k, v in coalesce.items()) or "n/a"
     return facts
+
+
+def steering_text(spec: HostSpec, steer_rx_softirq: bool) -> str:
+    """What a run applies to place the receiver's receive processing (host facts)."""
+    if spec.pin_irqs:
+        return f"{spec.interface}'s queue IRQs pinned to core {spec.irq_core} (pin_irqs); no RPS"
+    if steer_rx_softirq and spec.role == "receiver":
+        return f"RPS of {spec.interface}'s receive queues to core {spec.app_core} (the application's)"
+    return "none: receive processing where the NIC's IRQs put it"

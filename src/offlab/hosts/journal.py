@@ -2,7 +2,7 @@
 can always be put back: at the end of a run, on Ctrl-C/SIGTERM/SIGHUP, by the server's
 own watchdog when the controller stops answering (server.py), and — when offlab was
 killed or the connection lost — at the next start (`offlab run --hosts`, or
-`offlab restore`). A user's NIC is never left with TSO off.
+`offlab restore`: recovery.py). A user's NIC is never left with TSO off.
 
 One journal per host and test interface, keyed by the server's machine-id and the
 interface's MAC (an alias of the same server finds the same journal): a JSON file under
@@ -341,34 +341,6 @@ def _load(data: dict[str, Any]) -> Record:
     found += [changes.file(f"/proc/irq/{irq}/smp_affinity_list", old, None)
               for irq, old in data.get("irq_affinity", {}).items()]
     return Record(data["spec"], data.get("ssh_config"), {}, [c.to_json() for c in found])
-
-
-@dataclass(frozen=True)
-class HostRestore:
-    host: str
-    ok: bool
-    lines: tuple[str, ...]
-
-
-def restore_pending(root: Path = JOURNAL_DIR, only: set[str] | None = None) -> list[HostRestore]:
-    """Reconnect to every host a killed run left changed (`only`: the journals of these
-    ssh destinations, the servers of the run about to start) and restore it, or learn
-    from the server that its watchdog already did: every host is tried, whatever another
-    one did, and each gets its own result; a journal goes once its host is settled."""
-    from .server import replay_session
-    results = []
-    for path, record in pending(root):
-        if only is not None and record.spec.get("ssh") not in only:
-            continue
-        name = f"{record.spec.get('role')} ({record.spec.get('ssh')})"
-        try:
-            lines = replay_session(record)
-        except Exception as err:  # an unreachable host must not keep the others changed
-            results.append(HostRestore(name, False, (str(err),)))
-            continue
-        path.unlink()
-        results.append(HostRestore(name, True, tuple(lines)))
-    return results
 
 
 def forget(destination: str, root: Path = JOURNAL_DIR) -> list[str]:

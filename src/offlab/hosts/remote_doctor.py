@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .offloads import parse_features
 from . import guard
 from .base import HostError
-from .facts import read_facts
+from .facts import read_facts, steering_text
 from .hostsfile import HostsFile, HostSpec
 from .ssh import AuditLog, SshHost
 
@@ -34,7 +34,6 @@ def remote_facts(hosts: HostsFile, steer_rx_softirq: bool = True, guests: bool =
     """Each host's facts (hosts/facts.py), by role, with its core layout and the receive
     steering the run applies there (only what is applied); with `guests` (a plan with
     the qemu scenario) also what each server runs them with (`hypervisor_facts`)."""
-    from ..topology.remote import steering_text
     found = {}
     for role, spec in hosts.hosts.items():
         host = SshHost(role, spec, hosts.ssh_config)
@@ -169,21 +168,6 @@ def _checks(host: SshHost, spec: HostSpec) -> list[RemoteCheck]:
                              governor or "no cpufreq (a VM, or fixed)",
                              "" if governor in ("", "performance") else "cpupower frequency-set -g performance"))
     return found
-
-
-def remote_guest_checks(hosts: HostsFile) -> list[RemoteCheck]:
-    """`doctor --hosts --guests`: what the qemu scenario needs on each server."""
-    from .guest_doctor import guest_checks
-    checks: list[RemoteCheck] = []
-    for role, spec in hosts.hosts.items():
-        host = SshHost(role, spec, hosts.ssh_config)
-        try:
-            checks += guest_checks(host, f"{spec.role} ({spec.ssh})", RemoteCheck)  # type: ignore[arg-type]
-        except HostError as err:
-            checks.append(RemoteCheck(f"{spec.role} ({spec.ssh})", "guests", False, str(err), ""))
-        finally:
-            host.close()
-    return checks
 
 
 def purge_files(hosts: HostsFile) -> list[str]:

@@ -30,8 +30,7 @@ import time
 from typing import Callable
 
 from .base import Host, HostError
-from .journal import Identity, Mirror, Record, read_identity, undo_all
-from .changes import Change
+from .journal import Identity, Mirror, Record
 from .lease import Fence, LeaseLost
 
 SERVER_DIR = "/var/lib/offlab/run"
@@ -135,7 +134,7 @@ for f in "$d"/*.undo.sh; do [ -e "$f" ] && { echo kept; exit 0; }; done
 rm -rf "$d"; logger -t offlab -- "released by $2" 2>/dev/null; echo released
 """
 
-_CLAIM = r"""
+CLAIM = r"""
 d=$1; t=$2; boot=$3; key=$4
 mkdir -p "${d%/*}"
 exec 9>>"$d.lock"; flock 9
@@ -279,66 +278,3 @@ class Heartbeat:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=15)
-
-
-def replay_session(record: Record) -> list[str]:
-    """`offlab restore` of one journal: the same server (machine-id, MAC) or a refusal;
-    then the server is asked (_CLAIM) whether its watchdog, a reboot or another run's
-    hold means there is nothing left to undo; otherwise the changes are replayed behind
-    the journal's token with their drift check, the server-side copy removed and the
-    server released."""
-    from .hostsfile import HostSpec
-    from .ssh import AuditLog, SshHost
-    spec = HostSpec(**record.spec)
-    host = SshHost(spec.role, spec, record.ssh_config, audit=AuditLog())
-    try:
-        expected = record.identity
-        if not expected:  # a journal of offlab before version 2: no server-side hold
-            return _replay(host, record) or [f"{host.name}: nothing to do (already as it was)"]
-        found = read_identity(host, spec.interface)
-        if (found.machine_id, found.mac) != (expected["machine_id"], expected["mac"]):
-            raise HostError(f"{spec.ssh} is now machine {found.machine_id} with {spec.interface} "
-                            f"{found.mac}, not the journal's {expected['machine_id']} / {expected['mac']}; "
-                            "restore that server by hand, then delete its journal")
-        if found.boot_id != expected["boot_id"]:
-            return [f"{host.name}: rebooted since that run: every change it made went with the reboot"]
-        said = _claim(host, record, found)
-        if said != "mine":
-            return [f"{host.name}: {said}"]
-        server = ServerRun(host, found, record.token)
-        server._fence(host)
-        try:
-            lines = _replay(host, record)
-        except LeaseLost as lost:
-            return [f"{host.name}: restored by the server's own watchdog meanwhile ({lost.reason})"]
-        for line in lines:
-            host.log(f"restore of {record.token}: {line}")
-        server.remove(found.key)
-        server.release()
-        return lines or [f"{host.name}: nothing to do (already as it was)"]
-    finally:
-        host.close()
-
-
-def _claim(host: Host, record: Record, found: Identity) -> str:
-    """What the server says of the killed run's hold (_CLAIM), as a line unless "mine"."""
-    token = record.token or controller_token()
-    said = host.run(["sh", "-c", _CLAIM, "offlab-claim", SERVER_DIR, token, found.boot_id, found.key],
-                    timeout=20).stdout.strip()
-    if said == "restored":
-        return "already restored by the server's own watchdog"
-    if said == "rebooted":
-        return "its hold was from before the server's last reboot: every change went with the reboot"
-    if said.startswith("other "):
-        return (f"now held by another run ({said.removeprefix('other ')}), which could take it only once "
-                "the server's watchdog had restored this one; left alone")
-    if said != "mine":
-        raise HostError(f"could not ask the server about its hold ({said or 'no answer'})")
-    return said
-
-
-def _replay(host: Host, record: Record) -> list[str]:
-    lines, failed = undo_all(host, [Change.from_json(c) for c in record.changes], drift_check=True)
-    if failed:
-        raise HostError(f"could not undo {'; '.join(failed)}")
-    return lines

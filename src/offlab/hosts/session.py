@@ -13,7 +13,8 @@ from pathlib import Path
 from .base import HostError
 from .hostsfile import HostsFile
 from ..runscope import MachineLock
-from .journal import JOURNAL_DIR, Identity, pending, read_identity, restore_pending
+from .journal import JOURNAL_DIR, Identity, pending, read_identity
+from .recovery import restore_pending
 from .lease import LeaseLost
 from .server import Heartbeat, ServerRun, controller_token
 from .ssh import AuditLog, SshHost

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..records import CaseSpec
+from ..hosts.facts import steering_text
 from ..hosts.hostsfile import HostsFile
 
 
@@ -21,7 +22,6 @@ def planned_changes(hosts: HostsFile, cases: Iterable[CaseSpec], steer_rx_softir
     """One line per server (the sender and the receiver; hosts/router.py says R's), with
     only what the plan does there: a middlebox case sets their MTU and may run iperf3
     on them, but toggles R's features, not theirs, and steers nothing."""
-    from ..topology.remote import steering_text
     from ..topology.tunnel import KINDS, TX_TUNNEL
     cases = list(cases)
     pair = [c for c in cases if c.scenario != "middlebox"]

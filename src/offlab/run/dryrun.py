@@ -13,6 +13,7 @@ from ..hosts.offloads import TOGGLED, parse_features
 from ..records import CaseSpec
 from ..hosts.base import HostError
 from .confirm import tunnel_text
+from ..hosts.facts import steering_text
 from ..hosts.hostsfile import HostsFile, HostSpec
 from ..hosts.router import bridged_by_fwd, forwarding_key, forwarding_path, routed_by_kernel
 from ..hosts.ssh import SshHost
@@ -90,7 +91,6 @@ def _features(host: SshHost, interface: str, cases: list[CaseSpec], side: str) -
 
 def _other_changes(host: SshHost, spec: HostSpec, role: str, pair: list[CaseSpec], middlebox: list[CaseSpec],
                    hosts: HostsFile, steer_rx_softirq: bool) -> list[str]:
-    from ..topology.remote import steering_text
     from ..topology.tunnel import KINDS, TX_TUNNEL
     said = []
     tunnels = sorted({c.scenario for c in pair if c.scenario in KINDS})

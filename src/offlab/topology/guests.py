@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from .. import vm
-from ..vm.profile import virtio_options
 from .fwd import PortSpec
 from ..hosts import Host, LocalNamespace
 from ..hosts.guest import GuestHost
@@ -40,6 +39,7 @@ from ..hosts.naming import device_name
 from ..hosts.offloads import Interface
 from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, PortSetting
 from ..runscope import RUNTIME_ROOT
+from ..vm.profile import virtio_options
 from .base import Endpoint, Topology, TopologyError
 from .forwarder import ForwarderComponent
 
@@ -160,7 +160,7 @@ class GuestPath(Topology):
                 socket=self._socket(role) if self.backend == "vhost-user" else None,
             )
             spec = vm.GuestSpec(role, nic, f"{ADDRESS[role]}/{PREFIXLEN}", mtu=self.mtu)
-            guest = vm.Guest(spec, self.node[role], bridge=BRIDGE if nic.tap else None, image=image)
+            guest = vm.Guest(spec, vm.InNamespace(self.node[role], image), bridge=BRIDGE if nic.tap else None)
             self.guests[role] = guest  # first: a failed launch still stops its QEMU
             guest.launch()
         for role in roles:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .fwd import PortSpec
+from ..hosts import Host
 from ..hosts.naming import device_name
 from ..hosts.offloads import TOGGLED, Interface, OffloadControl
 from ..records import DatapathSetting, FeatureState, Params
@@ -69,15 +70,42 @@ ROUTER_SIDE = "router"
 
 
 class MiddleboxShape:
-    """What the middlebox is wherever it runs — here in namespaces or on three servers
-    (remote_middlebox.py): the path and R's kind from the topology's parameters, the
-    sender and receiver by path, and R as offlab-fwd bridging its two ports. Mixed in
-    before `Topology`; a subclass says where R's ports are and what a node's address is."""
+    """The one middlebox, wherever its three nodes are — here in namespaces (`Middlebox`)
+    or on three servers (remote_middlebox.py): the path and R's kind from the topology's
+    parameters; the sender, the receiver and the roles' cores by path; R's two devices as
+    the offload matrix's interfaces and as offlab-fwd's two bridged ports. Mixed in
+    before `Topology`; a subclass builds the nodes and says, node by node, where each is
+    (`node_host`), its core and its address, and which of R's devices faces A and B."""
 
     scenario = "middlebox"
     path: Path
     router: str
     forwarder: ForwarderComponent
+
+    # --- what a subclass says of its nodes ----------------------------------------------
+
+    def node_host(self, node: str) -> Host:
+        raise NotImplementedError
+
+    def node_core(self, node: str) -> int:
+        """The core a node's receive processing (and its iperf3, if any) runs on."""
+        raise NotImplementedError
+
+    def node_address(self, node: str, other: str) -> str:
+        """`node`'s address as `other` reaches it."""
+        raise NotImplementedError
+
+    def router_devices(self) -> tuple[str, str]:
+        """R's device toward A and R's device toward B."""
+        raise NotImplementedError
+
+    def router_namespace(self) -> str:
+        """The namespace offlab-fwd opens R's devices in ("" on a server: its own)."""
+        return ""
+
+    def baseline(self, device: str) -> dict[str, bool] | None:
+        """The features R's `device` starts each profile from (None: all on)."""
+        return None
 
     def _choose_path(self, params: Params) -> None:
         path, router = params.get("path"), params.get("router", KERNEL)
@@ -88,13 +116,28 @@ class MiddleboxShape:
         if self.router == FWD and not self.path.forwarded:
             raise TopologyError(f"offlab-fwd as R only forwards; path {self.path.name} ends on R")
 
+    # --- the same wherever the nodes are -------------------------------------------------
+
     def _endpoint(self, role: str, node: str, other: str) -> Endpoint:
         """`node` as `other` reaches it."""
-        raise NotImplementedError
+        return Endpoint(role, self.node_host(node), self.node_address(node, other), self.node_core(node))
 
     def _router_ports(self, setting: DatapathSetting) -> dict[str, PortSpec]:
         """offlab-fwd's AF_PACKET ports on R: toward "a" and toward "b"."""
-        raise NotImplementedError
+        toward_a, toward_b = self.router_devices()
+        return {"a": PortSpec("packet", toward_a, self.router_namespace(), setting.port("a").offloads),
+                "b": PortSpec("packet", toward_b, self.router_namespace(), setting.port("b").offloads)}
+
+    @property
+    def roles(self) -> dict[str, int]:
+        roles = {"sender": self.node_core(self.path.sender), "receiver": self.node_core(self.path.receiver)}
+        if self.path.forwarded:
+            roles["forwarder"] = self.node_core("r")
+        return roles
+
+    def offload_interfaces(self) -> list[Interface]:
+        r = self.node_host("r")
+        return [Interface(ROUTER_SIDE, r, device, baseline=self.baseline(device)) for device in self.router_devices()]
 
     @property
     def sender(self) -> Endpoint:
@@ -148,38 +191,26 @@ class Middlebox(MiddleboxShape, Topology):
             return ROUTED[(node, faces)]
         return BRIDGED.get(node)
 
+    # --- the nodes: three namespaces of this machine -------------------------------------
+
+    def node_host(self, node: str) -> Host:
+        return self.hosts[node]
+
     def node_core(self, node: str) -> int:
-        """The core a node's receive processing (and its iperf3, if any) runs on."""
         return self.receiver_core if node == self.path.receiver else self.sender_core
 
-    # --- R as offlab-fwd --------------------------------------------------------------
-
-    def _router_ports(self, setting: DatapathSetting) -> dict[str, PortSpec]:
-        r = self.hosts["r"].namespace
-        return {"a": PortSpec("packet", AR_R, r, setting.port("a").offloads),
-                "b": PortSpec("packet", RB_R, r, setting.port("b").offloads)}
-
-    # --- what the runner reads --------------------------------------------------------
-
-    def _endpoint(self, role: str, node: str, other: str) -> Endpoint:
+    def node_address(self, node: str, other: str) -> str:
         if self.router == FWD:
-            address = BRIDGED[node]
-        else:
-            # `node` as seen by `other`: the address on the link towards it.
-            faces = "r" if node != "r" else ("a" if other == "a" else "b")
-            address = ROUTED[(node, faces)]
-        return Endpoint(role, self.hosts[node], address, self.node_core(node))
+            return BRIDGED[node]
+        # `node` as seen by `other`: the address on the link towards it.
+        faces = "r" if node != "r" else ("a" if other == "a" else "b")
+        return ROUTED[(node, faces)]
 
-    @property
-    def roles(self) -> dict[str, int]:
-        roles = super().roles
-        if self.path.forwarded:
-            roles["forwarder"] = self.node_core("r")
-        return roles
+    def router_devices(self) -> tuple[str, str]:
+        return AR_R, RB_R
 
-    def offload_interfaces(self) -> list[Interface]:
-        r = self.hosts["r"]
-        return [Interface(ROUTER_SIDE, r, AR_R), Interface(ROUTER_SIDE, r, RB_R)]
+    def router_namespace(self) -> str:
+        return self.hosts["r"].namespace
 
     def teardown(self) -> None:
         """The forwarder first (its sockets hold R's veths), then the namespaces."""

@@ -13,7 +13,8 @@ the receiver of the hosts file, their test interfaces as they are.
 * with `steer_rx_softirq` (the plans' default) the receiver's test interface gets RPS
   to the receiver's application core, as the lab steers receive processing to the
   receiving namespace's core — unless `pin_irqs` puts its IRQs on `irq_core`, which is
-  then where receive processing runs (`steering_text` says which, for the report).
+  then where receive processing runs (hosts/facts.py's `steering_text` says which, for
+  the report).
 
 Each change is journaled before it is made (hosts/journal.py), on the controller and
 on the server, and teardown undoes it. The connections, the servers' hold and their
@@ -37,15 +38,6 @@ from .tunnel import INNER_V6, KINDS, TX_TUNNEL
 
 REMOTE_SCENARIOS = ("bare", *KINDS, "qemu")
 """`qemu`: real guests on the servers (remote_guests.py)."""
-
-
-def steering_text(spec: HostSpec, steer_rx_softirq: bool) -> str:
-    """What a run applies to place the receiver's receive processing (host facts)."""
-    if spec.pin_irqs:
-        return f"{spec.interface}'s queue IRQs pinned to core {spec.irq_core} (pin_irqs); no RPS"
-    if steer_rx_softirq and spec.role == "receiver":
-        return f"RPS of {spec.interface}'s receive queues to core {spec.app_core} (the application's)"
-    return "none: receive processing where the NIC's IRQs put it"
 
 
 WIRES = ("mtu", "nic")
@@ -243,19 +235,3 @@ class RemotePair(Topology):
                 self.remote[name].journal = None
         if failed:
             raise TopologyError("could not restore " + "; ".join(failed) + "; run `offlab restore`")
-
-
-def remote_builder(session: RemoteSession):
-    """A `build` for the runner that makes scenarios on the servers the session holds."""
-
-    from .remote_guests import SCENARIO as GUESTS, RemoteGuestPath
-
-    def build(scenario: str, mtu: int, topology: Params | None = None, **options: object) -> Topology:
-        if scenario == GUESTS:
-            return RemoteGuestPath(scenario, mtu, topology, session, **options)
-        if scenario == "middlebox":
-            from .remote_middlebox import RemoteMiddlebox
-            return RemoteMiddlebox(mtu, topology, session, **options)
-        return RemotePair(scenario, mtu, topology, session, **options)
-
-    return build

@@ -53,7 +53,7 @@ from ..hosts.ssh import SshHost
 from ..hosts.offloads import Interface
 from .fwd import PortSpec
 from ..records import GUEST_ENTRY, TCG, DatapathSetting, FeatureState, Params, PortSetting
-from ..vm.remote import RemoteGuest, probe_accelerator
+from ..vm.remote import OverSsh, probe_accelerator
 from .base import Endpoint, TopologyError
 from .guests import GUEST_CORE, GUEST_DEVICE, MAC, RECORDED_FEATURES, VXLAN_OVERHEAD
 from .forwarder import ForwarderComponent
@@ -92,7 +92,7 @@ class RemoteGuestPath(RemotePair):
         self.backend, self.virtio_profile = str(p.get("backend", "tap")), str(p.get("virtio", "all-on"))
         self.fwd_mode = str(p.get("fwd", "pass"))
         self.forwarders: dict[str, ForwarderComponent] = {}
-        self.guests: dict[str, RemoteGuest] = {}
+        self.guests: dict[str, vm.Guest] = {}
         self.guest_hosts: dict[str, GuestHost] = {}
         self.nodes: dict[str, NodeFacts] = {}
         self._threads: dict[str, dict[str, tuple[tuple[int, int], ...]]] = {}
@@ -254,9 +254,10 @@ class RemoteGuestPath(RemotePair):
                                 mtu=self.mtu)
             if not user:
                 self._taps[role] = self.journals[name].add(changes.device(TAP[role]))
-            guest = RemoteGuest(spec, host, self._remote_images[name], self.nodes[name].accel,
-                                self._runtime(name, f"guest-{role}"), bridge=None if user else BRIDGE,
-                                core=host.spec.app_core)
+            launcher = OverSsh(host, self._remote_images[name], self.nodes[name].accel,
+                               self._runtime(name, f"guest-{role}"), core=host.spec.app_core,
+                               accel_reason=self.nodes[name].why)
+            guest = vm.Guest(spec, launcher, bridge=None if user else BRIDGE)
             self.guests[role] = guest  # first: a failed launch still stops its QEMU
             guest.launch()
         for role in roles:
@@ -265,7 +266,7 @@ class RemoteGuestPath(RemotePair):
             self._threads[role] = self._read_threads(self.guests[role])
 
     @staticmethod
-    def _read_threads(guest: RemoteGuest) -> dict[str, tuple[tuple[int, int], ...]]:
+    def _read_threads(guest: vm.Guest) -> dict[str, tuple[tuple[int, int], ...]]:
         """QEMU's threads on its server by class (vm/threads.py: vCPU, vhost, other),
         read there once the guest is up (its vhost worker exists by then)."""
         script = (f'for t in /proc/{guest.pid}/task/*; do printf "%s %s\\n" "${{t##*/}}" '

@@ -33,18 +33,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .fwd import PortSpec
 from ..hosts import changes
-from ..hosts.hostsfile import HostSpec
 from ..hosts.journal import Journal, read_identity
 from ..hosts.router import forwarding_path, forwarding_refusal, own_address
 from ..hosts.session import RemoteSession
 from ..hosts.ssh import SshHost
-from ..hosts.offloads import Interface
-from ..records import DatapathSetting, Params
-from .base import Endpoint, Topology, TopologyError
+from ..records import Params
+from .base import Topology, TopologyError
 from .forwarder import ForwarderComponent
-from .middlebox import KERNEL, ROUTER_SIDE, MiddleboxShape
+from .middlebox import KERNEL, MiddleboxShape
 from .remote_fwd import RemoteForwarder, install_binary
 
 NODES = {"a": "sender", "r": "router", "b": "receiver"}
@@ -144,31 +141,33 @@ class RemoteMiddlebox(MiddleboxShape, Topology):
     def _remote_forwarder(self, config) -> RemoteForwarder:
         return RemoteForwarder(self.remote["r"], config, self._binary)
 
-    def _router_ports(self, setting: DatapathSetting) -> dict[str, PortSpec]:
-        toward_a, toward_b = self.interfaces("r")
-        return {"a": PortSpec("packet", toward_a, "", setting.port("a").offloads),
-                "b": PortSpec("packet", toward_b, "", setting.port("b").offloads)}
+    # --- the nodes: the hosts file's three servers -------------------------------------
+
+    def node_host(self, node: str) -> SshHost:
+        return self.remote[node]
+
+    def node_core(self, node: str) -> int:
+        return self.specs[node].app_core
+
+    def node_address(self, node: str, other: str) -> str:
+        if node != "r":
+            return self.specs[node].address
+        address = self.r_address.get(other, "")
+        if not address:
+            interface = self.interfaces("r")[0 if other == "a" else 1]
+            raise TopologyError(f"router ({self.specs['r'].ssh}): {interface} has no address for the "
+                                f"terminated path {self.path.label}; address it (offlab never does)")
+        return address
+
+    def router_devices(self) -> tuple[str, str]:
+        toward_a, toward_b = self.interfaces("r")  # the hosts file's [router] has two
+        return toward_a, toward_b
+
+    def baseline(self, device: str) -> dict[str, bool] | None:
+        """With the hosts file's `baseline = "as-configured"`, R's features as the journal found them."""
+        return self._original[("r", device)] if self.session.file.baseline == "as-configured" else None
 
     # --- what the runner reads --------------------------------------------------------
-
-    def _endpoint(self, role: str, node: str, other: str) -> Endpoint:
-        if node == "r":
-            address = self.r_address.get(other, "")
-            if not address:
-                interface = self.interfaces("r")[0 if other == "a" else 1]
-                raise TopologyError(f"router ({self.specs['r'].ssh}): {interface} has no address for the "
-                                    f"terminated path {self.path.label}; address it (offlab never does)")
-        else:
-            address = self.specs[node].address
-        return Endpoint(role, self.remote[node], address, self.specs[node].app_core)
-
-    @property
-    def roles(self) -> dict[str, int]:
-        roles = {"sender": self.specs[self.path.sender].app_core,
-                 "receiver": self.specs[self.path.receiver].app_core}
-        if self.path.forwarded:
-            roles["forwarder"] = self.specs["r"].app_core
-        return roles
 
     @property
     def role_hosts(self) -> dict[str, str]:
@@ -183,11 +182,6 @@ class RemoteMiddlebox(MiddleboxShape, Topology):
 
     def nic_interfaces(self) -> dict[str, list[str]]:
         return {node: list(self.interfaces(node)) for node in NODES}
-
-    def offload_interfaces(self) -> list[Interface]:
-        r, as_configured = self.remote["r"], self.session.file.baseline == "as-configured"
-        return [Interface(ROUTER_SIDE, r, device, baseline=self._original[("r", device)] if as_configured else None)
-                for device in self.interfaces("r")]
 
     def teardown(self) -> None:
         """offlab-fwd first, then every server as its journals say; a server that fails

@@ -6,9 +6,10 @@
     lifetime.py  QEMU dies with the process that started it
     agent.py     the host's end of the guest agent on the second serial port
     spec.py      `GuestSpec` (name, NIC, address, MTU, size) and `GuestError`
-    agentguest.py what every guest does once QEMU runs: wait for its agent, attach its TAP, run commands
-    qemu.py      `Guest`: start in a namespace, stop
-    remote.py    `RemoteGuest`: the same guest on a server over SSH
+    guest.py     `Guest`, the one guest class: launch, wait for its agent (its TAP joining
+                 its bridge), run commands, stop — through a `Launcher` for where QEMU runs
+    qemu.py      QEMU's command line; `InNamespace`: QEMU in one of the lab's namespaces
+    remote.py    `OverSsh`: QEMU on a server over SSH (imported from there: it needs ssh)
     features.py  the negotiated virtio bits and `ethtool -k`, read inside the guest
     threads.py   QEMU's threads by class (vCPU, vhost, other) and their CPU ticks
 """
@@ -17,9 +18,11 @@ from .agent import AgentResult
 from .features import GuestNicState, decode_feature_bits, read_guest_nic
 from .image import GuestImage, GuestImageMissing, find_image
 from .profile import DeviceFeatures, NicProfile, ProfileError, check_backend
-from .qemu import Guest, GuestError, GuestSpec, qemu_argv
+from .guest import Guest, Launcher
+from .qemu import InNamespace, qemu_argv
+from .spec import GuestError, GuestSpec
 from .threads import QemuThread, class_times, qemu_threads
 
 __all__ = ["AgentResult", "DeviceFeatures", "Guest", "GuestError", "GuestImage", "GuestImageMissing",
-           "GuestNicState", "GuestSpec", "NicProfile", "ProfileError", "QemuThread", "check_backend", "class_times",
+           "GuestNicState", "GuestSpec", "InNamespace", "Launcher", "NicProfile", "ProfileError", "QemuThread", "check_backend", "class_times",
            "decode_feature_bits", "find_image", "qemu_argv", "qemu_threads", "read_guest_nic"]

@@ -28,13 +28,31 @@ def accel_args(accel: str) -> list[str]:
     return ["-accel", "tcg", "-cpu", "max"]
 
 
+def forced_accelerator() -> tuple[str, str] | None:
+    """(accelerator, why) when OFFLAB_VM_ACCEL forces one, here or on a server."""
+    forced = os.environ.get(ENV_ACCEL)
+    if not forced:
+        return None
+    if forced not in ACCELERATORS:
+        raise ValueError(f"{ENV_ACCEL}={forced!r}: use kvm or tcg")
+    return forced, f"{ENV_ACCEL}={forced}"
+
+
+def probe_argv(image: GuestImage, console: str) -> list[str]:
+    """The probe guest under KVM, its console to the file `console`: the same command
+    here and on a server (vm/remote.py), which reads the file for PROBE_MARK."""
+    return ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+            "-no-reboot", "-machine", "pc", *accel_args("kvm"), "-m", "128",
+            "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
+            "-append", "console=ttyS0 panic=-1 ofl.probe",
+            "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con"]
+
+
 def choose_accelerator(image: GuestImage) -> tuple[str, str]:
     """(accelerator, why), probed once per process."""
-    forced = os.environ.get(ENV_ACCEL)
+    forced = forced_accelerator()
     if forced:
-        if forced not in ACCELERATORS:
-            raise ValueError(f"{ENV_ACCEL}={forced!r}: use kvm or tcg")
-        return forced, f"{ENV_ACCEL}={forced}"
+        return forced
     if "answer" not in _chosen:
         _chosen["answer"], _chosen["why"] = _probe(image)
     return _chosen["answer"], _chosen["why"]
@@ -45,13 +63,8 @@ def _probe(image: GuestImage) -> tuple[str, str]:
         return "tcg", "no usable /dev/kvm"
     with tempfile.TemporaryDirectory(prefix="ofl-kvm-probe-") as scratch:
         console = Path(scratch) / "console.log"
-        args = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
-                "-no-reboot", "-machine", "pc", *accel_args("kvm"), "-m", "128",
-                "-kernel", str(image.kernel), "-initrd", str(image.initramfs),
-                "-append", "console=ttyS0 panic=-1 ofl.probe",
-                "-chardev", f"file,id=con,path={console}", "-serial", "chardev:con"]
         try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+            done = subprocess.run(probe_argv(image, str(console)), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                                   preexec_fn=die_with_parent)
         except subprocess.TimeoutExpired:  # run() kills QEMU before raising
             return "tcg", f"a KVM guest did not reach init within {PROBE_TIMEOUT_S:g} s"

@@ -36,6 +36,33 @@ VHOST_NET = "/dev/vhost-net"
 NETDEV_ID, DEVICE_ID, CHARDEV_ID, MEMORY_ID = "n0", "nic0", "vu0", "mem0"
 
 
+VIRTIO_PROFILES: dict[str, dict[str, bool]] = {
+    # QEMU's defaults: every offload offered both ways.
+    "all-on": {},
+    # The device refuses the guest's super-packets: the guest's own GSO cuts them
+    # (seed 004's "kernel GSO": host_tso4=off).
+    "host-tso-off": {"host_tso4": False, "host_tso6": False},
+    # The device may not hand the guest super-packets: the backend (or TAP) delivers
+    # MTU frames, and the guest's GRO is its only coalescing.
+    "guest-tso-off": {"guest_tso4": False, "guest_tso6": False, "guest_ecn": False},
+    # No checksum offload either way, and so no segmentation offload (virtio ties TSO
+    # to the checksum feature): every frame is complete on the wire.
+    "csum-off": {"csum": False, "guest_csum": False},
+    # One buffer per receive descriptor chain: large receive buffers instead of merged ones.
+    "mrg-rxbuf-off": {"mrg_rxbuf": False},
+}
+"""The guests plan's `virtio` axis: named sets of device features (the study names
+them, the device is defined here, below the topologies that start it)."""
+
+
+def virtio_options(profile: str) -> dict[str, bool]:
+    """The QEMU device options of a named virtio profile."""
+    try:
+        return dict(VIRTIO_PROFILES[profile])
+    except KeyError:
+        raise ValueError(f"unknown virtio profile {profile!r}; known: {', '.join(VIRTIO_PROFILES)}") from None
+
+
 class ProfileError(ValueError):
     """A NIC profile that cannot run (here); the message is one line with the fix."""
 
@@ -127,28 +154,3 @@ def check_backend(profile: NicProfile, vhost_net: str = VHOST_NET) -> None:
     if profile.backend == "vhost-user" and profile.socket and not os.path.exists(profile.socket):
         raise ProfileError(f"backend vhost-user: no socket at {profile.socket}; start the backend "
                            "(offlab-fwd) first")
-
-
-VIRTIO_PROFILES: dict[str, dict[str, bool]] = {
-    # QEMU's defaults: every offload offered both ways.
-    "all-on": {},
-    # The device refuses the guest's super-packets: the guest's own GSO cuts them
-    # (seed 004's "kernel GSO": host_tso4=off).
-    "host-tso-off": {"host_tso4": False, "host_tso6": False},
-    # The device may not hand the guest super-packets: the backend (or TAP) delivers
-    # MTU frames, and the guest's GRO is its only coalescing.
-    "guest-tso-off": {"guest_tso4": False, "guest_tso6": False, "guest_ecn": False},
-    # No checksum offload either way, and so no segmentation offload (virtio ties TSO
-    # to the checksum feature): every frame is complete on the wire.
-    "csum-off": {"csum": False, "guest_csum": False},
-    # One buffer per receive descriptor chain: large receive buffers instead of merged ones.
-    "mrg-rxbuf-off": {"mrg_rxbuf": False},
-}
-
-
-def virtio_options(profile: str) -> dict[str, bool]:
-    """The QEMU device options of a named virtio profile."""
-    try:
-        return dict(VIRTIO_PROFILES[profile])
-    except KeyError:
-        raise ValueError(f"unknown virtio profile {profile!r}; known: {', '.join(VIRTIO_PROFILES)}") from None

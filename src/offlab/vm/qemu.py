@@ -1,9 +1,9 @@
-"""A QEMU guest in one of the lab's network namespaces: started with its NIC profile,
-ready once its agent answers, driven through the agent, always stopped (and killed if
-it will not stop). Its files (agent socket, console log, QEMU's stderr) live in a
-runtime directory that runscope.reclaim_stale removes after a killed run; the QEMU
-process itself dies with the process that started it (PR_SET_PDEATHSIG) and with its
-namespace (naming.sweep_leftovers kills what runs in a stale one)."""
+"""QEMU's command line, and `InNamespace`: the launcher (guest.py) of a guest in one of
+the lab's network namespaces, started with its NIC profile. Its files (agent socket,
+console log, QEMU's stderr) live in a runtime directory that runscope.reclaim_stale
+removes after a killed run; the QEMU process itself dies with the process that started
+it (PR_SET_PDEATHSIG) and with its namespace (naming.sweep_leftovers kills what runs in
+a stale one)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,19 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..hosts.local import LocalNamespace, in_netns
 from ..runscope import RUNTIME_ROOT
 from .accel import accel_args, choose_accelerator
 from .agent import AgentChannel
-from .agentguest import BOOT_TIMEOUT_S, STOP_GRACE_S, AgentGuest
+from .guest import BOOT_TIMEOUT_S, STOP_GRACE_S, Guest, Launcher, Started
 from .image import GuestImage, find_image
 from .lifetime import die_with_parent
 from .profile import MEMORY_ID, NicProfile, check_backend
 from .spec import GuestError, GuestSpec
 
-__all__ = ["BOOT_TIMEOUT_S", "Guest", "GuestError", "GuestSpec", "qemu_argv", "runtime_dir"]
+__all__ = ["BOOT_TIMEOUT_S", "Guest", "GuestError", "GuestSpec", "InNamespace", "qemu_argv", "runtime_dir"]
 
 
 def kernel_cmdline(spec: GuestSpec) -> str:
@@ -74,103 +75,62 @@ def runtime_dir(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"vm-{os.getpid()}-{name}-", dir=RUNTIME_ROOT))
 
 
-class Guest(AgentGuest):
-    """`launch()` then `wait_ready()` (or `start()` for both); `run()` commands; `stop()`.
-    Several guests boot faster launched together, then waited for one by one. Launch from
-    a thread that outlives the guest: the kernel delivers PR_SET_PDEATHSIG when the
-    launching *thread* ends. One command at a time per guest (`run` is not thread-safe)."""
+class InNamespace(Launcher):
+    """QEMU in one of the lab's namespaces on this machine: its agent on a unix socket in
+    the runtime directory, its accelerator probed here once per process (accel.py)."""
 
-    host: LocalNamespace
-
-    def __init__(self, spec: GuestSpec, host: LocalNamespace, *, bridge: str | None = None,
-                 image: GuestImage | None = None):
-        self.spec = spec
+    def __init__(self, host: LocalNamespace, image: GuestImage | None = None):
         self.host = host
-        self.bridge = bridge
-        """A bridge in the namespace the TAP joins once QEMU created it."""
         self.image = image
         self.accel: str | None = None
         self.accel_reason = ""
-        self.boot_s: float | None = None
-        self.process: subprocess.Popen[bytes] | None = None
         self.runtime: Path | None = None
-        self._agent: AgentChannel | None = None
-        self._launched_at = 0.0
-        self._tap_was_there = False
 
-    # --- life cycle -----------------------------------------------------------------------
-
-    def start(self, timeout: float = BOOT_TIMEOUT_S) -> "Guest":
-        self.launch()
-        self.wait_ready(timeout)
-        return self
-
-    def launch(self) -> None:
-        try:
-            self._launch()
-        except BaseException:
-            self.stop()
-            raise
-
-    def _launch(self) -> None:
-        check_backend(self.spec.nic)
+    def start(self, spec: GuestSpec) -> Started:
+        check_backend(spec.nic)
         self.image = self.image or find_image()
         self.accel, self.accel_reason = choose_accelerator(self.image)
-        if self.tap:
-            self._tap_was_there = self.host.has_link(self.tap)
-        self.runtime = runtime_dir(self.spec.name)
-        argv = in_netns(self.host.namespace, qemu_argv(self.spec, self.image, self.accel, self.runtime))
+        self.runtime = runtime_dir(spec.name)
+        argv = in_netns(self.host.namespace, qemu_argv(spec, self.image, self.accel, self.runtime))
         (self.runtime / "argv").write_text("\n".join(argv) + "\n")
         with open(self.runtime / "qemu.stderr", "wb") as stderr:
-            self._launched_at = time.monotonic()
-            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=stderr, start_new_session=True,
-                                            preexec_fn=die_with_parent)
+            launched_at = time.monotonic()
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=stderr, start_new_session=True, preexec_fn=die_with_parent)
+        return Started(process, launched_at)
 
-    def _open_agent(self, deadline: float) -> AgentChannel:
+    def open_agent(self, deadline: float, check_alive: Callable[[], None],
+                   failure: Callable[[str], str]) -> AgentChannel:
         assert self.runtime is not None
         while True:
             # The socket file appears at bind(), a moment before QEMU listens on it.
             try:
                 return AgentChannel(str(self.runtime / "agent.sock"))
             except (FileNotFoundError, ConnectionRefusedError):
-                self._check_alive()
+                check_alive()
                 if time.monotonic() > deadline:
-                    raise GuestError(self._failure("QEMU did not open the agent's socket")) from None
+                    raise GuestError(failure("QEMU did not open the agent's socket")) from None
                 time.sleep(0.05)
 
-    def _log_tail(self, name: str) -> list[str]:
+    def log_tail(self, name: str) -> list[str]:
         path = self.runtime / name if self.runtime else None
         if path is None or not path.exists():
             return []
         return path.read_text(errors="replace").strip().splitlines()[-5:]
 
-    def stop(self) -> None:
-        """TERM QEMU (it exits cleanly on it), KILL it after a grace period; then its
-        TAP is gone (when QEMU made it) and its runtime files are removed."""
-        if self._agent is not None:
-            self._agent.close()
-            self._agent = None
-        if self.process is not None:
-            if self.process.poll() is None:
-                self.process.send_signal(signal.SIGTERM)
-                try:
-                    self.process.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-            if self.tap and not self._tap_was_there:
-                self._wait_tap_gone()
-            self.process = None
+    def end(self, process: subprocess.Popen[bytes]) -> None:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def clean(self) -> None:
         if self.runtime is not None:
             shutil.rmtree(self.runtime, ignore_errors=True)
             self.runtime = None
 
-    def __enter__(self) -> "Guest":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
-        return f"Guest({self.spec.name!r}, {self.host.namespace!r}, {self.spec.nic.backend}, {self.accel})"
+        return repr(self.host.namespace)

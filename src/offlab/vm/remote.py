@@ -1,6 +1,7 @@
-"""A QEMU guest on a server reached over SSH (`offlab run --hosts` with the `qemu`
-scenario): the same guest, NIC profile and agent as vm/qemu.py's, started by the
-host's ssh connection instead of in a local namespace.
+"""`OverSsh`: the launcher (guest.py) of a QEMU guest on a server reached over SSH
+(`offlab run --hosts` with the `qemu` scenario): the same `Guest`, NIC profile, QEMU
+command line and agent as in a local namespace (vm/qemu.py's `InNamespace`), started
+by the host's ssh connection.
 
 * The agent's serial port is QEMU's **stdio**, carried by the SSH channel that started
   QEMU: nothing has to listen or be installed on the server (no socat, no forwarded
@@ -21,11 +22,12 @@ import select
 import shlex
 import time
 from pathlib import PurePosixPath
+from typing import Callable
 
 from ..hosts.ssh import RemoteProcess, SshHost
-from .accel import ACCELERATORS, ENV_ACCEL, PROBE_MARK, PROBE_TIMEOUT_S, accel_args
+from .accel import ACCELERATORS, PROBE_MARK, PROBE_TIMEOUT_S, forced_accelerator, probe_argv
 from .agent import AgentChannel, AgentError, FrameParser
-from .agentguest import STOP_GRACE_S, AgentGuest
+from .guest import STOP_GRACE_S, Launcher, Started
 from .image import GuestImage
 from .qemu import qemu_argv
 from .spec import GuestError, GuestSpec
@@ -57,7 +59,7 @@ class PipeAgentChannel(AgentChannel):
         return os.read(self._out, 65536) if ready else None
 
     def close(self) -> None:
-        """The channel closes with QEMU's ssh client (RemoteGuest.stop)."""
+        """The channel closes with QEMU's ssh client (OverSsh.end)."""
 
 
 _probed: dict[str, tuple[str, str]] = {}
@@ -69,11 +71,9 @@ def probe_accelerator(host: SshHost, image: GuestImage, scratch: str, kernel: st
     powers off at once), bounded by `timeout` on the server itself, so a probe whose
     controller died ends on its own; kept for the process by `kernel` (the server's
     identity) when given. OFFLAB_VM_ACCEL forces the answer as locally."""
-    forced = os.environ.get(ENV_ACCEL)
+    forced = forced_accelerator()
     if forced:
-        if forced not in ACCELERATORS:
-            raise ValueError(f"{ENV_ACCEL}={forced!r}: use kvm or tcg")
-        return forced, f"{ENV_ACCEL}={forced}"
+        return forced
     if kernel and kernel in _probed:
         return _probed[kernel]
     answer = _probe(host, image, scratch)
@@ -84,10 +84,7 @@ def probe_accelerator(host: SshHost, image: GuestImage, scratch: str, kernel: st
 
 def _probe(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
     log = f"{scratch}/kvm-probe.log"
-    argv = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-            "-machine", "pc", *accel_args("kvm"), "-m", "128", "-kernel", str(image.kernel),
-            "-initrd", str(image.initramfs), "-append", "console=ttyS0 panic=-1 ofl.probe",
-            "-chardev", f"file,id=con,path={log}", "-serial", "chardev:con"]
+    argv = probe_argv(image, log)
     script = (f"[ -r /dev/kvm ] && [ -w /dev/kvm ] || {{ echo 'tcg no usable /dev/kvm'; exit 0; }}\n"
               f"mkdir -p {shlex.quote(scratch)}\n"
               f"timeout -s KILL {PROBE_TIMEOUT_S:g} {shlex.join(argv)} >/dev/null 2>{shlex.quote(log)}.err; rc=$?\n"
@@ -100,70 +97,64 @@ def _probe(host: SshHost, image: GuestImage, scratch: str) -> tuple[str, str]:
     return (accel, why) if accel in ACCELERATORS else ("tcg", f"probe said {said[-1:]}")
 
 
-class RemoteGuest(AgentGuest):
-    """`launch()` then `wait_ready()`; `run()` commands; `stop()` — vm.Guest's interface
-    on a server. `image` holds the kernel and initramfs paths *on the server*."""
+class OverSsh(Launcher):
+    """QEMU on a server: started by the host's ssh connection, its agent on QEMU's stdio.
+    `image` holds the kernel and initramfs paths *on the server* (copied by hash,
+    hosts/files.py), `accel` what the server's probe chose (`probe_accelerator`),
+    `runtime` a directory of the run on the server, `core` the core QEMU is pinned to."""
 
-    TAP_POLL_S = 0.1  # each look is a round trip to the server
-    host: SshHost
+    tap_poll_s = 0.1  # each look is a round trip to the server
 
-    def __init__(self, spec: GuestSpec, host: SshHost, image: GuestImage, accel: str, runtime: str, *,
-                 bridge: str | None = None, core: int | None = None):
-        self.spec = spec
+    def __init__(self, host: SshHost, image: GuestImage, accel: str, runtime: str, *, core: int | None = None,
+                 accel_reason: str = ""):
         self.host = host
         self.image = image
         self.accel = accel
+        self.accel_reason = accel_reason
         self.runtime = runtime
-        self.bridge = bridge
         self.core = core
-        self.boot_s: float | None = None
-        self.process: RemoteProcess | None = None
-        self._agent: PipeAgentChannel | None = None
-        self._launched_at = 0.0
 
     @property
     def where(self) -> str:
-        return f"guest {self.spec.name} on {self.host.name}"
+        return f" on {self.host.name}"
 
-    def launch(self) -> None:
+    def start(self, spec: GuestSpec) -> Started:
+        self.host.run(["mkdir", "-p", self.runtime], timeout=20)
+        argv = qemu_argv(spec, self.image, self.accel, PurePosixPath(self.runtime), agent="stdio,id=agent,signal=off")
+        if self.core is not None:
+            argv = ["taskset", "-c", str(self.core), *argv]
+        # QEMU's stderr to a file there: a pipe nobody drains could stall it.
+        command = ["sh", "-c", 'exec "$@" 2>"$0"', f"{self.runtime}/qemu.stderr", *argv]
+        launched_at = time.monotonic()
+        process = self.host.spawn(command, capture_stdout=True, keep_stdin=True)
         try:
-            self.host.run(["mkdir", "-p", self.runtime], timeout=20)
-            argv = qemu_argv(self.spec, self.image, self.accel, PurePosixPath(self.runtime),
-                             agent="stdio,id=agent,signal=off")
-            if self.core is not None:
-                argv = ["taskset", "-c", str(self.core), *argv]
-            # QEMU's stderr to a file there: a pipe nobody drains could stall it.
-            command = ["sh", "-c", 'exec "$@" 2>"$0"', f"{self.runtime}/qemu.stderr", *argv]
-            self._launched_at = time.monotonic()
-            self.process = self.host.spawn(command, capture_stdout=True, keep_stdin=True)
-            self._agent = PipeAgentChannel(self.process)
-        except BaseException:
-            self.stop()
+            return Started(process, launched_at, PipeAgentChannel(process))
+        except BaseException:  # not the guest's yet: its stop would not end it
+            self.end(process)
             raise
 
-    def _open_agent(self, deadline: float) -> AgentChannel:
-        raise GuestError(f"{self.where}: not launched")  # launch() opens the channel with QEMU
+    def open_agent(self, deadline: float, check_alive: Callable[[], None],
+                   failure: Callable[[str], str]) -> AgentChannel:
+        raise GuestError(failure("not launched"))  # start() opens the channel with QEMU
 
-    def _log_tail(self, name: str) -> list[str]:
+    def log_tail(self, name: str) -> list[str]:
         """Read there."""
         done = self.host.run(["tail", "-n", "5", f"{self.runtime}/{name}"], check=False, timeout=15)
         return done.stdout.strip().splitlines() if done.returncode == 0 else []
 
-    def stop(self) -> None:
-        """TERM QEMU's process group there, KILL it after a grace period (SshHost.stop);
-        then its TAP is gone and its files in the run directory are removed."""
-        self._agent = None
-        if self.process is not None:
-            process, self.process = self.process, None
-            if process.local.stdin is not None:
-                try:
-                    process.local.stdin.close()
-                except OSError:
-                    pass
-                process.local.stdin = None
-            self.host.stop(process, grace_s=STOP_GRACE_S)  # type: ignore[arg-type]
-            self._wait_tap_gone()
+    def end(self, process: RemoteProcess) -> None:
+        """Close QEMU's stdin (the agent's channel), then TERM its process group there and
+        KILL it after a grace period (SshHost.stop)."""
+        if process.local.stdin is not None:
+            try:
+                process.local.stdin.close()
+            except OSError:
+                pass
+            process.local.stdin = None
+        self.host.stop(process, grace_s=STOP_GRACE_S)  # type: ignore[arg-type]
+
+    def clean(self) -> None:
         self.host.run(["rm", "-rf", self.runtime], check=False, timeout=20)
 
     def __repr__(self) -> str:
-        return f"RemoteGuest({self.spec.name!r}, {self.host.name!r}, {self.spec.nic.backend}, {self.accel})"
+        return repr(self.host.name)

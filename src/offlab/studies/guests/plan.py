@@ -11,7 +11,8 @@ DPDK's vhost backend doing GRO/GSO. Here every combination of
 * `backends` — tap (QEMU's own virtio in userspace), tap-vhost (the kernel's vhost-net),
   vhost-user (offlab-fwd as the backend, the engine between guest and node);
 * `fwd_modes` — offlab-fwd's mode on vhost-user paths (pass, gso, gro);
-* `virtio` — which virtio-net features QEMU offers the guest (VIRTIO_PROFILES);
+* `virtio` — which virtio-net features QEMU offers the guest (vm/profile.py's
+  VIRTIO_PROFILES);
 
 is one topology: the guests boot with that device and keep it for every case measured
 on it (QEMU fixes a device's features when it starts). The in-guest ethtool profiles

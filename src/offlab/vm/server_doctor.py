@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import files
-from .ssh import SshHost
+from ..hosts import files
+from ..hosts.base import HostError
+from ..hosts.hostsfile import HostsFile
+from ..hosts.remote_doctor import RemoteCheck
+from ..hosts.ssh import SshHost
+from .image import GuestImage, GuestImageMissing, find_image
+from .remote import probe_accelerator
 
 QEMU = "qemu-system-x86_64"
 
@@ -44,8 +49,6 @@ def guest_checks(host: SshHost, name: str, row: Callable[..., object]) -> list[o
 
 def _kvm(host: SshHost, name: str, row: Callable[..., object]) -> object:
     """KVM usable = a KVM guest reaches init there within the probe's bound."""
-    from ..vm import GuestImageMissing, GuestImage, find_image
-    from ..vm.remote import probe_accelerator
     try:
         image = find_image()
     except GuestImageMissing as missing:
@@ -70,3 +73,17 @@ def _cores(host: SshHost, name: str, row: Callable[..., object]) -> object:
     free = cores - load
     return row(name, "free cores", free >= 1, f"{cores} cores, load {load:.1f} (about {max(free, 0):.1f} free)",
                "" if free >= 1 else "stop what keeps the server busy before measuring guests there")
+
+
+def remote_guest_checks(hosts: HostsFile) -> list[RemoteCheck]:
+    """`doctor --hosts --guests`: what the qemu scenario needs on each server."""
+    checks: list[RemoteCheck] = []
+    for role, spec in hosts.hosts.items():
+        host = SshHost(role, spec, hosts.ssh_config)
+        try:
+            checks += guest_checks(host, f"{spec.role} ({spec.ssh})", RemoteCheck)  # type: ignore[arg-type]
+        except HostError as err:
+            checks.append(RemoteCheck(f"{spec.role} ({spec.ssh})", "guests", False, str(err), ""))
+        finally:
+            host.close()
+    return checks
