@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..analysis.adaptive import AdaptiveOutcome
-from .tables import Table
+from .cells import Table
 
 INTRO = (
     "Each case was repeated until the 95% CI half-width of its throughput was within the "

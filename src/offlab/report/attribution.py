@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .phrases import format_change, format_p
 from .recommend import Recommendations, Step
 from .states import display_list
-from .tables import Table
+from .cells import Table
 from .section import Section
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from pathlib import Path
 from ..hosts.facts import virtual_roles
 from .page import html_table, markdown_table as md_table, page
 from .model import CaseGroup, build_groups, build_rows
-from .tables import Table, mean_std, versus
+from .cells import Table, mean_std
+from .tables import versus
 from ..store.store import RunResults
 
 MARKDOWN_NAME = "campaign.md"

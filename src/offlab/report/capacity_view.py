@@ -17,7 +17,7 @@ from ..analysis.stats import summary
 from .section import Section
 from .capacity_limits import MAX_CV, SATURATED_PCT, RECEIVER_APP, RECEIVER_CORE, SENDER_CORE, Limit, limits, verdict
 from .model import ProfileRow
-from .tables import Table, mean_std
+from .cells import Table, mean_std
 
 SMALL_PAYLOAD = 200
 """Payloads up to this size are a packet-rate test (seed 000's "UDP 60"): shown in

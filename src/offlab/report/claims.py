@@ -29,7 +29,7 @@ from .model import CaseGroup
 from .phrases import format_adjusted, format_change, format_p, format_signed
 from .recommend import Effect, Step, _step, set_apart, step_effects
 from .states import display_list
-from .tables import Table
+from .cells import Table
 from .validity import MTU_WIRE
 from .section import Section
 

@@ -25,7 +25,8 @@ from ..measure import stackconfig
 from ..records import RunInfo
 from .page import html_table, markdown_table as md_table, page
 from .model import ProfileRow, build_rows
-from .tables import Table, mean_std, versus
+from .cells import Table, mean_std
+from .tables import versus
 from ..analysis.stats import RelativeChange, relative_change
 from ..store.store import RunResults
 

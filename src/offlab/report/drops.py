@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..measure.counters import is_drop, is_pressure
 from ..analysis.stats import Summary, summary
+from .cells import Table, mean_std
 from .section import Section
 
 if TYPE_CHECKING:
@@ -137,7 +138,6 @@ def drops_where_none_belong(row: "ProfileRow") -> PathDrops | None:
 
 def retrans_cell(row: "ProfileRow") -> str:
     """The case tables' TCP cell: retransmits per sample and their share of segments."""
-    from .tables import mean_std
     found = path_drops(row.samples)
     count = mean_std(row.retransmits, decimals=0)
     if found.retrans_pct is None:
@@ -180,7 +180,6 @@ DROPS_INTRO = (
 def drops_sections(rows: Sequence["ProfileRow"]) -> list:
     """One table: per case, its retransmit share and efficiency, then each drop or
     pressure counter that grew, per sample, by host."""
-    from .tables import Table
     body = []
     for row in rows:
         found = path_drops(row.samples)

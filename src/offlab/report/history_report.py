@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .history import CaseHistory, HistoryPoint
 from .page import data_uri, html_table, markdown_table as md_table, page
-from .tables import Table, mean_std, versus
+from .cells import Table, mean_std
+from .tables import versus
 
 MARKDOWN_NAME = "history.md"
 HTML_NAME = "history.html"

@@ -18,7 +18,7 @@ from ..measure import latency, rtthist
 from ..analysis.stats import summary
 from .section import Section
 from .model import ProfileRow, is_all_on
-from .tables import Table, mean_std
+from .cells import Table, mean_std
 
 LATENCY_KINDS = (
     ("rtt", "RTT of a 2 ms irtt probe beside the saturating TCP stream"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import html
 
-from .tables import Table
+from .cells import Table
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;

@@ -14,7 +14,7 @@ from .family import group_headline
 from .states import display_list
 from .topologies import describe
 from .validity import IMPRECISE, NOT_AN_EFFECT
-from .tables import Table
+from .cells import Table
 
 WARNING_TITLES = {
     "HighVariation": "High variation",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .tables import Table
+from .cells import Table
 from .section import Section
 
 INTRO = ("The network stack each host ran the tests with, read when each topology was built: "

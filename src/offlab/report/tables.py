@@ -3,10 +3,9 @@ Markdown and HTML render the same tables, so they always agree."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..measure.cpu import SPLIT_ERROR_TARGET, TASKS_TOTAL, TICK_HZ, busy_split_error, refusals
 from ..analysis.stats import RelativeChange, Summary, summary
+from .cells import Table, decimals_for, mean_std
 from .model import ALL_CORES, CaseGroup, ProfileRow, cpu_timed
 from .phrases import format_change
 from .states import display_name
@@ -30,30 +29,6 @@ RESULTS_NOTE = (
 CPU_TABLE_CLASSES = ("usr", "sys", "irq", "soft", "idle")
 """Always shown (seed-002's rows); other classes appear only when they are not ~0."""
 _OPTIONAL_CLASSES = ("nice", "iowait", "steal")
-
-
-@dataclass(frozen=True)
-class Table:
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    align_left: int = 1
-    """How many leading columns are text (left-aligned); the rest are numbers."""
-
-
-def decimals_for(value: float) -> int:
-    magnitude = abs(value)
-    return 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2
-
-
-def mean_std(stat: Summary | None, scale: float = 1.0, decimals: int | None = None) -> str:
-    """"x.x±y.y" (the seeds' cells); just the mean when one run gives no spread."""
-    if stat is None:
-        return "–"
-    mean = stat.mean * scale
-    d = decimals_for(mean) if decimals is None else decimals
-    if stat.std is None:
-        return f"{mean:.{d}f}"
-    return f"{mean:.{d}f}±{stat.std * scale:.{d}f}"
 
 
 def mean_std_cv(stat: Summary, scale: float = 1.0) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 from ..measure.cpu import NOMINAL, WINDOW_PREFIX, WINDOW_TOLERANCE
 from ..analysis.stats import summary
 from .model import cpu_timed
-from .tables import Table, mean_std
+from .cells import Table, mean_std
 from .section import Section
 
 if TYPE_CHECKING:

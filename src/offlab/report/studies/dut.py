@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..model import ProfileRow, RoleCpu
-from ..tables import Table, mean_std
+from ..cells import Table, mean_std
 from ..section import Section
 from ...analysis.stats import Summary, summary
 from ...studies.dut.plan import DUT_DIRECTIONS

@@ -13,7 +13,7 @@ from statistics import median
 from typing import Any, Sequence
 
 from ..model import ProfileRow
-from ..tables import Table
+from ..cells import Table
 from ..validity import emulated
 from ..section import Section
 from .userspace import mean_ci

@@ -15,7 +15,7 @@ from ...analysis.adaptive import AdaptiveOutcome
 from ...measure.counters import is_pathology
 from ...records import TrafficSpec
 from ..model import ProfileRow
-from ..tables import Table, decimals_for
+from ..cells import Table, decimals_for
 from ..section import Section
 from ...analysis.stats import Summary, relative_change
 from ...topology.middlebox import PATHS, Path

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..model import ProfileRow
-from ..tables import Table, decimals_for, mean_std
+from ..cells import Table, decimals_for, mean_std
 from ..section import Section
 from ...analysis.stats import RelativeChange, relative_change
 from ...studies.userspace.plan import DIRECT, GRO_NONE, PROFILES
