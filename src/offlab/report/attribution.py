@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .phrases import format_change, format_p
-from .recommend import Recommendations, Step
+from .effects import Step
+from .recommend import Recommendations
 from .states import display_list
 from .cells import Table
 from .section import Section

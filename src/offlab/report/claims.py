@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING
 from ..hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
 from ..analysis.stats import FAMILY_METHOD
 from .family import Headline
-from .findings import merge_nested, umbrella
+from .findings import merge_nested
+from .states import umbrella
 from .model import CaseGroup
 from .phrases import format_adjusted, format_change, format_p, format_signed
-from .recommend import Effect, Step, _step, set_apart, step_effects
+from .effects import Effect, Step
+from .recommend import _step, set_apart, step_effects
 from .states import display_list
 from .cells import Table
 from .validity import MTU_WIRE

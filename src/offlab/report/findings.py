@@ -10,26 +10,9 @@ comparisons, instead of two lines of advice that count the same thing twice.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from .states import UMBRELLAS
-
-if TYPE_CHECKING:
-    from .recommend import Effect, Step
-
-
-def turned_off(step: "Step") -> frozenset[str]:
-    """Every feature the step's recorded state shows turned off, asked for or cascaded,
-    named by its ethtool umbrella: tx checksumming off on veth turns off
-    tx-tcp-segmentation while the recorded "tcp-segmentation-offload" line can stay on,
-    and that is TSO going off all the same."""
-    return frozenset(umbrella(name) for name in (*step.in_force, *step.cascaded))
-
-
-def umbrella(feature: str) -> str:
-    """The ethtool umbrella a kernel feature belongs to ("tx-tcp-segmentation" → TSO's
-    "tcp-segmentation-offload"), or the feature itself."""
-    return next((name for name, subs in UMBRELLAS.items() if feature in subs), feature)
+from .effects import Effect, Step, turned_off
 
 
 def nests(inner: "Step", outer: "Step") -> bool:

@@ -16,7 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .document import ReportModel
-from .recommend import Effect, Step
+from .effects import Effect, Step
 from .states import display_list
 
 SLUG = "effects"

@@ -7,7 +7,8 @@ from typing import Mapping
 
 from .document import ReportModel
 from .forest import CAPTION as FOREST_CAPTION, SLUG as FOREST_SLUG, TITLE as FOREST_TITLE
-from .recommend import Effect, digest, not_applied_sentence
+from .effects import Effect
+from .recommend import digest, not_applied_sentence
 from .sections import (SET_APART, UNCORRECTED, advice_rule, excluded_sentences, grouped_warnings,
                        headlines, imprecise_keys, no_advice_sentence, rows_by_scenario, run_facts, timestamp,
                        uncorrected_sentences, what_was_measured)

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping
 
 from ..analysis.adaptive import AdaptiveOutcome
+from .effects import Step
 from .validity import IMPRECISE, Exclusion
 
 if TYPE_CHECKING:
     from .model import ProfileRow
-    from .recommend import Step
 
 
 def missed(row: "ProfileRow", adaptive: Mapping[str, AdaptiveOutcome]) -> AdaptiveOutcome | None:

@@ -82,3 +82,9 @@ def known_features(state: OffloadState, side: str) -> dict[str, bool]:
         for name, feat in state[iface].items():
             out[name] = out.get(name, False) or feat.fixed
     return out
+
+
+def umbrella(feature: str) -> str:
+    """The ethtool umbrella a kernel feature belongs to ("tx-tcp-segmentation" → TSO's
+    "tcp-segmentation-offload"), or the feature itself."""
+    return next((name for name, subs in UMBRELLAS.items() if feature in subs), feature)

@@ -53,17 +53,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM, UDP_TNL
+from ..hosts.offloads import GRO, GSO, RX_CSUM, TSO, TX_CSUM
 from ..records import GUEST_ENTRY, TCG
 from .capacity_limits import verdict as capacity_verdict
 from .drops import drops_where_none_belong
+from .effects import Effect, Step, against_mechanism
 from .fragments import fragmentation
+from .mechanisms import mechanism
 from .phrases import format_change, format_p
 from .states import display_list
 
-if TYPE_CHECKING:  # recommend.py imports this module
+if TYPE_CHECKING:
     from .model import ProfileRow
-    from .recommend import Effect, Step
 
 TCP_ONLY = frozenset({TSO, "tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-tcp-ecn-segmentation",
                       "tx-tcp-mangleid-segmentation"})
@@ -72,18 +73,6 @@ MTU_WIRE = "mtu"
 """Topology parameter `wire`: the sender's super-packets are cut to MTU frames before the
 wire (software segmentation on a core of its own), as a NIC pair would deliver them."""
 
-MECHANISMS = {
-    TSO: "with TSO off the sending stack cuts each 64 KiB write into MTU segments in software "
-         "(GSO) and every segment walks the qdisc and the device driver",
-    TX_CSUM: "without tx checksumming every segment's TCP/UDP checksum is computed by the CPU, "
-             "and TSO, which needs it, goes off with it",
-    GSO: "with GSO off too, segments are built by TCP itself, one skb per MSS",
-    UDP_TNL: "without tunnel segmentation the stack segments the inner TCP before encapsulating, "
-             "one VXLAN packet per MSS",
-    GRO: "without GRO the receiving stack processes every MTU frame on its own instead of one "
-         "coalesced packet per flow and poll",
-    RX_CSUM: "without rx checksumming the receiver verifies every checksum in software",
-}
 
 
 PACE_KEPT = 0.95
@@ -205,21 +194,6 @@ def exclusion(step: "Step", virtual_devices: bool) -> Exclusion | None:
                          "measure receiver offloads with wire = \"mtu\" (MTU frames on the "
                          "wire, as from a NIC)")
     return None
-
-
-def mechanism(features: tuple[str, ...]) -> str:
-    """The known mechanism of turning these features off, or "" if none is known."""
-    known = [MECHANISMS[f] for f in features if f in MECHANISMS]
-    return "; ".join(known)
-
-
-def against_mechanism(effect: "Effect") -> bool:
-    """A significant effect of turning off features that save CPU work (all of whose
-    mechanisms are known) in the direction that work cannot explain: more throughput,
-    or less CPU per Gbps, with them off."""
-    credited = effect.step.credited
-    return (bool(credited) and all(f in MECHANISMS for f in credited)
-            and effect.significant and not effect.better_on)
 
 
 def contention(step: "Step", effects: list["Effect"]) -> Exclusion | None:
