@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pgserver import PgServer, server_bindir
+from pgserver import PgServer, reap_orphans, server_bindir
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 _WORKER_RUNTIME = Path(f"/run/offlab-tests-{_WORKER}-{os.getpid()}") if _WORKER else None
@@ -39,6 +39,28 @@ def pytest_configure(config):
         if path == integration or integration in path.parents or path in integration.parents:
             raise pytest.UsageError("tests/integration runs in one process: drop -n, or pass "
                                     "--ignore=tests/integration to the parallel run (make test runs both)")
+
+
+def _reap_dead_workers_runtime() -> None:
+    """Runtime directories of workers killed before their session finished."""
+    for stale in Path("/run").glob("offlab-tests-*-*"):
+        try:
+            os.kill(int(stale.name.rsplit("-", 1)[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+def pytest_sessionstart(session):
+    """What a killed session left behind (PostgreSQL servers, worker runtime
+    directories) goes before this one starts: nothing accumulates across killed runs."""
+    if os.geteuid() != 0 or _WORKER:
+        return
+    _reap_dead_workers_runtime()
+    bindir = server_bindir()
+    if bindir is not None:
+        reap_orphans(bindir)
 
 
 def pytest_sessionfinish(session, exitstatus):

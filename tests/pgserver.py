@@ -6,6 +6,10 @@ and removed at the end. Nothing of the machine's own clusters is touched.
 Two roles: `postgres` (trust, over the socket: the tests' administrator, creating a
 database per test) and `offlab` with a password (scram-sha-256 over TCP, as a team's
 server would ask), which is what the store URLs under test use.
+
+A server whose test session was killed (SIGKILL, a CI timeout) cannot stop itself; each
+server's directory names its owner process, and the next session stops and removes the
+servers whose owner is gone (`reap_orphans`).
 """
 
 from __future__ import annotations
@@ -16,12 +20,19 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
 import psycopg.sql
 
 USER, PASSWORD = "offlab", "lab-secret"
+ROOT_PREFIX = "offlab-pg-"
+# A directory without its owner file (a session that died between mkdtemp and writing
+# it, or one started by a version of this module without owners) is reaped only once it
+# is this old and no server runs in it: its owner is unknown, so a running server in it
+# may belong to a live session.
+_OWNERLESS_GRACE_S = 60
 _counter = itertools.count()
 
 
@@ -45,7 +56,8 @@ def _as_postgres(*argv: str) -> None:
 class PgServer:
     def __init__(self, bindir: Path):
         self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="offlab-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
+        (self.root / "owner").write_text(f"{os.getpid()}\n")
         shutil.chown(self.root, "postgres", "postgres")
         os.chmod(self.root, 0o755)
         self.data = self.root / "data"
@@ -110,3 +122,45 @@ class PgServer:
         with self.admin(dbname) as conn:
             rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
         return {row[0] for row in rows}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _in_use(root: Path) -> bool:
+    """Its owner session is alive, or (owner unknown) it is new or a server runs in it."""
+    try:
+        return _pid_alive(int((root / "owner").read_text()))
+    except ValueError:
+        return False
+    except FileNotFoundError:
+        pass
+    if time.time() - root.stat().st_mtime < _OWNERLESS_GRACE_S:
+        return True
+    try:
+        return _pid_alive(int((root / "data" / "postmaster.pid").read_text().split()[0]))
+    except (FileNotFoundError, ValueError, IndexError):
+        return False
+
+
+def reap_orphans(bindir: Path) -> list[Path]:
+    """Stop and remove the servers whose test session is gone; the directories reaped."""
+    reaped = []
+    for root in sorted(Path(tempfile.gettempdir()).glob(ROOT_PREFIX + "*")):
+        if not root.is_dir() or _in_use(root):
+            continue
+        if (root / "data" / "postmaster.pid").exists():
+            # immediate: nothing in a dead session's scratch database is worth a checkpoint
+            subprocess.run(["runuser", "-u", "postgres", "--", str(bindir / "pg_ctl"), "-D",
+                            str(root / "data"), "-m", "immediate", "-w", "stop"],
+                           capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+        reaped.append(root)
+    return reaped
