@@ -226,14 +226,15 @@ install:
 ## then the integration tests alone (namespaces, rigs, QEMU: they measure, so nothing
 ## runs beside them). Both always run; each prints its slowest tests, so every run
 ## shows where the time goes. First the layer contract (pyproject.toml,
-## [tool.importlinter]): the lab's wings import downwards only (docs/lab.md); a broken
+## [tool.importlinter]): the lab's wings import downwards only and no wing's modules import in a
+## circle (docs/lab.md); a broken
 ## one prints each upward import and one line saying so.
 TEST_WORKERS ?= 2
 test-python:
 	@out=$$($(VENV)/bin/lint-imports --no-cache 2>&1) || { \
-	  grep -E 'is not allowed to import|^- ' <<<"$$out"; \
-	  echo "layer contract broken: an import runs up the lab's wings (pyproject.toml [tool.importlinter], docs/lab.md): move the shared definition down"; \
-	  exit 1; }; echo "layer contract kept: the lab's wings import downwards only"
+	  grep -E 'is not allowed to import|No cycles are allowed|^- ' <<<"$$out"; \
+	  echo "layer contract broken: an import runs up the lab's wings or in a circle inside one (pyproject.toml [tool.importlinter], docs/lab.md): move the shared definition down"; \
+	  exit 1; }; echo "layer contracts kept: the lab's wings import downwards only, and no wing's modules import each other in a circle"
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
 	status=0; \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration || status=1; \
