@@ -8,7 +8,8 @@ from offlab.hosts.hostsfile import HostsFileError, parse
 from offlab.hosts.session import RemoteSession
 from offlab.records import Params
 from offlab.topology import TopologyError
-from offlab.topology.remote_middlebox import RemoteMiddlebox
+from offlab.topology.middlebox import Middlebox
+from offlab.topology.remote_middlebox import OnServers
 
 
 def _doc(**router):
@@ -44,17 +45,22 @@ def test_router_mistakes_are_one_line_with_the_fix(change, text):
 
 def test_the_middlebox_roles_are_the_hosts_app_cores():
     hosts = parse(_doc(), "h.toml")
-    forwarded = RemoteMiddlebox(1500, Params(path="a-b", router="kernel"), RemoteSession(hosts))
+    forwarded = Middlebox(1500, Params(path="a-b", router="kernel"), OnServers(RemoteSession(hosts)))
     assert forwarded.roles == {"sender": 2, "receiver": 3, "forwarder": 1}
     assert forwarded.role_hosts == {"sender": "a", "receiver": "b", "forwarder": "r"}
     assert forwarded.nic_interfaces() == {"a": ["ens1f0"], "r": ["ens1f0", "ens1f1"], "b": ["ens1f0"]}
-    terminated = RemoteMiddlebox(1500, Params(path="r-a", router="kernel"), RemoteSession(hosts))
+    assert forwarded.router_devices() == ("ens1f0", "ens1f1")  # toward A, toward B: the file's order
+    assert forwarded.forwarder.core == 1 and forwarded.forwarder.scenario.endswith("on R (lab@r)")
+    here = Middlebox(1500, Params(path="a-b", router="kernel"))  # the same topology, nodes in namespaces
+    assert here.roles == {"sender": 0, "receiver": 1, "forwarder": 0} and here.role_hosts == {}
+    assert here.router_devices() == ("ofl-ar1", "ofl-rb0") and here.nic_interfaces() == {}
+    terminated = Middlebox(1500, Params(path="r-a", router="kernel"), OnServers(RemoteSession(hosts)))
     assert terminated.roles == {"sender": 1, "receiver": 2}
     with pytest.raises(TopologyError, match="offlab-fwd as R only forwards; path a-r ends on R"):
-        RemoteMiddlebox(1500, Params(path="a-r", router="offlab-fwd"), RemoteSession(hosts))
+        Middlebox(1500, Params(path="a-r", router="offlab-fwd"), OnServers(RemoteSession(hosts)))
     with pytest.raises(TopologyError, match="needs a \\[router\\] table in h.toml"):
-        RemoteMiddlebox(1500, Params(path="a-b"), RemoteSession(parse({k: v for k, v in _doc().items()
-                                                                         if k != "router"}, "h.toml")))
+        Middlebox(1500, Params(path="a-b"), OnServers(RemoteSession(parse({k: v for k, v in _doc().items()
+                                                                         if k != "router"}, "h.toml"))))
 
 
 def test_the_middlebox_report_says_what_r_is_on_real_hosts():

@@ -221,3 +221,51 @@ def test_a_neighbour_entry_offlab_replaces_is_put_back_as_it_was(lab, tmp_path):
         _nothing_left(lab, before)
     finally:
         a.ip("neigh", "del", peer, "dev", "ofl-3a0", check=False)
+
+
+def test_one_middlebox_takes_the_same_steps_in_namespaces_and_on_servers(lab, tmp_path):
+    """The guard against the two places drifting apart (topology/middlebox.py: one
+    `Middlebox`, its site `Namespaces` here or `OnServers`): the same case, built in
+    three namespaces of this machine and on the rig's three servers, takes the same
+    steps in the same order, hands the matrix R's device toward A then toward B, and
+    leaves the same features in force on them after the same profile (veths on both
+    sides, so the kernel reads back the same) — and with R as offlab-fwd the same
+    modes and port offloads in force; the servers are as before afterwards."""
+    from offlab.hosts import hostsfile
+    from offlab.hosts.offloads import OffloadControl
+    from offlab.hosts.session import RemoteSession
+    from offlab.run import plan as plans
+    from offlab.topology import build
+    from offlab.topology.remote_build import remote_builder
+
+    before = lab.state()
+    text = PLAN.format(runs=1, paths=["a-b"], routers=["kernel", "offlab-fwd"], mtu=1500).replace("'", '"')
+    cases = [c for c in plans.parse(text, "drift.toml").cases if not c.profile.features["tcp-segmentation-offload"]]
+    assert {c.topology["router"] for c in cases} == {"kernel", "offlab-fwd"}
+    session = RemoteSession(hostsfile.load(lab.hosts_file), allow_forwarding=True)
+    session.start()
+    try:
+        for case in cases:
+            seen = {}
+            for where, builder in (("here", build), ("servers", remote_builder(session))):
+                with builder(case.scenario, case.mtu, case.topology) as topo:
+                    interfaces = topo.offload_interfaces()
+                    features = OffloadControl().apply(case.profile, interfaces)
+                    datapath = topo.apply_datapath(case.datapath)
+                    seen[where] = {
+                        "steps": list(topo.steps),
+                        "matrix": [(i.side, i.host is topo.node_host("r"), i.device) for i in interfaces],
+                        "in force": [features[i.label] for i in interfaces],
+                        "datapath": list(datapath.values()),
+                        "roles": sorted(topo.roles),
+                    }
+            assert seen["here"]["matrix"] == [("router", True, "ofl-ar1"), ("router", True, "ofl-rb0")]
+            assert seen["servers"]["matrix"] == [("router", True, "ofl-3r0"), ("router", True, "ofl-3r1")]
+            for key in ("steps", "in force", "datapath", "roles"):
+                assert seen["here"][key] == seen["servers"][key], (case.topology, key)
+            routed = "R routes" if case.topology["router"] == "kernel" else "R bridges"
+            assert seen["here"]["steps"] == ["nodes", "links", "mtu", "addresses", routed, "ends", "steering"]
+            assert not seen["here"]["in force"][0]["tcp-segmentation-offload"].on
+    finally:
+        session.close()
+    _nothing_left(lab, before)
