@@ -273,6 +273,11 @@ impl Gro {
 
     /// Offers one frame under the caller's `id`. The caller keeps the frame's bytes
     /// until a [`Merged`] naming `id` has been emitted (or the frame was refused).
+    ///
+    /// Inlined into each caller's loop (the C API's burst push): as a call it saved and
+    /// restored six registers and passed the frame and the deliverer through memory,
+    /// ~16 instructions a frame (callgrind, the C API at 8 flows: 500 → 484).
+    #[inline(always)]
     pub fn push(
         &mut self,
         id: u64,
@@ -660,13 +665,12 @@ impl Gro {
                 self.deliver(oldest, FlushCause::Rule(Reason::TableFull), out);
             }
         }
-        let run = Run::open(facts, now);
         let header = frame.get(..facts.headers_len).unwrap_or(&[]);
-        let Some(slot) = self.table.open(facts, header, &run, id) else {
+        let Some(slot) = self.table.open(facts, header, now, id) else {
             return Err(self.refuse(Reason::TableFull));
         };
         self.stats.flows_opened += 1;
-        if run.is_full(&self.limits) {
+        if self.table.slot(slot).run.is_full(&self.limits) {
             self.deliver(slot, FlushCause::Rule(Reason::SegmentCap), out);
         }
         Ok(Held::NewFlow)

@@ -34,8 +34,7 @@ proptest! {
             }
             match (op < 4, held[i]) {
                 (true, None) if !table.is_full() => {
-                    let run = Run::open(f, 0);
-                    held[i] = table.open(f, &frames[i][..f.headers_len], &run, 0);
+                    held[i] = table.open(f, &frames[i][..f.headers_len], 0, 0);
                     prop_assert!(held[i].is_some());
                     if op < 2 {
                         table.remember(f.hash, held[i].unwrap());

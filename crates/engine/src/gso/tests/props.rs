@@ -45,6 +45,29 @@ proptest! {
         }
     }
 
+    /// `longest_header` is the longest header of the last call's segments, also when
+    /// one output is reused after a call with longer headers (it is kept as segments
+    /// are added, not walked per read) and after a refused call (none).
+    #[test]
+    fn longest_header_is_the_last_calls(
+        first_encap in encap_strategy(),
+        (encap, outer_v6) in encap_strategy(),
+        payload_len in 0usize..6000,
+        mss in 40u16..3000,
+    ) {
+        let mut out = GsoOutput::new();
+        let params = GsoParams::tcp(mss);
+        let first = build(&Spec::tcp4(payload_len).encap(first_encap.0, first_encap.1));
+        segment(&first, &layout(&first), &params, &mut out).unwrap();
+        let frame = build(&Spec::tcp4(payload_len).encap(encap, outer_v6));
+        segment(&frame, &layout(&frame), &params, &mut out).unwrap();
+        let longest = out.iter().map(|s| s.header.len()).max().unwrap_or(0);
+        prop_assert_eq!(out.longest_header(), longest);
+        let refused = GsoParams::tcp(0);
+        prop_assert!(segment(&frame, &layout(&frame), &refused, &mut out).is_err());
+        prop_assert_eq!(out.longest_header(), 0);
+    }
+
     /// USO: every segment a valid datagram, payloads concatenate back.
     #[test]
     fn udp_segments_reassemble(
