@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::fold64;
+use super::folding::fold64;
 use super::portable::{self, pieces, SIMD_MIN_LEN};
 
 /// The summing implementations. All give bit-identical partial sums.

@@ -14,6 +14,7 @@
 #[cfg(target_arch = "x86_64")]
 mod avx_vnni;
 mod dispatch;
+mod folding;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -21,6 +22,8 @@ mod x86;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub use dispatch::{kernel, sum_with, Kernel, KERNEL_ENV};
+pub use folding::fold;
+pub(crate) use folding::fold64;
 pub use portable::reference;
 
 /// Partial sum of `data` (big-endian words, an odd last byte padded with zero) added
@@ -43,22 +46,6 @@ pub fn sum_pieces(data: &[u8], piece: usize, sums: &mut [u32]) {
 #[inline]
 pub fn of(data: &[u8]) -> u16 {
     finish(sum(data, 0))
-}
-
-/// Folds a wide one's-complement sum to 16 bits (end-around carry). Adding the sum to
-/// itself rotated by 16 leaves in the upper half the sum of both halves with the
-/// end-around carry already added (the carry out of the lower half lands there).
-#[inline]
-pub const fn fold(sum: u32) -> u16 {
-    (sum.wrapping_add(sum.rotate_left(16)) >> 16) as u16
-}
-
-/// Folds a 64-bit sum to 16 bits, branch-free: `fold`'s rotation, once at 64 bits and
-/// once at 32, six dependent operations where masking and shifting took twelve, on the
-/// latency path at the end of every checksum.
-#[inline]
-pub(crate) const fn fold64(sum: u64) -> u16 {
-    fold((sum.wrapping_add(sum.rotate_left(32)) >> 32) as u32)
 }
 
 /// The value to store in a checksum field: the complement of the folded sum.

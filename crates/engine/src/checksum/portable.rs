@@ -72,7 +72,7 @@ pub fn reference(data: &[u8]) -> u16 {
 #[inline(always)]
 pub(super) fn pieces(data: &[u8], piece: usize, sums: &mut [u32], le: impl Fn(&[u8]) -> u64) {
     for (chunk, slot) in data.chunks(piece).zip(sums.iter_mut()) {
-        *slot = u32::from(super::fold64(le(chunk)).swap_bytes());
+        *slot = u32::from(super::folding::fold64(le(chunk)).swap_bytes());
     }
 }
 

@@ -235,7 +235,7 @@ pub(super) fn join_split(head: &[u8], rest_sum: u64) -> u64 {
         return rest_sum;
     }
     let rest_sum = if head.len() % 2 == 1 {
-        u64::from(super::fold64(rest_sum).swap_bytes())
+        u64::from(super::folding::fold64(rest_sum).swap_bytes())
     } else {
         rest_sum
     };
@@ -594,7 +594,7 @@ pub unsafe fn pieces_avx2(data: &[u8], piece: usize, sums: &mut [u32]) {
                 None => sum_avx2_impl(&data[start..end]),
             }
         };
-        *slot = u32::from(super::fold64(le).swap_bytes());
+        *slot = u32::from(super::folding::fold64(le).swap_bytes());
     }
 }
 
@@ -675,7 +675,7 @@ fn window_avx2(data: &[u8], start: usize, end: usize) -> Option<u64> {
         let signed = widen_avx2(acc) - integer_share;
         let le = unbias(signed, blocks, 16, 0) + bulk.scalar;
         Some(if (origin + start) % 2 == 1 {
-            u64::from(super::fold64(le).swap_bytes())
+            u64::from(super::folding::fold64(le).swap_bytes())
         } else {
             le
         })
@@ -795,7 +795,7 @@ macro_rules! avx512_kernel {
             signed += if total <= SHORT_512 { narrow_avx512(&acc) } else { widen_avx512(&acc) };
             let le = unbias(signed, total.div_ceil(64), 32, 0);
             if head % 2 == 1 {
-                u64::from(super::fold64(le).swap_bytes())
+                u64::from(super::folding::fold64(le).swap_bytes())
             } else {
                 le
             }

@@ -10,7 +10,8 @@ use super::output::GsoOutput;
 use super::plan::Plan;
 use super::tunnel::{udp, Tail};
 use super::udp::ZERO_CHECKSUM_SUBSTITUTE;
-use super::{segment_count, GsoError, GsoParams};
+use super::limits::segment_count;
+use super::{GsoError, GsoParams};
 
 /// Fragment offsets count 8-byte units, so every fragment but the last carries a
 /// multiple of 8 bytes: the size asked for is rounded down to one.

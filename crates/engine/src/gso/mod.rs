@@ -27,10 +27,12 @@
 //! with `L4Checksum::Full`. Nothing allocates once the `GsoOutput` has grown to the
 //! largest super-packet seen.
 
+mod be;
 mod error;
 mod fast;
 mod fragment;
 mod ip;
+mod limits;
 mod output;
 mod params;
 mod plan;
@@ -44,21 +46,13 @@ mod v6ext;
 mod tests;
 
 pub use error::GsoError;
+pub use limits::{MAX_HEADERS_LEN, MAX_SEGMENTS};
 pub use output::{GsoOutput, PartialChecksum, SegmentRef};
 pub use params::{GsoKind, GsoParams, L4Checksum};
 
 use crate::chain::{ChainFrame, Contiguous, Sums};
 use crate::wire::layout::Layout;
 use plan::Plan;
-
-/// The most segments one super-packet may produce (Linux's GSO_MAX_SEGS is 65535, but
-/// no 64 KiB packet needs more than this with a sane MSS; it bounds the work per call).
-pub const MAX_SEGMENTS: usize = 511;
-
-/// The longest run of headers (everything before the payload) repeated per segment.
-/// Generous — two VLAN tags, IPv6 with extension headers twice, Geneve with options,
-/// TCP options — and with `MAX_SEGMENTS` it bounds what one call may allocate to 1 MiB.
-pub const MAX_HEADERS_LEN: usize = 2048;
 
 /// Cuts the super-packet `frame` (parsed into `layout`) into segments as `params`
 /// says, replacing the contents of `out`. A payload that fits in one segment gives one
@@ -108,40 +102,4 @@ fn segment_from(
         out.clear();
     }
     result
-}
-
-/// Segments needed for `len` payload bytes in pieces of `size` (at least one, so a
-/// header-only packet still goes out), refusing more than `MAX_SEGMENTS`.
-fn segment_count(len: usize, size: usize) -> Result<usize, GsoError> {
-    if size == 0 {
-        return Err(GsoError::SegmentSizeZero);
-    }
-    let count = len.div_ceil(size).max(1);
-    if count > MAX_SEGMENTS {
-        return Err(GsoError::TooManySegments(count));
-    }
-    Ok(count)
-}
-
-/// Big-endian field access on header bytes whose length `Plan` has checked.
-mod be {
-    #[inline]
-    pub fn get16(b: &[u8], at: usize) -> u16 {
-        u16::from_be_bytes([b[at], b[at + 1]])
-    }
-
-    #[inline]
-    pub fn put16(b: &mut [u8], at: usize, value: u16) {
-        b[at..at + 2].copy_from_slice(&value.to_be_bytes());
-    }
-
-    #[inline]
-    pub fn get32(b: &[u8], at: usize) -> u32 {
-        u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-    }
-
-    #[inline]
-    pub fn put32(b: &mut [u8], at: usize, value: u32) {
-        b[at..at + 4].copy_from_slice(&value.to_be_bytes());
-    }
 }

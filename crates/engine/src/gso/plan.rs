@@ -10,7 +10,8 @@ use crate::wire::layout::{IpLayer, IpVersion, L4Proto, Layout, TunnelKind};
 use super::ip::{v4, v6, IpFields};
 use super::tunnel::{gre, udp, Tail, TunnelFields};
 use super::v6ext;
-use super::{GsoError, GsoKind, GsoParams, MAX_HEADERS_LEN};
+use super::limits::MAX_HEADERS_LEN;
+use super::{GsoError, GsoKind, GsoParams};
 
 /// TCP header length limits (data offset 5..=15 words).
 const TCP_MIN_LEN: usize = 20;

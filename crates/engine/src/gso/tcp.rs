@@ -10,7 +10,8 @@ use super::tcp_fields::{field, TcpFields};
 use super::output::{GsoOutput, PartialChecksum};
 use super::plan::Plan;
 use super::tunnel::Tail;
-use super::{segment_count, GsoError, GsoParams, L4Checksum};
+use super::limits::segment_count;
+use super::{GsoError, GsoParams, L4Checksum};
 
 /// Segments a TCP super-packet described by `plan` into `out`.
 pub(super) fn segment(

@@ -8,7 +8,8 @@ use super::be;
 use super::output::{GsoOutput, PartialChecksum};
 use super::plan::Plan;
 use super::tunnel::{udp, Tail};
-use super::{segment_count, GsoError, GsoParams, L4Checksum};
+use super::limits::segment_count;
+use super::{GsoError, GsoParams, L4Checksum};
 
 /// The checksum value sent when the computed one is zero (zero means "none" in UDP).
 pub(super) const ZERO_CHECKSUM_SUBSTITUTE: u16 = 0xffff;

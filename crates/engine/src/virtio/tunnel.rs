@@ -14,7 +14,8 @@
 //! VXLAN or Geneve tunnel over the named IP version, its UDP header and its inner IP
 //! header.
 
-use super::{GsoType, Header, VirtioError};
+use super::error::VirtioError;
+use super::fields::GsoType;
 use crate::wire::{IpVersion, Layout, TunnelKind};
 
 /// Length of the tunnel form of the header.
@@ -62,10 +63,10 @@ impl TunnelGso {
         })
     }
 
-    /// Checks the fields against the header's other fields and the parsed frame.
-    pub(crate) fn check(&self, header: &Header, layout: Option<&Layout>) -> Result<(), VirtioError> {
+    /// Checks the fields against the header's GSO type and the parsed frame.
+    pub(crate) fn check(&self, gso_type: GsoType, layout: Option<&Layout>) -> Result<(), VirtioError> {
         if !matches!(
-            header.gso_type,
+            gso_type,
             GsoType::TcpV4 | GsoType::TcpV6 | GsoType::UdpL4
         ) {
             return Err(VirtioError::TunnelWithoutGso);

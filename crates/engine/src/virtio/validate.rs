@@ -11,9 +11,11 @@
 //! used: the header length is recomputed from the parsed frame. Tunnel GSO fields are
 //! checked as `tunnel.rs` says.
 
-use super::{Flags, GsoKind, GsoType, Header, VirtioError, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET};
+use super::error::VirtioError;
+use super::fields::{check_kind_fits, Flags, GsoKind, GsoType, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET};
+use super::header::Header;
 use crate::wire::parse::{parse_frame, parse_frame_with, ParseOptions};
-use crate::wire::{IpVersion, L4Proto, Layout, ParseError};
+use crate::wire::{L4Proto, Layout, ParseError};
 
 /// The largest IP packet (and so the largest super-packet) a 16-bit length allows.
 const MAX_IP_PACKET: usize = 65535;
@@ -104,7 +106,7 @@ impl Header {
             return Err(VirtioError::LayoutOutsideFrame);
         }
         if let Some(tunnel) = &self.tunnel {
-            tunnel.check(self, parsed.ok())?;
+            tunnel.check(self.gso_type, parsed.ok())?;
         }
         let gso = match kind {
             None if self.gso_size != 0 => return Err(VirtioError::GsoSizeWithoutGso),
@@ -204,29 +206,6 @@ fn lowest_checksum_start(frame: &[u8], layout: Option<&Layout>) -> usize {
             .map_or(LINUX_MIN_CSUM_START, |l| outermost(&l)),
     }
     .max(LINUX_MIN_CSUM_START)
-}
-
-/// Whether a GSO kind can apply to the innermost IP layer and transport of `layout`.
-pub(super) fn check_kind_fits(kind: GsoKind, layout: &Layout) -> Result<(), VirtioError> {
-    let (version, l4) = (layout.ip.version, layout.ip.l4);
-    let wants_v4 = match kind {
-        GsoKind::TcpV4 => Some(IpVersion::V4),
-        GsoKind::TcpV6 => Some(IpVersion::V6),
-        GsoKind::Ufo | GsoKind::Uso => None,
-    };
-    if wants_v4.is_some_and(|wanted| wanted != version) {
-        return Err(VirtioError::GsoIpVersionMismatch);
-    }
-    let wants_tcp = matches!(kind, GsoKind::TcpV4 | GsoKind::TcpV6);
-    let fits = if wants_tcp {
-        l4 == L4Proto::Tcp
-    } else {
-        l4 == L4Proto::Udp
-    };
-    if !fits {
-        return Err(VirtioError::GsoTransportMismatch);
-    }
-    Ok(())
 }
 
 fn check_gso(
