@@ -383,23 +383,6 @@ fn deliver<'a>(
     written.map(|()| len).map_err(|error| error.reason())
 }
 
-/// Frame `index`'s virtio-net header (its first VNET_LEN bytes: its own piece or the
-/// head of a longer one, copied out so num_buffers can be set) and its length.
-fn vnet_header(tx: &TxQueue, rx: &RxBatch, index: usize) -> ([u8; VNET_LEN], usize) {
-    let mut header = [0u8; VNET_LEN];
-    let mut filled = 0;
-    let len: usize = tx.pieces(index, rx).map(<[u8]>::len).sum();
-    for piece in tx.pieces(index, rx) {
-        let take = (VNET_LEN - filled).min(piece.len());
-        header[filled..filled + take].copy_from_slice(&piece[..take]);
-        filled += take;
-        if filled == VNET_LEN {
-            break;
-        }
-    }
-    (header, len)
-}
-
 /// A cursor over the receive chains of one frame.
 struct ChainWriter<'a> {
     chains: &'a [RxChain],
@@ -535,12 +518,7 @@ impl Port for VhostUserPort {
         let mut reached = tx.len();
         let mut index = from;
         while index < tx.len() {
-            let (header, len) = vnet_header(tx, rx, index);
-            let body = tx.pieces(index, rx).scan(VNET_LEN, |skip, piece| {
-                let cut = (*skip).min(piece.len());
-                *skip -= cut;
-                Some(&piece[cut..])
-            });
+            let (header, len, body) = (tx.vnet_header(index), tx.frame_len(index), tx.body(index, rx));
             let result = match avail.as_mut() {
                 Some(avail) => deliver(avail, memory, merged, header, len, body, &mut self.scratch, counters),
                 None => Err(RING_FULL),
