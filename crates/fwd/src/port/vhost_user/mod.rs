@@ -33,7 +33,7 @@ use super::{Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::{emit, Counters};
 use device::{feature_names, NetDevice, RX_QUEUE, TX_QUEUE};
 use avail::DriverRing;
-use ring::{copy_chain, in_place, pop_rx_chain, write_at, ChainError, RxChain, UsedBatch};
+use ring::{copy_chain, in_place, pop_rx_chain, ChainError, RxChain, UsedBatch};
 
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
@@ -372,7 +372,7 @@ fn deliver<'a>(
     }
     let chains = &chains[..count];
     header[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
-    let mut writer = ChainWriter { chains, index: 0, offset: 0 };
+    let mut writer = ChainWriter { chains, chain: 0, buffer: 0, offset: 0 };
     let written = writer.write(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));
     let mut left = len;
     for chain in chains.iter() {
@@ -383,25 +383,29 @@ fn deliver<'a>(
     written.map(|()| len).map_err(|error| error.reason())
 }
 
-/// A cursor over the receive chains of one frame.
+/// A cursor over the receive chains of one frame: the buffer being filled and how far,
+/// so each piece is copied where the last one ended without walking the chain again.
 struct ChainWriter<'a> {
     chains: &'a [RxChain],
-    index: usize,
+    chain: usize,
+    buffer: usize,
     offset: usize,
 }
 
 impl ChainWriter<'_> {
-    fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ring::ChainError> {
+    fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ChainError> {
         while !bytes.is_empty() {
-            let chain = self.chains.get(self.index).ok_or(ring::ChainError::TooLong)?;
-            let room = chain.capacity - self.offset;
-            if room == 0 {
-                self.index += 1;
-                self.offset = 0;
+            let chain = self.chains.get(self.chain).ok_or(ChainError::TooLong)?;
+            let Some(buffer) = chain.buffers.get(self.buffer) else {
+                (self.chain, self.buffer, self.offset) = (self.chain + 1, 0, 0);
+                continue;
+            };
+            let take = (buffer.size() - self.offset).min(bytes.len());
+            if take == 0 {
+                (self.buffer, self.offset) = (self.buffer + 1, 0);
                 continue;
             }
-            let take = room.min(bytes.len());
-            write_at(memory, chain, self.offset, &bytes[..take])?;
+            buffer.write(memory, self.offset, &bytes[..take])?;
             self.offset += take;
             bytes = &bytes[take..];
         }
@@ -575,5 +579,41 @@ impl Port for VhostUserPort {
 impl Drop for VhostUserPort {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ring::RxBuffer;
+    use vm_memory::{Bytes, GuestAddress};
+
+    fn chain(memory: &GuestMemoryMmap, head: u16, buffers: &[(u64, u32)]) -> RxChain {
+        let buffers: Vec<RxBuffer> = buffers
+            .iter()
+            .map(|&(addr, len)| RxBuffer::new(memory, &Descriptor::new(addr, len, 0, 0)))
+            .collect();
+        let capacity = buffers.iter().map(RxBuffer::size).sum();
+        RxChain { head, buffers, capacity }
+    }
+
+    /// Pieces cut across buffers and chains land back to back, each buffer filled
+    /// before the next; bytes past the last buffer are refused, not written.
+    #[test]
+    fn a_frame_written_in_pieces_fills_its_buffers_in_order() {
+        let memory = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x10000)]).unwrap();
+        let chains = [chain(&memory, 0, &[(0x1000, 5), (0x2000, 3)]), chain(&memory, 1, &[(0x3000, 6)])];
+        let mut writer = ChainWriter { chains: &chains, chain: 0, buffer: 0, offset: 0 };
+        for piece in [&b"abc"[..], b"", b"defghij", b"klmn"] {
+            writer.write(&memory, piece).unwrap();
+        }
+        let read = |addr: u64, len: usize| {
+            let mut out = vec![0u8; len];
+            memory.read_slice(&mut out, GuestAddress(addr)).unwrap();
+            out
+        };
+        assert_eq!([read(0x1000, 5), read(0x2000, 3), read(0x3000, 6)].concat(), b"abcdefghijklmn");
+        assert_eq!(writer.write(&memory, b"x"), Err(ChainError::TooLong));
+        assert_eq!(read(0x3006, 1), [0]);
     }
 }

@@ -89,7 +89,7 @@ pub struct RxBuffer {
 }
 
 impl RxBuffer {
-    fn new(memory: &GuestMemoryMmap, desc: &Descriptor) -> RxBuffer {
+    pub(super) fn new(memory: &GuestMemoryMmap, desc: &Descriptor) -> RxBuffer {
         let len = desc.len() as usize;
         let host = memory
             .get_slice(desc.addr(), len)
@@ -118,42 +118,33 @@ pub fn pop_rx_chain(
     Ok(true)
 }
 
-/// Writes `bytes` at `offset` of a chain's buffers, just popped from the ring of
-/// `memory`; returns the bytes written.
-pub fn write_at(
-    memory: &GuestMemoryMmap,
-    chain: &RxChain,
-    mut offset: usize,
-    mut bytes: &[u8],
-) -> Result<usize, ChainError> {
-    let mut written = 0;
-    for buffer in &chain.buffers {
-        if bytes.is_empty() {
-            break;
+impl RxBuffer {
+    /// Its length in bytes.
+    pub fn size(&self) -> usize {
+        self.len
+    }
+
+    /// Writes `bytes` at `offset` of this buffer, just popped from the ring of `memory`;
+    /// `offset + bytes.len()` must be within its length (else nothing is written).
+    pub fn write(&self, memory: &GuestMemoryMmap, offset: usize, bytes: &[u8]) -> Result<(), ChainError> {
+        if offset.checked_add(bytes.len()).is_none_or(|end| end > self.len) {
+            return Err(ChainError::TooLong);
         }
-        if offset >= buffer.len {
-            offset -= buffer.len;
-            continue;
-        }
-        let take = (buffer.len - offset).min(bytes.len());
-        match buffer.host {
-            // SAFETY: `RxBuffer::new` checked that `buffer.len` bytes at `host` lie in a
+        match self.host {
+            // SAFETY: `RxBuffer::new` checked that `self.len` bytes at `host` lie in a
             // writable shared mapping of `memory`, which the caller still holds (the
-            // device's memory table cannot change while it does); `offset + take` is
-            // within `buffer.len`; `bytes` is the forwarder's memory or the other
-            // port's mapping of its guest (each port maps its guest itself), never this
-            // mapping.
-            Some(host) => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host.as_ptr().add(offset), take) },
+            // device's memory table cannot change while it does); `offset + bytes.len()`
+            // is within `self.len` (checked above); `bytes` is the forwarder's memory or
+            // the other port's mapping of its guest (each port maps its guest itself),
+            // never this mapping.
+            Some(host) => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host.as_ptr().add(offset), bytes.len()) },
             None => {
-                let at = buffer.addr.checked_add(offset as u64).ok_or(ChainError::OutsideMemory)?;
-                copy_to_guest(memory, at, &bytes[..take])?;
+                let at = self.addr.checked_add(offset as u64).ok_or(ChainError::OutsideMemory)?;
+                copy_to_guest(memory, at, bytes)?;
             }
         }
-        bytes = &bytes[take..];
-        written += take;
-        offset = 0;
+        Ok(())
     }
-    Ok(written)
 }
 
 /// Copies guest bytes at `addr` into `into`. A range inside one memory region (every
