@@ -234,7 +234,7 @@ impl VhostUserPort {
             taken += 1;
             let taken_frame = shape
                 .map_err(|error| (CATEGORY, error.reason()))
-                .and_then(|()| Self::take_frame(memory, acked, &scratch.descriptors, batch, counters));
+                .and_then(|()| Self::take_frame(avail, memory, acked, &scratch.descriptors, batch, counters));
             if let Err((category, reason)) = taken_frame {
                 counters.drop(category, reason);
             }
@@ -246,10 +246,10 @@ impl VhostUserPort {
     /// one buffer in one memory region (its payload is then copied once, into the
     /// egress), else copied into the batch. A header with DATA_VALID is copied too:
     /// the bit must be cleared, and the guest's buffer is not ours to write.
-    fn take_frame(memory: &GuestMemoryMmap, acked: u64, descriptors: &[Descriptor], batch: &mut RxBatch,
-                  counters: &mut Counters) -> Result<(), (&'static str, &'static str)> {
+    fn take_frame(avail: &mut DriverRing<'_>, memory: &GuestMemoryMmap, acked: u64, descriptors: &[Descriptor],
+                  batch: &mut RxBatch, counters: &mut Counters) -> Result<(), (&'static str, &'static str)> {
         const DATA_VALID: u8 = VIRTIO_NET_HDR_F_DATA_VALID as u8;
-        if let Some((bytes, len)) = in_place(memory, descriptors).filter(|&(_, len)| len >= VNET_LEN) {
+        if let Some((bytes, len)) = in_place(avail, descriptors).filter(|&(_, len)| len >= VNET_LEN) {
             // SAFETY: `in_place` checked that `len` (>= VNET_LEN) bytes at `bytes` lie in
             // a mapping of guest memory; the header is copied out before it is read.
             let header: [u8; VNET_LEN] = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
@@ -348,7 +348,7 @@ fn deliver<'a>(
         if chains.len() == count {
             chains.push(RxChain::default());
         }
-        match pop_rx_chain(avail, memory, descriptors, &mut chains[count]) {
+        match pop_rx_chain(avail, descriptors, &mut chains[count]) {
             Ok(true) => {
                 capacity += chains[count].capacity;
                 count += 1;
@@ -586,12 +586,16 @@ impl Drop for VhostUserPort {
 mod tests {
     use super::*;
     use ring::RxBuffer;
-    use vm_memory::{Bytes, GuestAddress};
+    use std::ptr::NonNull;
+    use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
 
     fn chain(memory: &GuestMemoryMmap, head: u16, buffers: &[(u64, u32)]) -> RxChain {
         let buffers: Vec<RxBuffer> = buffers
             .iter()
-            .map(|&(addr, len)| RxBuffer::new(memory, &Descriptor::new(addr, len, 0, 0)))
+            .map(|&(addr, len)| {
+                let host = |addr, len| memory.get_slice(addr, len).ok().and_then(|s| NonNull::new(s.ptr_guard_mut().as_ptr()));
+                RxBuffer::new(&Descriptor::new(addr, len, 0, 0), host)
+            })
             .collect();
         let capacity = buffers.iter().map(RxBuffer::size).sum();
         RxChain { head, buffers, capacity }

@@ -63,11 +63,10 @@ pub fn copy_chain(memory: &GuestMemoryMmap, descriptors: &[Descriptor], slot: &m
 /// The host address of a transmit chain that is one buffer inside one guest memory
 /// region (what a driver posts for a frame whose header and data are contiguous), so
 /// the frame can be read where it is; None for any other chain.
-pub fn in_place(memory: &GuestMemoryMmap, descriptors: &[Descriptor]) -> Option<(NonNull<u8>, usize)> {
+pub fn in_place(avail: &mut DriverRing<'_>, descriptors: &[Descriptor]) -> Option<(NonNull<u8>, usize)> {
     let [desc] = descriptors else { return None };
     let len = desc.len() as usize;
-    let slice = memory.get_slice(desc.addr(), len).ok()?;
-    NonNull::new(slice.ptr_guard().as_ptr().cast_mut()).map(|bytes| (bytes, len))
+    avail.host(desc.addr(), len).map(|bytes| (bytes, len))
 }
 
 /// A receive chain popped for one frame: its head and writable buffers (reused from
@@ -89,13 +88,10 @@ pub struct RxBuffer {
 }
 
 impl RxBuffer {
-    pub(super) fn new(memory: &GuestMemoryMmap, desc: &Descriptor) -> RxBuffer {
+    /// `desc`'s buffer, with the host address `host` finds for it (`DriverRing::host`).
+    pub(super) fn new(desc: &Descriptor, host: impl FnOnce(GuestAddress, usize) -> Option<NonNull<u8>>) -> RxBuffer {
         let len = desc.len() as usize;
-        let host = memory
-            .get_slice(desc.addr(), len)
-            .ok()
-            .and_then(|slice| NonNull::new(slice.ptr_guard_mut().as_ptr()));
-        RxBuffer { addr: desc.addr(), len, host }
+        RxBuffer { addr: desc.addr(), len, host: host(desc.addr(), len) }
     }
 }
 
@@ -103,7 +99,6 @@ impl RxBuffer {
 /// guest had posted no more when its available index was read.
 pub fn pop_rx_chain(
     avail: &mut DriverRing<'_>,
-    memory: &GuestMemoryMmap,
     scratch: &mut Vec<Descriptor>,
     into: &mut RxChain,
 ) -> Result<bool, (u16, ChainError)> {
@@ -113,7 +108,7 @@ pub fn pop_rx_chain(
     shape.map_err(|e| (head, e))?;
     into.head = head;
     into.buffers.clear();
-    into.buffers.extend(scratch.iter().map(|d| RxBuffer::new(memory, d)));
+    into.buffers.extend(scratch.iter().map(|d| RxBuffer::new(d, |addr, len| avail.host(addr, len))));
     into.capacity = into.buffers.iter().map(|b| b.len).sum();
     Ok(true)
 }
