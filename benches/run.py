@@ -565,8 +565,10 @@ def main() -> None:
     parser.add_argument("--w5-seconds", type=float, default=1.0, help="W5 measured seconds per run")
     parser.add_argument("--w5-rows", default="", help="W5 rows whose key starts with this (comma-separated prefixes)")
     parser.add_argument("--w5-append", action="store_true",
-                        help="add this run's W5 lines to the last raw file's and report all "
-                             "(W5 measured a few rows at a time, in short holds of the lock)")
+                        help="merge this run's W5 lines into the last raw file's and report "
+                             "all (implied by --w5-rows: a subset run replaces only its rows)")
+    parser.add_argument("--w5-from-raw", action="store_true",
+                        help="measure nothing: rewrite the W5 table from the raw lines")
     args = parser.parse_args()
     if not args.no_w5:
         run_w5(args)
@@ -595,25 +597,55 @@ def main() -> None:
         raise SystemExit("engine allocated in its steady state or inputs differ (see above)")
 
 
+def merge_w5(kept: list[dict], new: list[dict]) -> list[dict]:
+    """The raw W5 lines after a run that measured `new`: every row it measured replaced
+    by its new lines, every other row kept as it was (with its own run time and command
+    line), so the table shows the latest measurement of each row."""
+    measured_now = {l["workload"] for l in new}
+    kept = [l for l in kept if "loss" in l]  # lines from before loss was measured
+    return [l for l in kept if l["workload"] not in measured_now] + new
+
+
+def w5_measure(args: argparse.Namespace) -> list[dict]:
+    """This run's W5 lines, each stamped with when and by which command it was measured,
+    merged into the last raw file's when the run measured a subset of the rows."""
+    fwd_w5.build()
+    lines = fwd_w5.collect(args.w5_pairs, args.w5_seconds, args.w5_rows)
+    at = f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    command = " ".join(["benches/run.py", *sys.argv[1:]])
+    for line in lines:
+        line.update(run_at=at, command=command)
+    if w5_subset(args) and W5_RAW.exists():
+        lines = merge_w5(read_w5_raw(), lines)
+    W5_RAW.parent.mkdir(parents=True, exist_ok=True)
+    W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return lines
+
+
+def w5_subset(args: argparse.Namespace) -> bool:
+    return bool(args.w5_rows) or args.w5_append
+
+
+def read_w5_raw() -> list[dict]:
+    return [json.loads(l) for l in W5_RAW.read_text().splitlines() if l.strip()]
+
+
 def run_w5(args: argparse.Namespace) -> None:
-    """W5 rows: built, run, written to their own section of docs/benchmarks.md."""
-    if not fwd_w5.testpmd_available():
+    """W5 rows: built, run (or, with --w5-from-raw, read back from the raw file),
+    written to their own section of docs/benchmarks.md."""
+    if args.w5_from_raw:
+        lines = read_w5_raw()
+    elif not fwd_w5.testpmd_available():
         print(f"W5 not run: {fwd_w5.TESTPMD} is missing (Debian package dpdk-dev; "
               "`make bench` installs it)", file=sys.stderr)
         return
-    fwd_w5.build()
-    lines = fwd_w5.collect(args.w5_pairs, args.w5_seconds, args.w5_rows)
-    if args.w5_append and W5_RAW.exists():
-        kept = [json.loads(l) for l in W5_RAW.read_text().splitlines() if l.strip()]
-        kept = [l for l in kept if "loss" in l]  # lines from before loss was measured
-        measured_now = {l["workload"] for l in lines}
-        lines = [l for l in kept if l["workload"] not in measured_now] + lines
-    W5_RAW.parent.mkdir(parents=True, exist_ok=True)
-    W5_RAW.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    else:
+        lines = w5_measure(args)
     now, cpu = dt.datetime.now(dt.timezone.utc), cpu_model()
     section = "\n".join([
         benchdoc.stamp(now, cpu),
-        f"Run {now:%Y-%m-%d %H:%M UTC}.", "", machine()[0],
+        f"Table written {now:%Y-%m-%d %H:%M UTC} from the raw lines; each row's own run "
+        "(time and command line) is listed under the tables.", "", machine()[0],
         f"- Kernel: {platform.release()}; DPDK {w5_testpmd.version()} "
         f"(`{fwd_w5.TESTPMD}` from Debian's dpdk-dev)", "",
         w5_report.section(lines, args.w5_pairs, args.w5_seconds, markdown_table,
@@ -621,8 +653,9 @@ def run_w5(args: argparse.Namespace) -> None:
         "", f"Raw lines: `{W5_RAW.relative_to(ROOT)}`.", "",
         benchdoc.notes_line("w5", now, cpu)])
     print(section)
-    if not args.no_write and args.w5_pairs >= 5:
-        benchdoc.write_doc(section, W5_BEGIN, W5_END, series="w5", extends_old=args.w5_append)
+    if not args.no_write and (args.w5_pairs >= 5 or args.w5_from_raw):
+        benchdoc.write_doc(section, W5_BEGIN, W5_END, series="w5",
+                           extends_old=w5_subset(args) or args.w5_from_raw)
     refused = [row for row in w5_report.table_rows(lines) if "refused" in row[-1]]
     if refused:
         raise SystemExit("W5 rows refused (frames differ or failed the sink's checks): "

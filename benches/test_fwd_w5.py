@@ -32,6 +32,16 @@ def row_of(rows, key):
 ROW = {r.key: r for r in fwd_w5.ROWS}
 
 
+class RunsTest(unittest.TestCase):
+    def test_each_row_is_listed_with_its_own_run_time_and_command(self):
+        lines = [dict(line("fwd", "gro_f8", 1.0, 0), run_at="19:24", command="run.py --w5-rows gro_f8"),
+                 dict(line("fwd", "nogso", 1.0, 0), run_at="19:24", command="run.py --w5-rows gro_f8"),
+                 dict(line("fwd", "gro_f1", 1.0, 0), run_at="07:53", command="run.py")]
+        listed = w5_report.runs(lines).splitlines()
+        self.assertEqual(listed, ["- gro_f1: 07:53, `run.py`",
+                                  "- gro_f8, nogso: 19:24, `run.py --w5-rows gro_f8`"])
+
+
 class VerdictTest(unittest.TestCase):
     def test_ratio_pairs_runs_and_judges_the_goal(self):
         lines = [line("testpmd", "gro_f8", 10.0, 0, depth=7.0), line("fwd", "gro_f8", 25.0, 0, depth=7.0),

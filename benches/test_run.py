@@ -283,3 +283,20 @@ class DocumentTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class W5MergeTest(unittest.TestCase):
+    def w5(self, workload, at):
+        return {"side": "fwd", "workload": workload, "loss": 0.0, "run_at": at}
+
+    def test_a_subset_run_replaces_only_the_rows_it_measured(self):
+        old = [self.w5("gro_f1", "08:00"), self.w5("gro_f8", "08:00"), self.w5("nogso", "08:00")]
+        new = [self.w5("gro_f8", "19:00")]
+        merged = run.merge_w5(old, new)
+        self.assertEqual(sorted((l["workload"], l["run_at"]) for l in merged),
+                         [("gro_f1", "08:00"), ("gro_f8", "19:00"), ("nogso", "08:00")])
+
+    def test_rows_filter_implies_a_merge(self):
+        args = argparse.Namespace(w5_rows="gro_f8", w5_append=False)
+        self.assertTrue(run.w5_subset(args))
+        self.assertFalse(run.w5_subset(argparse.Namespace(w5_rows="", w5_append=False)))

@@ -155,6 +155,19 @@ def seed004_rows(lines: list[dict]) -> list[list[str]]:
     return out
 
 
+def runs(lines: list[dict]) -> str:
+    """When and by which command each row's lines were measured (rows merged from
+    several runs each keep their own)."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for row in ROWS:
+        row_lines = [l for l in lines if l["workload"] == row.key]
+        for at, command in sorted({(l.get("run_at", "unrecorded"),
+                                    l.get("command", "unrecorded")) for l in row_lines}):
+            seen.setdefault((at, command), []).append(row.key)
+    return "\n".join(f"- {', '.join(keys)}: {at}, `{command}`"
+                     for (at, command), keys in sorted(seen.items()))
+
+
 def commands(huge: bool) -> str:
     """testpmd's command line and prompt input, once per distinct configuration."""
     seen: dict[tuple[str, str], list[str]] = {}
@@ -202,6 +215,10 @@ def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
         markdown_table(["offload", "backend", "Gbit/s with", "without", "gain",
                         "source CPU/Gbit/s with", "without", "sink CPU/Gbit/s with",
                         "without"], seed004_rows(lines)),
+        "",
+        "When each row was measured (a run of some rows replaces only those rows' lines):",
+        "",
+        runs(lines),
         "",
         "testpmd command lines (per row group; sockets A and B):",
         "",

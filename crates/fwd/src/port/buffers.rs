@@ -181,13 +181,22 @@ pub enum Piece {
 /// Frames to send, each a list of pieces; rebuilt per batch.
 #[derive(Default)]
 pub struct TxQueue {
-    frames: Vec<Range<usize>>,
+    frames: Vec<TxFrame>,
     pieces: Vec<Piece>,
     scratch: Vec<u8>,
     open_frame: Option<usize>,
+    /// Bytes of the frame being built so far.
+    open_len: usize,
     /// Length of the vnet header each frame starts with (the egress port's); the
     /// base length when not set.
     vnet_len: usize,
+}
+
+/// One frame to send: its pieces, and their total length (counted as they are added,
+/// so a port that needs the length before it writes does not walk the pieces twice).
+struct TxFrame {
+    pieces: Range<usize>,
+    len: usize,
 }
 
 impl TxQueue {
@@ -240,6 +249,7 @@ impl TxQueue {
         self.scratch.resize(start + len, 0);
         self.pieces
             .push(Piece::Scratch(start as u32..self.scratch.len() as u32));
+        self.open_len = len;
     }
 
     /// Appends bytes copied into scratch (headers, never payload).
@@ -248,6 +258,7 @@ impl TxQueue {
         self.scratch.extend_from_slice(bytes);
         self.pieces
             .push(Piece::Scratch(start..self.scratch.len() as u32));
+        self.open_len += bytes.len();
     }
 
     /// Appends a range of received slot `slot`, by reference.
@@ -255,6 +266,7 @@ impl TxQueue {
         if range.is_empty() {
             return;
         }
+        self.open_len += range.len();
         self.pieces.push(Piece::Rx {
             slot: slot as u32,
             range: range.start as u32..range.end as u32,
@@ -264,8 +276,30 @@ impl TxQueue {
     /// Closes the frame being built.
     pub fn finish(&mut self) {
         if let Some(start) = self.open_frame.take() {
-            self.frames.push(start..self.pieces.len());
+            self.frames.push(TxFrame { pieces: start..self.pieces.len(), len: self.open_len });
         }
+    }
+
+    /// Frame `index`'s length in bytes, its vnet header included.
+    pub fn frame_len(&self, index: usize) -> usize {
+        self.frames[index].len
+    }
+
+    /// The first VNET_LEN bytes of frame `index` (its v1 virtio-net header): every frame
+    /// starts with a scratch piece of at least that length (`begin_extended`).
+    pub fn vnet_header(&self, index: usize) -> [u8; VNET_LEN] {
+        let mut header = [0u8; VNET_LEN];
+        if let Some(Piece::Scratch(r)) = self.pieces.get(self.frames[index].pieces.start) {
+            header.copy_from_slice(&self.scratch[r.start as usize..r.start as usize + VNET_LEN]);
+        }
+        header
+    }
+
+    /// The byte slices of frame `index` after its first VNET_LEN bytes, in order.
+    pub fn body<'a>(&'a self, index: usize, rx: &'a RxBatch) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.pieces(index, rx)
+            .enumerate()
+            .map(|(i, piece)| if i == 0 { &piece[VNET_LEN..] } else { piece })
     }
 
     /// The byte slices of frame `index`, in order.
@@ -274,7 +308,7 @@ impl TxQueue {
         index: usize,
         rx: &'a RxBatch,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.pieces[self.frames[index].clone()]
+        self.pieces[self.frames[index].pieces.clone()]
             .iter()
             .map(move |piece| match piece {
                 Piece::Scratch(r) => &self.scratch[r.start as usize..r.end as usize],
@@ -372,5 +406,29 @@ mod tests {
         let mut iovecs = Vec::new();
         assert_eq!(tx.iovecs(0, &batch, &mut iovecs), VNET_LEN + 8);
         assert_eq!(iovecs.len(), 3);
+    }
+
+    /// A port that writes the header apart gets it, the frame's length and the rest
+    /// without walking the pieces (the header piece of a longer egress header split).
+    #[test]
+    fn a_frame_gives_its_header_length_and_body_apart() {
+        let mut batch = RxBatch::new(1);
+        receive(&mut batch, b"0123456789");
+        let mut tx = TxQueue::default();
+        tx.set_vnet_len(VNET_LEN + 8);
+        tx.begin_extended(&[7; VNET_LEN], &[5; 8]);
+        tx.push_rx(0, 0..4);
+        tx.begin(&[9; VNET_LEN]);
+        tx.push_bytes(b"hd");
+        tx.push_rx(0, 4..10);
+        tx.finish();
+        for index in 0..2 {
+            let whole: Vec<u8> = tx.pieces(index, &batch).flatten().copied().collect();
+            assert_eq!(tx.frame_len(index), whole.len());
+            assert_eq!(tx.vnet_header(index)[..], whole[..VNET_LEN]);
+            let body: Vec<u8> = tx.body(index, &batch).flatten().copied().collect();
+            assert_eq!(body, whole[VNET_LEN..]);
+        }
+        assert_eq!(tx.frame_len(1), VNET_LEN + 8 + 2 + 6);
     }
 }

@@ -10,12 +10,16 @@
 //! addresses, size, next available index, notification flags): a `DriverRing` reads
 //! from the index the queue holds and writes its new position back with `finish`.
 
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
 use virtio_bindings::virtio_ring::VRING_DESC_F_INDIRECT;
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::{Queue, QueueT};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap, VolatileMemory, VolatileSlice};
+use vm_memory::{
+    Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion, MemoryRegionAddress, VolatileMemory,
+    VolatileSlice,
+};
 
 use super::ring::ChainError;
 
@@ -32,6 +36,11 @@ pub struct DriverRing<'m> {
     size: u16,
     next: u16,
     end: u16,
+    /// The memory region the last buffer was found in: its guest start, length and host
+    /// address. A driver's buffers nearly all lie in one region, so most lookups are a
+    /// range check here instead of `vm-memory`'s region search (~60 instructions each,
+    /// two per forwarded frame: callgrind, W5).
+    region: Option<(u64, u64, NonNull<u8>)>,
 }
 
 impl<'m> DriverRing<'m> {
@@ -44,7 +53,7 @@ impl<'m> DriverRing<'m> {
         let slots = usize::from(size);
         let table = memory.get_slice(GuestAddress(queue.desc_table()), slots * DESCRIPTOR).ok()?;
         let ring = memory.get_slice(GuestAddress(queue.avail_ring()), RING_HEADER + 2 * slots).ok()?;
-        let mut view = DriverRing { memory, table, ring, size, next: queue.next_avail(), end: 0 };
+        let mut view = DriverRing { memory, table, ring, size, next: queue.next_avail(), end: 0, region: None };
         view.refresh().then_some(view)
     }
 
@@ -78,6 +87,28 @@ impl<'m> DriverRing<'m> {
     /// Gives back the last `count` chains taken (a frame that did not fit).
     pub fn put_back(&mut self, count: u16) {
         self.next = self.next.wrapping_sub(count);
+    }
+
+    /// The host address of the `len` guest bytes at `addr`, when they lie inside one
+    /// memory region (what `GuestMemory::get_slice` checks); None otherwise.
+    pub fn host(&mut self, addr: GuestAddress, len: usize) -> Option<NonNull<u8>> {
+        let (start, size, base) = match self.region {
+            Some(region) if addr.0.wrapping_sub(region.0) < region.1 => region,
+            _ => {
+                let found = self.memory.find_region(addr)?;
+                let base = NonNull::new(found.get_host_address(MemoryRegionAddress(0)).ok()?)?;
+                let region = (found.start_addr().0, found.len(), base);
+                self.region = Some(region);
+                region
+            }
+        };
+        let offset = addr.0 - start;
+        if offset.checked_add(len as u64)? > size {
+            return None;
+        }
+        // SAFETY: `base` maps the region's `size` bytes and `offset + len <= size`, so
+        // the address is inside that mapping, which lives as long as `self.memory`.
+        Some(unsafe { base.add(offset as usize) })
     }
 
     /// Records in `queue` how far this batch read.
@@ -219,6 +250,27 @@ mod tests {
             [Err(ChainError::Unterminated), Err(ChainError::Empty), Err(ChainError::ZeroLength),
              Err(ChainError::WritableOnTransmit), Err(ChainError::Unterminated)]
         );
+    }
+
+    /// Host addresses of ranges inside a region are found (from either region, in any
+    /// order); a range that crosses a region's end or lies in no region has none.
+    #[test]
+    fn buffers_are_translated_only_inside_one_region() {
+        let memory = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x10000), (GuestAddress(0x20000), 0x1000)]).unwrap();
+        let queue = {
+            let mut queue = Queue::new(8).unwrap();
+            queue.set_desc_table_address(Some(TABLE as u32), Some(0));
+            queue.set_avail_ring_address(Some(AVAIL as u32), Some(0));
+            queue
+        };
+        let mut view = DriverRing::new(&queue, &memory).unwrap();
+        let expected = |addr: u64, len: usize| memory.get_slice(GuestAddress(addr), len).ok().map(|s| s.ptr_guard().as_ptr());
+        for (addr, len) in [(0x4000, 100), (0x20010, 16), (0x4100, 1), (0xfff0, 16), (0x20ff0, 16), (0x20ff0, 17), (0xfff0, 17),
+                            (0x18000, 1), (0x20000, 0x1000)] {
+            let got = view.host(GuestAddress(addr), len).map(|p| p.as_ptr().cast_const());
+            assert_eq!(got, expected(addr, len), "{addr:#x}+{len}");
+        }
+        assert!(view.host(GuestAddress(0x20ff0), 17).is_none());
     }
 
     /// The batch reads up to the index the driver had published; `finish` records the

@@ -33,7 +33,7 @@ use super::{Offloads, Port, PortSpec, RxBatch, TxQueue, VNET_LEN};
 use crate::stats::{emit, Counters};
 use device::{feature_names, NetDevice, RX_QUEUE, TX_QUEUE};
 use avail::DriverRing;
-use ring::{copy_chain, in_place, pop_rx_chain, write_at, ChainError, RxChain, UsedBatch};
+use ring::{copy_chain, in_place, pop_rx_chain, ChainError, RxChain, UsedBatch};
 
 /// Drop category of frames the port itself refused (bad chains, a full ring).
 const CATEGORY: &str = "vhost-user";
@@ -234,7 +234,7 @@ impl VhostUserPort {
             taken += 1;
             let taken_frame = shape
                 .map_err(|error| (CATEGORY, error.reason()))
-                .and_then(|()| Self::take_frame(memory, acked, &scratch.descriptors, batch, counters));
+                .and_then(|()| Self::take_frame(avail, memory, acked, &scratch.descriptors, batch, counters));
             if let Err((category, reason)) = taken_frame {
                 counters.drop(category, reason);
             }
@@ -246,10 +246,10 @@ impl VhostUserPort {
     /// one buffer in one memory region (its payload is then copied once, into the
     /// egress), else copied into the batch. A header with DATA_VALID is copied too:
     /// the bit must be cleared, and the guest's buffer is not ours to write.
-    fn take_frame(memory: &GuestMemoryMmap, acked: u64, descriptors: &[Descriptor], batch: &mut RxBatch,
-                  counters: &mut Counters) -> Result<(), (&'static str, &'static str)> {
+    fn take_frame(avail: &mut DriverRing<'_>, memory: &GuestMemoryMmap, acked: u64, descriptors: &[Descriptor],
+                  batch: &mut RxBatch, counters: &mut Counters) -> Result<(), (&'static str, &'static str)> {
         const DATA_VALID: u8 = VIRTIO_NET_HDR_F_DATA_VALID as u8;
-        if let Some((bytes, len)) = in_place(memory, descriptors).filter(|&(_, len)| len >= VNET_LEN) {
+        if let Some((bytes, len)) = in_place(avail, descriptors).filter(|&(_, len)| len >= VNET_LEN) {
             // SAFETY: `in_place` checked that `len` (>= VNET_LEN) bytes at `bytes` lie in
             // a mapping of guest memory; the header is copied out before it is read.
             let header: [u8; VNET_LEN] = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
@@ -348,7 +348,7 @@ fn deliver<'a>(
         if chains.len() == count {
             chains.push(RxChain::default());
         }
-        match pop_rx_chain(avail, memory, descriptors, &mut chains[count]) {
+        match pop_rx_chain(avail, descriptors, &mut chains[count]) {
             Ok(true) => {
                 capacity += chains[count].capacity;
                 count += 1;
@@ -372,7 +372,7 @@ fn deliver<'a>(
     }
     let chains = &chains[..count];
     header[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
-    let mut writer = ChainWriter { chains, index: 0, offset: 0 };
+    let mut writer = ChainWriter { chains, chain: 0, buffer: 0, offset: 0 };
     let written = writer.write(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));
     let mut left = len;
     for chain in chains.iter() {
@@ -383,42 +383,29 @@ fn deliver<'a>(
     written.map(|()| len).map_err(|error| error.reason())
 }
 
-/// Frame `index`'s virtio-net header (its first VNET_LEN bytes: its own piece or the
-/// head of a longer one, copied out so num_buffers can be set) and its length.
-fn vnet_header(tx: &TxQueue, rx: &RxBatch, index: usize) -> ([u8; VNET_LEN], usize) {
-    let mut header = [0u8; VNET_LEN];
-    let mut filled = 0;
-    let len: usize = tx.pieces(index, rx).map(<[u8]>::len).sum();
-    for piece in tx.pieces(index, rx) {
-        let take = (VNET_LEN - filled).min(piece.len());
-        header[filled..filled + take].copy_from_slice(&piece[..take]);
-        filled += take;
-        if filled == VNET_LEN {
-            break;
-        }
-    }
-    (header, len)
-}
-
-/// A cursor over the receive chains of one frame.
+/// A cursor over the receive chains of one frame: the buffer being filled and how far,
+/// so each piece is copied where the last one ended without walking the chain again.
 struct ChainWriter<'a> {
     chains: &'a [RxChain],
-    index: usize,
+    chain: usize,
+    buffer: usize,
     offset: usize,
 }
 
 impl ChainWriter<'_> {
-    fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ring::ChainError> {
+    fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ChainError> {
         while !bytes.is_empty() {
-            let chain = self.chains.get(self.index).ok_or(ring::ChainError::TooLong)?;
-            let room = chain.capacity - self.offset;
-            if room == 0 {
-                self.index += 1;
-                self.offset = 0;
+            let chain = self.chains.get(self.chain).ok_or(ChainError::TooLong)?;
+            let Some(buffer) = chain.buffers.get(self.buffer) else {
+                (self.chain, self.buffer, self.offset) = (self.chain + 1, 0, 0);
+                continue;
+            };
+            let take = (buffer.size() - self.offset).min(bytes.len());
+            if take == 0 {
+                (self.buffer, self.offset) = (self.buffer + 1, 0);
                 continue;
             }
-            let take = room.min(bytes.len());
-            write_at(memory, chain, self.offset, &bytes[..take])?;
+            buffer.write(memory, self.offset, &bytes[..take])?;
             self.offset += take;
             bytes = &bytes[take..];
         }
@@ -535,12 +522,7 @@ impl Port for VhostUserPort {
         let mut reached = tx.len();
         let mut index = from;
         while index < tx.len() {
-            let (header, len) = vnet_header(tx, rx, index);
-            let body = tx.pieces(index, rx).scan(VNET_LEN, |skip, piece| {
-                let cut = (*skip).min(piece.len());
-                *skip -= cut;
-                Some(&piece[cut..])
-            });
+            let (header, len, body) = (tx.vnet_header(index), tx.frame_len(index), tx.body(index, rx));
             let result = match avail.as_mut() {
                 Some(avail) => deliver(avail, memory, merged, header, len, body, &mut self.scratch, counters),
                 None => Err(RING_FULL),
@@ -597,5 +579,45 @@ impl Port for VhostUserPort {
 impl Drop for VhostUserPort {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ring::RxBuffer;
+    use std::ptr::NonNull;
+    use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
+
+    fn chain(memory: &GuestMemoryMmap, head: u16, buffers: &[(u64, u32)]) -> RxChain {
+        let buffers: Vec<RxBuffer> = buffers
+            .iter()
+            .map(|&(addr, len)| {
+                let host = |addr, len| memory.get_slice(addr, len).ok().and_then(|s| NonNull::new(s.ptr_guard_mut().as_ptr()));
+                RxBuffer::new(&Descriptor::new(addr, len, 0, 0), host)
+            })
+            .collect();
+        let capacity = buffers.iter().map(RxBuffer::size).sum();
+        RxChain { head, buffers, capacity }
+    }
+
+    /// Pieces cut across buffers and chains land back to back, each buffer filled
+    /// before the next; bytes past the last buffer are refused, not written.
+    #[test]
+    fn a_frame_written_in_pieces_fills_its_buffers_in_order() {
+        let memory = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x10000)]).unwrap();
+        let chains = [chain(&memory, 0, &[(0x1000, 5), (0x2000, 3)]), chain(&memory, 1, &[(0x3000, 6)])];
+        let mut writer = ChainWriter { chains: &chains, chain: 0, buffer: 0, offset: 0 };
+        for piece in [&b"abc"[..], b"", b"defghij", b"klmn"] {
+            writer.write(&memory, piece).unwrap();
+        }
+        let read = |addr: u64, len: usize| {
+            let mut out = vec![0u8; len];
+            memory.read_slice(&mut out, GuestAddress(addr)).unwrap();
+            out
+        };
+        assert_eq!([read(0x1000, 5), read(0x2000, 3), read(0x3000, 6)].concat(), b"abcdefghijklmn");
+        assert_eq!(writer.write(&memory, b"x"), Err(ChainError::TooLong));
+        assert_eq!(read(0x3006, 1), [0]);
     }
 }

@@ -63,11 +63,10 @@ pub fn copy_chain(memory: &GuestMemoryMmap, descriptors: &[Descriptor], slot: &m
 /// The host address of a transmit chain that is one buffer inside one guest memory
 /// region (what a driver posts for a frame whose header and data are contiguous), so
 /// the frame can be read where it is; None for any other chain.
-pub fn in_place(memory: &GuestMemoryMmap, descriptors: &[Descriptor]) -> Option<(NonNull<u8>, usize)> {
+pub fn in_place(avail: &mut DriverRing<'_>, descriptors: &[Descriptor]) -> Option<(NonNull<u8>, usize)> {
     let [desc] = descriptors else { return None };
     let len = desc.len() as usize;
-    let slice = memory.get_slice(desc.addr(), len).ok()?;
-    NonNull::new(slice.ptr_guard().as_ptr().cast_mut()).map(|bytes| (bytes, len))
+    avail.host(desc.addr(), len).map(|bytes| (bytes, len))
 }
 
 /// A receive chain popped for one frame: its head and writable buffers (reused from
@@ -89,13 +88,10 @@ pub struct RxBuffer {
 }
 
 impl RxBuffer {
-    fn new(memory: &GuestMemoryMmap, desc: &Descriptor) -> RxBuffer {
+    /// `desc`'s buffer, with the host address `host` finds for it (`DriverRing::host`).
+    pub(super) fn new(desc: &Descriptor, host: impl FnOnce(GuestAddress, usize) -> Option<NonNull<u8>>) -> RxBuffer {
         let len = desc.len() as usize;
-        let host = memory
-            .get_slice(desc.addr(), len)
-            .ok()
-            .and_then(|slice| NonNull::new(slice.ptr_guard_mut().as_ptr()));
-        RxBuffer { addr: desc.addr(), len, host }
+        RxBuffer { addr: desc.addr(), len, host: host(desc.addr(), len) }
     }
 }
 
@@ -103,7 +99,6 @@ impl RxBuffer {
 /// guest had posted no more when its available index was read.
 pub fn pop_rx_chain(
     avail: &mut DriverRing<'_>,
-    memory: &GuestMemoryMmap,
     scratch: &mut Vec<Descriptor>,
     into: &mut RxChain,
 ) -> Result<bool, (u16, ChainError)> {
@@ -113,47 +108,38 @@ pub fn pop_rx_chain(
     shape.map_err(|e| (head, e))?;
     into.head = head;
     into.buffers.clear();
-    into.buffers.extend(scratch.iter().map(|d| RxBuffer::new(memory, d)));
+    into.buffers.extend(scratch.iter().map(|d| RxBuffer::new(d, |addr, len| avail.host(addr, len))));
     into.capacity = into.buffers.iter().map(|b| b.len).sum();
     Ok(true)
 }
 
-/// Writes `bytes` at `offset` of a chain's buffers, just popped from the ring of
-/// `memory`; returns the bytes written.
-pub fn write_at(
-    memory: &GuestMemoryMmap,
-    chain: &RxChain,
-    mut offset: usize,
-    mut bytes: &[u8],
-) -> Result<usize, ChainError> {
-    let mut written = 0;
-    for buffer in &chain.buffers {
-        if bytes.is_empty() {
-            break;
+impl RxBuffer {
+    /// Its length in bytes.
+    pub fn size(&self) -> usize {
+        self.len
+    }
+
+    /// Writes `bytes` at `offset` of this buffer, just popped from the ring of `memory`;
+    /// `offset + bytes.len()` must be within its length (else nothing is written).
+    pub fn write(&self, memory: &GuestMemoryMmap, offset: usize, bytes: &[u8]) -> Result<(), ChainError> {
+        if offset.checked_add(bytes.len()).is_none_or(|end| end > self.len) {
+            return Err(ChainError::TooLong);
         }
-        if offset >= buffer.len {
-            offset -= buffer.len;
-            continue;
-        }
-        let take = (buffer.len - offset).min(bytes.len());
-        match buffer.host {
-            // SAFETY: `RxBuffer::new` checked that `buffer.len` bytes at `host` lie in a
+        match self.host {
+            // SAFETY: `RxBuffer::new` checked that `self.len` bytes at `host` lie in a
             // writable shared mapping of `memory`, which the caller still holds (the
-            // device's memory table cannot change while it does); `offset + take` is
-            // within `buffer.len`; `bytes` is the forwarder's memory or the other
-            // port's mapping of its guest (each port maps its guest itself), never this
-            // mapping.
-            Some(host) => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host.as_ptr().add(offset), take) },
+            // device's memory table cannot change while it does); `offset + bytes.len()`
+            // is within `self.len` (checked above); `bytes` is the forwarder's memory or
+            // the other port's mapping of its guest (each port maps its guest itself),
+            // never this mapping.
+            Some(host) => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host.as_ptr().add(offset), bytes.len()) },
             None => {
-                let at = buffer.addr.checked_add(offset as u64).ok_or(ChainError::OutsideMemory)?;
-                copy_to_guest(memory, at, &bytes[..take])?;
+                let at = self.addr.checked_add(offset as u64).ok_or(ChainError::OutsideMemory)?;
+                copy_to_guest(memory, at, bytes)?;
             }
         }
-        bytes = &bytes[take..];
-        written += take;
-        offset = 0;
+        Ok(())
     }
-    Ok(written)
 }
 
 /// Copies guest bytes at `addr` into `into`. A range inside one memory region (every
