@@ -271,7 +271,7 @@ class DocumentTest(unittest.TestCase):
     def test_the_engine_report_is_stamped_with_its_run_and_cpu(self):
         w = "gro_tcp4_f1_burst"
         lines = [line("dpdk", w, 10.0, 0, depth=32.0), line("engine", w, 20.0, 0, depth=32.0)]
-        args = argparse.Namespace(pairs=5, seconds=0.3, only="")
+        args = argparse.Namespace(pairs=5, seconds=0.3, only="", no_write=False)
         with mock.patch.object(run, "command_field", return_value="AMD EPYC"):
             section = run.report(lines, args, run.ROOT / "target" / "bench")
         stamp = benchdoc.read_stamp(section)
@@ -300,3 +300,21 @@ class W5MergeTest(unittest.TestCase):
         args = argparse.Namespace(w5_rows="gro_f8", w5_append=False)
         self.assertTrue(run.w5_subset(args))
         self.assertFalse(run.w5_subset(argparse.Namespace(w5_rows="", w5_append=False)))
+
+
+class RawLinesTest(unittest.TestCase):
+    """A --no-write run is a trial: its raw lines never replace the recorded run's, which
+    the doc's tables name as theirs."""
+
+    def test_a_no_write_run_keeps_the_recorded_raw_lines(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            recorded = Path(tmp) / "results" / "last-run.jsonl"
+            recorded.parent.mkdir()
+            recorded.write_text('{"recorded": true}\n')
+            with mock.patch.object(run, "UNRECORDED", Path(tmp) / "target"), \
+                    mock.patch.object(run, "ROOT", Path(tmp)):
+                run.write_raw([{"trial": 1}], recorded, argparse.Namespace(no_write=True))
+                self.assertEqual(recorded.read_text(), '{"recorded": true}\n')
+                self.assertEqual((Path(tmp) / "target" / "last-run.jsonl").read_text(), '{"trial": 1}\n')
+                run.write_raw([{"kept": 2}], recorded, argparse.Namespace(no_write=False))
+                self.assertEqual(recorded.read_text(), '{"kept": 2}\n')
