@@ -5,6 +5,7 @@ import os
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -71,13 +72,13 @@ def test_a_busy_channel_sends_the_other_thread_the_one_off_way(channel):
 
     def long_command():
         started.set()
-        results.append(channel.try_run("sleep 1; echo long", None, 10))
+        results.append(channel.try_run("sleep 3; echo long", None, 10))
 
     thread = threading.Thread(target=long_command)
     thread.start()
     started.wait()
     while not channel._busy.locked():  # the long command holds the channel
-        pass
+        time.sleep(0.001)
     assert channel.try_run("echo short", None, 10) is None
     thread.join()
     assert results[0].stdout == "long\n"
