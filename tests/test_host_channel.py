@@ -31,7 +31,8 @@ LINES = [
 
 
 @pytest.fixture()
-def channel():
+def channel(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a killed session's directory stays here
     found = Channel(LOGIN)
     yield found
     found.close()

@@ -15,7 +15,8 @@ into files, then framed back: `@offlab-done ID STATUS OUT_BYTES ERR_BYTES` and t
 bytes. A command that does not end in time, or a session that closes in the middle of
 one, ends the channel (ssh.py then reports it as it reported a one-off session's); the
 next command opens a new one. A controller killed outright leaves nothing: the remote
-shell reads end-of-file and exits, its temporary directory removed on the way out.
+shell reads end-of-file and exits, its temporary directory (`offlab-channel.*` in
+$TMPDIR or /tmp) removed on the way out.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ WAIT_S = 0.5
 its commands (a heartbeat's takes milliseconds), not a long one."""
 
 _PRELUDE = """\
-d=$(mktemp -d) || exit 1
+d=$(mktemp -d "${{TMPDIR:-/tmp}}/offlab-channel.XXXXXX") || exit 1
 trap 'rm -rf "$d"' EXIT
 trap 'exit 1' HUP INT TERM
 echo {ready}
