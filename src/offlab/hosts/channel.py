@@ -41,7 +41,7 @@ its commands (a heartbeat's takes milliseconds), not a long one."""
 _PRELUDE = """\
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/offlab-channel.XXXXXX") || exit 1
 trap 'rm -rf "$d"' EXIT
-trap 'exit 1' HUP INT TERM
+trap 'exit 1' HUP INT TERM PIPE
 echo {ready}
 """
 
