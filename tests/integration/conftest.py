@@ -2,7 +2,7 @@
 share fixed names (rigs, journals, /var/lib/offlab) and measure: one at a time, never
 in pytest-xdist workers (`make test` runs them in a pytest of their own; tests/conftest.py
 refuses `-n` on them). The SSH servers of every rig start once per session
-(sshpool.py) and stop when it ends."""
+(sshrig.py) and stop when it ends."""
 
 import os
 import shutil
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .sshpool import SSHD, pool, stop_pool
+from .sshrig import SSHD, Rigs
 
 
 def pytest_collection_modifyitems(items):
@@ -25,13 +25,12 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def ssh_servers():
-    """The session's SSH servers (sshpool.py), shared by every rig: sshlab.ssh_lab(),
-    routerlab.router_lab() and sshfleet.ssh_fleet() wire them, and so may a test."""
+def ssh_rigs():
+    """The session's SSH servers and the rig wired on them (sshrig.py): a module's rig
+    fixture is `with ssh_rigs.use(SHAPE) as rig: yield rig`, which resets the rig after
+    each test and checks it is as wired."""
     if not Path(SSHD).exists():
         pytest.skip("openssh-server is not installed (make setup)")
-    return pool()
-
-
-def pytest_sessionfinish(session, exitstatus):
-    stop_pool()  # whichever rig started the servers, they end with the session
+    rigs = Rigs()
+    yield rigs
+    rigs.close()

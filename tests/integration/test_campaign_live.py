@@ -1,4 +1,4 @@
-"""A campaign over two server pairs (four OpenSSH servers in namespaces, sshfleet.py):
+"""A campaign over two server pairs (four OpenSSH servers in namespaces, sshrig.py's FLEET):
 `offlab run --hosts fleet.toml` runs the plan on both pairs at once (they share no
 host), each pair its own run tagged with the campaign, both hosts of each pair left
 as they were, and a campaign report sets the pairs side by side."""
@@ -6,7 +6,6 @@ as they were, and a campaign report sets the pairs side by side."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,9 @@ from offlab.run.plan import parse
 from offlab.store.store import Store
 
 from .runs import OFFLAB
-from .sshfleet import PAIRS, ssh_fleet
+from .sshrig import FLEET
+
+PAIRS = FLEET.pair_servers()
 
 # Two cases, all on and the transmitter's offloads all off: the campaign report's
 # "vs all on" column needs no more, and each case over SSH costs seconds per pair.
@@ -32,16 +33,9 @@ sequences = ["tx-all-off"]
 
 
 @pytest.fixture()
-def fleet(ssh_servers):
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("openssh-server is not installed (make setup)")
-    started = ssh_fleet()
-    try:
-        yield started
-    finally:
-        started.stop()
-        for journal in JOURNAL_DIR.glob("fleet[abcd]-*.json"):  # a failed test's, for the next one
-            journal.unlink()
+def fleet(ssh_rigs):
+    with ssh_rigs.use(FLEET) as rig:
+        yield rig
 
 
 def test_a_campaign_runs_both_pairs_at_once_and_reports_them_side_by_side(fleet, tmp_path):

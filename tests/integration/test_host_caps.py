@@ -1,5 +1,5 @@
 """Caps that cap and drift that is real (issue 38, points 4 and 8), through `offlab run
---hosts` on the two OpenSSH "servers" of sshlab.py as a user would run it: UDP is capped
+--hosts` on the two OpenSSH "servers" of sshrig.py as a user would run it: UDP is capped
 as the total a case offers (iperf3's -b is per stream), `--dry-run` applies the cap as
 the run does, the dry run and the confirmation name the host-wide socket buffer limits a
 UDP run raises on each server, and an offload somebody changes on a server mid-run is
@@ -23,7 +23,7 @@ from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG, SshHost
 
 from .runs import OFFLAB, stderr_after
-from .sshlab import clean_ssh_lab
+from .sshrig import PAIR
 
 PLAN = """
 name = "caps"
@@ -39,10 +39,10 @@ streams = {streams}
 """
 
 
-@pytest.fixture(scope="module")
-def lab(ssh_servers):
-    with clean_ssh_lab(ssh_servers) as started:
-        yield started
+@pytest.fixture()
+def lab(ssh_rigs):
+    with ssh_rigs.use(PAIR) as rig:
+        yield rig
 
 
 def _plan(tmp_path: Path, rate: str, streams: int) -> Path:

@@ -1,5 +1,5 @@
 """What an SRE asks of offlab on real hosts (issue 38), on the two OpenSSH "servers"
-of sshlab.py: the run's lease (hosts/lease.py) — a controller that comes back after its
+of sshrig.py: the run's lease (hosts/lease.py) — a controller that comes back after its
 servers restored themselves and another controller took them touches nothing there and
 marks its run interrupted —, old journals that never block a run, the audit, the
 watchdog outside the SSH session, the lockout guard on real routing layouts, and a
@@ -32,8 +32,7 @@ from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
 from .runs import OFFLAB, samples, start_run
-from .sshlab import MGMT, WATCHDOG_S, clean_ssh_lab
-from .sshpool import pool
+from .sshrig import MGMT, PAIR, WATCHDOG_S
 
 PLAN = """
 name = "lease"
@@ -47,10 +46,10 @@ sequences = ["all-on"]
 """
 
 
-@pytest.fixture(scope="module")
-def lab(ssh_servers):
-    with clean_ssh_lab(ssh_servers) as started:
-        yield started
+@pytest.fixture()
+def lab(ssh_rigs):
+    with ssh_rigs.use(PAIR) as rig:
+        yield rig
 
 
 def _mtu(lab, name: str, device: str) -> int:
@@ -208,7 +207,7 @@ def test_a_purge_is_audited_on_the_controller_and_in_the_servers_syslog(lab):
     """`offlab restore --purge` removes offlab's files from every server with `rm -rf`
     as root: each removal is a line of the controller's audit log with its exit status,
     and a line in the server's own syslog (server a's /dev/log, which the rig reads)."""
-    syslog = pool().syslog("a")
+    syslog = lab.pool.syslog("a")
     logged, audited = len(syslog.lines()), len(_audit_lines())
     done = subprocess.run([*OFFLAB, "restore", "--purge", "--hosts", str(lab.hosts_file)], capture_output=True,
                           text=True, timeout=120)
@@ -224,7 +223,7 @@ def test_doctor_clean_replays_a_killed_run_audited_on_the_controller_and_in_the_
     watchdogs killed too): `offlab doctor --clean --hosts` replays its journal — each
     undo it sends is a line of the controller's audit log with its exit status, and
     each thing it put back a line in the server's own syslog naming the run's token."""
-    syslog = pool().syslog("a")
+    syslog = lab.pool.syslog("a")
     logged, audited = len(syslog.lines()), len(_audit_lines())
     db = tmp_path / "r" / "offlab.sqlite"
     run = start_run(["--hosts", str(lab.hosts_file), "--plan", str(_plan(tmp_path / "r", 30, 1400)),

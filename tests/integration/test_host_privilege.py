@@ -1,9 +1,9 @@
-"""Least privilege on real hosts (issue 38), on the two OpenSSH "servers" of sshlab.py
+"""Least privilege on real hosts (issue 38), on the two OpenSSH "servers" of sshrig.py
 reached as a non-root user, `ofl-lab`, with `sudo = true` and exactly the sudoers
 snippet docs/real-hosts.md documents: a plan runs and restores, the traffic tools run as
 that user (never root), a sudo that wants a password stops the run in one line before
 anything changes, and each change is a line in the server's own syslog (server a's
-/dev/log is a socket the rig reads, sshpool.py)."""
+/dev/log is a socket the rig reads, sshrig.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from offlab.hosts.server import SERVER_DIR
 from offlab.hosts.ssh import AUDIT_LOG
 
 from .runs import OFFLAB, start_run
-from .sshlab import clean_ssh_lab
-from .sshpool import pool
+from .sshrig import PAIR
 
 USER = "ofl-lab"
 TRAFFIC = ("iperf3", "irtt", "sockperf", "offlab-udpload")
@@ -39,12 +38,12 @@ sequences = ["all-on"]
 """
 
 
-@pytest.fixture(scope="module")
-def lab(ssh_servers):
+@pytest.fixture()
+def lab(ssh_rigs):
     if not Path("/usr/bin/sudo").exists():
         pytest.skip("sudo is not installed (make setup-test)")
-    with clean_ssh_lab(ssh_servers, user=USER) as started:
-        yield started
+    with ssh_rigs.use(PAIR, user=USER) as rig:
+        yield rig
 
 
 def _plan(folder: Path, runs: int) -> Path:
@@ -164,7 +163,7 @@ def test_each_change_on_a_server_is_a_line_in_its_syslog(lab, tmp_path):
     """Server a's syslog (its /dev/log, which `logger` writes to) gets offlab's lines: the
     hold, the MTU the run set on its test interface (journaled there before the change),
     the release. (The rig's two servers are one kernel, held once, through server a.)"""
-    syslog = pool().syslog("a")
+    syslog = lab.pool.syslog("a")
     seen = len(syslog.lines())
     done = _run(lab, tmp_path / "run")
     assert done.returncode == 0, done.stderr

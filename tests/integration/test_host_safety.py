@@ -1,5 +1,5 @@
 """Each hazard of pointing offlab at a server people use, on two OpenSSH "servers" in
-namespaces (sshlab.py), each test failing without its guard: the SSH session or the
+namespaces (sshrig.py), each test failing without its guard: the SSH session or the
 default route on the test interface refused; an upper device's MTU put back; a failing
 undo not stopping the others; a second controller refused while a run holds the
 servers; SIGHUP restoring like SIGTERM. (`kill -9` of the controller and the servers'
@@ -25,7 +25,7 @@ from offlab.hosts.offloads import GRO, TSO, Interface, OffloadControl
 from offlab.records import OffloadProfile
 
 from .runs import OFFLAB, start_run
-from .sshlab import clean_ssh_lab
+from .sshrig import PAIR
 
 PLAN = """
 name = "safety"
@@ -39,10 +39,10 @@ sequences = ["all-on"]
 """
 
 
-@pytest.fixture(scope="module")
-def lab(ssh_servers):
-    with clean_ssh_lab(ssh_servers) as started:
-        yield started
+@pytest.fixture()
+def lab(ssh_rigs):
+    with ssh_rigs.use(PAIR) as rig:
+        yield rig
 
 
 @pytest.fixture()
@@ -200,6 +200,7 @@ def test_an_as_configured_baseline_keeps_what_the_operator_turned_off(clean):
     had it off; the default baseline turns it on. The kernel's read-back is the oracle."""
     server = clean.servers["a"]
     control = OffloadControl()
+    was = "on" if control.read(Interface("tx", server, "ofl-ta0"))[GRO].on else "off"  # put back after
     server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", "off"])
     try:
         all_on = OffloadProfile("all-on", "both")
@@ -208,4 +209,4 @@ def test_an_as_configured_baseline_keeps_what_the_operator_turned_off(clean):
         control.apply(all_on, [Interface("tx", server, "ofl-ta0")])
         assert control.read(Interface("tx", server, "ofl-ta0"))[GRO].on is True
     finally:
-        server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", "on"])
+        server.run(["ethtool", "-K", "ofl-ta0", "generic-receive-offload", was])

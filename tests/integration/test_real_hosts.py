@@ -1,4 +1,4 @@
-"""offlab on "real hosts" over SSH: two OpenSSH servers in namespaces (sshlab.py), the
+"""offlab on "real hosts" over SSH: two OpenSSH servers in namespaces (sshrig.py), the
 plan run through `offlab run --hosts`, and the faults a user's servers meet — offlab
 killed, a host's sshd gone, a wrong hosts file — each leaving both hosts as they were."""
 
@@ -21,8 +21,7 @@ from offlab.hosts.offloads import parse_features
 from offlab.run.plan import parse
 
 from .runs import OFFLAB, samples, start_run
-from .sshlab import WATCHDOG_S, clean_ssh_lab
-from .sshpool import pool
+from .sshrig import PAIR, WATCHDOG_S
 
 SUDO = "/usr/bin/sudo"
 
@@ -39,11 +38,10 @@ sequences = ["tx"]
 
 
 @pytest.fixture()
-def lab(ssh_servers):
-    """A rig per test: test_a_host_lost_mid_run kills a server's sshd, which the next
-    rig starts again."""
-    with clean_ssh_lab(ssh_servers) as started:
-        yield started
+def lab(ssh_rigs):
+    """test_a_host_lost_mid_run kills a server's sshd: the reset after it starts it again."""
+    with ssh_rigs.use(PAIR) as rig:
+        yield rig
 
 
 def _state(lab, role: str) -> tuple[int, bool]:
@@ -152,7 +150,10 @@ def test_a_host_lost_mid_run_fails_the_run_in_one_line_and_the_other_is_restored
     assert _state(lab, "sender") [0] == 1500  # the reachable host was put back
     journals = list(JOURNAL_DIR.glob("*.json"))
     assert len(journals) == 1 and '"ssh": "hostb"' in journals[0].read_text()  # kept for `offlab restore`
-    journals[0].unlink()
+    lab.pool.server("b")  # the host is back (its sshd again): `offlab restore` puts it as it was
+    restored = subprocess.run([*OFFLAB, "restore"], capture_output=True, text=True, timeout=120)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert _state(lab, "receiver") == (1500, True) and not list(JOURNAL_DIR.glob("*.json"))
 
 
 @pytest.mark.parametrize("edit, text", [
@@ -174,11 +175,11 @@ def test_a_wrong_hosts_file_is_one_line_and_changes_nothing(lab, tmp_path, edit,
 
 
 @contextmanager
-def _sudo_hidden(server: str):
+def _sudo_hidden(lab, server: str):
     """sudo out of sight on one SSH server while the block runs: an empty device bound
     over it (which `command -v` does not take for a program) in the mount namespace of
-    that server's sshd (sshpool.py gives each one its own), so only that server lacks it."""
-    enter = ["nsenter", "-t", str(pool().sshd[server].pid), "-m"]
+    that server's sshd (sshrig.py gives each one its own), so only that server lacks it."""
+    enter = ["nsenter", "-t", str(lab.pool.sshd[server].pid), "-m"]
     subprocess.run([*enter, "mount", "--bind", "/dev/null", SUDO], check=True)
     try:
         yield
@@ -192,7 +193,7 @@ def test_a_missing_tool_is_one_line_naming_the_host_and_changes_nothing(lab, tmp
     bad.write_text(lab.hosts_file.read_text().replace('app_core = 1\n', 'app_core = 1\nsudo = true\n', 1))
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN.format(runs=1, mtu=4000))
-    with _sudo_hidden("b"):
+    with _sudo_hidden(lab, "b"):
         done = subprocess.run([*OFFLAB, "run", "--hosts", str(bad), "--plan", str(plan), "--out",
                                str(tmp_path / "r"), "--no-progress", "--yes"], capture_output=True, text=True,
                               timeout=120)

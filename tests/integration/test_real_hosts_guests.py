@@ -1,5 +1,5 @@
 """QEMU guests on "real hosts" (`qemu` with `--hosts`): the two OpenSSH servers of
-sshlab.py each boot a guest over their SSH connection (TCG here), the guests' NICs
+sshrig.py each boot a guest over their SSH connection (TCG here), the guests' NICs
 bridged onto the servers' test interfaces — directly (`none`) or through a VXLAN device
 over them — and everything put back: at the end of a run, and after a `kill -9` of
 offlab during a guest's boot or during a case followed by `offlab restore`: no QEMU,
@@ -36,7 +36,7 @@ from .runs import OFFLAB, samples, start_run
 TCG = {**os.environ, "OFFLAB_VM_ACCEL": "tcg"}
 """The runs through `offlab run` skip the KVM probe (15 s a run here, where nested KVM
 hangs); the probe itself runs in test_vm_to_vm_across_the_two_servers."""
-from .sshlab import clean_ssh_lab
+from .sshrig import PAIR
 from .transfers import tcp_file_arrives
 
 try:
@@ -61,10 +61,10 @@ steer_rx_softirq = false
 """
 
 
-@pytest.fixture(scope="module")
-def lab(ssh_servers):
-    with clean_ssh_lab(ssh_servers) as started:
-        yield started
+@pytest.fixture()
+def lab(ssh_rigs):
+    with ssh_rigs.use(PAIR) as rig:
+        yield rig
 
 
 def interface_state(lab, role: str) -> dict:

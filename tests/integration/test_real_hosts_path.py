@@ -1,4 +1,4 @@
-"""Issue #30 over SSH ("real hosts": OpenSSH servers in namespaces, sshlab.py): every drop
+"""Issue #30 over SSH ("real hosts": OpenSSH servers in namespaces, sshrig.py): every drop
 counter on the path, each host's CPU window by its own clock and each host's stack are
 read through the host interface, as locally. That a whole run over SSH stores them and
 reports them is checked on test_real_hosts.py's run of the plan (one run for both)."""

@@ -1,4 +1,4 @@
-"""The middlebox plan on three "servers" (routerlab.py: A ⇄ R ⇄ B, each an OpenSSH server
+"""The middlebox plan on three "servers" (sshrig.py's ROUTER: A ⇄ R ⇄ B, each an OpenSSH server
 in a namespace), through `offlab run --hosts` as a user would run it.
 
 First `kill -9` of offlab in each phase — right after the journals are written, mid-case
@@ -24,7 +24,7 @@ from offlab.hosts import files
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 
-from .routerlab import router_lab
+from .sshrig import ROUTER
 from .runs import OFFLAB, samples, start_run, stderr_after
 
 PLAN = """
@@ -43,24 +43,14 @@ JOURNALS = 4
 """A, R toward A, R toward B, B: one journal per server and test interface."""
 
 
-@pytest.fixture(scope="module")
-def lab(ssh_servers):
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("openssh-server is not installed (make setup)")
+@pytest.fixture()
+def lab(ssh_rigs):
     try:
         find_binary()
     except FwdError:
         pytest.skip("offlab-fwd is not built (make build)")
-    assert not list(JOURNAL_DIR.glob("*.json")), "a journal of real hosts is left"
-    assert not Path(SERVER_DIR).exists(), "a server hold of an earlier test is left"
-    started = router_lab()
-    try:
-        yield started
-    finally:
-        started.stop()
-        for journal in JOURNAL_DIR.glob("*.json"):  # a failed test's, for the next one
-            journal.unlink()
-        subprocess.run(["rm", "-rf", SERVER_DIR], check=False)
+    with ssh_rigs.use(ROUTER) as rig:
+        yield rig
 
 
 def _plan(tmp_path: Path, name: str, runs: int, paths: list[str], routers: list[str], mtu: int = 1500) -> Path:
