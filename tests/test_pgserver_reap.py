@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from pgserver import reap_orphans, server_bindir
 

@@ -6,7 +6,6 @@ Nothing is left behind: no QEMU, no namespace."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -126,4 +125,4 @@ def test_the_report_says_tcg_rows_are_no_figures_and_advises_nothing(run):
 def test_nothing_is_left_behind(run):
     assert qemu_running() == []
     assert [n for n in our_namespaces()] == []
-    assert not any(Path("/run/offlab").glob(f"run-*/vm-*")) if Path("/run/offlab").exists() else True
+    assert not any(Path("/run/offlab").glob("run-*/vm-*")) if Path("/run/offlab").exists() else True

@@ -25,7 +25,7 @@ from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 
 from .sshrig import ROUTER
-from .runs import OFFLAB, samples, start_run, stderr_after
+from .runs import OFFLAB, start_run, stderr_after
 
 PLAN = """
 name = "router-hosts"
