@@ -1,8 +1,8 @@
 """Several read-only commands on a host as ONE command: one SSH round trip (or one call
-of a guest's agent) instead of one each. A command on a server goes through the run's
-session there (channel.py) behind the lease's token check (lease.py): a few
-milliseconds each, a flock and a shell; a counters snapshot of three servers was
-thirteen of them, twice per sample.
+of a guest's agent) instead of one each. On a loaded machine a command over a
+multiplexed SSH connection, behind the lease's token check (lease.py), costs 100-200 ms
+of wall time; a counters snapshot of three servers was thirteen of them, twice per
+sample.
 
 The commands run one after the other in a POSIX shell script on the host, each with its
 own exit status, stdout and stderr, as if each had been run on its own; the script

@@ -35,7 +35,6 @@ from typing import IO, Callable, Protocol, Sequence
 from ..proc import DEFAULT_TIMEOUT_S, Completed, ProcessError, run
 from ..runscope import RUNTIME_ROOT
 from .base import Host, HostError
-from .channel import Channel, ChannelClosed, ChannelTimeout
 from .hostsfile import HostSpec
 from .journal import STATE_DIR
 from .lease import LEASE_LOST_STATUS, Fence
@@ -95,18 +94,12 @@ class AuditLog:
     def __init__(self, path: Path = AUDIT_LOG):
         self.path = path
 
-    def add(self, host: str, destination: str, command: str, status: int | None, event: str = "run",
-            seconds: float | None = None) -> None:
+    def add(self, host: str, destination: str, command: str, status: int | None, event: str = "run") -> None:
         """`event`: "run" (a command run to its end, or not at all: status null), or
-        "start" and "end" of a spawned process (the end carries its exit status).
-        `seconds`: a run's wall time on the controller, ssh client included (what the
-        round trip cost the run)."""
+        "start" and "end" of a spawned process (the end carries its exit status)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
-                 "ssh": destination, "command": command, "status": status, "event": event}
-        if seconds is not None:
-            entry["seconds"] = round(seconds, 4)
-        line = json.dumps(entry)
+        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
+                           "ssh": destination, "command": command, "status": status, "event": event})
         with open(self.path, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
@@ -185,8 +178,6 @@ class SshHost(Host):
             entry = pwd.getpwnam(user)
             os.chown(self._control, entry.pw_uid, entry.pw_gid)
         self._base = ssh_command(ssh_config, self._control, spec.ssh, user)
-        self._channel = Channel([*self._base, "--", "sh"])
-        """The session every command goes through while it is free (channel.py)."""
 
     def _remote(self, args: Sequence[str], hand_over: bool = False, command: Sequence[str] | None = None,
                 root: bool | None = None) -> str:
@@ -219,16 +210,15 @@ class SshHost(Host):
 
     def _run(self, command: str, args: Sequence[str], timeout: float, check: bool,
              input_text: str | None, shown: str, root: bool | None = None) -> Completed:
-        began = time.monotonic()
         try:
-            done = self._send(command, timeout, input_text)
+            done = run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
         except ProcessError as err:
             if self.audit is not None:
-                self.audit.add(self.name, self.spec.ssh, shown, None, seconds=time.monotonic() - began)
+                self.audit.add(self.name, self.spec.ssh, shown, None)
             raise HostError(f"{self.name} ({self.spec.ssh}): `{shlex.join(args)}` {err.reason}; "
                             "check the host answers `ssh " + self.spec.ssh + " true`") from None
         if self.audit is not None:
-            self.audit.add(self.name, self.spec.ssh, shown, done.returncode, seconds=time.monotonic() - began)
+            self.audit.add(self.name, self.spec.ssh, shown, done.returncode)
         if done.returncode == LEASE_LOST_STATUS and self.fence is not None and self.fence.refused(done.stderr):
             raise self.fence.lose_from(done.stderr)
         if self._sudo(args, root) and done.returncode != 0 and SUDO_PASSWORD in done.stderr:
@@ -242,21 +232,6 @@ class SshHost(Host):
             raise HostError(f"{self.name} ({self.spec.ssh}): `{shlex.join(args)}` exited with status "
                             f"{done.returncode}: {done.stderr.strip()[-200:] or 'no error output'}")
         return Completed(tuple(args), done.returncode, done.stdout, done.stderr)
-
-    def _send(self, command: str, timeout: float, input_text: str | None) -> Completed:
-        """The command line run on the server: through the host's channel (one session
-        for the run, channel.py), or as an SSH session of its own when the channel is
-        another thread's at the moment or cannot be opened. A channel that closed under
-        the command is what a session of its own that ssh lost is: ssh's status 255."""
-        try:
-            found = self._channel.try_run(command, input_text, timeout)
-        except ChannelTimeout:
-            raise ProcessError([command], f"timed out after {timeout:g} s") from None
-        except ChannelClosed as closed:
-            return Completed((command,), SSH_FAILED, "", closed.reason)
-        if found is not None:
-            return Completed((command,), found.status, found.stdout, found.stderr)
-        return run([*self._base, "--", command], timeout=timeout, check=False, input_text=input_text)
 
     def spawn(self, args: Sequence[str], *, capture_stdout: bool = False,  # type: ignore[override]
               keep_stdin: bool = False) -> RemoteProcess:
@@ -371,8 +346,7 @@ class SshHost(Host):
         self.run(["logger", "-t", "offlab", "--", message], check=False, timeout=10)
 
     def close(self) -> None:
-        """End the channel and the multiplexed connection, and remove its socket's directory."""
-        self._channel.close()
+        """End the multiplexed connection and remove its socket's directory."""
         run([*self._base[:-1], "-O", "exit", self.spec.ssh], check=False, timeout=10)
         shutil.rmtree(self._control, ignore_errors=True)
 
