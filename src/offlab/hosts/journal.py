@@ -184,6 +184,19 @@ class Journal:
         if old != new.strip():
             self._once(changes.file(path, old, new.strip()))
 
+    def before_features(self, device: str) -> None:
+        """A change of the test interface's features is about to be made: until it is
+        read back (after_features) the value set is unknown, and the journal says so. A
+        run stopped in between (SIGTERM, kill -9) may have made the change or not; its
+        restore must put the original back, not take its own half-made change for
+        someone else's and leave it (the drift check skips an entry without a value
+        set)."""
+        for entry in self.record.changes:
+            if entry["kind"] == "features" and entry["target"] == device and entry["new"] is not None:
+                entry["new"] = None
+                self._write("")
+                return
+
     def after_features(self, device: str) -> None:
         """The test interface's features as the kernel has them after offlab's change
         (dependent features included): the value set, for the drift check."""

@@ -307,7 +307,10 @@ class SshHost(Host):
 
     def set_features(self, device: str, pairs: Sequence[str]) -> Completed:
         """The features as read back after the change are journaled as the value set, so
-        a later restore sees whether someone changed them since (drift)."""
+        a later restore sees whether someone changed them since (drift); while the
+        change is in flight the journal holds no value set (journal.before_features)."""
+        if self.journal is not None:
+            self.journal.before_features(device)
         done = super().set_features(device, pairs)
         if self.journal is not None:
             self.journal.after_features(device)
