@@ -2,6 +2,7 @@
 set apart with its reason; and the wire recorded with every case of a receiver study."""
 
 import random
+import zlib
 
 from offlab.run import plan
 from offlab.records import CaseSpec, OffloadProfile, Params, Sample, TrafficSpec
@@ -16,7 +17,8 @@ GRO_OFF = OffloadProfile("gro-off", "rx", {"generic-receive-offload": False})
 
 def _row(profile, traffic, gbps, loss=None, topology=Params()):
     case = CaseSpec("bare", 1500, profile, traffic, topology=topology)
-    rng = random.Random(hash(profile.name) & 0xFFFF)
+    # crc32, not hash(): str hashes change per process (PYTHONHASHSEED), and so did the noise
+    rng = random.Random(zlib.crc32(profile.name.encode()))
     samples = tuple(Sample(case.key, i, 0.0, 1.0, gbps * 1e9 * rng.uniform(0.99, 1.01), gbps * 1e9,
                            lost_packets=None if loss is None else int(loss * 1000),
                            total_packets=None if loss is None else 100_000) for i in range(4))
@@ -105,7 +107,7 @@ def _gro_on_the_mtu_wire(all_on_gbps, gro_off_gbps):
 
 
 def test_a_gain_from_turning_gro_off_on_one_machine_is_contention_not_advice():
-    group = _gro_on_the_mtu_wire(9.0, 10.1)
+    group = _gro_on_the_mtu_wire(9.0, 10.5)  # −14 %: two-digit whatever the ±1 % noise
     local = recommend([group], virtual_devices=True)
     assert local.goals == ()
     ((step, reason),) = local.excluded
@@ -131,7 +133,7 @@ def test_a_summary_line_says_when_it_contains_a_difference_set_apart():
 
     from offlab.report.sections import headlines
 
-    group = _gro_on_the_mtu_wire(9.0, 10.1)
+    group = _gro_on_the_mtu_wire(9.0, 10.5)  # −14 %: two-digit whatever the ±1 % noise
     local = SimpleNamespace(groups=(group,), recommendations=recommend([group], virtual_devices=True))
     (line,) = headlines(local)
     assert "enabling the offloads of the receiver" in line
