@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from pgserver import PgServer, reap_orphans, server_bindir
-
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 _WORKER_RUNTIME = Path(f"/run/offlab-tests-{_WORKER}-{os.getpid()}") if _WORKER else None
 if _WORKER_RUNTIME is not None:
     # Set before any test module imports offlab (runscope reads it at import), and
     # inherited by every `offlab` the tests start.
     os.environ["OFFLAB_RUNTIME_DIR"] = str(_WORKER_RUNTIME)
+
+# After the runtime directory is set: pgserver imports offlab.runscope, which reads it.
+from pgserver import PgServer, reap_orphans, server_bindir  # noqa: E402
+from offlab.runscope import pid_alive  # noqa: E402
 
 
 def pytest_configure(config):
@@ -44,12 +46,9 @@ def pytest_configure(config):
 def _reap_dead_workers_runtime() -> None:
     """Runtime directories of workers killed before their session finished."""
     for stale in Path("/run").glob("offlab-tests-*-*"):
-        try:
-            os.kill(int(stale.name.rsplit("-", 1)[1]), 0)
-        except ProcessLookupError:
+        pid = stale.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
-        except (ValueError, PermissionError):
-            continue
 
 
 def pytest_sessionstart(session):

@@ -26,6 +26,8 @@ from pathlib import Path
 import psycopg
 import psycopg.sql
 
+from offlab.runscope import pid_alive
+
 USER, PASSWORD = "offlab", "lab-secret"
 ROOT_PREFIX = "offlab-pg-"
 # A directory without its owner file (a session that died between mkdtemp and writing
@@ -124,20 +126,10 @@ class PgServer:
         return {row[0] for row in rows}
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _in_use(root: Path) -> bool:
     """Its owner session is alive, or (owner unknown) it is new or a server runs in it."""
     try:
-        return _pid_alive(int((root / "owner").read_text()))
+        return pid_alive(int((root / "owner").read_text()))
     except ValueError:
         return False
     except FileNotFoundError:
@@ -145,7 +137,7 @@ def _in_use(root: Path) -> bool:
     if time.time() - root.stat().st_mtime < _OWNERLESS_GRACE_S:
         return True
     try:
-        return _pid_alive(int((root / "data" / "postmaster.pid").read_text().split()[0]))
+        return pid_alive(int((root / "data" / "postmaster.pid").read_text().split()[0]))
     except (FileNotFoundError, ValueError, IndexError):
         return False
 

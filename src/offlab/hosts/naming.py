@@ -14,6 +14,7 @@ import signal
 from typing import Callable, Iterable
 
 from ..proc import run
+from ..runscope import pid_alive
 
 PREFIX = "ofl"
 IFNAMSIZ = 15
@@ -48,15 +49,6 @@ def parse_namespace(name: str) -> tuple[int, str] | None:
     match = _NAMESPACE.match(name)
     return (int(match.group(1)), match.group(2)) if match else None
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def stale_namespaces(names: Iterable[str], alive: Callable[[int], bool] = pid_alive) -> list[str]:
