@@ -191,21 +191,24 @@ class Journal:
         restore must put the original back, not take its own half-made change for
         someone else's and leave it (the drift check skips an entry without a value
         set)."""
-        for entry in self.record.changes:
-            if entry["kind"] == "features" and entry["target"] == device and entry["new"] is not None:
-                entry["new"] = None
-                self._write("")
-                return
+        entry = self._entry("features", device)
+        if entry is not None and entry["new"] is not None:
+            entry["new"] = None
+            self._write("")
 
     def after_features(self, device: str) -> None:
         """The test interface's features as the kernel has them after offlab's change
         (dependent features included): the value set, for the drift check."""
-        for entry in self.record.changes:
-            if entry["kind"] == "features" and entry["target"] == device:
-                listing = parse_features(self.host.run(["ethtool", "-k", device]).stdout)
-                entry["new"] = {name: f.on for name, f in listing.features.items() if name in entry["old"]}
-                self._write("")
-                return
+        entry = self._entry("features", device)
+        if entry is not None:
+            listing = parse_features(self.host.run(["ethtool", "-k", device]).stdout)
+            entry["new"] = {name: f.on for name, f in listing.features.items() if name in entry["old"]}
+            self._write("")
+
+    def _entry(self, kind: str, target: str) -> dict | None:
+        """The journal's entry of one target (the first change of it), if any."""
+        return next((entry for entry in self.record.changes
+                     if entry["kind"] == kind and entry["target"] == target), None)
 
     def before_neigh(self, address: str, dev: str, mac: str) -> None:
         """A permanent neighbour entry about to be put in place: whatever entry is there
@@ -219,13 +222,12 @@ class Journal:
     def _once(self, change: Change) -> None:
         """The first value of a target is the original; a later change keeps it and
         records its own value as the one set (what the drift check compares with)."""
-        for entry in self.record.changes:
-            if entry["kind"] == change.kind and entry["target"] == change.target:
-                if change.new is not None and entry["new"] != change.new:
-                    entry["new"] = change.new
-                    self._write(f"{self.host.name}: {change.kind} {change.target}: -> {change.new}")
-                return
-        self.add(change)
+        entry = self._entry(change.kind, change.target)
+        if entry is None:
+            self.add(change)
+        elif change.new is not None and entry["new"] != change.new:
+            entry["new"] = change.new
+            self._write(f"{self.host.name}: {change.kind} {change.target}: -> {change.new}")
 
     # --- putting it back ----------------------------------------------------------------
 
