@@ -7,7 +7,11 @@ import subprocess
 
 import pytest
 
+from offlab import proc
 from offlab.hosts import changes
+from offlab.hosts.base import Host
+from offlab.hosts.hostsfile import HostSpec
+from offlab.hosts.journal import Identity, Journal, Mirror
 from offlab.hosts.journal import forget
 from offlab.hosts.base import HostError
 from offlab.hosts.lease import LEASE_LOST_STATUS, Fence, LeaseLost
@@ -193,3 +197,45 @@ def test_reads_of_a_servers_qemu_threads_run_as_the_user():
     names = Asked("43 CPU 0/KVM\n")
     RemoteGuestPath._read_threads(SimpleNamespace(pid=42, host=names))
     assert stat.roots == [("sh", False)] and names.roots == [("sh", False)]
+
+
+class _ThisMachine(Host):
+    """Commands run here: the journal reads `ethtool -k lo` and writes its file."""
+
+    name, machine = "tx", "local"
+
+    def run(self, args, *, timeout=10.0, check=True, input_text=None, root=None):
+        return proc.run(list(args), timeout=timeout, check=check, input_text=input_text)
+
+    def spawn(self, args, *, capture_stdout=False):
+        raise AssertionError("a journal never starts a process itself")
+
+
+class _ServerCopy(Mirror):
+    """The server-side copy, as seen from the journal: whether this machine's journal was
+    still there when the server's was removed."""
+
+    def __init__(self, journal_path):
+        self.journal_path, self.local_kept_until_removed = journal_path, None
+
+    def write(self, key, record, undo_script, log):
+        pass
+
+    def remove(self, key):
+        self.local_kept_until_removed = self.journal_path().exists()
+
+
+def test_a_closed_journal_leaves_the_servers_copy_first_so_a_kill_between_never_orphans_it(tmp_path):
+    """Killed between the two removals, the run must leave this machine's journal (which
+    `offlab restore` replays and then releases the server), never a server copy alone:
+    that kept the hold past `offlab doctor --clean` until the watchdog's delay ran out
+    (test_router_hosts' kill -9 during restore, once SSH commands were fast)."""
+    identity = Identity("m" * 32, "boot", "00:00:00:00:00:00")
+    spec = HostSpec(role="sender", ssh="root@server", interface="lo", address="", peer="", app_core=0)
+    journal = None
+    copy = _ServerCopy(lambda: journal.path)
+    journal = Journal(_ThisMachine(), spec, None, identity, root=tmp_path, mirror=copy)
+    assert journal.path.exists()
+    journal.discard()
+    assert copy.local_kept_until_removed is True
+    assert not journal.path.exists()

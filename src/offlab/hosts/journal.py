@@ -254,10 +254,15 @@ class Journal:
                 "watchdog restored it"]
 
     def discard(self) -> None:
+        """The server's copy goes first, this machine's last: the reverse of how they
+        were written. A run killed between the two leaves this machine's journal, which
+        `offlab restore` replays harmlessly (every value already back) and then releases
+        the server; the other order left a server copy nobody here knew of, so the hold
+        outlived `offlab doctor --clean` until the watchdog's delay ran out."""
         self.closed = True
-        self.path.unlink(missing_ok=True)
         if self.mirror is not None:
             self.mirror.remove(self.identity.key)
+        self.path.unlink(missing_ok=True)
 
 
 class Drift(str):
