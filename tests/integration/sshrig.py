@@ -242,6 +242,15 @@ class ServerPool:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
             f"PidFile {self.folder / f'sshd_{name}.pid'}\nMaxSessions 50\nMaxStartups 50\n")
         command = [SSHD, "-D", "-e", "-f", str(config)]
+        # A server's root logs in without this machine's shell profile: bash reads
+        # ~/.bashrc for every command sshd hands it, and this machine's (pyenv init) costs
+        # ~250 ms per command, which a server of the lab's would not. Its own mount
+        # namespace, like the state and syslog below.
+        if Path("/root/.bashrc").is_file():
+            empty = self.folder / "empty_bashrc"
+            empty.write_text("")
+            command = ["unshare", "--mount", "--propagation", "slave", "sh", "-c",
+                       f'mount --bind "{empty}" /root/.bashrc && exec "$@"', "sh", *command]
         # Both below (state, syslog): a mount namespace of the server's own, a slave of
         # this one — its own mounts stay inside, but what this machine mounts later still
         # reaches it (a named network namespace a test adds: /run/netns/NAME is a mount),
