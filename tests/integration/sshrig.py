@@ -45,6 +45,7 @@ from offlab.hosts import LocalNamespace, connect_veth
 from offlab.hosts.journal import JOURNAL_DIR
 from offlab.hosts.server import SERVER_DIR
 from offlab.proc import run
+from offlab.topology.remote_fwd import OUTPUT_PREFIX
 
 SSHD = "/usr/sbin/sshd"
 WATCHDOG_S = 10
@@ -516,6 +517,8 @@ class Rig:
             found[f"{name}:qdiscs"] = re.sub(r"^(qdisc \S+) [0-9a-f]+:", r"\1", server.run(["tc", "qdisc", "show"]).stdout,
                                              flags=re.M)
             found[f"{name}:ip_forward"] = server.read_file("/proc/sys/net/ipv4/ip_forward").strip()
+        # offlab-fwd's output directories on the servers, which share this machine's /tmp
+        found["tmp"] = sorted(path.name for path in Path("/tmp").glob(f"{OUTPUT_PREFIX}.*"))
         if self.user is not None:
             found["sudoers"] = self.sudoers.read_text() if self.sudoers.exists() else None
         return found
@@ -546,6 +549,8 @@ class Rig:
             journal.unlink()
         for name in self.shape.servers:
             shutil.rmtree(self.pool.state_dir(name) / Path(SERVER_DIR).name, ignore_errors=True)
+        for left in set(self.state()["tmp"]) - set(self.baseline["tmp"]):
+            shutil.rmtree(Path("/tmp") / left, ignore_errors=True)
         now = self.state()
         return sorted(key for key in self.baseline.keys() | now.keys() if self.baseline.get(key) != now.get(key))
 

@@ -68,6 +68,12 @@ def device(name: str) -> Change:
     return Change("device", name, ABSENT, PRESENT, (("ip", "link", "del", "dev", name),))
 
 
+def directory(path: str) -> Change:
+    """A directory offlab made for a run's files on a server (offlab-fwd's output):
+    removed with all it holds."""
+    return Change("directory", path, ABSENT, PRESENT, (("rm", "-rf", "--", path),))
+
+
 def mtu(dev: str, old: int, new: int | None) -> Change:
     """`new` None: a value offlab does not set itself (an upper device's MTU, which the
     kernel lowers with its parent's), put back whatever it is."""
@@ -148,6 +154,8 @@ def current(host: Host, change: Change) -> Any:
     """The value `change` concerns as it is on the host now (same form as old/new)."""
     if change.kind == "device":
         return PRESENT if host.ip("link", "show", "dev", change.target, check=False).returncode == 0 else ABSENT
+    if change.kind == "directory":
+        return PRESENT if host.run(["test", "-e", change.target], check=False).returncode == 0 else ABSENT
     if change.kind == "mtu":
         return _read(host, f"/sys/class/net/{change.target}/mtu")
     if change.kind == "link":

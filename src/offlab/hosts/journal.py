@@ -216,6 +216,11 @@ class Journal:
         shown = json.loads(self.host.ip("-j", "neigh", "show", "to", address, "dev", dev, check=False).stdout or "[]")
         self.add(changes.neigh(address, dev, mac, changes.neigh_value(shown)))
 
+    def before_directory(self, path: str) -> Change:
+        """A directory about to be made (a run's files on a server): recorded first, so
+        every exit path removes it; `ended` forgets it once offlab removed it itself."""
+        return self.add(changes.directory(path))
+
     def before_route(self, spec: tuple[str, ...]) -> None:
         self.add(changes.route(spec))
 
@@ -308,6 +313,8 @@ def _undo(host: Host, change: Change, drift_check: bool) -> str:
         return f"ended process group {change.target.split()[0]} ({change.target.split(' ', 1)[-1]})"
     if change.kind == "device":
         return f"removed {change.target}"
+    if change.kind == "directory":
+        return f"removed the directory {change.target}"
     return f"{change.what} {_show(change.old)}"
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -71,6 +72,8 @@ class HostJournal(Protocol):
     def after_features(self, device: str) -> None: ...
 
     def before_neigh(self, address: str, dev: str, mac: str) -> None: ...
+
+    def before_directory(self, path: str) -> object: ...
 
 
 def ssh_user() -> str | None:
@@ -170,6 +173,8 @@ class SshHost(Host):
         self.audit = audit
         self.journal: HostJournal | None = None
         """Set while a topology journals this host: every spawned process is recorded."""
+        self._directories: dict[str, object | None] = {}
+        """make_directory's directories still there, each with its journal entry."""
         self.fence: Fence | None = None
         """Set while the run holds the server (session.py): every command carries the token."""
         user = ssh_user()
@@ -323,6 +328,24 @@ class SshHost(Host):
 
     def sysctl(self, key: str, value: str) -> None:
         self.write_file("/proc/sys/" + key.replace(".", "/"), f"{value}\n")
+
+    def make_directory(self, prefix: str) -> str:
+        """A private directory under the server's /tmp for a run's files, journaled
+        before it is made: a run killed while it exists leaves it to `offlab restore`
+        or the watchdog, as it leaves a device. The name is chosen here, not by
+        mktemp, so the journal holds it before the directory is there."""
+        path = f"/tmp/{prefix}.{secrets.token_hex(6)}"
+        entry = self.journal.before_directory(path) if self.journal is not None else None
+        self.run(["mkdir", "-m", "700", "--", path], timeout=20)
+        self._directories[path] = entry
+        return path
+
+    def remove_directory(self, path: str) -> None:
+        """A directory of make_directory's, removed and out of the journal."""
+        self.run(["rm", "-rf", "--", path], check=False, timeout=10)
+        entry = self._directories.pop(path, None)
+        if entry is not None and self.journal is not None:
+            self.journal.ended(entry)
 
     def add_route(self, network: str, gateway: str) -> None:
         if self.journal is not None:

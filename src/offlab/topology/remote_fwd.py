@@ -12,7 +12,8 @@ the same surface as the local `fwd.Forwarder`, so `ForwarderComponent` runs eith
   — the end of a case, Ctrl-C, a `kill -9` of offlab followed by the next start or
   `offlab restore`, the server's watchdog — kills its group.
 * **Its output** (the "ready" line, the stats file it rewrites on SIGUSR1 by rename)
-  lives in a directory under /tmp on the server, removed when it stops.
+  lives in a directory under /tmp on the server, journaled before it is made and
+  removed when it stops (or by the restore of a killed run).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from .fwd import (PORT_OFFLOADS, READY_TIMEOUT_S, STATS_TIMEOUT_S, STOP_GRACE_S,
                   FwdStats, find_binary, parse_stats)
 from ..hosts import files
 from ..hosts.ssh import SshHost
+
+OUTPUT_PREFIX = "offlab-fwd"
+"""Its output directory on the server: /tmp/offlab-fwd.<random>."""
 
 _SNAPSHOT = r"""
 before=$(cat "$1" 2>/dev/null)
@@ -78,7 +82,7 @@ class RemoteForwarder:
         return args
 
     def start(self) -> "RemoteForwarder":
-        self._dir = self.host.run(["mktemp", "-d", "/tmp/offlab-fwd.XXXXXX"], timeout=20).stdout.strip()
+        self._dir = self.host.make_directory(OUTPUT_PREFIX)
         command = f"exec {shlex.join(self.args())} >{self._dir}/stdout.jsonl 2>{self._dir}/stderr.txt"
         try:
             self._process = self.host.spawn(["sh", "-c", command])
@@ -130,5 +134,5 @@ class RemoteForwarder:
         if process is not None:
             self.host.stop(process, grace_s=STOP_GRACE_S)
         if self._dir:
-            self.host.run(["rm", "-rf", self._dir], check=False, timeout=10)
+            self.host.remove_directory(self._dir)
             self._dir = ""
