@@ -22,6 +22,7 @@ TEST_APT_PKGS := $(DEMO_APT_PKGS) $(GUEST_APT_PKGS) openssh-client openssh-serve
 BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 
 .PHONY: setup setup-demo setup-test deps deps-demo venv venv-test build capi-so engine-tools guest \
+        engine-check-miri engine-check-fuzz engine-check-msrv \
         demo readme-excerpt test test-rust test-engine-checks test-python bench fuzz install clean
 
 ## setup: everything — what `make demo` installs and what `make test` installs
@@ -38,13 +39,13 @@ setup-demo: deps-demo venv
 	if grep -qx guest <<<"$$needs"; then $(MAKE) --no-print-directory guest; fi
 
 ## setup-test: what `make test` runs: every apt package of the tests, the venv with the
-## test tools, the whole workspace's release build, the guest, and engine-tools. The apt
-## packages first (dpkg takes one lock), then the other four at once: the guest's and the
-## toolchains' downloads wait on the network (the guest: 46 s of wall time for 8.5 s of
-## CPU here) while the release build keeps both cores busy. Each target's output is
-## printed whole when it ends (--output-sync).
+## test tools, the guest, and engine-tools. The apt packages first (dpkg takes one
+## lock), then the other three at once: the guest's and the toolchains' downloads wait
+## on the network (the guest: 46 s of wall time for 8.5 s of CPU here). No release
+## build: the tests run the binaries of test-rust's own build (TEST_BINARIES). Each
+## target's output is printed whole when it ends (--output-sync).
 setup-test: deps
-	@$(MAKE) --no-print-directory -j4 --output-sync=target venv-test build guest engine-tools
+	@$(MAKE) --no-print-directory -j3 --output-sync=target venv-test guest engine-tools
 
 ## guest: the lab's QEMU guest (kernel + initramfs from Debian packages, docs/vms.md),
 ## rebuilt when its recipe changes; `make guest GUEST_FORCE=1` rebuilds it anyway
@@ -121,7 +122,7 @@ readme-excerpt: venv
 ## test: every test (Rust unit/property/kernel-differential, Python unit/integration)
 test: setup-test test-rust test-python
 	@# the closing line: which of the engine checks ran here and which were skipped (and why)
-	@echo "engine checks: $$(paste -sd, $(ENGINE_CHECKS_LOG) | sed 's/,/, /g')"
+	@echo "engine checks: $$(cat $(addprefix $(ENGINE_CHECKS_DIR)/,$(addsuffix .txt,$(ENGINE_CHECKS))) 2>/dev/null | paste -sd, | sed 's/,/, /g')"
 
 ## test-rust: every Rust test of the workspace once, in the `checks` profile (Cargo.toml):
 ## release's optimisation with integer overflow traps and debug assertions, without
@@ -129,8 +130,16 @@ test: setup-test test-rust test-python
 ## (each test binary linked with thin LTO) and change no result. It replaces the
 ## release test run and the engine's second run in the debug profile: every test runs
 ## with the traps, the checksum kernels and full property-test cases included.
+##
+## The lab's binaries the Python tests run (offlab-fwd, offlab-udpload) come from the
+## same profile (TEST_BINARIES): the tests assert behaviour, never a speed, and their
+## build shares every dependency with the test build, where a release build (thin LTO,
+## one codegen unit) cost ~2 min of CPU more on a fresh clone. The demo and the
+## benchmarks run release builds.
+TEST_BINARIES := $(CURDIR)/target/checks
 test-rust:
 	$(CARGO) test --profile checks --workspace --no-fail-fast
+	$(CARGO) build --profile checks --quiet -p offlab-fwd -p offlab-udpload
 	$(MAKE) --no-print-directory test-engine-checks
 
 ## test-engine-checks: Miri over chosen GSO/GRO unit tests that reach
@@ -187,21 +196,33 @@ MIRI_ENGINE_TESTS := gso::tests::tcp::ip_id_increments gso::tests::tcp::fixed_ip
 MIRI_CAPI_TESTS := the_size_field_is_checked growth_allocations_inside_a_call_all_go_to_the_hook \
   a_hook_returning_null_gives_a_clean_error \
   bulk_read_of_a_small_chain_matches_one_by_one bulk_refusals_write_nothing
-ENGINE_CHECKS_LOG := target/engine-checks.txt
+ENGINE_CHECKS_DIR := target/engine-checks
+## The three checks run at once, each in its own target directory (Miri's, the fuzz
+## projects', the MSRV check's): Miri interprets on one core and the fuzz smoke runs one
+## target at a time, so one after the other they left a core idle for minutes. Each
+## writes its line to its own file; `make test` prints them in this order.
+ENGINE_CHECKS := miri fuzz msrv
 test-engine-checks: engine-tools
-	@mkdir -p target && : > $(ENGINE_CHECKS_LOG)
+	@mkdir -p $(ENGINE_CHECKS_DIR) && rm -f $(ENGINE_CHECKS_DIR)/*.txt
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(addprefix engine-check-,$(ENGINE_CHECKS))
+
+engine-check-miri:
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 	  PROPTEST_CASES=2 MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p offlab-engine --lib --quiet -- $(MIRI_ENGINE_TESTS) && \
 	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --quiet -- $(MIRI_CAPI_TESTS) && \
-	  echo "miri ran" >> $(ENGINE_CHECKS_LOG); \
-	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)" | tee -a $(ENGINE_CHECKS_LOG); fi
+	  echo "miri ran" > $(ENGINE_CHECKS_DIR)/miri.txt; \
+	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/miri.txt; fi
+
+engine-check-fuzz:
 	@if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
 	  set -o pipefail; scripts/fuzz.sh --smoke $(FUZZ_SMOKE_SECONDS) | tee target/fuzz-smoke.txt && \
-	  sed -n 's/^fuzz smoke: \([0-9]*\) targets.*/fuzz smoke ran (\1 targets)/p' target/fuzz-smoke.txt >> $(ENGINE_CHECKS_LOG); \
-	else echo "fuzz smoke: skipped (cargo-fuzz on nightly is not installed: make engine-tools)" | tee -a $(ENGINE_CHECKS_LOG); fi
+	  sed -n 's/^fuzz smoke: \([0-9]*\) targets.*/fuzz smoke ran (\1 targets)/p' target/fuzz-smoke.txt > $(ENGINE_CHECKS_DIR)/fuzz.txt; \
+	else echo "fuzz smoke: skipped (cargo-fuzz on nightly is not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/fuzz.txt; fi
+
+engine-check-msrv:
 	@if rustup run $(MSRV) cargo --version >/dev/null 2>&1; then \
-	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV) ran" | tee -a $(ENGINE_CHECKS_LOG); \
-	else echo "msrv $(MSRV): skipped (toolchain not installed: make engine-tools)" | tee -a $(ENGINE_CHECKS_LOG); fi
+	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV) ran" | tee $(ENGINE_CHECKS_DIR)/msrv.txt; \
+	else echo "msrv $(MSRV): skipped (toolchain not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/msrv.txt; fi
 
 ## install: the C library (static, and shared with its SONAME and symbol versions), its header and a
 ## pkg-config file under PREFIX (default /usr/local); DESTDIR for staging
@@ -236,7 +257,11 @@ test-python:
 	  echo "layer contract broken: an import runs up the lab's wings or in a circle inside one (pyproject.toml [tool.importlinter], docs/lab.md): move the shared definition down"; \
 	  exit 1; }; echo "layer contracts kept: the lab's wings import downwards only, and no wing's modules import each other in a circle"
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
+	@# test-rust's binaries when it built them (make test), else the lab's usual search
 	status=0; \
+	for bin in offlab-fwd:OFFLAB_FWD offlab-udpload:OFFLAB_UDPLOAD; do \
+	  [ -x $(TEST_BINARIES)/$${bin%:*} ] && export $${bin#*:}=$(TEST_BINARIES)/$${bin%:*}; \
+	done; \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration || status=1; \
 	$(PY) -m pytest -q --durations=10 tests/integration || status=1; \
 	exit $$status
