@@ -14,7 +14,9 @@ use offlab_engine::wire::{IpVersion, L4Proto, Layout};
 #[derive(Clone, Copy)]
 struct Offered {
     checksum: ChecksumState,
-    layout: Layout,
+    /// Where its IP packet ends (all of the layout a run of one needs: storing the
+    /// whole layout was a memcpy call per frame offered).
+    frame_end: usize,
     frame_len: usize,
 }
 
@@ -62,7 +64,7 @@ impl Sink<'_> {
             Mode::Gro,
             slot,
             offered.checksum,
-            offered.layout.frame_end(),
+            offered.frame_end,
             self.egress,
             self.counters,
             self.to_complete,
@@ -113,7 +115,7 @@ impl Coalescer {
         }
         self.offered[slot] = Some(Offered {
             checksum,
-            layout: *layout,
+            frame_end: layout.frame_end(),
             frame_len: frame.len(),
         });
         let meta = RxMeta {
