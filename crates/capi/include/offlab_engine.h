@@ -858,8 +858,9 @@ int32_t ofl_gro_push_chain(struct ofl_gro *gro,
                            uint32_t *reason);
 
 // `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
-// and `now`. Every frame pointer is checked before any frame is pushed (a NULL
-// `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
+// and `now`. Every frame is checked before any frame is pushed (a NULL `data` with a
+// non-zero `len` gives `OFL_ERR_NULL`, a `len` above `PTRDIFF_MAX`
+// `OFL_ERR_INVALID_ARGUMENT`, and nothing is pushed). `verdicts`
 // (NULL, or `n` entries) receives each frame's `ofl_gro_verdict`; `reasons` (NULL,
 // or `n` entries) receives the `ofl_gro_reason` of each refused frame and is left
 // alone for kept ones. Returns how many frames were refused (to be forwarded as

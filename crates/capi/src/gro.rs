@@ -652,8 +652,9 @@ pub struct ofl_rx_frame {
 }
 
 /// `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
-/// and `now`. Every frame pointer is checked before any frame is pushed (a NULL
-/// `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
+/// and `now`. Every frame is checked before any frame is pushed (a NULL `data` with a
+/// non-zero `len` gives `OFL_ERR_NULL`, a `len` above `PTRDIFF_MAX`
+/// `OFL_ERR_INVALID_ARGUMENT`, and nothing is pushed). `verdicts`
 /// (NULL, or `n` entries) receives each frame's `ofl_gro_verdict`; `reasons` (NULL,
 /// or `n` entries) receives the `ofl_gro_reason` of each refused frame and is left
 /// alone for kept ones. Returns how many frames were refused (to be forwarded as
@@ -688,8 +689,16 @@ pub unsafe extern "C" fn ofl_gro_push_burst(
                 return Err(ofl_status::OFL_ERR_NULL);
             }
             let frames = core::slice::from_raw_parts(frames, n);
-            if frames.iter().any(|f| f.data.is_null() && f.len > 0) {
-                return Err(ofl_status::OFL_ERR_NULL);
+            // Every frame is checked here, before any is pushed, for all that `bytes`
+            // refuses; the loop then makes each slice with one test instead of three.
+            // One pass for both refusals (two passes cost more than they saved).
+            let unusable = |f: &&ofl_rx_frame| (f.data.is_null() && f.len > 0) || f.len > isize::MAX as usize;
+            if let Some(bad) = frames.iter().find(unusable) {
+                return Err(if bad.data.is_null() {
+                    ofl_status::OFL_ERR_NULL
+                } else {
+                    ofl_status::OFL_ERR_INVALID_ARGUMENT
+                });
             }
             let meta = RxMeta {
                 csum_validated: flags & OFL_RX_CSUM_VALIDATED != 0,
@@ -700,7 +709,9 @@ pub unsafe extern "C" fn ofl_gro_push_burst(
             let mut deliver = deliverer(cb, user, &mut delivered);
             let mut refused: i32 = 0;
             for (i, f) in frames.iter().enumerate() {
-                let frame = bytes(f.data, f.len)?;
+                // SAFETY: checked above: NULL only with length 0, at most isize::MAX
+                // bytes; the caller promises `len` readable bytes at `data`.
+                let frame: &[u8] = if f.data.is_null() { &[] } else { core::slice::from_raw_parts(f.data, f.len) };
                 let (verdict, why) = verdict_of(gro.push(f.id, frame, meta, &mut deliver), flags);
                 refused += i32::from(verdict == ofl_gro_verdict::OFL_GRO_REFUSED);
                 if let (Some(why), false) = (why, reasons.is_null()) {
