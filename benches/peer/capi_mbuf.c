@@ -27,6 +27,7 @@
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_memcpy.h>
 #include <rte_mbuf_dyn.h>
 
 #include "capi_mbuf.h"
@@ -156,7 +157,7 @@ static void on_merged(void *user, const ofl_gro_merged *m)
 	 * payload; a run of one frame hands back the frame's own header bytes. */
 	dst = (uint8_t *)head->buf_addr + start;
 	if (dst != m->header)
-		memcpy(dst, m->header, m->header_len);
+		rte_memcpy(dst, m->header, m->header_len);
 	head->data_off = (uint16_t)start;
 	head->data_len = (uint16_t)(m->header_len + part->payload_len);
 	head->pkt_len = head->data_len;
