@@ -360,7 +360,14 @@ impl Gro {
     fn join_next(&mut self, slot: u32, id: u64, joined: Joined, out: &mut impl FnMut(Merged<'_>)) -> Held {
         let run = &mut self.table.slot_mut(slot).run;
         run.append_segment(joined.payload_len, Some(joined.flags), (joined.ip_ids, joined.outer_ids));
-        self.joined(slot, id, joined.ends, out)
+        // The count just written, not read back through the slot index again.
+        let segments = run.segments;
+        self.table.set_id(slot, segments, id);
+        self.stats.merged += 1;
+        if let Some(reason) = joined.ends {
+            self.deliver(slot, FlushCause::Rule(reason), out);
+        }
+        Held::Merged
     }
 
     /// Whether `frame`, which can only be TCP/IPv4 of kind `OUTER` (bare or in VXLAN),
