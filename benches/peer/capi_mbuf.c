@@ -8,11 +8,11 @@
  * the first part's mbuf right before its payload, every further part's mbuf is trimmed to
  * its payload (data_off, data_len) and linked on, pkt_len and nb_segs are summed.
  *
- * GSO: the super-packet is one rte_mbuf, as in DPDK's rows, segmented by ofl_gso_segment.
- * Its segments' mbufs come from two rte_pktmbuf_alloc_bulk calls on the same pools as
- * DPDK's (a direct pool for the header mbufs, the indirect pool's buffer-less mbufs for
- * the payloads); ofl_gso_segment_get_bulk writes every header straight into its header
- * mbuf and every descriptor into an array; each payload mbuf is attached to the input's
+ * GSO: the super-packet is one rte_mbuf, as in DPDK's rows. Its segments' mbufs come from
+ * two bulk gets on the same pools as DPDK's (a direct pool for the header mbufs, the
+ * indirect pool's buffer-less mbufs for the payloads), counted from the input's lengths;
+ * one ofl_gso_segment_bulk call (ABI 1.4) segments it, the engine writing every header
+ * straight into its header mbuf and every descriptor into an array; each payload mbuf is attached to the input's
  * buffer as an external buffer (rte_pktmbuf_attach_extbuf) narrowed to its payload
  * (zero-copy), all of them sharing one reference to the input through one shared-info
  * refcount set once (OFFLAB_GSO_MBUF_MODEL=own: a shared info per payload mbuf and no
@@ -27,6 +27,7 @@
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_memcpy.h>
 #include <rte_mbuf_dyn.h>
 
 #include "capi_mbuf.h"
@@ -156,7 +157,7 @@ static void on_merged(void *user, const ofl_gro_merged *m)
 	 * payload; a run of one frame hands back the frame's own header bytes. */
 	dst = (uint8_t *)head->buf_addr + start;
 	if (dst != m->header)
-		memcpy(dst, m->header, m->header_len);
+		rte_memcpy(dst, m->header, m->header_len);
 	head->data_off = (uint16_t)start;
 	head->data_len = (uint16_t)(m->header_len + part->payload_len);
 	head->pkt_len = head->data_len;
@@ -453,32 +454,36 @@ static void link_segment(struct gso_mbuf_bench *g, unsigned i, uint16_t buf_len)
 }
 
 /* Segments the input into g->out; returns the count. The mbufs of all segments come
- * from two bulk allocations; one call reads every segment, headers written straight
- * into the header mbufs. */
+ * from two bulk allocations, sized from the super-packet's own lengths (as DPDK's
+ * rte_gso_segment sizes its output); one call segments and writes every header straight
+ * into its header mbuf. */
 static int segment_into_mbufs(struct gso_mbuf_bench *g)
 {
 	struct rte_mbuf *pkt = g->pkt;
-	const uint8_t *frame = rte_pktmbuf_mtod(pkt, const uint8_t *);
+	ofl_iovec frame = {rte_pktmbuf_mtod(pkt, const uint8_t *), pkt->data_len};
+	unsigned hdrs = pkt->l2_len + pkt->l3_len + pkt->l4_len;
+	unsigned want = (pkt->pkt_len - hdrs + g->vnet.gso_size - 1) / g->vnet.gso_size;
 	uint16_t buf_len;
 	int n, i;
 
-	n = ofl_gso_segment(g->gso, frame, pkt->data_len, &g->vnet, g->flags);
-	if (n != GSO_SEGMENTS)
-		die("ofl_gso_segment did not give 45 segments");
+	if (want > GSO_SEGMENTS)
+		die("GSO input: more segments than the bench holds");
 	/* Raw allocation (the mbufs as the pool keeps them: refcount 1, one segment, no
 	 * next): every field a segment needs is written below, as a PMD's receive path
 	 * writes its own; rte_pktmbuf_alloc_bulk's reset would write most of them twice. */
-	if (rte_mempool_get_bulk(gso_direct, (void **)g->out, (unsigned)n) != 0)
+	if (rte_mempool_get_bulk(gso_direct, (void **)g->out, want) != 0)
 		die("GSO header pool empty");
-	if (rte_mempool_get_bulk(gso_indirect, (void **)g->payloads, (unsigned)n) != 0)
+	if (rte_mempool_get_bulk(gso_indirect, (void **)g->payloads, want) != 0)
 		die("GSO payload pool empty");
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < (int)want; i++) {
 		g->out[i]->data_off = RTE_PKTMBUF_HEADROOM;
 		g->header_bufs[i] = rte_pktmbuf_mtod(g->out[i], uint8_t *);
 	}
-	must(ofl_gso_segment_get_bulk(g->gso, 0, g->segs, (size_t)n, g->header_bufs,
-				      rte_pktmbuf_tailroom(g->out[0])),
-	     "ofl_gso_segment_get_bulk");
+	n = must(ofl_gso_segment_bulk(g->gso, &frame, 1, &g->vnet, g->flags, g->segs, want,
+				      g->header_bufs, rte_pktmbuf_tailroom(g->out[0])),
+		 "ofl_gso_segment_bulk");
+	if (n != GSO_SEGMENTS || (unsigned)n != want)
+		die("ofl_gso_segment_bulk did not give 45 segments");
 	buf_len = share_input(g, (unsigned)n);
 	for (i = 0; i < n; i++)
 		link_segment(g, (unsigned)i, buf_len);
@@ -499,14 +504,21 @@ static void gso_reset(void *arg)
 	((struct gso_mbuf_bench *)arg)->segments = 0;
 }
 
-/* Whether the header mbuf of segment i holds other bytes than the handle's header (what
- * ofl_gso_segment_get gives). */
+/* Whether the header mbuf of segment i holds other bytes than the header ofl_gso_segment
+ * gives for the same input (a second handle, so the measured one is left as it was). */
 static int header_differs(struct gso_mbuf_bench *g, int i, const struct rte_mbuf *seg)
 {
+	static ofl_gso *ref_gso;
 	ofl_gso_seg ref;
 
-	must(ofl_gso_segment_get(g->gso, (size_t)i, &ref), "ofl_gso_segment_get");
-	return seg->data_len != ref.header_len ||
+	if (ref_gso == NULL)
+		must(ofl_gso_new(NULL, &ref_gso), "ofl_gso_new (reference)");
+	if (i == 0 && must(ofl_gso_segment(ref_gso, rte_pktmbuf_mtod(g->pkt, const uint8_t *),
+					    g->pkt->data_len, &g->vnet, g->flags),
+			   "ofl_gso_segment (reference)") != GSO_SEGMENTS)
+		die("GSO check: the reference segmentation differs in count");
+	must(ofl_gso_segment_get(ref_gso, (size_t)i, &ref), "ofl_gso_segment_get");
+	return seg->data_len != ref.header_len || g->segs[i].header != rte_pktmbuf_mtod(seg, uint8_t *) ||
 	       memcmp(rte_pktmbuf_mtod(seg, const uint8_t *), ref.header, ref.header_len) != 0;
 }
 

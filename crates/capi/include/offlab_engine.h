@@ -39,10 +39,12 @@
 // `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
 // `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9). ABI 1.3 added the adopter's
 // bulk calls: `ofl_gso_segment_get_bulk` (every segment's descriptor at once, headers
-// written into caller buffers).
+// written into caller buffers). ABI 1.4 added `ofl_gso_segment_bulk` (segmenting and
+// that bulk read in one call, the engine's fast path writing each header straight
+// into the caller's buffer).
 #define OFL_ABI_MAJOR 1
 
-#define OFL_ABI_MINOR 3
+#define OFL_ABI_MINOR 4
 
 // The most iovecs one chained frame may have (`OFL_ERR_TOO_MANY_IOVECS` above). A
 // 64 KiB super-packet in 512-byte segments fits. Added in ABI 1.2.
@@ -856,8 +858,9 @@ int32_t ofl_gro_push_chain(struct ofl_gro *gro,
                            uint32_t *reason);
 
 // `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
-// and `now`. Every frame pointer is checked before any frame is pushed (a NULL
-// `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
+// and `now`. Every frame is checked before any frame is pushed (a NULL `data` with a
+// non-zero `len` gives `OFL_ERR_NULL`, a `len` above `PTRDIFF_MAX`
+// `OFL_ERR_INVALID_ARGUMENT`, and nothing is pushed). `verdicts`
 // (NULL, or `n` entries) receives each frame's `ofl_gro_verdict`; `reasons` (NULL,
 // or `n` entries) receives the `ofl_gro_reason` of each refused frame and is left
 // alone for kept ones. Returns how many frames were refused (to be forwarded as
@@ -1000,7 +1003,9 @@ int32_t ofl_gso_segment_pieces(const struct ofl_gso *gso,
                                size_t n_pieces);
 
 // Segment `index` of the last `ofl_gso_segment*` call into `*seg`. Returns `OFL_OK`,
-// or `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count.
+// or `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count or the last call
+// was an `ofl_gso_segment_bulk` that wrote the headers into the caller's buffers (the
+// handle holds none then; that call's `segs` describe the segments).
 //
 // # Safety
 // `gso` a live handle; `seg` points to an `ofl_gso_seg`.
@@ -1053,13 +1058,44 @@ int32_t ofl_gso_segment_contig(struct ofl_gso *gso,
                                size_t *offsets,
                                size_t n_offsets);
 
+// Segments the super-packet `iov[0..n_iov]` (as `ofl_gso_segment_chain`; one iovec
+// for a frame in one buffer) as `*vnet` and `flags` ask, and writes every segment's
+// descriptor into `segs[i]` and its header into `headers[i]` (`header_cap` bytes
+// each; `segs[i].header` is `headers[i]`), as `ofl_gso_segment` followed by
+// `ofl_gso_segment_get_bulk(gso, 0, segs, n_segs, headers, header_cap)` would, in one
+// call. Returns the segment count, or a negative code as `ofl_gso_segment_chain`, or:
+// `OFL_ERR_NULL` for a NULL `segs` or `headers` or a NULL buffer among the first
+// `n_segs`; `OFL_ERR_BUFFER_TOO_SMALL` when `n_segs` is below the count or
+// `header_cap` below the longest header (no buffer written then; `ofl_gso_count` and
+// `ofl_gso_segment_get` describe the segments). After a call that returned a count,
+// the headers are only in the caller's buffers: `ofl_gso_count`,
+// `ofl_gso_total_len` and `ofl_gso_segment_pieces` describe the segments, while
+// `ofl_gso_segment_get` and `ofl_gso_segment_get_bulk` return
+// `OFL_ERR_INVALID_ARGUMENT`. Added in ABI 1.4.
+//
+// # Safety
+// `gso` a live handle; `iov` readable for `n_iov` entries, each `base` readable for
+// its `len`; `vnet` valid; `segs` writable for `n_segs` entries; `headers` readable
+// for `n_segs` pointers, each writable for `header_cap` bytes and not overlapping
+// `segs`, another buffer, the input or the handle.
+int32_t ofl_gso_segment_bulk(struct ofl_gso *gso,
+                             const struct ofl_iovec *iov,
+                             size_t n_iov,
+                             const struct ofl_vnet_hdr *vnet,
+                             uint32_t flags,
+                             struct ofl_gso_seg *segs,
+                             size_t n_segs,
+                             uint8_t *const *headers,
+                             size_t header_cap);
+
 // Segments `first ..` of the last `ofl_gso_segment*` call into `segs` (at most
 // `n_segs` of them); returns how many were written (0 when `first` is the count).
 // With `headers` NULL each `segs[i].header` points into the handle, as
 // `ofl_gso_segment_get` gives it; otherwise `headers` holds `n_segs` buffers of
 // `header_cap` bytes each, segment `first + i`'s header is copied into `headers[i]`
 // and `segs[i].header` is `headers[i]`. Returns `OFL_ERR_INVALID_ARGUMENT` when
-// `first` is above the count, `OFL_ERR_NULL` for a NULL `segs` (with `n_segs` > 0) or
+// `first` is above the count or the last call was an `ofl_gso_segment_bulk` that
+// left the headers in the caller's buffers, `OFL_ERR_NULL` for a NULL `segs` (with `n_segs` > 0) or
 // a NULL buffer among the ones used, `OFL_ERR_BUFFER_TOO_SMALL` when `header_cap` is
 // below the longest header of the call's segments; nothing is written then. Added in
 // ABI 1.3.

@@ -16,7 +16,7 @@ use core::cell::{Cell, UnsafeCell};
 use core::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use engine::gro::{FlushCause, Gro, GroConfig, GroStats, Held, Merged, Reason, RxMeta};
+use engine::gro::{FlushCause, Gro, GroConfig, GroStats, Held, Merged, Part, Reason, RxMeta};
 
 use crate::allocator::{read_sized, routed, unrouted, Hook};
 use crate::chain::{self, ofl_iovec};
@@ -304,10 +304,18 @@ pub struct ofl_gro {
 
 struct Inner {
     gro: Gro,
-    /// Scratch for the C form of a run's parts, sized for the largest run (a slice
-    /// filled by index: no length kept or capacity checked per run).
-    parts: Box<[ofl_gro_part]>,
 }
+
+// The engine's `Part` is laid out as `ofl_gro_part`, so a delivered run's parts go to C
+// as the engine wrote them (`deliverer`): checked here, at compile time.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<Part>() == size_of::<ofl_gro_part>());
+    assert!(align_of::<Part>() == align_of::<ofl_gro_part>());
+    assert!(offset_of!(Part, id) == offset_of!(ofl_gro_part, id));
+    assert!(offset_of!(Part, offset) == offset_of!(ofl_gro_part, payload_offset));
+    assert!(offset_of!(Part, len) == offset_of!(ofl_gro_part, payload_len));
+};
 
 const MAX_FLOWS: u32 = 1 << 20;
 const MAX_SEGMENTS: u16 = 4096;
@@ -417,7 +425,6 @@ fn create(cfg: &ofl_gro_config, hook: Option<Hook>) -> Result<*mut ofl_gro, ofl_
         max_segments_udp: cfg.max_segments_udp,
         max_bytes: (cfg.max_bytes as usize).min(65535),
     };
-    let cap = usize::from(cfg.max_segments_tcp.max(cfg.max_segments_udp));
     routed(
         hook,
         || {
@@ -425,7 +432,6 @@ fn create(cfg: &ofl_gro_config, hook: Option<Hook>) -> Result<*mut ofl_gro, ofl_
                 state: Cell::new(IDLE),
                 inner: UnsafeCell::new(Inner {
                     gro: Gro::with_parse_options(engine_cfg, parse),
-                    parts: vec![ofl_gro_part::default(); cap].into_boxed_slice(),
                 }),
                 hook,
             })))
@@ -495,7 +501,6 @@ unsafe fn with_gro(
 
 /// A Rust closure that hands each run to the C callback; counts deliveries.
 fn deliverer<'a>(
-    parts: &'a mut [ofl_gro_part],
     cb: unsafe extern "C" fn(*mut c_void, *const ofl_gro_merged),
     user: *mut c_void,
     delivered: &'a mut i32,
@@ -504,21 +509,13 @@ fn deliverer<'a>(
     // memory and save and restore the closure's registers (~40 instructions a run).
     #[inline(always)]
     move |m: Merged<'_>| {
-        // A run holds at most the table's segment cap, the scratch's length: a longer
-        // one would be an engine bug, and the index panics (the handle is poisoned).
-        let parts = &mut parts[..m.parts.len()];
-        for (dst, p) in parts.iter_mut().zip(m.parts) {
-            *dst = ofl_gro_part {
-                id: p.id,
-                payload_offset: p.payload.start,
-                payload_len: p.payload.end.saturating_sub(p.payload.start),
-            };
-        }
         let merged = ofl_gro_merged {
             header: m.header.as_ptr(),
             header_len: m.header.len(),
-            parts: parts.as_ptr(),
-            n_parts: parts.len(),
+            // The engine's parts as they are: `Part` is laid out as `ofl_gro_part`
+            // (checked at compile time above), so C reads the same array.
+            parts: m.parts.as_ptr().cast::<ofl_gro_part>(),
+            n_parts: m.parts.len(),
             vnet: ofl_vnet_hdr::from_engine(&m.vnet),
             segments: m.segments,
             end: end_of(m.end) as u8,
@@ -630,8 +627,8 @@ unsafe fn push_one(
         now,
     };
     let mut delivered = 0;
-    let Inner { gro, parts } = inner;
-    let mut deliver = deliverer(parts, cb, user, &mut delivered);
+    let Inner { gro } = inner;
+    let mut deliver = deliverer(cb, user, &mut delivered);
     let pushed = match frame {
         Frame::Whole(frame) => gro.push(id, frame, meta, &mut deliver),
         Frame::Chain(chain) => gro.push_chain(id, chain, meta, &mut deliver),
@@ -655,8 +652,9 @@ pub struct ofl_rx_frame {
 }
 
 /// `ofl_gro_push` for a burst: pushes `frames[0..n]` in order with the same `flags`
-/// and `now`. Every frame pointer is checked before any frame is pushed (a NULL
-/// `data` with a non-zero `len` gives `OFL_ERR_NULL` and pushes nothing). `verdicts`
+/// and `now`. Every frame is checked before any frame is pushed (a NULL `data` with a
+/// non-zero `len` gives `OFL_ERR_NULL`, a `len` above `PTRDIFF_MAX`
+/// `OFL_ERR_INVALID_ARGUMENT`, and nothing is pushed). `verdicts`
 /// (NULL, or `n` entries) receives each frame's `ofl_gro_verdict`; `reasons` (NULL,
 /// or `n` entries) receives the `ofl_gro_reason` of each refused frame and is left
 /// alone for kept ones. Returns how many frames were refused (to be forwarded as
@@ -691,19 +689,29 @@ pub unsafe extern "C" fn ofl_gro_push_burst(
                 return Err(ofl_status::OFL_ERR_NULL);
             }
             let frames = core::slice::from_raw_parts(frames, n);
-            if frames.iter().any(|f| f.data.is_null() && f.len > 0) {
-                return Err(ofl_status::OFL_ERR_NULL);
+            // Every frame is checked here, before any is pushed, for all that `bytes`
+            // refuses; the loop then makes each slice with one test instead of three.
+            // One pass for both refusals (two passes cost more than they saved).
+            let unusable = |f: &&ofl_rx_frame| (f.data.is_null() && f.len > 0) || f.len > isize::MAX as usize;
+            if let Some(bad) = frames.iter().find(unusable) {
+                return Err(if bad.data.is_null() {
+                    ofl_status::OFL_ERR_NULL
+                } else {
+                    ofl_status::OFL_ERR_INVALID_ARGUMENT
+                });
             }
             let meta = RxMeta {
                 csum_validated: flags & OFL_RX_CSUM_VALIDATED != 0,
                 now,
             };
             let mut delivered = 0;
-            let Inner { gro, parts } = inner;
-            let mut deliver = deliverer(parts, cb, user, &mut delivered);
+            let Inner { gro } = inner;
+            let mut deliver = deliverer(cb, user, &mut delivered);
             let mut refused: i32 = 0;
             for (i, f) in frames.iter().enumerate() {
-                let frame = bytes(f.data, f.len)?;
+                // SAFETY: checked above: NULL only with length 0, at most isize::MAX
+                // bytes; the caller promises `len` readable bytes at `data`.
+                let frame: &[u8] = if f.data.is_null() { &[] } else { core::slice::from_raw_parts(f.data, f.len) };
                 let (verdict, why) = verdict_of(gro.push(f.id, frame, meta, &mut deliver), flags);
                 refused += i32::from(verdict == ofl_gro_verdict::OFL_GRO_REFUSED);
                 if let (Some(why), false) = (why, reasons.is_null()) {
@@ -733,8 +741,8 @@ pub unsafe extern "C" fn ofl_gro_flush(
         with_gro(gro, |inner| {
             let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
             let mut delivered = 0;
-            let Inner { gro, parts } = inner;
-            gro.flush(&mut deliverer(parts, cb, user, &mut delivered));
+            let Inner { gro } = inner;
+            gro.flush(&mut deliverer(cb, user, &mut delivered));
             Ok(delivered)
         })
     }
@@ -758,8 +766,8 @@ pub unsafe extern "C" fn ofl_gro_flush_older_than(
         with_gro(gro, |inner| {
             let cb = cb.ok_or(ofl_status::OFL_ERR_NULL)?;
             let mut delivered = 0;
-            let Inner { gro, parts } = inner;
-            gro.flush_older_than(now, age, &mut deliverer(parts, cb, user, &mut delivered));
+            let Inner { gro } = inner;
+            gro.flush_older_than(now, age, &mut deliverer(cb, user, &mut delivered));
             Ok(delivered)
         })
     }

@@ -21,7 +21,7 @@
 //! mbufs of a DPDK application).
 
 use engine::chain::{ChainFrame, ChainScratch};
-use engine::gso::{self, GsoOutput, GsoParams, L4Checksum};
+use engine::gso::{self, GsoOutput, GsoParams, HeaderTargets, L4Checksum};
 use engine::wire::{parse_frame_with, ParseOptions};
 
 use crate::allocator::{read_sized, routed, Hook};
@@ -191,16 +191,17 @@ pub unsafe extern "C" fn ofl_gso_free(gso: *mut ofl_gso) {
 }
 
 /// A super-packet as the caller gave it.
-enum Input<'a> {
+pub(crate) enum Input<'a> {
     Whole(&'a [u8]),
     Chain(&'a [&'a [u8]]),
 }
 
-fn run(
+pub(crate) fn run(
     gso: &mut ofl_gso,
     input: Input<'_>,
     vnet: &ofl_vnet_hdr,
     flags: u32,
+    targets: Option<HeaderTargets<'_>>,
 ) -> Result<usize, ofl_status> {
     let outer = flags & (OFL_GSO_OUTER_UDP_CSUM | OFL_GSO_NO_OUTER_UDP_CSUM);
     if flags & !KNOWN_FLAGS != 0 || outer == OFL_GSO_OUTER_UDP_CSUM | OFL_GSO_NO_OUTER_UDP_CSUM {
@@ -209,7 +210,7 @@ fn run(
     gso.valid = 0;
     // The output's growth and the chain scratch's first allocation go to the handle's
     // allocator hook, if it has one.
-    let result = routed(gso.hook, || segment_input(gso, input, vnet, flags, outer), |_| ());
+    let result = routed(gso.hook, || segment_input(gso, input, vnet, flags, outer, targets), |_| ());
     if result == Err(ofl_status::OFL_ERR_NO_MEMORY) {
         // The output (or scratch) grew partly from the system after the hook refused:
         // give that back now (each block goes where its tag says); the next call grows
@@ -229,6 +230,7 @@ fn segment_input(
     vnet: &ofl_vnet_hdr,
     flags: u32,
     outer: u32,
+    targets: Option<HeaderTargets<'_>>,
 ) -> Result<usize, ofl_status> {
     let ofl_gso { parse, out, scratch, bounds, .. } = gso;
     let frame = match input {
@@ -256,7 +258,11 @@ fn segment_input(
     if outer != 0 {
         params.outer_udp_checksum = outer == OFL_GSO_OUTER_UDP_CSUM;
     }
-    gso::segment_chain(&frame, &layout, &params, out).map_err(|e| gso_status(&e))?;
+    match targets {
+        Some(targets) => gso::segment_chain_into(&frame, &layout, &params, out, targets),
+        None => gso::segment_chain(&frame, &layout, &params, out),
+    }
+    .map_err(|e| gso_status(&e))?;
     Ok(out.len())
 }
 
@@ -281,7 +287,7 @@ pub unsafe extern "C" fn ofl_gso_segment(
         let gso = unsafe { out(gso) }?;
         let frame = unsafe { bytes(frame, len) }?;
         let vnet = unsafe { input(vnet) }?;
-        run(gso, Input::Whole(frame), vnet, flags).map(|n| n as i32)
+        run(gso, Input::Whole(frame), vnet, flags, None).map(|n| n as i32)
     })
 }
 
@@ -316,7 +322,7 @@ pub unsafe extern "C" fn ofl_gso_segment_chain(
         let mut slots = chain::slots();
         let pieces = unsafe { chain::pieces(iov, n_iov, &mut slots) }?;
         let vnet = unsafe { input(vnet) }?;
-        run(gso, Input::Chain(pieces), vnet, flags).map(|n| n as i32)
+        run(gso, Input::Chain(pieces), vnet, flags, None).map(|n| n as i32)
     })
 }
 
@@ -370,7 +376,9 @@ pub unsafe extern "C" fn ofl_gso_segment_pieces(
 }
 
 /// Segment `index` of the last `ofl_gso_segment*` call into `*seg`. Returns `OFL_OK`,
-/// or `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count.
+/// or `OFL_ERR_INVALID_ARGUMENT` when `index` is not below the count or the last call
+/// was an `ofl_gso_segment_bulk` that wrote the headers into the caller's buffers (the
+/// handle holds none then; that call's `segs` describe the segments).
 ///
 /// # Safety
 /// `gso` a live handle; `seg` points to an `ofl_gso_seg`.
@@ -387,7 +395,7 @@ pub unsafe extern "C" fn ofl_gso_segment_get(
         let s = gso
             .out
             .segment(index)
-            .filter(|_| index < gso.valid)
+            .filter(|_| index < gso.valid && !gso.out.headers_in_targets())
             .ok_or(ofl_status::OFL_ERR_INVALID_ARGUMENT)?;
         let partial = s.partial_checksum;
         *seg = ofl_gso_seg {
@@ -423,7 +431,9 @@ pub unsafe extern "C" fn ofl_gso_total_len(gso: *const ofl_gso, bytes: *mut usiz
     guard(|| {
         // SAFETY: caller contract, NULL checked inside.
         let gso = unsafe { input(gso) }?;
-        *unsafe { out(bytes) }? = gso.segments().map(|s| s.len()).sum();
+        // After `ofl_gso_segment_bulk` the headers are the caller's, all one length.
+        let elsewhere = if gso.out.headers_in_targets() { gso.out.longest_header() } else { 0 };
+        *unsafe { out(bytes) }? = gso.segments().map(|s| s.len() + elsewhere).sum();
         Ok(0)
     })
 }
@@ -455,7 +465,7 @@ pub unsafe extern "C" fn ofl_gso_segment_into(
         if n_bufs > 0 && bufs.is_null() {
             return Err(ofl_status::OFL_ERR_NULL);
         }
-        let n = run(gso, Input::Whole(frame), vnet, flags)?;
+        let n = run(gso, Input::Whole(frame), vnet, flags, None)?;
         if n > n_bufs {
             return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);
         }
@@ -510,7 +520,7 @@ pub unsafe extern "C" fn ofl_gso_segment_contig(
         if (cap > 0 && buf.is_null()) || (n_offsets > 0 && offsets.is_null()) {
             return Err(ofl_status::OFL_ERR_NULL);
         }
-        let n = run(gso, Input::Whole(frame), vnet, flags)?;
+        let n = run(gso, Input::Whole(frame), vnet, flags, None)?;
         let total: usize = gso.segments().map(|s| s.len()).sum();
         if n + 1 > n_offsets || total > cap {
             return Err(ofl_status::OFL_ERR_BUFFER_TOO_SMALL);

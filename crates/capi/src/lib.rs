@@ -71,9 +71,11 @@ pub const OFL_VERSION_PATCH: u32 = 0;
 /// `ofl_gso_segment_chain`, `ofl_chain_piece`, `ofl_gso_segment_pieces`,
 /// `OFL_CHAIN_MAX_IOV` and `OFL_ERR_TOO_MANY_IOVECS` (-9). ABI 1.3 added the adopter's
 /// bulk calls: `ofl_gso_segment_get_bulk` (every segment's descriptor at once, headers
-/// written into caller buffers).
+/// written into caller buffers). ABI 1.4 added `ofl_gso_segment_bulk` (segmenting and
+/// that bulk read in one call, the engine's fast path writing each header straight
+/// into the caller's buffer).
 pub const OFL_ABI_MAJOR: u32 = 1;
-pub const OFL_ABI_MINOR: u32 = 3;
+pub const OFL_ABI_MINOR: u32 = 4;
 
 /// The library's ABI: `OFL_ABI_MAJOR << 16 | OFL_ABI_MINOR` as it was built.
 #[no_mangle]

@@ -1,6 +1,6 @@
 //! The ABI check: a caller built against an older header (`abi/offlab_engine-1.0.h`,
 //! the header as released before ABI 1.1; `abi/offlab_engine-1.1.h`, before ABI 1.2;
-//! `abi/offlab_engine-1.2.h`, before ABI 1.3)
+//! `abi/offlab_engine-1.2.h`, before ABI 1.3; `abi/offlab_engine-1.3.h`, before ABI 1.4)
 //! keeps working with this library.
 //!
 //! - Every constant, enum value and function of each old header is in the current one
@@ -19,7 +19,8 @@ mod common;
 
 const BASELINE: &str = "abi/offlab_engine-1.0.h";
 /// Every released header: each must survive in the current one.
-const BASELINES: [&str; 3] = [BASELINE, "abi/offlab_engine-1.1.h", "abi/offlab_engine-1.2.h"];
+const BASELINES: [&str; 4] =
+    [BASELINE, "abi/offlab_engine-1.1.h", "abi/offlab_engine-1.2.h", "abi/offlab_engine-1.3.h"];
 /// Macros that name the header's own version, and so differ between releases.
 const VERSION_MACROS: [&str; 4] = ["OFL_ABI_MINOR", "OFL_VERSION_MAJOR", "OFL_VERSION_MINOR", "OFL_VERSION_PATCH"];
 /// The shared library's version script.
@@ -237,6 +238,7 @@ fn every_exported_function_carries_its_version_node_and_nothing_else_is_exported
         ("ofl_abi_version", "OFL_1.1"),
         ("ofl_gro_new_ex", "OFL_1.2"),
         ("ofl_gso_segment_get_bulk", "OFL_1.3"),
+        ("ofl_gso_segment_bulk", "OFL_1.4"),
     ] {
         assert_eq!(nodes.get(name).map(String::as_str), Some(node), "{name}");
     }
@@ -252,7 +254,11 @@ fn every_exported_function_carries_its_version_node_and_nothing_else_is_exported
     for name in functions(&read(BASELINES[2])).iter().filter(|n| !v11.contains(n)) {
         assert_eq!(nodes.get(name).map(String::as_str), Some("OFL_1.2"), "{name} is not in OFL_1.2");
     }
-    for parent in ["OFL_1.0", "OFL_1.1", "OFL_1.2"] {
+    let v12 = functions(&read(BASELINES[2]));
+    for name in functions(&read(BASELINES[3])).iter().filter(|n| !v12.contains(n)) {
+        assert_eq!(nodes.get(name).map(String::as_str), Some("OFL_1.3"), "{name} is not in OFL_1.3");
+    }
+    for parent in ["OFL_1.0", "OFL_1.1", "OFL_1.2", "OFL_1.3"] {
         assert!(versions.contains(&format!("Parent 1: {parent}")), "{versions}");
     }
     let soname = format!("[libofflab_engine_c.so.{}]", offlab_engine_c::OFL_ABI_MAJOR);

@@ -882,8 +882,18 @@ fn gro_burst_checks_every_frame_first() {
         );
         assert_eq!(stats(&t).packets_in, 0);
         assert_eq!(verdicts, [9; 5]);
-        // Four frames of one flow and a bad one: merged, the bad one refused.
+        // A length no buffer can have, anywhere in the burst: refused before any push
+        // too (it was refused only when the loop reached it, after the frames before).
         rx[3].data = frames[3].as_ptr();
+        rx[3].len = isize::MAX as usize + 1;
+        assert_eq!(
+            ofl_gro_push_burst(t.0, rx.as_ptr(), 4, 0, 0, cb, user, v, r),
+            INVALID
+        );
+        assert_eq!(stats(&t).packets_in, 0);
+        assert_eq!(verdicts, [9; 5]);
+        rx[3].len = frames[3].len();
+        // Four frames of one flow and a bad one: merged, the bad one refused.
         rx.push(ofl_rx_frame {
             id: 4,
             data: bad.as_ptr(),

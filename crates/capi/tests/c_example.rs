@@ -103,4 +103,8 @@ fn mbuf_chain_example_builds_and_runs() {
         &stdout,
         &["gso bulk: 11 segments, every header written into its header mbuf by one call (input refcnt 12)"],
     );
+    assert_lines(
+        &stdout,
+        &["gso segment bulk: 11 segments, every header written into its header mbuf by one call (input refcnt 12)"],
+    );
 }

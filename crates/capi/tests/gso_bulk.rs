@@ -156,6 +156,6 @@ fn bulk_refusals_write_nothing() {
     assert!(unsafe { ofl_gso_segment(gso, frame.as_ptr(), frame.len(), &vnet, 0) } < 0);
     assert_eq!(bulk(0, segs.as_mut_ptr(), null(), 0), 0);
     assert_eq!(bulk(1, segs.as_mut_ptr(), null(), 0), ofl_status::OFL_ERR_INVALID_ARGUMENT as i32);
-    assert_eq!(ofl_abi_version(), (1 << 16) | 3, "the bulk read came with ABI 1.3");
+    assert!(ofl_abi_version() >> 16 == 1 && ofl_abi_version() & 0xffff >= 3, "the bulk read came with ABI 1.3");
     unsafe { ofl_gso_free(gso) };
 }

@@ -27,7 +27,7 @@ fn gso_then_gro(frame: &[u8], params: &GsoParams) -> Vec<(Vec<u8>, offlab_engine
         let mut bytes = m.header.to_vec();
         for p in m.parts {
             bytes.extend_from_slice(
-                &segments[p.id as usize][p.payload.start as usize..p.payload.end as usize],
+                &segments[p.id as usize][p.payload()],
             );
         }
         merged.push((bytes, m.vnet));

@@ -42,7 +42,8 @@ fn run_gro_with(frames: &[Vec<u8>], validated: bool, cfg: GroConfig) -> Vec<Deli
                 header: Vec::new(),
                 parts: vec![Part {
                     id: id as u64,
-                    payload: 0..frame.len() as u32,
+                    offset: 0,
+                    len: frame.len() as u32,
                 }],
                 segments: 1,
                 gso_size: 0,
@@ -71,7 +72,7 @@ fn assemble(d: &Delivered, frames: &[Vec<u8>]) -> Vec<u8> {
     let mut bytes = d.header.clone();
     for p in &d.parts {
         bytes.extend_from_slice(
-            &frames[p.id as usize][p.payload.start as usize..p.payload.end as usize],
+            &frames[p.id as usize][p.payload()],
         );
     }
     bytes
@@ -225,7 +226,7 @@ proptest! {
                 let s = &sent[p.id as usize];
                 prop_assert_eq!(s.flow, first.flow, "a run mixes flows");
                 prop_assert_eq!(s.seq, next_seq, "a run skips or repeats bytes");
-                prop_assert_eq!(p.payload.len(), if d.header.is_empty() { frames[p.id as usize].len() } else { s.len });
+                prop_assert_eq!(p.payload().len(), if d.header.is_empty() { frames[p.id as usize].len() } else { s.len });
                 if k + 1 < d.parts.len() {
                     prop_assert_eq!(s.len, first.len, "only the last segment may be shorter");
                 }
@@ -235,7 +236,7 @@ proptest! {
                 // The merged packet carries exactly the payload of its parts, in order.
                 let merged = assemble(d, &frames);
                 let layout = parse_frame(&merged).expect("merged packet parses");
-                prop_assert_eq!(layout.payload().len(), d.parts.iter().map(|p| p.payload.len()).sum::<usize>());
+                prop_assert_eq!(layout.payload().len(), d.parts.iter().map(|p| p.payload().len()).sum::<usize>());
             }
         }
         prop_assert!(seen.iter().all(|&n| n == 1), "every frame comes out exactly once: {:?}", seen);
@@ -283,7 +284,7 @@ proptest! {
         for d in &delivered {
             for p in &d.parts {
                 seen[p.id as usize] += 1;
-                prop_assert!(p.payload.end as usize <= frames[p.id as usize].len());
+                prop_assert!(p.payload().end <= frames[p.id as usize].len());
             }
         }
         prop_assert!(seen.iter().all(|&n| n == 1));

@@ -140,7 +140,7 @@ fn engine_delivers(case: &GroCase) -> Vec<Delivered> {
     let mut collect = |m: Merged<'_>| {
         let mut frame = m.header.to_vec();
         for part in m.parts {
-            let range = part.payload.start as usize..part.payload.end as usize;
+            let range = part.payload();
             frame.extend_from_slice(&frames[part.id as usize][range]);
         }
         // Through the wire encoding, so both sides are read by the same decoder.

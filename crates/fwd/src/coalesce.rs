@@ -46,9 +46,9 @@ impl Sink<'_> {
             self.begin_run(&run);
             self.tx.push_bytes(run.header);
             for part in run.parts {
-                let (start, end) = (part.payload.start as usize, part.payload.end as usize);
+                let payload = part.payload();
                 self.tx
-                    .push_rx(part.id as usize, self.vnet_len + start..self.vnet_len + end);
+                    .push_rx(part.id as usize, self.vnet_len + payload.start..self.vnet_len + payload.end);
             }
             return;
         }

@@ -15,7 +15,9 @@
  *    merged back into one chain.
  * 3. Bulk (ABI 1.3): the contiguous super-packet again, its header mbufs allocated first
  *    and every segment read by one ofl_gso_segment_get_bulk call, which writes each
- *    header straight into its header mbuf.
+ *    header straight into its header mbuf; and (ABI 1.4) with one ofl_gso_segment_bulk
+ *    call, the header mbufs counted from the input's lengths before segmenting, which
+ *    segments and writes every header into its header mbuf at once.
  * Every output chain is read back and checked: lengths, IPv4 and TCP checksums, payload
  * bytes equal to the original; every mbuf must be back in its pool at the end.
  *
@@ -39,6 +41,11 @@
 /* The bulk read (ofl_gso_segment_get_bulk) came with ABI 1.3. */
 #if OFL_ABI_MAJOR == 1 && OFL_ABI_MINOR >= 3
 #define HAVE_BULK_API 1
+#endif
+/* Segmenting with the headers written into the caller's buffers in the same call
+ * (ofl_gso_segment_bulk) came with ABI 1.4. */
+#if OFL_ABI_MAJOR == 1 && OFL_ABI_MINOR >= 4
+#define HAVE_SEGMENT_BULK 1
 #endif
 
 #define MSS 1000
@@ -338,23 +345,39 @@ static int segment_contiguous(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbu
 /* Contiguous input read in bulk: header mbufs allocated for every segment, then one
  * call writes all headers into them and all descriptors into `descs`. */
 static int segment_bulk(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbuf *in,
-			struct mbuf **segs)
+			struct mbuf **segs, int one_call)
 {
-	int n = must(ofl_gso_segment(gso, mtod(in), in->data_len, vnet, OFL_GSO_FULL_CSUM),
-		     "ofl_gso_segment");
+	/* With one call the header mbufs come first: as many as the input's payload
+	 * needs segments of gso_size bytes. */
+	int n = (int)((in->data_len - HDRS + vnet->gso_size - 1) / vnet->gso_size);
 	uint8_t *headers[MAX_SEGS];
 	ofl_gso_seg descs[MAX_SEGS];
 	int i;
 
+	if (!one_call)
+		n = must(ofl_gso_segment(gso, mtod(in), in->data_len, vnet, OFL_GSO_FULL_CSUM),
+			 "ofl_gso_segment");
 	if (n <= 0 || n > MAX_SEGS)
 		return -1;
 	for (i = 0; i < n; i++) {
 		segs[i] = mbuf_alloc(&direct);
 		headers[i] = mtod(segs[i]);
 	}
-	must(ofl_gso_segment_get_bulk(gso, 0, descs, (size_t)n, headers,
-				      segs[0]->buf_len - segs[0]->data_off),
-	     "ofl_gso_segment_get_bulk");
+	if (one_call) {
+#ifdef HAVE_SEGMENT_BULK
+		ofl_iovec frame = {mtod(in), in->data_len};
+
+		CHECK(must(ofl_gso_segment_bulk(gso, &frame, 1, vnet, OFL_GSO_FULL_CSUM, descs,
+						(size_t)n, headers,
+						segs[0]->buf_len - segs[0]->data_off),
+			   "ofl_gso_segment_bulk") == n,
+		      "segment bulk: not the %d segments counted", n);
+#endif
+	} else {
+		must(ofl_gso_segment_get_bulk(gso, 0, descs, (size_t)n, headers,
+					      segs[0]->buf_len - segs[0]->data_off),
+		     "ofl_gso_segment_get_bulk");
+	}
 	for (i = 0; i < n; i++) {
 		struct mbuf *tail = segs[i], *piece = mbuf_alloc(&indirect);
 
@@ -368,13 +391,13 @@ static int segment_bulk(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbuf *in,
 	return n;
 }
 
-static void run_bulk(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbuf *in)
+static void run_bulk(ofl_gso *gso, const ofl_vnet_hdr *vnet, struct mbuf *in, int one_call)
 {
 	struct mbuf *segs[MAX_SEGS];
-	int n = segment_bulk(gso, vnet, in, segs), i;
+	int n = segment_bulk(gso, vnet, in, segs, one_call), i;
 
-	printf("gso bulk: %d segments, every header written into its header mbuf by one call "
-	       "(input refcnt %u)\n", n, in->refcnt);
+	printf("gso %s: %d segments, every header written into its header mbuf by one call "
+	       "(input refcnt %u)\n", one_call ? "segment bulk" : "bulk", n, in->refcnt);
 	CHECK(n == 11 && in->refcnt == 1 + (unsigned)n, "bulk: %d segments, refcnt %u", n,
 	      in->refcnt);
 	check_segments(segs, n, "gso bulk");
@@ -644,10 +667,17 @@ int main(void)
 	/* 3. Bulk, on the same input. */
 #ifdef HAVE_BULK_API
 	if ((ofl_abi_version() >> 16) == OFL_ABI_MAJOR && (ofl_abi_version() & 0xffff) >= 3)
-		run_bulk(gso, &vnet, in);
+		run_bulk(gso, &vnet, in, 0);
 	else
 		printf("bulk API: the library is older than ABI 1.3, skipped\n");
-#else
+#endif
+#ifdef HAVE_SEGMENT_BULK
+	if ((ofl_abi_version() >> 16) == OFL_ABI_MAJOR && (ofl_abi_version() & 0xffff) >= 4)
+		run_bulk(gso, &vnet, in, 1);
+	else
+		printf("segment bulk: the library is older than ABI 1.4, skipped\n");
+#endif
+#ifndef HAVE_BULK_API
 	printf("bulk API: not in this header (ABI %d.%d, before 1.3), skipped\n",
 	       OFL_ABI_MAJOR, OFL_ABI_MINOR);
 #endif

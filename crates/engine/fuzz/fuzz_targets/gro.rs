@@ -97,7 +97,7 @@ fn check_merged(
         delivered[id] += 1;
         let frame = &frames[id];
         let layout = parse_frame(frame).expect("a held frame parsed");
-        let range = part.payload.start as usize..part.payload.end as usize;
+        let range = part.payload();
         assert_eq!(
             range,
             layout.payload(),

@@ -212,7 +212,7 @@ fuzz_target!(|input: &[u8]| {
             let mut bytes = m.header.to_vec();
             for part in m.parts {
                 let frame = &segments[part.id as usize];
-                bytes.extend_from_slice(&frame[part.payload.start as usize..part.payload.end as usize]);
+                bytes.extend_from_slice(&frame[part.payload()]);
             }
             outs.borrow_mut().push(Out {
                 bytes,

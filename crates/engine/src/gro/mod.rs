@@ -5,7 +5,7 @@
 //! frame is either kept (`Ok(Held)`: it opened a run or joined one) or handed back
 //! (`Err(Refusal)`: forward it as it is; the reason is counted). Runs come out through
 //! the `out` callback as a [`Merged`]: fresh header bytes, the payload ranges of the
-//! caller's frames in order (`Part { id, payload }`, nothing copied), and the
+//! caller's frames in order (`Part { id, offset, len }`, nothing copied), and the
 //! virtio-net header that describes the offload. A run leaves the table when a packet
 //! ends it (PSH, FIN, a shorter segment, a cap), when a packet of its flow cannot join
 //! it (the run is delivered first, so a flow stays in order), when the table is full
@@ -162,11 +162,25 @@ pub struct RxMeta {
     pub now: u64,
 }
 
-/// One piece of a merged packet's payload: a byte range of the caller's frame `id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One piece of a merged packet's payload: `len` bytes of the caller's frame `id` from
+/// byte `offset`. Laid out as the C API's `ofl_gro_part` (`#[repr(C)]`: a `u64`, then
+/// two `u32`), so the C API hands a run's parts to C as the engine wrote them, one
+/// array per run instead of a converted copy.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Part {
     pub id: u64,
-    pub payload: Range<u32>,
+    pub offset: u32,
+    pub len: u32,
+}
+
+impl Part {
+    /// The payload's byte range in frame `id`.
+    #[inline]
+    pub fn payload(&self) -> Range<usize> {
+        let start = self.offset as usize;
+        start..start + self.len as usize
+    }
 }
 
 /// A run delivered by the table.
@@ -262,7 +276,7 @@ impl Gro {
             limits,
             parse,
             table: Table::new(cfg.max_flows, segment_cap, Run::blank()),
-            parts: vec![Part { id: 0, payload: 0..0 }; segment_cap].into_boxed_slice(),
+            parts: vec![Part::default(); segment_cap].into_boxed_slice(),
             stats: GroStats::default(),
             fast_path: true,
             templates: Vec::with_capacity(TEMPLATES_KEPT),
@@ -346,7 +360,14 @@ impl Gro {
     fn join_next(&mut self, slot: u32, id: u64, joined: Joined, out: &mut impl FnMut(Merged<'_>)) -> Held {
         let run = &mut self.table.slot_mut(slot).run;
         run.append_segment(joined.payload_len, Some(joined.flags), (joined.ip_ids, joined.outer_ids));
-        self.joined(slot, id, joined.ends, out)
+        // The count just written, not read back through the slot index again.
+        let segments = run.segments;
+        self.table.set_id(slot, segments, id);
+        self.stats.merged += 1;
+        if let Some(reason) = joined.ends {
+            self.deliver(slot, FlushCause::Rule(reason), out);
+        }
+        Held::Merged
     }
 
     /// Whether `frame`, which can only be TCP/IPv4 of kind `OUTER` (bare or in VXLAN),
@@ -710,15 +731,14 @@ impl Gro {
         let run = held.run;
         // `parts_of` gives at most the segment cap's ids, the scratch's length.
         let parts = &mut self.parts[..ids.len()];
-        let start = u32::from(run.headers_len);
+        let offset = u32::from(run.headers_len);
         // Every part but the last is one segment size long.
-        let full = start..start + u32::from(run.seg_size);
+        let len = u32::from(run.seg_size);
         for (part, &id) in parts.iter_mut().zip(ids) {
-            part.id = id;
-            part.payload = full.clone();
+            *part = Part { id, offset, len };
         }
         if let Some(last) = parts.last_mut() {
-            last.payload.end = start + u32::from(run.last_len);
+            last.len = u32::from(run.last_len);
         }
         let vnet = if run.segments > 1 {
             let offload = match held.plain {

@@ -155,8 +155,16 @@ impl Table {
     /// includes it and is within the cap).
     #[inline(always)]
     pub fn push_id(&mut self, slot: u32, id: u64) {
-        let n = usize::from(self.slots[slot as usize].run.segments);
-        if let Some(cell) = self.ids.get_mut(slot as usize * self.segment_cap + n - 1) {
+        let n = self.slots[slot as usize].run.segments;
+        self.set_id(slot, n, id);
+    }
+
+    /// `push_id` for a caller that holds the run's segment count `n` (with the new
+    /// packet) already: no second look at the slot.
+    #[inline(always)]
+    pub fn set_id(&mut self, slot: u32, n: u16, id: u64) {
+        let at = (slot as usize * self.segment_cap + usize::from(n)).wrapping_sub(1);
+        if let Some(cell) = self.ids.get_mut(at) {
             *cell = id;
         }
     }

@@ -17,7 +17,7 @@ use core::mem::MaybeUninit;
 use crate::checksum;
 
 use super::ip::{v4, v6, IpFields};
-use super::output::{copy_header, GsoOutput};
+use super::output::{copy_header, GsoOutput, HeaderTargets};
 use super::plan::Plan;
 use super::tcp_fields::{field, TcpFields};
 use super::tunnel::{udp, Encap};
@@ -152,6 +152,10 @@ impl Middle {
     }
 }
 
+/// What `run` hands each shape's loop: the output, the payload's start and end, the
+/// payload sums (software checksums), and the caller's header targets, if any.
+type Args<'o, 't> = (&'o mut GsoOutput, usize, usize, &'o [u32], Option<HeaderTargets<'t>>);
+
 /// Longest header the middle-segment template takes (on the stack).
 const MIDDLE_MAX_LEN: usize = 256;
 
@@ -237,13 +241,22 @@ impl<'a> FastTcp<'a> {
 
     /// Appends every segment: payload `i` is `payload_start + i * mss` for `mss` bytes
     /// (the last one up to `payload_end`), its sum `sums[i]` with software checksums.
-    pub fn run(&self, out: &mut GsoOutput, payload_start: usize, payload_end: usize, sums: &[u32]) {
+    /// The headers go into `targets` when there are enough of them and each holds the
+    /// header (`out.headers_in_targets()` says so after), else into `out`.
+    pub fn run(
+        &self,
+        out: &mut GsoOutput,
+        payload_start: usize,
+        payload_end: usize,
+        sums: &[u32],
+        targets: Option<HeaderTargets<'_>>,
+    ) {
         let outer = match self.outer {
             None => NO_TUNNEL,
             Some(o) if o.ip.v4 => OUTER_V4,
             Some(_) => OUTER_V6,
         };
-        let args = (out, payload_start, payload_end, sums);
+        let args = (out, payload_start, payload_end, sums, targets);
         match (self.inner.v4, outer, self.full) {
             (true, NO_TUNNEL, false) => self.run_shape::<true, NO_TUNNEL, false>(args),
             (true, NO_TUNNEL, true) => self.run_shape::<true, NO_TUNNEL, true>(args),
@@ -265,7 +278,7 @@ impl<'a> FastTcp<'a> {
     #[inline(never)]
     fn run_shape<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
         &self,
-        args: (&mut GsoOutput, usize, usize, &[u32]),
+        args: Args<'_, '_>,
     ) {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
@@ -279,7 +292,7 @@ impl<'a> FastTcp<'a> {
     #[target_feature(enable = "avx2")]
     unsafe fn run_shape_avx2<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
         &self,
-        args: (&mut GsoOutput, usize, usize, &[u32]),
+        args: Args<'_, '_>,
     ) {
         self.run_shape_body::<INNER_V4, OUTER, FULL>(args)
     }
@@ -287,14 +300,33 @@ impl<'a> FastTcp<'a> {
     #[inline(always)]
     fn run_shape_body<const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
         &self,
-        (out, payload_start, payload_end, sums): (&mut GsoOutput, usize, usize, &[u32]),
+        (out, payload_start, payload_end, sums, targets): Args<'_, '_>,
+    ) {
+        let (hlen, count) = (self.template.len(), self.count);
+        let payload = payload_start..payload_end;
+        if let Some(slots) = targets.and_then(|t| t.slots(count, hlen)) {
+            self.write_all::<INNER_V4, OUTER, FULL>(slots, payload.clone(), sums);
+            out.commit_in_targets(count, hlen, payload, self.mss);
+            return;
+        }
+        let headers = out.spare_headers(count * hlen);
+        self.write_all::<INNER_V4, OUTER, FULL>(headers.chunks_exact_mut(hlen), payload, sums);
+        // SAFETY: `write_all` wrote every one of the `count` chunks of `hlen` bytes.
+        unsafe { out.commit_headers(count, hlen, payload_start, payload_end, self.mss) };
+    }
+
+    /// Writes the `count` headers into `headers` (`count` buffers of the template's
+    /// length, in order: the output's own room or the caller's targets).
+    #[inline(always)]
+    fn write_all<'h, const INNER_V4: bool, const OUTER: u8, const FULL: bool>(
+        &self,
+        mut headers: impl Iterator<Item = &'h mut [MaybeUninit<u8>]>,
+        payload: core::ops::Range<usize>,
+        sums: &[u32],
     ) {
         let hlen = self.template.len();
-        let count = self.count;
-        let headers = out.spare_headers(count * hlen);
-        let last = count - 1;
+        let last = self.count - 1;
         let sum = |index: usize| payload_sum::<FULL>(sums, index);
-        let mut chunks = headers.chunks_exact_mut(hlen);
         let outer_checksum = self.outer.is_some_and(|o| o.checksum_seed.is_some());
         if last >= 2 && hlen <= MIDDLE_MAX_LEN && !outer_checksum {
             // Segments 1..last share every length, their flags and (partial) TCP
@@ -306,26 +338,24 @@ impl<'a> FastTcp<'a> {
             self.write::<INNER_V4, OUTER, FULL>(middle, 1, self.mss, sum(1));
             // SAFETY: `write` initialised all `hlen` bytes.
             let middle = unsafe { &*(middle as *const [MaybeUninit<u8>] as *const [u8]) };
-            if let Some(header) = chunks.next() {
+            if let Some(header) = headers.next() {
                 self.write::<INNER_V4, OUTER, FULL>(header, 0, self.mss, sum(0));
             }
-            let middles = chunks.by_ref().take(last - 1);
+            let middles = headers.by_ref().take(last - 1);
             match hlen {
                 64..=128 => self.middle_segments::<INNER_V4, OUTER, FULL, 64>(middles, middle, sums),
                 32..=63 => self.middle_segments::<INNER_V4, OUTER, FULL, 32>(middles, middle, sums),
                 _ => self.middle_segments::<INNER_V4, OUTER, FULL, 0>(middles, middle, sums),
             }
         } else {
-            for (index, header) in chunks.by_ref().take(last).enumerate() {
+            for (index, header) in headers.by_ref().take(last).enumerate() {
                 self.write::<INNER_V4, OUTER, FULL>(header, index, self.mss, sum(index));
             }
         }
-        let last_len = payload_end - (payload_start + last * self.mss);
-        if let Some(header) = chunks.next() {
+        let last_len = payload.end - (payload.start + last * self.mss);
+        if let Some(header) = headers.next() {
             self.write::<INNER_V4, OUTER, FULL>(header, last, last_len, sum(last));
         }
-        // SAFETY: every one of the `count` chunks of `hlen` bytes was written above.
-        unsafe { out.commit_headers(count, hlen, payload_start, payload_end, self.mss) };
     }
 
     /// Writes the middle segments (1..last) into `headers`, each a copy of the `middle`

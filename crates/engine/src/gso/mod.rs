@@ -47,7 +47,7 @@ mod tests;
 
 pub use error::GsoError;
 pub use limits::{MAX_HEADERS_LEN, MAX_SEGMENTS};
-pub use output::{GsoOutput, PartialChecksum, SegmentRef};
+pub use output::{GsoOutput, HeaderTargets, PartialChecksum, SegmentRef};
 pub use params::{GsoKind, GsoParams, L4Checksum};
 
 use crate::chain::{ChainFrame, Contiguous, Sums};
@@ -65,7 +65,7 @@ pub fn segment(
     params: &GsoParams,
     out: &mut GsoOutput,
 ) -> Result<(), GsoError> {
-    segment_from(frame, Contiguous, layout, params, out)
+    segment_from(frame, Contiguous, layout, params, out, None)
 }
 
 /// [`segment`] for a frame held in several buffers (`chain::ChainScratch::view`),
@@ -78,11 +78,28 @@ pub fn segment_chain(
     params: &GsoParams,
     out: &mut GsoOutput,
 ) -> Result<(), GsoError> {
-    segment_from(chain.view(), chain.payload(), layout, params, out)
+    segment_from(chain.view(), chain.payload(), layout, params, out, None)
+}
+
+/// [`segment_chain`] (or [`segment`], with `ChainFrame::whole`) writing the headers
+/// straight into the caller's `targets` when every segment's header has one length
+/// that fits them and there is a target per segment (TCP, bare or in a UDP tunnel:
+/// the fast path); `out.headers_in_targets()` says whether they went there. Otherwise
+/// the headers are in `out` as `segment_chain` leaves them, and no target was
+/// written. The segments are the same either way.
+pub fn segment_chain_into(
+    chain: &ChainFrame<'_>,
+    layout: &Layout,
+    params: &GsoParams,
+    out: &mut GsoOutput,
+    targets: HeaderTargets<'_>,
+) -> Result<(), GsoError> {
+    segment_from(chain.view(), chain.payload(), layout, params, out, Some(targets))
 }
 
 /// `segment` with the payload sums read from `payload` (the frame itself, or the
-/// pieces of a chain whose headers `frame` holds).
+/// pieces of a chain whose headers `frame` holds), headers into `targets` where the
+/// fast path can.
 #[inline(always)]
 fn segment_from(
     frame: &[u8],
@@ -90,11 +107,12 @@ fn segment_from(
     layout: &Layout,
     params: &GsoParams,
     out: &mut GsoOutput,
+    targets: Option<HeaderTargets<'_>>,
 ) -> Result<(), GsoError> {
     out.clear();
     let plan = Plan::new(frame, layout, params)?;
     let result = match params.kind {
-        GsoKind::Tcp => tcp::segment(frame, payload, &plan, params, out),
+        GsoKind::Tcp => tcp::segment(frame, payload, &plan, params, out, targets),
         GsoKind::Udp => udp::segment(frame, payload, &plan, params, out),
         GsoKind::UdpFragment => fragment::segment(frame, payload, &plan, params, out),
     };

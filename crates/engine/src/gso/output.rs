@@ -1,6 +1,7 @@
 //! The reusable result of `segment`: every segment's fresh header bytes in one buffer,
 //! and a table saying which header bytes and which payload range form each segment.
 
+use core::mem::MaybeUninit;
 use core::ops::Range;
 
 use crate::chain::Sums;
@@ -65,6 +66,56 @@ pub struct GsoOutput {
     longest_header: usize,
     /// Scratch: each segment's payload sum (software checksums), kept for its capacity.
     payload_sums: Vec<u32>,
+    /// The last call wrote its headers into the caller's [`HeaderTargets`], not here.
+    headers_in_targets: bool,
+}
+
+/// The caller's buffers a call may write its segments' headers into directly
+/// ([`super::segment_chain_into`]): one buffer of `cap` bytes per segment, in order.
+/// A C adopter names the data rooms of the header mbufs it allocated in bulk, so each
+/// header is written once, in its final place.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderTargets<'t> {
+    bufs: &'t [*mut u8],
+    cap: usize,
+}
+
+impl<'t> HeaderTargets<'t> {
+    /// # Safety
+    /// Every pointer in `bufs` is valid for writes of `cap` bytes for `'t`, and no
+    /// buffer overlaps another or any memory the segmenting call reads or writes (the
+    /// frame, its chain's pieces, the `GsoOutput`).
+    pub unsafe fn new(bufs: &'t [*mut u8], cap: usize) -> Self {
+        HeaderTargets { bufs, cap }
+    }
+
+    /// How many buffers there are.
+    pub fn len(&self) -> usize {
+        self.bufs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bufs.is_empty()
+    }
+
+    /// Bytes each buffer holds.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The first `count` buffers cut to `len` bytes each, or `None` when there are
+    /// fewer or they are shorter (then nothing is written to any).
+    pub(super) fn slots(self, count: usize, len: usize) -> Option<impl Iterator<Item = &'t mut [MaybeUninit<u8>]>> {
+        let bufs = self.bufs.get(..count)?;
+        (len <= self.cap).then(|| {
+            bufs.iter().map(move |&buf| {
+                // SAFETY: `new`'s contract: each buffer is `cap >= len` writable bytes
+                // for `'t`, apart from every other and from what the call reads; each
+                // is handed out once (the iterator yields every pointer once).
+                unsafe { core::slice::from_raw_parts_mut(buf.cast::<MaybeUninit<u8>>(), len) }
+            })
+        })
+    }
 }
 
 impl GsoOutput {
@@ -103,9 +154,24 @@ impl GsoOutput {
         self.longest_header
     }
 
-    /// Total bytes of header written (for statistics: the bytes GSO had to produce).
+    /// Total bytes of header written here (for statistics: the bytes GSO had to
+    /// produce; 0 when they went to the caller's targets).
     pub fn header_bytes(&self) -> usize {
         self.headers.len()
+    }
+
+    /// Whether the last call wrote its headers into the caller's [`HeaderTargets`]:
+    /// then every segment's header is `longest_header()` bytes in target `i`, and
+    /// [`Self::segment`] and [`Self::iter`] give empty header slices.
+    pub fn headers_in_targets(&self) -> bool {
+        self.headers_in_targets
+    }
+
+    /// Each segment's payload range, in wire order (what a caller whose headers are
+    /// in its own buffers reads).
+    #[inline]
+    pub fn payloads(&self) -> impl ExactSizeIterator<Item = Range<usize>> + '_ {
+        self.entries.iter().map(|e| e.payload.clone())
     }
 
     #[inline]
@@ -130,6 +196,7 @@ impl GsoOutput {
         self.entries.clear();
         self.partial_checksum = None;
         self.longest_header = 0;
+        self.headers_in_targets = false;
     }
 
     /// Makes room for `segments` segments of at most `header_len` header bytes each, so
@@ -189,6 +256,19 @@ impl GsoOutput {
         let first = self.headers.len();
         // SAFETY: the caller initialised these bytes, within the reserved capacity.
         unsafe { self.headers.set_len(first + count * header_len) };
+        self.commit_entries(first, count, header_len, payload_start..payload_end, size);
+    }
+
+    /// Appends `count` segments whose headers (`header_len` bytes each) were written
+    /// into the caller's targets, payloads cut as `commit_headers` cuts them.
+    pub(super) fn commit_in_targets(&mut self, count: usize, header_len: usize, payload: Range<usize>, size: usize) {
+        self.headers_in_targets = true;
+        self.commit_entries(self.headers.len(), count, header_len, payload, size);
+    }
+
+    /// The entries of `commit_headers` (header `i` at `first + i * header_len`).
+    fn commit_entries(&mut self, first: usize, count: usize, header_len: usize, payload: Range<usize>, size: usize) {
+        let (payload_start, payload_end) = (payload.start, payload.end);
         // Written into the spare capacity and committed once: a `push` per segment
         // would check the capacity and store the length every time.
         self.entries.reserve(count);

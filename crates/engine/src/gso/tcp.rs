@@ -7,19 +7,21 @@ use crate::checksum;
 use super::be;
 use super::fast::FastTcp;
 use super::tcp_fields::{field, TcpFields};
-use super::output::{GsoOutput, PartialChecksum};
+use super::output::{GsoOutput, HeaderTargets, PartialChecksum};
 use super::plan::Plan;
 use super::tunnel::Tail;
 use super::limits::segment_count;
 use super::{GsoError, GsoParams, L4Checksum};
 
-/// Segments a TCP super-packet described by `plan` into `out`.
+/// Segments a TCP super-packet described by `plan` into `out`; the fast path writes
+/// the headers into `targets` when they fit (`FastTcp::run`).
 pub(super) fn segment(
     frame: &[u8],
     source: impl Sums,
     plan: &Plan,
     params: &GsoParams,
     out: &mut GsoOutput,
+    targets: Option<HeaderTargets<'_>>,
 ) -> Result<(), GsoError> {
     let mss = usize::from(params.segment_size);
     let payload = plan.payload();
@@ -42,7 +44,7 @@ pub(super) fn segment(
     if fast_path_enabled() {
         let fixed_id = params.fixed_ip_id;
         if let Some(fast) = FastTcp::new(frame, plan, tcp, mss, count, full, fixed_id) {
-            fast.run(out, payload.start, payload.end, &sums);
+            fast.run(out, payload.start, payload.end, &sums, targets);
             if full {
                 out.put_payload_sums(sums);
             }

@@ -81,7 +81,7 @@ impl Harness {
         let mut bytes = o.header.clone();
         for p in &o.parts {
             bytes.extend_from_slice(
-                &self.frames[p.id as usize][p.payload.start as usize..p.payload.end as usize],
+                &self.frames[p.id as usize][p.payload()],
             );
         }
         bytes

@@ -484,7 +484,7 @@ fn shorter_last_segment_then_more_is_a_new_run() {
     assert_eq!(h.push(&c), Ok(Held::NewFlow));
     h.flush();
     assert_eq!(h.segments(), vec![2, 1]);
-    assert_eq!(h.out[0].parts[1].payload.len(), 60);
+    assert_eq!(h.out[0].parts[1].payload().len(), 60);
     assert_eq!(h.gro.stats().ended(Reason::ShortSegment), 1);
 }
 

@@ -70,6 +70,7 @@ fn concat_payloads(segs: &[(Vec<u8>, Layout)]) -> Vec<u8> {
 mod packets;
 mod props;
 mod refusals;
+mod targets;
 mod tcp;
 mod tunnel;
 mod udp;
