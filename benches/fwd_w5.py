@@ -150,7 +150,8 @@ def start_testpmd(setup: w5_testpmd.Setup, row: Row, sockets: list[str], prefix:
     lines = Lines(proc)
     proc.stdin.write(setup.commands(row.gro, row.gso))
     proc.stdin.flush()
-    if not lines.wait_for("packet forwarding - ports", 90):
+    # "csum packet forwarding - ports=2 …", or "… forwarding with retry - ports=2 …".
+    if not lines.wait_for(" - ports=", 90):
         stop(proc)
         raise NotStarted("testpmd did not start forwarding:\n" + "".join(lines.seen)[-3000:])
     return proc, lines
