@@ -36,14 +36,19 @@ def run_side(side: str, r: fwd_w5.Row, seconds: float, rnd: int) -> dict:
     """testpmd as W5 runs it; `testpmd-io`: DPDK's own vhost-to-vhost forwarding (`io`,
     `legacy-ol-flags=1`, w5_testpmd.IO_PASS) on hugepages; `testpmd-retry`: W5's testpmd
     with transmit retry (w5_testpmd.with_retry; `testpmd-retry:US:N` for
-    `set burst tx delay US retry N`) on hugepages; else an offlab-fwd binary."""
+    `set burst tx delay US retry N`) on hugepages; `testpmd-noretry`: W5's testpmd
+    without the retry TX_RETRY_ROWS gives some rows; else an offlab-fwd binary."""
     if side == "testpmd":
         return fwd_w5.run_one("testpmd", r, seconds, rnd)
+    if side == "testpmd-noretry":
+        with w5_testpmd.hugepages() as huge_dir:
+            setup = w5_testpmd.tuned(r.fwd_mode, huge_dir)
+            return fwd_w5.run_one("testpmd", r, seconds, rnd, setup)
     if side.startswith("testpmd-retry"):
         # testpmd-retry, or testpmd-retry:US:N for `set burst tx delay US retry N`
         retry = tuple(int(v) for v in side.split(":")[1:]) or w5_testpmd.TX_RETRY_DEFAULT
         with w5_testpmd.hugepages() as huge_dir:
-            setup = w5_testpmd.with_retry(fwd_w5.testpmd_setup(r, huge_dir), retry)
+            setup = w5_testpmd.with_retry(w5_testpmd.tuned(r.fwd_mode, huge_dir), retry)
             return fwd_w5.run_one("testpmd", r, seconds, rnd, setup)
     if side == "testpmd-io":
         with w5_testpmd.hugepages() as huge_dir:
@@ -145,7 +150,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     alt = sub.add_parser("alternate")
     alt.add_argument("rows", help="comma-separated W5 row keys")
-    alt.add_argument("sides", help="comma-separated: testpmd, testpmd-retry, testpmd-io or "
+    alt.add_argument("sides", help="comma-separated: testpmd, testpmd-retry[:US:N], testpmd-noretry, "
+                     "testpmd-io or "
                      "paths to offlab-fwd")
     alt.add_argument("--rounds", type=int, default=2)
     alt.add_argument("--seconds", type=float, default=1.0)
