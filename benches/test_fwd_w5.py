@@ -120,6 +120,15 @@ class TestpmdTest(unittest.TestCase):
         self.assertIn(f"set gso segsz {w5_testpmd.GSO_SEGMENT}", gso)
         self.assertTrue(gso.rstrip().endswith("start"))
 
+    def test_rows_measured_faster_with_tx_retry_feed_the_retry_commands(self):
+        for key in ("gso_partial", "nogso"):
+            typed = fwd_w5.testpmd_setup(ROW[key]).commands(ROW[key].gro, ROW[key].gso)
+            self.assertIn("set burst tx delay 10 retry 256\nset fwd csum retry\n", typed)
+        for key in ("gro_f8", "nogro_f8", "gso_full", "pass_tso"):
+            typed = fwd_w5.testpmd_setup(ROW[key]).commands(ROW[key].gro, ROW[key].gso)
+            self.assertNotIn("retry", typed)
+            self.assertIn("set fwd csum\n", typed)
+
     def test_a_gso_burst_fits_testpmds_output_array(self):
         argv = fwd_w5.testpmd_setup(ROW["gso_partial"]).argv(["A", "B"], "p")
         burst = int(next(a for a in argv if a.startswith("--burst=")).split("=")[1])

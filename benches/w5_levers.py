@@ -34,9 +34,22 @@ def row(key: str) -> fwd_w5.Row:
 
 def run_side(side: str, r: fwd_w5.Row, seconds: float, rnd: int) -> dict:
     """testpmd as W5 runs it; `testpmd-io`: DPDK's own vhost-to-vhost forwarding (`io`,
-    `legacy-ol-flags=1`, w5_testpmd.IO_PASS) on hugepages; else an offlab-fwd binary."""
+    `legacy-ol-flags=1`, w5_testpmd.IO_PASS) on hugepages; `testpmd-retry`: W5's testpmd
+    with transmit retry (w5_testpmd.with_retry; `testpmd-retry:US:N` for
+    `set burst tx delay US retry N`) on hugepages; `testpmd-noretry`: W5's testpmd
+    without the retry TX_RETRY_ROWS gives some rows; else an offlab-fwd binary."""
     if side == "testpmd":
         return fwd_w5.run_one("testpmd", r, seconds, rnd)
+    if side == "testpmd-noretry":
+        with w5_testpmd.hugepages() as huge_dir:
+            setup = w5_testpmd.tuned(r.fwd_mode, huge_dir)
+            return fwd_w5.run_one("testpmd", r, seconds, rnd, setup)
+    if side.startswith("testpmd-retry"):
+        # testpmd-retry, or testpmd-retry:US:N for `set burst tx delay US retry N`
+        retry = tuple(int(v) for v in side.split(":")[1:]) or w5_testpmd.TX_RETRY_DEFAULT
+        with w5_testpmd.hugepages() as huge_dir:
+            setup = w5_testpmd.with_retry(w5_testpmd.tuned(r.fwd_mode, huge_dir), retry)
+            return fwd_w5.run_one("testpmd", r, seconds, rnd, setup)
     if side == "testpmd-io":
         with w5_testpmd.hugepages() as huge_dir:
             setup = dataclasses.replace(w5_testpmd.IO_PASS, huge_dir=huge_dir)
@@ -54,7 +67,9 @@ def alternate(rows: list[str], sides: list[str], rounds: int, seconds: float) ->
                 print(json.dumps({"round": rnd, "row": key, "side": side, "gbps": r["value"],
                                   "offered_gbps": r["offered_gbps"], "loss": r["loss"],
                                   "backend_ns_per_segment": r["backend_ns_per_segment"],
-                                  "depth": r["depth"], "mismatches": r["mismatches"]}), flush=True)
+                                  "depth": r["depth"], "mismatches": r["mismatches"],
+                                  "config": r["config"], "backend_dropped": r["backend_dropped"],
+                                  "load_average": os.getloadavg()[0]}), flush=True)
 
 
 def inclusive_ir(out: str) -> dict:
@@ -135,7 +150,9 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     alt = sub.add_parser("alternate")
     alt.add_argument("rows", help="comma-separated W5 row keys")
-    alt.add_argument("sides", help="comma-separated: testpmd, testpmd-io or paths to offlab-fwd")
+    alt.add_argument("sides", help="comma-separated: testpmd, testpmd-retry[:US:N], testpmd-noretry, "
+                     "testpmd-io or "
+                     "paths to offlab-fwd")
     alt.add_argument("--rounds", type=int, default=2)
     alt.add_argument("--seconds", type=float, default=1.0)
     cg = sub.add_parser("callgrind")
