@@ -326,6 +326,11 @@ class ServerPool:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def _fwd_output_dirs() -> list[str]:
+    """offlab-fwd's output directories on the servers, which share this machine's /tmp."""
+    return sorted(path.name for path in Path("/tmp").glob(f"{OUTPUT_PREFIX}.*"))
+
+
 _OWN_DEV_LOG = r"""
 hold=$1; sock=$2; shift 2
 # This machine's /dev, entry by entry (bind mounts: the same devices), on a tmpfs of
@@ -517,8 +522,7 @@ class Rig:
             found[f"{name}:qdiscs"] = re.sub(r"^(qdisc \S+) [0-9a-f]+:", r"\1", server.run(["tc", "qdisc", "show"]).stdout,
                                              flags=re.M)
             found[f"{name}:ip_forward"] = server.read_file("/proc/sys/net/ipv4/ip_forward").strip()
-        # offlab-fwd's output directories on the servers, which share this machine's /tmp
-        found["tmp"] = sorted(path.name for path in Path("/tmp").glob(f"{OUTPUT_PREFIX}.*"))
+        found["tmp"] = _fwd_output_dirs()
         if self.user is not None:
             found["sudoers"] = self.sudoers.read_text() if self.sudoers.exists() else None
         return found
@@ -549,7 +553,7 @@ class Rig:
             journal.unlink()
         for name in self.shape.servers:
             shutil.rmtree(self.pool.state_dir(name) / Path(SERVER_DIR).name, ignore_errors=True)
-        for left in set(self.state()["tmp"]) - set(self.baseline["tmp"]):
+        for left in set(_fwd_output_dirs()) - set(self.baseline["tmp"]):
             shutil.rmtree(Path("/tmp") / left, ignore_errors=True)
         now = self.state()
         return sorted(key for key in self.baseline.keys() | now.keys() if self.baseline.get(key) != now.get(key))

@@ -50,7 +50,6 @@ def parse_namespace(name: str) -> tuple[int, str] | None:
     return (int(match.group(1)), match.group(2)) if match else None
 
 
-
 def stale_namespaces(names: Iterable[str], alive: Callable[[int], bool] = pid_alive) -> list[str]:
     """Our namespaces whose creating process is gone."""
     stale = []
