@@ -23,7 +23,8 @@ BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 
 .PHONY: setup setup-demo setup-test deps deps-demo venv venv-test build capi-so engine-tools guest \
         engine-check-miri engine-check-fuzz engine-check-msrv \
-        demo readme-excerpt test test-rust test-engine-checks test-python bench fuzz install clean
+        demo readme-excerpt test test-build test-rust test-engine-checks test-python test-python-unit \
+        test-python-integration bench fuzz install clean
 
 ## setup: everything — what `make demo` installs and what `make test` installs
 setup: setup-test
@@ -119,10 +120,25 @@ RUN ?=
 readme-excerpt: venv
 	$(PY) scripts/readme-excerpt.py $(RUN)
 
-## test: every test (Rust unit/property/kernel-differential, Python unit/integration)
-test: setup-test test-rust test-python
-	@# the closing line: which of the engine checks ran here and which were skipped (and why)
-	@echo "engine checks: $$(cat $(addprefix $(ENGINE_CHECKS_DIR)/,$(addsuffix .txt,$(ENGINE_CHECKS))) 2>/dev/null | paste -sd, | sed 's/,/, /g')"
+## test: every test (Rust unit/property/kernel-differential, Python unit/integration),
+## packed onto two cores in four steps, each printing a target's output whole when it
+## ends (--output-sync):
+##   1. setup-test's downloads (venv, guest, engine-tools) beside the Rust test build
+##      (test-build), which is the step's CPU: the guest's download alone was 46 s of
+##      wall time for 8.5 s of CPU;
+##   2. the Rust tests;
+##   3. the engine checks beside the Python unit tests: Miri interprets on one core and
+##      the fuzz smoke fuzzes one target at a time, so alone they left a core idle;
+##   4. the integration tests, two lanes at once and the measuring ones alone.
+## Every step runs whatever an earlier one found; the exit status is non-zero if any failed.
+test: deps
+	@$(MAKE) --no-print-directory -j4 --output-sync=target venv-test guest engine-tools test-build
+	@status=0; \
+	$(CARGO) test --profile checks --workspace --no-fail-fast || status=1; \
+	$(MAKE) --no-print-directory -k -j4 --output-sync=target $(ENGINE_CHECK_TARGETS) test-python-unit || status=1; \
+	$(MAKE) --no-print-directory test-python-integration || status=1; \
+	echo "engine checks: $$(cat $(addprefix $(ENGINE_CHECKS_DIR)/,$(addsuffix .txt,$(ENGINE_CHECKS))) 2>/dev/null | paste -sd, | sed 's/,/, /g')"; \
+	exit $$status
 
 ## test-rust: every Rust test of the workspace once, in the `checks` profile (Cargo.toml):
 ## release's optimisation with integer overflow traps and debug assertions, without
@@ -137,10 +153,14 @@ test: setup-test test-rust test-python
 ## one codegen unit) cost ~2 min of CPU more on a fresh clone. The demo and the
 ## benchmarks run release builds.
 TEST_BINARIES := $(CURDIR)/target/checks
-test-rust:
+test-rust: test-build
 	$(CARGO) test --profile checks --workspace --no-fail-fast
-	$(CARGO) build --profile checks --quiet -p offlab-fwd -p offlab-udpload
 	$(MAKE) --no-print-directory test-engine-checks
+
+## test-build: the Rust tests and the lab's binaries built in the checks profile, run nothing
+test-build:
+	$(CARGO) test --profile checks --workspace --no-run --quiet
+	$(CARGO) build --profile checks --quiet -p offlab-fwd -p offlab-udpload
 
 ## test-engine-checks: Miri over chosen GSO/GRO unit tests that reach
 ## unsafe code and over the C library's allocator hook, a short fuzz smoke of every
@@ -204,26 +224,34 @@ ENGINE_CHECKS_DIR := target/engine-checks
 ## projects', the MSRV check's): Miri interprets on one core and the fuzz smoke runs one
 ## target at a time, so one after the other they left a core idle for minutes. Each
 ## writes its line to its own file; `make test` prints them in this order.
+## Each check's cargo runs without make's MAKEFLAGS: it named a jobserver a recipe
+## cannot reach, and cargo warned so on every call; each cargo counts its own jobs.
 ENGINE_CHECKS := miri fuzz msrv
+ENGINE_CHECK_TARGETS := $(addprefix engine-check-,$(ENGINE_CHECKS))
 test-engine-checks: engine-tools
-	@mkdir -p $(ENGINE_CHECKS_DIR) && rm -f $(ENGINE_CHECKS_DIR)/*.txt
-	@$(MAKE) --no-print-directory -j3 --output-sync=target $(addprefix engine-check-,$(ENGINE_CHECKS))
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(ENGINE_CHECK_TARGETS)
+
+# a check's line of an earlier run goes first, so a check that fails leaves none
+ENGINE_CHECK_RESET = mkdir -p $(ENGINE_CHECKS_DIR) && rm -f $(ENGINE_CHECKS_DIR)/$(@:engine-check-%=%).txt
 
 engine-check-miri:
-	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
+	@$(ENGINE_CHECK_RESET)
+	@unset MAKEFLAGS; if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 	  PROPTEST_CASES=2 MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p offlab-engine --lib --quiet -- $(MIRI_ENGINE_TESTS) && \
 	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --test gso_segment_bulk --quiet -- $(MIRI_CAPI_TESTS) && \
 	  echo "miri ran" > $(ENGINE_CHECKS_DIR)/miri.txt; \
 	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/miri.txt; fi
 
 engine-check-fuzz:
-	@if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
+	@$(ENGINE_CHECK_RESET)
+	@unset MAKEFLAGS; if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
 	  set -o pipefail; scripts/fuzz.sh --smoke $(FUZZ_SMOKE_SECONDS) | tee target/fuzz-smoke.txt && \
 	  sed -n 's/^fuzz smoke: \([0-9]*\) targets.*/fuzz smoke ran (\1 targets)/p' target/fuzz-smoke.txt > $(ENGINE_CHECKS_DIR)/fuzz.txt; \
 	else echo "fuzz smoke: skipped (cargo-fuzz on nightly is not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/fuzz.txt; fi
 
 engine-check-msrv:
-	@if rustup run $(MSRV) cargo --version >/dev/null 2>&1; then \
+	@$(ENGINE_CHECK_RESET)
+	@unset MAKEFLAGS; if rustup run $(MSRV) cargo --version >/dev/null 2>&1; then \
 	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV) ran" | tee $(ENGINE_CHECKS_DIR)/msrv.txt; \
 	else echo "msrv $(MSRV): skipped (toolchain not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/msrv.txt; fi
 
@@ -247,26 +275,46 @@ install:
 
 ## test-python: the unit tests in TEST_WORKERS pytest-xdist workers at once (mostly
 ## CPU spent starting `offlab`; each worker its own lab instance, tests/conftest.py),
-## then the integration tests alone (namespaces, rigs, QEMU: they measure, so nothing
-## runs beside them). Both always run; each prints its slowest tests, so every run
-## shows where the time goes. First the layer contract (pyproject.toml,
+## then the integration tests in two lanes at once, one pytest for the tests over the
+## SSH rigs and one for the lab's own runs (tests/integration/conftest.py: much of
+## their time is waiting on a watchdog, an SSH round trip or a guest's boot; each
+## lane's output is printed whole when both end), then the measuring ones (`alone`)
+## with nothing beside them. Each prints its slowest tests, so every run shows where
+## the time goes. First the layer contract (pyproject.toml,
 ## [tool.importlinter]): the lab's wings import downwards only and no wing's modules import in a
 ## circle (docs/lab.md); a broken
 ## one prints each upward import and one line saying so.
 TEST_WORKERS ?= 2
-test-python:
+TEST_LANES := target/test-lanes
+test-python: test-python-unit test-python-integration
+
+# test-rust's binaries when it built them (make test), else the lab's usual search
+TEST_BINARY_ENV = for bin in offlab-fwd:OFFLAB_FWD offlab-udpload:OFFLAB_UDPLOAD; do \
+	  [ -x $(TEST_BINARIES)/$${bin%:*} ] && export $${bin#*:}=$(TEST_BINARIES)/$${bin%:*}; \
+	done
+
+test-python-unit: venv-test
 	@out=$$($(VENV)/bin/lint-imports --no-cache 2>&1) || { \
 	  grep -E 'is not allowed to import|No cycles are allowed|^- ' <<<"$$out"; \
 	  echo "layer contract broken: an import runs up the lab's wings or in a circle inside one (pyproject.toml [tool.importlinter], docs/lab.md): move the shared definition down"; \
 	  exit 1; }; echo "layer contracts kept: the lab's wings import downwards only, and no wing's modules import each other in a circle"
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
-	@# test-rust's binaries when it built them (make test), else the lab's usual search
-	status=0; \
-	for bin in offlab-fwd:OFFLAB_FWD offlab-udpload:OFFLAB_UDPLOAD; do \
-	  [ -x $(TEST_BINARIES)/$${bin%:*} ] && export $${bin#*:}=$(TEST_BINARIES)/$${bin%:*}; \
+	@$(TEST_BINARY_ENV); $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration
+
+test-python-integration: venv-test
+	@$(TEST_BINARY_ENV); status=0; \
+	echo "integration: the rigs and lab lanes at once (their output when both end), then the measuring tests alone"; \
+	mkdir -p $(TEST_LANES) && rm -f $(TEST_LANES)/*; \
+	for lane in rigs lab; do \
+	  (OFFLAB_TEST_LANE=$$lane $(PY) -m pytest -q -p no:cacheprovider -m $$lane --durations=10 tests/integration \
+	     > $(TEST_LANES)/$$lane.txt 2>&1; echo $$? > $(TEST_LANES)/$$lane.status) & \
+	done; wait; \
+	for lane in rigs lab; do \
+	  echo "== integration, $$lane lane"; cat $(TEST_LANES)/$$lane.txt; \
+	  [ "$$(cat $(TEST_LANES)/$$lane.status)" = 0 ] || status=1; \
 	done; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration || status=1; \
-	$(PY) -m pytest -q --durations=10 tests/integration || status=1; \
+	echo "== integration, the measuring tests alone"; \
+	$(PY) -m pytest -q -m alone --durations=5 tests/integration || status=1; \
 	exit $$status
 
 ## bench: engine vs DPDK (and the kernel), side by side in one run

@@ -2,11 +2,11 @@
 (tests/pgserver.py), a fresh database per test, and `store_at`, a store location on
 either engine so the same test runs against SQLite and PostgreSQL.
 
-`make test` runs the unit tests in two pytest-xdist workers at once (the integration
-tests run alone afterwards, tests/integration/conftest.py). A CLI test that gets as
-far as `offlab run` takes the machine's run lock, so each worker is its own lab
-instance with its own runtime directory (OFFLAB_RUNTIME_DIR, runscope.py): two
-workers never refuse each other as "another offlab run"."""
+`make test` runs the unit tests in two pytest-xdist workers at once, then the
+integration tests in two lanes at once (tests/integration/conftest.py). A CLI test that
+gets as far as `offlab run` takes the machine's run lock, so each worker and each lane
+is its own lab instance with its own runtime directory (OFFLAB_RUNTIME_DIR,
+runscope.py): two of them never refuse each other as "another offlab run"."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-_WORKER_RUNTIME = Path(f"/run/offlab-tests-{_WORKER}-{os.getpid()}") if _WORKER else None
+_LANE = _WORKER or os.environ.get("OFFLAB_TEST_LANE")
+"""An xdist worker, or an integration lane (tests/integration/conftest.py) that runs
+beside another pytest: either is a lab instance of its own."""
+# Short: a campaign's pairs nest their own runtime directories in it, and ssh's control
+# socket under those must fit a unix socket's 108 bytes (the old /run/offlab-tests-…
+# name left a campaign's sockets 109 bytes long).
+_WORKER_RUNTIME = Path(f"/run/ofl-t-{_LANE}-{os.getpid()}") if _LANE else None
 if _WORKER_RUNTIME is not None:
     # Set before any test module imports offlab (runscope reads it at import), and
     # inherited by every `offlab` the tests start.
@@ -29,8 +35,9 @@ from offlab.runscope import pid_alive  # noqa: E402
 
 
 def pytest_configure(config):
-    """`-n` over tests/integration is refused before any worker starts: those tests
-    share fixed names and measure, so they must run one at a time."""
+    """`-n` over tests/integration is refused before any worker starts: its tests run in
+    lanes of their own processes (tests/integration/conftest.py), never spread over
+    workers."""
     if _WORKER or not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses"):
         return
     integration = (Path(__file__).parent / "integration").resolve()
@@ -39,13 +46,14 @@ def pytest_configure(config):
     for arg in config.args:
         path = Path(arg.split("::")[0]).resolve()
         if path == integration or integration in path.parents or path in integration.parents:
-            raise pytest.UsageError("tests/integration runs in one process: drop -n, or pass "
-                                    "--ignore=tests/integration to the parallel run (make test runs both)")
+            raise pytest.UsageError("tests/integration runs in one process per lane: drop -n (make test runs "
+                                    "its lanes: -m rigs and -m lab at once, then -m alone), or pass "
+                                    "--ignore=tests/integration to the parallel run")
 
 
 def _reap_dead_workers_runtime() -> None:
     """Runtime directories of workers killed before their session finished."""
-    for stale in Path("/run").glob("offlab-tests-*-*"):
+    for stale in Path("/run").glob("ofl-t-*-*"):
         pid = stale.name.rsplit("-", 1)[1]
         if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)

@@ -193,7 +193,7 @@ class ServerPool:
         """Server `name`, started on first use; its sshd started again if a test killed it."""
         if name not in self.servers:
             self._create(name)
-        if self.sshd[name].poll() is not None:
+        if name not in self.sshd or self.sshd[name].poll() is not None:
             self._start_sshd(name)
         return self.servers[name]
 
@@ -211,14 +211,21 @@ class ServerPool:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
         spec = SERVERS[name]
         server = LocalNamespace(f"ssh{name}", pid=self.keeper.pid).create()
+        try:
+            run(["ip", "link", "add", spec.root_dev, "type", "veth", "peer", "name", "mgmt0",
+                 "netns", server.namespace])
+            run(["ip", "addr", "add", f"{spec.root_addr}/24", "dev", spec.root_dev])
+            run(["ip", "link", "set", spec.root_dev, "up"])
+            server.add_address("mgmt0", spec.address, 24)
+            server.set_link("mgmt0")
+            server.set_link("lo")
+        except Exception:
+            # Only the namespace (and the veth, which goes with it) is this call's: a
+            # management device that already existed is another session's. The error is
+            # the test's, not a half-made server the next test would trip on.
+            server.remove()
+            raise
         self.servers[name] = server
-        run(["ip", "link", "add", spec.root_dev, "type", "veth", "peer", "name", "mgmt0",
-             "netns", server.namespace])
-        run(["ip", "addr", "add", f"{spec.root_addr}/24", "dev", spec.root_dev])
-        run(["ip", "link", "set", spec.root_dev, "up"])
-        server.add_address("mgmt0", spec.address, 24)
-        server.set_link("mgmt0")
-        server.set_link("lo")
         if spec.syslog and name not in self.syslogs:
             self.syslogs[name] = Syslog(self.folder / f"syslog-{name}.sock")
         self._start_sshd(name)

@@ -4,6 +4,7 @@ the same case offered 10 % less — is caught among cases that did not change.""
 
 import dataclasses
 
+import pytest
 from scipy import stats as scistats
 
 from offlab.report.comparison import compare, regressions
@@ -13,6 +14,9 @@ from offlab.run.runner import Runner
 from offlab.store.store import RunResults
 
 from .runs import ListSink
+
+pytestmark = pytest.mark.alone  # an A/A comparison: a neighbour's load would be a difference between the runs
+
 
 PLAN = """
 name = "compare-live"

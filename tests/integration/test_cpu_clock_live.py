@@ -5,10 +5,15 @@ the role's one core had over the window is refused, with the reason kept in the 
 import sys
 import time
 
+import pytest
+
 from offlab.measure import measure
 from offlab.records import Sample
 from offlab.report.model import cpu_timed
 from offlab.topology import build
+
+pytestmark = pytest.mark.alone  # a burner's CPU against its core's window: a neighbour takes that core
+
 
 BURN_S = 0.6
 """CPU seconds the sender's stand-in burns, by its own CPU clock, then it sleeps."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from offlab.store.store import Store
+from offlab.runscope import RUNTIME_ROOT
 from offlab.topology import our_namespaces
 from offlab.vm import GuestImageMissing, find_image
 
@@ -44,7 +45,10 @@ off = ["tcp-segmentation-offload"]
 
 
 def qemu_running() -> list[str]:
-    found = subprocess.run(["pgrep", "-f", "qemu-system-x86_64 .*-name ofl-"], capture_output=True, text=True)
+    """This lab instance's guests still running: their files are under its runtime
+    directory (the other xdist worker's and the SSH servers' guests are not)."""
+    found = subprocess.run(["pgrep", "-f", f"qemu-system-x86_64 .*-name ofl-.*{RUNTIME_ROOT}/"],
+                           capture_output=True, text=True)
     return found.stdout.split()
 
 
@@ -125,4 +129,4 @@ def test_the_report_says_tcg_rows_are_no_figures_and_advises_nothing(run):
 def test_nothing_is_left_behind(run):
     assert qemu_running() == []
     assert [n for n in our_namespaces()] == []
-    assert not any(Path("/run/offlab").glob("run-*/vm-*")) if Path("/run/offlab").exists() else True
+    assert not any(RUNTIME_ROOT.glob("run-*/vm-*"))

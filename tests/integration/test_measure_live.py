@@ -9,6 +9,8 @@ from offlab.topology import our_namespaces
 
 from .runs import ListSink
 
+pytestmark = pytest.mark.alone  # the measured window's length: a neighbour delays its end
+
 
 def test_short_tcp_case_yields_a_complete_sample():
     case = CaseSpec("bare", 1500, all_on(), TrafficSpec("tcp", duration_s=0.5, warmup_s=0.5))

@@ -1,10 +1,15 @@
 """The request/response workload (sockperf ping-pong over TCP) between real namespaces:
 transactions per second and their round-trip percentiles in the sample."""
 
+import pytest
+
 from offlab.run.plan import parse
 from offlab.run.runner import Runner
 
 from .runs import ListSink
+
+pytestmark = pytest.mark.alone  # round trips a second: a neighbour's load is fewer of them
+
 
 PLAN = """
 name = "rr"

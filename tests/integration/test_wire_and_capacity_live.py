@@ -2,11 +2,16 @@
 its counters, and the UDP capacity search returns a rate within its loss bound with a
 higher probe above it."""
 
+import pytest
+
 from offlab.measure import capacity
 from offlab.run.plan import parse
 from offlab.run.runner import Runner
 
 from .runs import ListSink
+
+pytestmark = pytest.mark.alone  # a capacity search and its pacing: a neighbour moves the ceiling
+
 
 BASE = """
 name = "live"
@@ -108,7 +113,13 @@ def test_the_verification_trial_is_paced_never_above_the_highest_passing_probe()
     for trial in verification:
         assert 0 < trial.offered_bps <= c["capacity_ceiling_bps"]
     assert c["capacity_offered_bps"] == verification[-1].offered_bps
-    # What the sender put out over the measured window stays near its pace (udpload's
-    # pacing catches up on a late wake-up, never runs ahead of the schedule).
-    assert verification[-1].sent_bps <= 1.02 * verification[-1].offered_bps
+    # The sender keeps to its pace: over its whole life (warm-up and window) it never got
+    # ahead of the schedule, by more than one call's datagrams. The measured window alone
+    # may hold more than its share, legitimately: a sender woken late in the warm-up
+    # catches up inside the window (3 % over the pace seen on a loaded machine), so the
+    # bound is on the whole life, which lateness only lowers.
+    offered = verification[-1].offered_bps
+    schedule = offered * (1.0 + 1.0) / (8 * 1472)  # BASE's warm-up + duration, 1472 B payloads
+    assert 0 < c["udpload_sent_datagrams"] <= schedule + 2  # one send call's datagram, and rounding
+    assert verification[-1].sent_bps <= 1.5 * offered  # and no unpaced burst in the window
     assert sample.throughput_bps <= verification[-1].sent_bps and c["capacity_monotone"] in (0.0, 1.0)

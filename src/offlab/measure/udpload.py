@@ -113,6 +113,10 @@ def parse(sender_text: str, receiver_text: str) -> TrafficResult:
         window_s=window, retransmits=None, lost_packets=lost, total_packets=int(sent["sent_measured"]),
         reported=(("sender_sndbuf_bytes", float(sent["sndbuf"])), ("receiver_rcvbuf_bytes", float(got["rcvbuf"])),
                   ("udpload_segments_per_send", float(sent["segments_per_send"])),
+                  # The whole life's count, warm-up included: a paced sender never gets ahead
+                  # of its schedule, so this stays within rate x (warm-up + duration) however
+                  # late the sender was woken (the measured window alone may hold catch-up).
+                  ("udpload_sent_datagrams", float(sent["sent"])),
                   ("udpload_send_errors", float(sent["send_errors"])),
                   ("udpload_datagrams_per_read", got["received"] / reads),
                   ("udpload_reads_per_call", reads / calls),
