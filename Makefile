@@ -224,8 +224,8 @@ ENGINE_CHECKS_DIR := target/engine-checks
 ## projects', the MSRV check's): Miri interprets on one core and the fuzz smoke runs one
 ## target at a time, so one after the other they left a core idle for minutes. Each
 ## writes its line to its own file; `make test` prints them in this order.
-## Each check's cargo runs without make's MAKEFLAGS: it named a jobserver a recipe
-## cannot reach, and cargo warned so on every call; each cargo counts its own jobs.
+## Each check's cargo runs without make's MAKEFLAGS and MFLAGS: they named a jobserver
+## a recipe cannot reach, and cargo warned so on every call; each cargo counts its own jobs.
 ENGINE_CHECKS := miri fuzz msrv
 ENGINE_CHECK_TARGETS := $(addprefix engine-check-,$(ENGINE_CHECKS))
 test-engine-checks: engine-tools
@@ -236,7 +236,7 @@ ENGINE_CHECK_RESET = mkdir -p $(ENGINE_CHECKS_DIR) && rm -f $(ENGINE_CHECKS_DIR)
 
 engine-check-miri:
 	@$(ENGINE_CHECK_RESET)
-	@unset MAKEFLAGS; if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
+	@unset MAKEFLAGS MFLAGS; if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 	  PROPTEST_CASES=2 MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p offlab-engine --lib --quiet -- $(MIRI_ENGINE_TESTS) && \
 	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --test gso_segment_bulk --quiet -- $(MIRI_CAPI_TESTS) && \
 	  echo "miri ran" > $(ENGINE_CHECKS_DIR)/miri.txt; \
@@ -244,14 +244,14 @@ engine-check-miri:
 
 engine-check-fuzz:
 	@$(ENGINE_CHECK_RESET)
-	@unset MAKEFLAGS; if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
+	@unset MAKEFLAGS MFLAGS; if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
 	  set -o pipefail; scripts/fuzz.sh --smoke $(FUZZ_SMOKE_SECONDS) | tee target/fuzz-smoke.txt && \
 	  sed -n 's/^fuzz smoke: \([0-9]*\) targets.*/fuzz smoke ran (\1 targets)/p' target/fuzz-smoke.txt > $(ENGINE_CHECKS_DIR)/fuzz.txt; \
 	else echo "fuzz smoke: skipped (cargo-fuzz on nightly is not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/fuzz.txt; fi
 
 engine-check-msrv:
 	@$(ENGINE_CHECK_RESET)
-	@unset MAKEFLAGS; if rustup run $(MSRV) cargo --version >/dev/null 2>&1; then \
+	@unset MAKEFLAGS MFLAGS; if rustup run $(MSRV) cargo --version >/dev/null 2>&1; then \
 	  $(CARGO) +$(MSRV) check -p offlab-engine -p offlab-engine-capi --quiet && echo "msrv $(MSRV) ran" | tee $(ENGINE_CHECKS_DIR)/msrv.txt; \
 	else echo "msrv $(MSRV): skipped (toolchain not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/msrv.txt; fi
 
@@ -290,7 +290,7 @@ test-python: test-python-unit test-python-integration
 
 # test-rust's binaries when it built them (make test), else the lab's usual search
 TEST_BINARY_ENV = for bin in offlab-fwd:OFFLAB_FWD offlab-udpload:OFFLAB_UDPLOAD; do \
-	  [ -x $(TEST_BINARIES)/$${bin%:*} ] && export $${bin#*:}=$(TEST_BINARIES)/$${bin%:*}; \
+	  [ -x $(TEST_BINARIES)/$${bin%:*} ] && export $${bin\#*:}=$(TEST_BINARIES)/$${bin%:*}; \
 	done
 
 test-python-unit: venv-test

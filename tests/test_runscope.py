@@ -104,19 +104,22 @@ def test_foreign_load_fires_for_a_busy_process_outside_the_run(tmp_path: Path):
         _wait_for(lambda: str(ours.pid) in (scope.cgroup / "cgroup.procs").read_text())
         before, start = foreign.snapshot(ours_path), time.monotonic()
         time.sleep(0.5)
-        _, quiet_top = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start)
+        _, quiet = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start, top=None)
         other = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
         try:
             before, start = foreign.snapshot(ours_path), time.monotonic()
             time.sleep(0.8)
-            _, top = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start)
+            _, busy = foreign.busy_percent(before, foreign.snapshot(ours_path), time.monotonic() - start,
+                                           top=None)
         finally:
             other.kill()
             other.wait()
-        # Judged by process, not by the total: whatever else this machine runs (a build,
-        # a fuzzer) is foreign load too and may be the busiest.
-        assert sum(p for name, p in top if name == "yes") > 30.0  # the outsider counts
-        assert all(name != "yes" for name, _ in quiet_top)  # the run's own `yes` does not
+        # Judged by process over every process, not by the total or the busiest five:
+        # whatever else this machine runs (a build, a fuzzer, other tests) is foreign
+        # load too, may be the busiest, and decides how much of a core the outsider gets
+        # (under 30 % with both cores busy), so only that it is counted is asserted.
+        assert sum(p for name, p in busy if name == "yes") > 0  # the outsider counts
+        assert all(name != "yes" for name, _ in quiet)  # the run's own `yes` does not
     finally:
         ours.kill()
         ours.wait()

@@ -78,10 +78,10 @@ def snapshot(own_cgroup: str | None, exclude_pids: Iterable[int] = (),
 
 
 def busy_percent(before: Mapping[int, ProcessCpu], after: Mapping[int, ProcessCpu],
-                 window_s: float) -> tuple[float, list[tuple[str, float]]]:
-    """Foreign CPU over a window in percent of one core, and the busiest processes
-    (name, percent), largest first. A process that started inside the window counts
-    from zero; one that ended is lost (its last ticks cannot be read)."""
+                 window_s: float, top: int | None = 5) -> tuple[float, list[tuple[str, float]]]:
+    """Foreign CPU over a window in percent of one core, and the `top` busiest processes
+    (name, percent; None: all of them), largest first. A process that started inside
+    the window counts from zero; one that ended is lost (its last ticks cannot be read)."""
     if window_s <= 0:
         return 0.0, []
     scale = 100.0 / (window_s * CLK_TCK)
@@ -92,4 +92,4 @@ def busy_percent(before: Mapping[int, ProcessCpu], after: Mapping[int, ProcessCp
         if grown > 0:
             per_process.append((now.name, grown * scale))
     per_process.sort(key=lambda item: -item[1])
-    return sum(p for _, p in per_process), per_process[:5]
+    return sum(p for _, p in per_process), per_process[:top]
