@@ -177,22 +177,18 @@ static void on_merged(void *user, const ofl_gro_merged *m)
 	add_output(g, head, m->segments);
 }
 
-/* Frame `i` of the burst, described for ofl_gro_push_burst from its mbuf: the adopter's
- * own per-frame step, done in the re-prime's pass over the burst (as DPDK's rows parse
- * the packet type there), while the mbuf's first line is at hand. */
-static inline void describe(struct gro_mbuf_bench *g, unsigned i, struct rte_mbuf *m)
-{
-	g->rx[i].id = (uint64_t)(uintptr_t)m;
-	g->rx[i].data = rte_pktmbuf_mtod(m, const uint8_t *);
-	g->rx[i].len = m->data_len;
-}
-
-/* Pushes the burst `describe` laid out in g->rx. */
 static void gro_push_burst(struct gro_mbuf_bench *g, unsigned b)
 {
 	unsigned i;
 	int refused;
 
+	for (i = 0; i < BURST; i++) {
+		struct rte_mbuf *m = g->mbufs[b * BURST + i];
+
+		g->rx[i].id = (uint64_t)(uintptr_t)m;
+		g->rx[i].data = rte_pktmbuf_mtod(m, const uint8_t *);
+		g->rx[i].len = m->data_len;
+	}
 	refused = must(ofl_gro_push_burst(g->gro, g->rx, BURST, OFL_RX_CSUM_VALIDATED, b,
 					  on_merged, g, g->verdicts, NULL), "ofl_gro_push_burst");
 	if (refused)
@@ -208,11 +204,8 @@ static void gro_round(void *arg)
 
 	g->n_out = 0;
 	for (b = 0; b < BURSTS; b++) {
-		for (n = b * BURST; n < (b + 1) * BURST; n++) {
+		for (n = b * BURST; n < (b + 1) * BURST; n++)
 			reprime(g, n);
-			if (!g->reprime_only)
-				describe(g, n - b * BURST, g->mbufs[n]);
-		}
 		g->inputs += BURST;
 		if (g->reprime_only)
 			continue;
