@@ -730,7 +730,7 @@ impl Gro {
     /// per run) each kind's is mostly constants, instead of one header built on the
     /// stack from whichever kind ran: ~50 instructions less a run at 8 flows
     /// (callgrind). Only the flush takes it: inlined into the push's paths too, the
-    /// four copies pushed the push's own closures out of line (+20 a packet).
+    /// four copies pushed the push's own closures out of line (+19 a packet).
     #[inline(always)]
     fn emit<const BY_KIND: bool>(&mut self, slot: u32, cause: FlushCause, out: &mut impl FnMut(Merged<'_>)) {
         let (held, ids) = self.table.parts_of(slot);
