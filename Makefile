@@ -213,12 +213,15 @@ MIRI_ENGINE_TESTS := gso::tests::tcp::ip_id_increments gso::tests::tcp::fixed_ip
 # rust-lang/unsafe-code-guidelines#256 and #402, miri#2104), so these run under Tree
 # Borrows, the model Miri's authors point such allocators to. The bulk GSO read
 # (gso_bulk) and the one-call segmenting (gso_segment_bulk, ABI 1.4) write headers
-# through caller pointers: their small cases run here too.
+# through caller pointers: their small cases run here too, and so does the GRO burst
+# push's, whose verdicts and reasons go through caller pointers in one of four loops
+# (bad_input: each pair of arrays given or not).
 MIRI_CAPI_TESTS := the_size_field_is_checked growth_allocations_inside_a_call_all_go_to_the_hook \
   a_hook_returning_null_gives_a_clean_error \
   bulk_read_of_a_small_chain_matches_one_by_one bulk_refusals_write_nothing \
   segment_bulk_of_a_small_chain_matches_flat_and_chained segment_bulk_refusals_write_nothing \
-  after_segment_bulk_the_handle_describes_what_it_keeps
+  after_segment_bulk_the_handle_describes_what_it_keeps \
+  gro_burst_gives_the_same_result_whichever_arrays_are_given
 ENGINE_CHECKS_DIR := target/engine-checks
 ## The three checks run at once, each in its own target directory (Miri's, the fuzz
 ## projects', the MSRV check's): Miri interprets on one core and the fuzz smoke runs one
@@ -238,7 +241,7 @@ engine-check-miri:
 	@$(ENGINE_CHECK_RESET)
 	@unset MAKEFLAGS MFLAGS; if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 	  PROPTEST_CASES=2 MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p offlab-engine --lib --quiet -- $(MIRI_ENGINE_TESTS) && \
-	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --test gso_segment_bulk --quiet -- $(MIRI_CAPI_TESTS) && \
+	  MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" $(CARGO) +nightly miri test -p offlab-engine-capi --test allocator --test gso_bulk --test gso_segment_bulk --test bad_input --quiet -- $(MIRI_CAPI_TESTS) && \
 	  echo "miri ran" > $(ENGINE_CHECKS_DIR)/miri.txt; \
 	else echo "miri: skipped (cargo +nightly miri is not installed: make engine-tools)" | tee $(ENGINE_CHECKS_DIR)/miri.txt; fi
 

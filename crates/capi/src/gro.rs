@@ -707,23 +707,59 @@ pub unsafe extern "C" fn ofl_gro_push_burst(
             let mut delivered = 0;
             let Inner { gro } = inner;
             let mut deliver = deliverer(cb, user, &mut delivered);
-            let mut refused: i32 = 0;
-            for (i, f) in frames.iter().enumerate() {
-                // SAFETY: checked above: NULL only with length 0, at most isize::MAX
-                // bytes; the caller promises `len` readable bytes at `data`.
-                let frame: &[u8] = if f.data.is_null() { &[] } else { core::slice::from_raw_parts(f.data, f.len) };
-                let (verdict, why) = verdict_of(gro.push(f.id, frame, meta, &mut deliver), flags);
-                refused += i32::from(verdict == ofl_gro_verdict::OFL_GRO_REFUSED);
-                if let (Some(why), false) = (why, reasons.is_null()) {
-                    *reasons.add(i) = why;
-                }
-                if !verdicts.is_null() {
-                    *verdicts.add(i) = verdict as u8;
-                }
-            }
-            Ok(refused)
+            // One loop per pair of output arrays given, so that the loop tests neither
+            // pointer per frame.
+            let out = BurstOut { flags, verdicts, reasons };
+            Ok(match (verdicts.is_null(), reasons.is_null()) {
+                (false, true) => push_frames::<true, false>(gro, frames, meta, &mut deliver, out),
+                (false, false) => push_frames::<true, true>(gro, frames, meta, &mut deliver, out),
+                (true, false) => push_frames::<false, true>(gro, frames, meta, &mut deliver, out),
+                (true, true) => push_frames::<false, false>(gro, frames, meta, &mut deliver, out),
+            })
         })
     }
+}
+
+/// Where `ofl_gro_push_burst` writes each frame's verdict and reason.
+#[derive(Clone, Copy)]
+struct BurstOut {
+    flags: u32,
+    verdicts: *mut u8,
+    reasons: *mut u32,
+}
+
+/// Pushes `frames` in order; returns how many were refused. `VERDICTS` / `REASONS`:
+/// whether `out.verdicts` / `out.reasons` are non-NULL (then they have room for every
+/// frame, the caller's contract).
+///
+/// # Safety
+/// Every frame was checked by `ofl_gro_push_burst` (`data` NULL only with length 0,
+/// at most `isize::MAX` bytes) and has `len` readable bytes at `data`.
+#[inline(always)]
+unsafe fn push_frames<const VERDICTS: bool, const REASONS: bool>(
+    gro: &mut Gro,
+    frames: &[ofl_rx_frame],
+    meta: RxMeta,
+    deliver: &mut impl FnMut(Merged<'_>),
+    out: BurstOut,
+) -> i32 {
+    let mut refused: i32 = 0;
+    for (i, f) in frames.iter().enumerate() {
+        // SAFETY: checked by the caller (see above); the caller promises `len`
+        // readable bytes at `data`.
+        let frame: &[u8] = if f.data.is_null() { &[] } else { unsafe { core::slice::from_raw_parts(f.data, f.len) } };
+        let (verdict, why) = verdict_of(gro.push(f.id, frame, meta, deliver), out.flags);
+        refused += i32::from(verdict == ofl_gro_verdict::OFL_GRO_REFUSED);
+        if let (Some(why), true) = (why, REASONS) {
+            // SAFETY: non-NULL (REASONS), room for every frame (caller's contract).
+            unsafe { *out.reasons.add(i) = why };
+        }
+        if VERDICTS {
+            // SAFETY: as above.
+            unsafe { *out.verdicts.add(i) = verdict as u8 };
+        }
+    }
+    refused
 }
 
 /// Delivers every held run, oldest first; returns how many were delivered.

@@ -913,3 +913,54 @@ fn gro_burst_checks_every_frame_first() {
     let s = stats(&t);
     assert_eq!((s.packets_in, s.merged, s.refused_total), (5, 3, 1));
 }
+
+/// `ofl_gro_push_burst` runs one loop per pair of output arrays given (verdicts,
+/// reasons, both, neither): each must push the same frames, write exactly the arrays it
+/// was given, and return the same refused count.
+#[test]
+fn gro_burst_gives_the_same_result_whichever_arrays_are_given() {
+    let mut frames: Vec<Vec<u8>> = (0..4u32)
+        .map(|k| tcp4(1000, 1 + k * 1000, k as u16, 0x10, true))
+        .collect();
+    let mut bad = frames[0].clone();
+    bad[60] ^= 0xff; // wrong TCP checksum
+    frames.push(bad);
+    let rx: Vec<ofl_rx_frame> = frames
+        .iter()
+        .enumerate()
+        .map(|(id, f)| ofl_rx_frame {
+            id: id as u64,
+            data: f.as_ptr(),
+            len: f.len(),
+        })
+        .collect();
+    let cb = Some(collect as unsafe extern "C" fn(*mut c_void, *const ofl_gro_merged));
+    let refused = ofl_gro_reason::OFL_GRO_REASON_BAD_L4_CHECKSUM as u32;
+    for (give_verdicts, give_reasons) in [(true, true), (true, false), (false, true), (false, false)] {
+        let t = new_gro();
+        let mut sink = Sink {
+            frames: frames.clone(),
+            ..Sink::default()
+        };
+        let user = &mut sink as *mut Sink as *mut c_void;
+        let mut verdicts = [9u8; 5];
+        let mut reasons = [u32::MAX; 5];
+        let v = if give_verdicts { verdicts.as_mut_ptr() } else { null_mut() };
+        let r = if give_reasons { reasons.as_mut_ptr() } else { null_mut() };
+        let rc = unsafe { ofl_gro_push_burst(t.0, rx.as_ptr(), 5, 0, 0, cb, user, v, r) };
+        assert_eq!(rc, 1, "verdicts {give_verdicts}, reasons {give_reasons}");
+        let expected_verdicts = if give_verdicts { [0, 1, 1, 1, 2] } else { [9; 5] };
+        assert_eq!(verdicts, expected_verdicts);
+        let expected_reasons = if give_reasons {
+            [u32::MAX, u32::MAX, u32::MAX, u32::MAX, refused]
+        } else {
+            [u32::MAX; 5]
+        };
+        assert_eq!(reasons, expected_reasons);
+        // The refused frame of the same flow delivered the run before it, in order.
+        assert_eq!(unsafe { ofl_gro_flush(t.0, cb, user) }, 0);
+        assert_eq!((sink.packets, sink.segments), (1, 4));
+        let payload: Vec<u8> = frames[..4].iter().flat_map(|f| f[54..].to_vec()).collect();
+        assert_eq!(sink.payload, payload);
+    }
+}

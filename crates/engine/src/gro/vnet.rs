@@ -13,6 +13,7 @@ use super::flow::Transport;
 use crate::virtio::{Flags, GsoType, Header};
 
 /// A run of several segments: GSO type and size, checksum-partial innermost transport.
+#[inline]
 pub(crate) fn merged(o: &Offload) -> Header {
     let gso_type = match (o.transport, o.inner_v6) {
         (Transport::Tcp, false) => GsoType::TcpV4,
@@ -32,6 +33,7 @@ pub(crate) fn merged(o: &Offload) -> Header {
 }
 
 /// A run of one packet: its own header, checksums verified or validated.
+#[inline]
 pub(crate) fn single() -> Header {
     Header::data_valid()
 }

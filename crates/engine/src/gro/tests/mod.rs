@@ -2,6 +2,7 @@
 
 pub(super) mod builder;
 mod fast_path;
+mod flush_kinds;
 mod index;
 mod rules;
 mod table_udp_refusals;
