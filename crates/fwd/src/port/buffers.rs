@@ -184,16 +184,15 @@ pub struct TxQueue {
     frames: Vec<TxFrame>,
     pieces: Vec<Piece>,
     scratch: Vec<u8>,
-    /// The frame being built, recorded in `frames` by `finish` (or the next `begin`).
-    open: Option<TxFrame>,
     /// Length of the vnet header each frame starts with (the egress port's); the
     /// base length when not set.
     vnet_len: usize,
 }
 
-/// One frame to send: its header, its pieces, and their total length (counted as they
-/// are added, so a port that needs the length before it writes does not walk the
-/// pieces twice).
+/// One frame to send: its header, where its pieces start, and its total length
+/// (counted as pieces are added, so a port that needs the length before it writes does
+/// not walk the pieces twice). A frame is recorded when it is begun and its pieces run
+/// to the next frame's first: no frame is held apart while it is built.
 struct TxFrame {
     /// Its v1 virtio-net header, held here rather than in `scratch`: for most frames
     /// the only bytes of their own, so a frame is built without growing `scratch` or
@@ -202,8 +201,8 @@ struct TxFrame {
     /// The rest of a longer egress header (tunnel fields, zero fill) in `scratch`;
     /// empty for a port with the v1 header.
     header_tail: Range<u32>,
-    /// Its pieces after the header, in `pieces`.
-    pieces: Range<usize>,
+    /// Its first piece after the header, in `pieces`.
+    first_piece: usize,
     /// Bytes in all, the header included.
     len: usize,
 }
@@ -213,7 +212,6 @@ impl TxQueue {
         self.frames.clear();
         self.pieces.clear();
         self.scratch.clear();
-        self.open = None;
     }
 
     pub fn len(&self) -> usize {
@@ -248,7 +246,6 @@ impl TxQueue {
     /// Starts a frame whose header is `vnet` followed by `tail` (the bytes after the
     /// v1 header in the egress's longer header), zero-filled to the egress length.
     pub fn begin_extended(&mut self, vnet: &[u8; VNET_LEN], tail: &[u8]) {
-        self.finish();
         let len = self.vnet_len.max(VNET_LEN);
         debug_assert!(VNET_LEN + tail.len() <= len);
         let header_tail = if len == VNET_LEN {
@@ -259,8 +256,7 @@ impl TxQueue {
             self.scratch.resize(start + len - VNET_LEN, 0);
             start as u32..self.scratch.len() as u32
         };
-        let at = self.pieces.len();
-        self.open = Some(TxFrame { header: *vnet, header_tail, pieces: at..at, len });
+        self.frames.push(TxFrame { header: *vnet, header_tail, first_piece: self.pieces.len(), len });
     }
 
     /// Appends bytes copied into scratch (headers, never payload).
@@ -284,19 +280,18 @@ impl TxQueue {
         });
     }
 
+    /// Counts `bytes` more in the frame begun last.
     fn grow_open(&mut self, bytes: usize) {
-        debug_assert!(self.open.is_some(), "a piece pushed before any frame was begun");
-        if let Some(open) = &mut self.open {
+        debug_assert!(!self.frames.is_empty(), "a piece pushed before any frame was begun");
+        if let Some(open) = self.frames.last_mut() {
             open.len += bytes;
         }
     }
 
-    /// Closes the frame being built.
-    pub fn finish(&mut self) {
-        if let Some(mut frame) = self.open.take() {
-            frame.pieces.end = self.pieces.len();
-            self.frames.push(frame);
-        }
+    /// Frame `index`'s pieces after its header.
+    fn piece_range(&self, index: usize) -> Range<usize> {
+        let end = self.frames.get(index + 1).map_or(self.pieces.len(), |next| next.first_piece);
+        self.frames[index].first_piece..end
     }
 
     /// Frame `index`'s length in bytes, its vnet header included.
@@ -314,7 +309,7 @@ impl TxQueue {
         let frame = &self.frames[index];
         let tail = &frame.header_tail;
         let tail = (!tail.is_empty()).then(|| &self.scratch[tail.start as usize..tail.end as usize]);
-        tail.into_iter().chain(self.pieces[frame.pieces.clone()].iter().map(move |piece| match piece {
+        tail.into_iter().chain(self.pieces[self.piece_range(index)].iter().map(move |piece| match piece {
             Piece::Scratch(r) => &self.scratch[r.start as usize..r.end as usize],
             Piece::Rx { slot, range } => &rx.raw(*slot as usize)[range.start as usize..range.end as usize],
         }))
@@ -411,7 +406,6 @@ mod tests {
         tx.push_bytes(b"head");
         tx.push_rx(0, 2..6);
         tx.push_rx(0, 6..6);
-        tx.finish();
         let bytes: Vec<u8> = tx.pieces(0, &batch).flatten().copied().collect();
         assert_eq!(bytes, [&[9; VNET_LEN][..], b"head", b"2345"].concat());
         let mut iovecs = Vec::new();
@@ -432,7 +426,6 @@ mod tests {
         tx.begin(&[9; VNET_LEN]);
         tx.push_bytes(b"hd");
         tx.push_rx(0, 4..10);
-        tx.finish();
         for index in 0..2 {
             let whole: Vec<u8> = tx.pieces(index, &batch).flatten().copied().collect();
             assert_eq!(tx.frame_len(index), whole.len());
