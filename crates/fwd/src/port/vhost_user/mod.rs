@@ -405,6 +405,10 @@ impl ChainWriter<'_> {
         self.write(memory, header)
     }
 
+    /// Writes `bytes` where the last write ended. Inlined: called once per piece of
+    /// every frame, and a call of its own per piece cost GRO's merged frames (eight
+    /// pieces each) more than the header store saved (callgrind, W5 GRO 8 flows).
+    #[inline(always)]
     fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ChainError> {
         while !bytes.is_empty() {
             let chain = self.chains.get(self.chain).ok_or(ChainError::TooLong)?;
