@@ -87,7 +87,6 @@ impl Direction {
         for &(slot, span) in &self.to_complete {
             complete_checksum(&mut rx.raw_mut(slot)[vnet_len..], span);
         }
-        self.tx.finish();
     }
 
     fn frame(&mut self, rx: &RxBatch, slot: usize, egress: &Egress) {

@@ -178,24 +178,32 @@ pub enum Piece {
     Rx { slot: u32, range: Range<u32> },
 }
 
-/// Frames to send, each a list of pieces; rebuilt per batch.
+/// Frames to send, each its virtio-net header and a list of pieces; rebuilt per batch.
 #[derive(Default)]
 pub struct TxQueue {
     frames: Vec<TxFrame>,
     pieces: Vec<Piece>,
     scratch: Vec<u8>,
-    open_frame: Option<usize>,
-    /// Bytes of the frame being built so far.
-    open_len: usize,
     /// Length of the vnet header each frame starts with (the egress port's); the
     /// base length when not set.
     vnet_len: usize,
 }
 
-/// One frame to send: its pieces, and their total length (counted as they are added,
-/// so a port that needs the length before it writes does not walk the pieces twice).
+/// One frame to send: its header, where its pieces start, and its total length
+/// (counted as pieces are added, so a port that needs the length before it writes does
+/// not walk the pieces twice). A frame is recorded when it is begun and its pieces run
+/// to the next frame's first: no frame is held apart while it is built.
 struct TxFrame {
-    pieces: Range<usize>,
+    /// Its v1 virtio-net header, held here rather than in `scratch`: for most frames
+    /// the only bytes of their own, so a frame is built without growing `scratch` or
+    /// `pieces` for it (two appends and a zero fill per frame, W5's MTU rows).
+    header: [u8; VNET_LEN],
+    /// The rest of a longer egress header (tunnel fields, zero fill) in `scratch`;
+    /// empty for a port with the v1 header.
+    header_tail: Range<u32>,
+    /// Its first piece after the header, in `pieces`.
+    first_piece: usize,
+    /// Bytes in all, the header included.
     len: usize,
 }
 
@@ -204,7 +212,6 @@ impl TxQueue {
         self.frames.clear();
         self.pieces.clear();
         self.scratch.clear();
-        self.open_frame = None;
     }
 
     pub fn len(&self) -> usize {
@@ -217,8 +224,8 @@ impl TxQueue {
         self.vnet_len = len;
     }
 
-    /// Starts a frame whose first piece is `vnet` (copied to scratch), zero-extended
-    /// to the egress header length (no hash, no tunnel).
+    /// Starts a frame whose header is `vnet`, zero-extended to the egress header
+    /// length (no hash, no tunnel).
     pub fn begin(&mut self, vnet: &[u8; VNET_LEN]) {
         self.begin_extended(vnet, &[]);
     }
@@ -239,17 +246,17 @@ impl TxQueue {
     /// Starts a frame whose header is `vnet` followed by `tail` (the bytes after the
     /// v1 header in the egress's longer header), zero-filled to the egress length.
     pub fn begin_extended(&mut self, vnet: &[u8; VNET_LEN], tail: &[u8]) {
-        self.finish();
-        self.open_frame = Some(self.pieces.len());
         let len = self.vnet_len.max(VNET_LEN);
         debug_assert!(VNET_LEN + tail.len() <= len);
-        let start = self.scratch.len();
-        self.scratch.extend_from_slice(vnet);
-        self.scratch.extend_from_slice(tail);
-        self.scratch.resize(start + len, 0);
-        self.pieces
-            .push(Piece::Scratch(start as u32..self.scratch.len() as u32));
-        self.open_len = len;
+        let header_tail = if len == VNET_LEN {
+            0..0
+        } else {
+            let start = self.scratch.len();
+            self.scratch.extend_from_slice(tail);
+            self.scratch.resize(start + len - VNET_LEN, 0);
+            start as u32..self.scratch.len() as u32
+        };
+        self.frames.push(TxFrame { header: *vnet, header_tail, first_piece: self.pieces.len(), len });
     }
 
     /// Appends bytes copied into scratch (headers, never payload).
@@ -258,7 +265,7 @@ impl TxQueue {
         self.scratch.extend_from_slice(bytes);
         self.pieces
             .push(Piece::Scratch(start..self.scratch.len() as u32));
-        self.open_len += bytes.len();
+        self.grow_open(bytes.len());
     }
 
     /// Appends a range of received slot `slot`, by reference.
@@ -266,18 +273,25 @@ impl TxQueue {
         if range.is_empty() {
             return;
         }
-        self.open_len += range.len();
+        self.grow_open(range.len());
         self.pieces.push(Piece::Rx {
             slot: slot as u32,
             range: range.start as u32..range.end as u32,
         });
     }
 
-    /// Closes the frame being built.
-    pub fn finish(&mut self) {
-        if let Some(start) = self.open_frame.take() {
-            self.frames.push(TxFrame { pieces: start..self.pieces.len(), len: self.open_len });
+    /// Counts `bytes` more in the frame begun last.
+    fn grow_open(&mut self, bytes: usize) {
+        debug_assert!(!self.frames.is_empty(), "a piece pushed before any frame was begun");
+        if let Some(open) = self.frames.last_mut() {
+            open.len += bytes;
         }
+    }
+
+    /// Frame `index`'s pieces after its header.
+    fn piece_range(&self, index: usize) -> Range<usize> {
+        let end = self.frames.get(index + 1).map_or(self.pieces.len(), |next| next.first_piece);
+        self.frames[index].first_piece..end
     }
 
     /// Frame `index`'s length in bytes, its vnet header included.
@@ -285,21 +299,20 @@ impl TxQueue {
         self.frames[index].len
     }
 
-    /// The first VNET_LEN bytes of frame `index` (its v1 virtio-net header): every frame
-    /// starts with a scratch piece of at least that length (`begin_extended`).
+    /// The first VNET_LEN bytes of frame `index` (its v1 virtio-net header).
     pub fn vnet_header(&self, index: usize) -> [u8; VNET_LEN] {
-        let mut header = [0u8; VNET_LEN];
-        if let Some(Piece::Scratch(r)) = self.pieces.get(self.frames[index].pieces.start) {
-            header.copy_from_slice(&self.scratch[r.start as usize..r.start as usize + VNET_LEN]);
-        }
-        header
+        self.frames[index].header
     }
 
     /// The byte slices of frame `index` after its first VNET_LEN bytes, in order.
     pub fn body<'a>(&'a self, index: usize, rx: &'a RxBatch) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.pieces(index, rx)
-            .enumerate()
-            .map(|(i, piece)| if i == 0 { &piece[VNET_LEN..] } else { piece })
+        let frame = &self.frames[index];
+        let tail = &frame.header_tail;
+        let tail = (!tail.is_empty()).then(|| &self.scratch[tail.start as usize..tail.end as usize]);
+        tail.into_iter().chain(self.pieces[self.piece_range(index)].iter().map(move |piece| match piece {
+            Piece::Scratch(r) => &self.scratch[r.start as usize..r.end as usize],
+            Piece::Rx { slot, range } => &rx.raw(*slot as usize)[range.start as usize..range.end as usize],
+        }))
     }
 
     /// The byte slices of frame `index`, in order.
@@ -308,14 +321,7 @@ impl TxQueue {
         index: usize,
         rx: &'a RxBatch,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.pieces[self.frames[index].pieces.clone()]
-            .iter()
-            .map(move |piece| match piece {
-                Piece::Scratch(r) => &self.scratch[r.start as usize..r.end as usize],
-                Piece::Rx { slot, range } => {
-                    &rx.raw(*slot as usize)[range.start as usize..range.end as usize]
-                }
-            })
+        std::iter::once(&self.frames[index].header[..]).chain(self.body(index, rx))
     }
 
     /// Appends frame `index` as iovecs to `out`; returns its byte count. The iovecs
@@ -400,7 +406,6 @@ mod tests {
         tx.push_bytes(b"head");
         tx.push_rx(0, 2..6);
         tx.push_rx(0, 6..6);
-        tx.finish();
         let bytes: Vec<u8> = tx.pieces(0, &batch).flatten().copied().collect();
         assert_eq!(bytes, [&[9; VNET_LEN][..], b"head", b"2345"].concat());
         let mut iovecs = Vec::new();
@@ -421,7 +426,6 @@ mod tests {
         tx.begin(&[9; VNET_LEN]);
         tx.push_bytes(b"hd");
         tx.push_rx(0, 4..10);
-        tx.finish();
         for index in 0..2 {
             let whole: Vec<u8> = tx.pieces(index, &batch).flatten().copied().collect();
             assert_eq!(tx.frame_len(index), whole.len());

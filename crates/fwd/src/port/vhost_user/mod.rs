@@ -373,7 +373,7 @@ fn deliver<'a>(
     let chains = &chains[..count];
     header[NUM_BUFFERS].copy_from_slice(&(chains.len() as u16).to_le_bytes());
     let mut writer = ChainWriter { chains, chain: 0, buffer: 0, offset: 0 };
-    let written = writer.write(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));
+    let written = writer.write_header(memory, &header).and_then(|()| body.try_for_each(|piece| writer.write(memory, piece)));
     let mut left = len;
     for chain in chains.iter() {
         let used = if written.is_ok() { chain.capacity.min(left) } else { 0 };
@@ -393,6 +393,22 @@ struct ChainWriter<'a> {
 }
 
 impl ChainWriter<'_> {
+    /// Writes the frame's virtio header, first: where the first buffer holds it (every
+    /// buffer a Linux driver posts does) as one fixed-size store rather than a `memcpy`
+    /// call of a length known only at run time.
+    fn write_header(&mut self, memory: &GuestMemoryMmap, header: &[u8; VNET_LEN]) -> Result<(), ChainError> {
+        let first = self.chains.first().and_then(|chain| chain.buffers.first());
+        if (self.chain, self.buffer, self.offset) == (0, 0, 0) && first.is_some_and(|buffer| buffer.write_array(header)) {
+            self.offset = VNET_LEN;
+            return Ok(());
+        }
+        self.write(memory, header)
+    }
+
+    /// Writes `bytes` where the last write ended. Inlined: called once per piece of
+    /// every frame, and a call of its own per piece cost GRO's merged frames (eight
+    /// pieces each) more than the header store saved (callgrind, W5 GRO 8 flows).
+    #[inline(always)]
     fn write(&mut self, memory: &GuestMemoryMmap, mut bytes: &[u8]) -> Result<(), ChainError> {
         while !bytes.is_empty() {
             let chain = self.chains.get(self.chain).ok_or(ChainError::TooLong)?;
@@ -619,5 +635,29 @@ mod tests {
         assert_eq!([read(0x1000, 5), read(0x2000, 3), read(0x3000, 6)].concat(), b"abcdefghijklmn");
         assert_eq!(writer.write(&memory, b"x"), Err(ChainError::TooLong));
         assert_eq!(read(0x3006, 1), [0]);
+    }
+
+    /// The virtio header lands at the start of the first buffer whether that buffer
+    /// holds all of it (one fixed-size store) or only part (split like any piece), and
+    /// the body follows it.
+    #[test]
+    fn the_header_is_written_first_whatever_the_first_buffer_holds() {
+        let memory = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x10000)]).unwrap();
+        let header: [u8; VNET_LEN] = std::array::from_fn(|i| i as u8 + 1);
+        let read = |addr: u64, len: usize| {
+            let mut out = vec![0u8; len];
+            memory.read_slice(&mut out, GuestAddress(addr)).unwrap();
+            out
+        };
+        for first in [64u32, 5] {
+            let base = u64::from(first) * 0x100;
+            let chains = [chain(&memory, 0, &[(base, first), (base + 0x80, 64)])];
+            let mut writer = ChainWriter { chains: &chains, chain: 0, buffer: 0, offset: 0 };
+            writer.write_header(&memory, &header).unwrap();
+            writer.write(&memory, b"body").unwrap();
+            let bytes = [read(base, first as usize), read(base + 0x80, 64)].concat();
+            let written: Vec<u8> = bytes.into_iter().filter(|&b| b != 0).collect();
+            assert_eq!(written, [&header[..], b"body"].concat(), "first buffer of {first}");
+        }
     }
 }
