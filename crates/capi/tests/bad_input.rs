@@ -835,15 +835,7 @@ fn gro_burst_checks_every_frame_first() {
     bad[60] ^= 0xff; // wrong TCP checksum
     let frames = sink.frames.clone();
     let user = &mut sink as *mut Sink as *mut c_void;
-    let mut rx: Vec<ofl_rx_frame> = frames
-        .iter()
-        .enumerate()
-        .map(|(id, f)| ofl_rx_frame {
-            id: id as u64,
-            data: f.as_ptr(),
-            len: f.len(),
-        })
-        .collect();
+    let mut rx = rx_frames(&frames);
     let mut verdicts = [9u8; 5];
     let mut reasons = [u32::MAX; 5];
     let stats = |t: &Table| {
@@ -917,6 +909,19 @@ fn gro_burst_checks_every_frame_first() {
 /// `ofl_gro_push_burst` runs one loop per pair of output arrays given (verdicts,
 /// reasons, both, neither): each must push the same frames, write exactly the arrays it
 /// was given, and return the same refused count.
+/// A burst's frames as the C API takes them, each frame's id its index.
+fn rx_frames(frames: &[Vec<u8>]) -> Vec<ofl_rx_frame> {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(id, f)| ofl_rx_frame {
+            id: id as u64,
+            data: f.as_ptr(),
+            len: f.len(),
+        })
+        .collect()
+}
+
 #[test]
 fn gro_burst_gives_the_same_result_whichever_arrays_are_given() {
     let mut frames: Vec<Vec<u8>> = (0..4u32)
@@ -925,15 +930,7 @@ fn gro_burst_gives_the_same_result_whichever_arrays_are_given() {
     let mut bad = frames[0].clone();
     bad[60] ^= 0xff; // wrong TCP checksum
     frames.push(bad);
-    let rx: Vec<ofl_rx_frame> = frames
-        .iter()
-        .enumerate()
-        .map(|(id, f)| ofl_rx_frame {
-            id: id as u64,
-            data: f.as_ptr(),
-            len: f.len(),
-        })
-        .collect();
+    let rx = rx_frames(&frames);
     let cb = Some(collect as unsafe extern "C" fn(*mut c_void, *const ofl_gro_merged));
     let refused = ofl_gro_reason::OFL_GRO_REASON_BAD_L4_CHECKSUM as u32;
     for (give_verdicts, give_reasons) in [(true, true), (true, false), (false, true), (false, false)] {
