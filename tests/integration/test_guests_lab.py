@@ -46,7 +46,7 @@ off = ["tcp-segmentation-offload"]
 
 def qemu_running() -> list[str]:
     """This lab instance's guests still running: their files are under its runtime
-    directory (the other xdist worker's and the SSH servers' guests are not)."""
+    directory (the other lane's and the SSH servers' guests are not)."""
     found = subprocess.run(["pgrep", "-f", f"qemu-system-x86_64 .*-name ofl-.*{RUNTIME_ROOT}/"],
                            capture_output=True, text=True)
     return found.stdout.split()
