@@ -24,7 +24,7 @@ BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 .PHONY: setup setup-demo setup-test deps deps-demo venv venv-test build capi-so engine-tools guest \
         engine-check-miri engine-check-fuzz engine-check-msrv \
         demo readme-excerpt test test-build test-rust test-engine-checks test-python test-python-unit \
-        test-python-integration bench fuzz install clean
+        test-python-integration test-python-lanes test-python-alone test-batch test-rust-run test-binaries bench fuzz install clean
 
 ## setup: everything — what `make demo` installs and what `make test` installs
 setup: setup-test
@@ -121,24 +121,38 @@ readme-excerpt: venv
 	$(PY) scripts/readme-excerpt.py $(RUN)
 
 ## test: every test (Rust unit/property/kernel-differential, Python unit/integration),
-## packed onto two cores in four steps, each printing a target's output whole when it
+## packed onto two cores in three steps, each printing a target's output whole when it
 ## ends (--output-sync):
-##   1. setup-test's downloads (venv, guest, engine-tools) beside the Rust test build
-##      (test-build), which is the step's CPU: the guest's download alone was 46 s of
-##      wall time for 8.5 s of CPU;
-##   2. the Rust tests;
-##   3. the engine checks beside the Python unit tests: Miri interprets on one core and
-##      the fuzz smoke fuzzes one target at a time, so alone they left a core idle;
-##   4. the integration tests, two lanes at once and the measuring ones alone.
+##   1. setup-test's downloads (venv, guest, engine-tools) beside the build of the lab's
+##      two binaries (test-binaries), all the integration tests need;
+##   2. the integration tests' two lanes (test-python-lanes) and, beside them at a lower
+##      priority (nice $(BATCH_NICE)), everything that only needs CPU (test-batch: the
+##      Rust tests' build and run, the engine checks, the Python unit tests). The lanes
+##      spend much of their time waiting on a watchdog's delay, an SSH round trip or a
+##      guest's boot (about 1.2 of the 2 cores when they ran alone), and the batch fills
+##      those gaps; the lower priority keeps the lanes' controllers, whose watchdogs and
+##      timeouts count wall time, from waiting on a compiler;
+##   3. the measuring tests, alone (test-python-alone).
 ## Every step runs whatever an earlier one found; the exit status is non-zero if any failed.
+BATCH_NICE ?= 10
 test: deps
-	@$(MAKE) --no-print-directory -j4 --output-sync=target venv-test guest engine-tools test-build
+	@$(MAKE) --no-print-directory -j4 --output-sync=target venv-test guest engine-tools test-binaries
 	@status=0; \
-	$(CARGO) test --profile checks --workspace --no-fail-fast || status=1; \
-	$(MAKE) --no-print-directory -k -j4 --output-sync=target $(ENGINE_CHECK_TARGETS) test-python-unit || status=1; \
-	$(MAKE) --no-print-directory test-python-integration || status=1; \
+	$(MAKE) --no-print-directory -k -j2 --output-sync=target test-python-lanes test-batch || status=1; \
+	$(MAKE) --no-print-directory test-python-alone || status=1; \
 	echo "engine checks: $$(cat $(addprefix $(ENGINE_CHECKS_DIR)/,$(addsuffix .txt,$(ENGINE_CHECKS))) 2>/dev/null | paste -sd, | sed 's/,/, /g')"; \
 	exit $$status
+
+## test-batch: what `make test` runs beside the integration lanes, niced: the Rust tests
+## (build, then run), the three engine checks and the Python unit tests, at once
+test-batch: venv-test engine-tools
+	@nice -n $(BATCH_NICE) $(MAKE) --no-print-directory -k -j5 --output-sync=target \
+	  test-rust-run $(ENGINE_CHECK_TARGETS) test-python-unit
+
+## test-rust-run: the Rust tests of the workspace, built and run (test-rust without the
+## engine checks)
+test-rust-run: test-build
+	$(RUST_TEST)
 
 ## test-rust: every Rust test of the workspace once, in the `checks` profile (Cargo.toml):
 ## release's optimisation with integer overflow traps and debug assertions, without
@@ -153,13 +167,16 @@ test: deps
 ## one codegen unit) cost ~2 min of CPU more on a fresh clone. The demo and the
 ## benchmarks run release builds.
 TEST_BINARIES := $(CURDIR)/target/checks
-test-rust: test-build
-	$(CARGO) test --profile checks --workspace --no-fail-fast
+RUST_TEST = $(CARGO) test --profile checks --workspace --no-fail-fast
+test-rust: test-rust-run
 	$(MAKE) --no-print-directory test-engine-checks
 
 ## test-build: the Rust tests and the lab's binaries built in the checks profile, run nothing
-test-build:
+test-build: test-binaries
 	$(CARGO) test --profile checks --workspace --no-run --quiet
+
+## test-binaries: the lab's binaries the Python tests run (TEST_BINARIES), checks profile
+test-binaries:
 	$(CARGO) build --profile checks --quiet -p offlab-fwd -p offlab-udpload
 
 ## test-engine-checks: Miri over chosen GSO/GRO unit tests that reach
@@ -304,9 +321,13 @@ test-python-unit: venv-test
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
 	@$(TEST_BINARY_ENV); $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration
 
-test-python-integration: venv-test
+test-python-integration: test-python-lanes
+	@$(MAKE) --no-print-directory test-python-alone
+
+## test-python-lanes: the integration tests' two lanes at once (their output when both end)
+test-python-lanes: venv-test
 	@$(TEST_BINARY_ENV); status=0; \
-	echo "integration: the rigs and lab lanes at once (their output when both end), then the measuring tests alone"; \
+	echo "integration: the rigs and lab lanes at once (their output when both end)"; \
 	mkdir -p $(TEST_LANES) && rm -f $(TEST_LANES)/*; \
 	for lane in rigs lab; do \
 	  (OFFLAB_TEST_LANE=$$lane $(PY) -m pytest -q -p no:cacheprovider -m $$lane --durations=10 tests/integration \
@@ -316,9 +337,12 @@ test-python-integration: venv-test
 	  echo "== integration, $$lane lane"; cat $(TEST_LANES)/$$lane.txt; \
 	  [ "$$(cat $(TEST_LANES)/$$lane.status)" = 0 ] || status=1; \
 	done; \
-	echo "== integration, the measuring tests alone"; \
-	$(PY) -m pytest -q -m alone --durations=5 tests/integration || status=1; \
 	exit $$status
+
+## test-python-alone: the integration tests that read a measured figure, with nothing beside them
+test-python-alone: venv-test
+	@$(TEST_BINARY_ENV); echo "== integration, the measuring tests alone"; \
+	$(PY) -m pytest -q -m alone --durations=5 tests/integration
 
 ## bench: engine vs DPDK (and the kernel), side by side in one run
 bench: setup-test

@@ -31,6 +31,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # Jumbo frames plus a virtio header; 64 KiB super-packets come from unit tests and from
 # gso_gro_roundtrip's length field.
 max_len=9100
+# One target directory for every fuzz project: the capi project builds the engine and
+# libFuzzer (C++) as the engine's project does, and in a directory of its own it built
+# them all again (their Cargo.lock files pin the same versions, so the artifacts match).
+target_dir="$root/target/fuzz"
 fuzz_dirs=()
 for dir in crates/engine/fuzz crates/capi/fuzz; do
     [[ -f "$root/$dir/Cargo.toml" ]] && fuzz_dirs+=("$root/$dir")
@@ -79,7 +83,7 @@ smoke() {
         for target in $(targets_of); do
             scratch="$(mktemp -d)"
             mkdir -p "corpus/$target"
-            if cargo +nightly fuzz run --sanitizer "$sanitizer" "$target" "$scratch" "corpus/$target" -- \
+            if cargo +nightly fuzz run --target-dir "$target_dir" --sanitizer "$sanitizer" "$target" "$scratch" "corpus/$target" -- \
                 -max_total_time="$seconds" -max_len=$max_len >"$scratch.log" 2>&1; then
                 echo "fuzz smoke ${dir#"$root"/}:$target ${seconds}s: ok"
             else
@@ -147,7 +151,7 @@ main() {
                 fi
                 echo "== cmin ${dir#"$root"/} $target: $(find "corpus/$target" -type f | wc -l) inputs"
                 log="$(mktemp)"
-                if ! cargo +nightly fuzz cmin "${sanitizer[@]}" "$target" "corpus/$target" -- \
+                if ! cargo +nightly fuzz cmin --target-dir "$target_dir" "${sanitizer[@]}" "$target" "corpus/$target" -- \
                     -max_len=$max_len >"$log" 2>&1; then
                     tail -20 "$log" >&2
                     exit 1
@@ -178,7 +182,7 @@ main() {
         targets=$(targets_of)
         # Build first, so the seconds logged are fuzzing time.
         for target in $targets; do
-            cargo +nightly fuzz build "${sanitizer[@]}" "$target"
+            cargo +nightly fuzz build --target-dir "$target_dir" "${sanitizer[@]}" "$target"
         done
         for target in $targets; do
             echo "== fuzz $rel $target for $what"
@@ -187,7 +191,7 @@ main() {
             start=$(date +%s)
             result=ok
             # New inputs go to corpus-local (first directory); corpus/ only seeds.
-            if ! cargo +nightly fuzz run "${sanitizer[@]}" "$target" \
+            if ! cargo +nightly fuzz run --target-dir "$target_dir" "${sanitizer[@]}" "$target" \
                 "corpus-local/$target" "corpus/$target" -- \
                 "${limit[@]}" -max_len=$max_len -print_final_stats=1 2>&1 | tee "$out"; then
                 result=finding

@@ -235,7 +235,16 @@ pub struct Timing {
     pub measure: Duration,
     /// Verify one received frame in this many (1 = all).
     pub verify_every: u64,
+    /// The window also lasts until the sink has counted this many frames (at most
+    /// `MIN_FRAMES_CAP` windows): a test that must see some hundred frames gets them
+    /// on a loaded machine too, where a fixed window can fall short. 0: the window is
+    /// `measure` alone, as a measurement must be.
+    pub min_frames: u64,
 }
+
+/// How many `measure` windows a window waiting for `min_frames` lasts at most: a
+/// forwarder that moves nothing still ends the run, and the caller sees the count.
+pub const MIN_FRAMES_CAP: u32 = 30;
 
 /// Runs source and sink until the window ends; returns the window's counts and length.
 pub fn run(source: &mut Source, sink: &mut Sink, w: &Workload, timing: &Timing) -> (Counts, Duration) {
@@ -263,7 +272,12 @@ pub fn run(source: &mut Source, sink: &mut Sink, w: &Workload, timing: &Timing) 
         }
         match &window {
             None if now - start >= timing.warmup => window = Some((now, counts.clone())),
-            Some((at, before)) if now - *at >= timing.measure => return (counts.since(before), now - *at),
+            Some((at, before)) if now - *at >= timing.measure => {
+                let enough = counts.frames - before.frames >= timing.min_frames;
+                if enough || now - *at >= timing.measure * MIN_FRAMES_CAP {
+                    return (counts.since(before), now - *at);
+                }
+            }
             _ => {}
         }
     }

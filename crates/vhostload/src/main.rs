@@ -95,6 +95,7 @@ fn run(args: &Args) -> Result<(), String> {
         warmup: Duration::from_secs_f64(args.warmup),
         measure: Duration::from_secs_f64(args.seconds),
         verify_every: args.verify_every,
+        min_frames: 0,
     };
     let (counts, elapsed) = load::run(&mut source, &mut sink, &workload, &timing);
     let secs = elapsed.as_secs_f64();
