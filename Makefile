@@ -167,7 +167,9 @@ test-rust-run: test-build
 ## one codegen unit) cost ~2 min of CPU more on a fresh clone. The demo and the
 ## benchmarks run release builds.
 TEST_BINARIES := $(CURDIR)/target/checks
-RUST_TEST = $(CARGO) test --profile checks --workspace --no-fail-fast
+# without make's MAKEFLAGS and MFLAGS when a parallel make runs it (test-batch): they name
+# a jobserver the recipe cannot reach, and rustdoc warned so for every crate's doc-tests
+RUST_TEST = env -u MAKEFLAGS -u MFLAGS $(CARGO) test --profile checks --workspace --no-fail-fast
 test-rust: test-rust-run
 	$(MAKE) --no-print-directory test-engine-checks
 
