@@ -66,6 +66,7 @@ pub struct Header {
 impl Header {
     /// Reads a header from the start of `bytes`. In the tunnel form, contradictory
     /// tunnel bits are refused here; the rest is checked by [`Header::validate`].
+    #[inline]
     pub fn decode(bytes: &[u8], form: HeaderForm) -> Result<Header, VirtioError> {
         let b = bytes
             .get(..form.header_len())
