@@ -108,11 +108,14 @@ impl Default for ParseOptions {
 }
 
 /// Parses a frame with the default options (VXLAN 4789, Geneve 6081, GRE).
+#[inline]
 pub fn parse_frame(frame: &[u8]) -> Result<Layout, ParseError> {
     parse_frame_with(frame, &ParseOptions::DEFAULT)
 }
 
-/// Parses a frame, looking for tunnels as `options` says.
+/// Parses a frame, looking for tunnels as `options` says. Inlined, so that the common
+/// frame's layout is written where the caller keeps it; the walk stays a call.
+#[inline]
 pub fn parse_frame_with(frame: &[u8], options: &ParseOptions) -> Result<Layout, ParseError> {
     match parse_plain_tcp4(frame) {
         Some(layout) => Ok(layout),
@@ -121,6 +124,7 @@ pub fn parse_frame_with(frame: &[u8], options: &ParseOptions) -> Result<Layout, 
 }
 
 /// The general walk, layer by layer: every shape, every error named.
+#[inline(never)]
 fn walk(frame: &[u8], options: &ParseOptions) -> Result<Layout, ParseError> {
     let l2 = parse_l2(frame, 0)?;
     let outer = parse_ip(frame, l2.len, l2.ethertype)?;
