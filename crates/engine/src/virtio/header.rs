@@ -66,18 +66,22 @@ pub struct Header {
 impl Header {
     /// Reads a header from the start of `bytes`. In the tunnel form, contradictory
     /// tunnel bits are refused here; the rest is checked by [`Header::validate`].
+    #[inline]
     pub fn decode(bytes: &[u8], form: HeaderForm) -> Result<Header, VirtioError> {
         let b = bytes
             .get(..form.header_len())
             .ok_or(VirtioError::Truncated)?;
-        let le16 = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+        // Every form begins with the legacy header's ten bytes: read as an array, its
+        // fields need no bounds check each (they cost a W5 frame ~20 instructions).
+        let legacy: &[u8; HEADER_LEN_LEGACY] = b.first_chunk().ok_or(VirtioError::Truncated)?;
+        let le16 = |at: usize| u16::from_le_bytes([legacy[at], legacy[at + 1]]);
         let (flags, gso_type, tunnel) = match form {
             HeaderForm::V1Tunnel => {
                 let whole: &[u8; HEADER_LEN_TUNNEL] =
                     b.try_into().map_err(|_| VirtioError::Truncated)?;
                 tunnel::decode(whole)?
             }
-            HeaderForm::V1 | HeaderForm::Legacy => (b[0], b[1], None),
+            HeaderForm::V1 | HeaderForm::Legacy => (legacy[0], legacy[1], None),
         };
         Ok(Header {
             flags: Flags(flags),
@@ -87,9 +91,9 @@ impl Header {
             gso_size: le16(4),
             csum_start: le16(6),
             csum_offset: le16(8),
-            num_buffers: match form {
-                HeaderForm::V1 | HeaderForm::V1Tunnel => le16(10),
-                HeaderForm::Legacy => 0,
+            num_buffers: match b.get(HEADER_LEN_LEGACY..HEADER_LEN_V1) {
+                Some(&[low, high]) => u16::from_le_bytes([low, high]),
+                _ => 0,
             },
             tunnel,
         })

@@ -573,3 +573,63 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, ..Default::default() })]
+
+    /// The few compares for the commonest header decide as every rule does, wherever
+    /// they answer: headers near the common ones (flags, GSO type and size, checksum
+    /// start and offset around the transport header's) on TCP and UDP frames over IPv4
+    /// and IPv6, VXLAN, and frames with padding or cut short of their IP length.
+    #[test]
+    fn plain_checksum_agrees_with_the_rules(
+        flags in 0u8..8,
+        gso_type in proptest::sample::select(vec![0u8, 1, 3, 4, 5, 0x80, 0x81, 9]),
+        gso_size in proptest::sample::select(vec![0u16, 1, 1448]),
+        start_delta in -3i32..=3,
+        offset in proptest::sample::select(vec![6u16, 16, 17, 0, 1000]),
+        shape in 0usize..4,
+        payload in 0usize..64,
+        cut in 0usize..8,
+        padding in 0usize..8,
+    ) {
+        let mut frame = match shape {
+            0 => tcp4_frame(payload),
+            1 => udp4_frame(payload),
+            2 => tcp6_frame(payload),
+            _ => vxlan4_frame(payload),
+        };
+        let Ok(layout) = parse_frame(&frame) else { return Ok(()) };
+        frame.resize(frame.len() + padding, 0);
+        frame.truncate(frame.len() - cut.min(frame.len()));
+        let start = (layout.ip.l4_offset as i32 + start_delta).max(0) as u16;
+        let mut bytes = [0u8; 12];
+        bytes[0] = flags;
+        bytes[1] = gso_type;
+        bytes[4..6].copy_from_slice(&gso_size.to_le_bytes());
+        bytes[6..8].copy_from_slice(&start.to_le_bytes());
+        bytes[8..10].copy_from_slice(&offset.to_le_bytes());
+        let header = Header::decode(&bytes, HeaderForm::V1).unwrap();
+        if let Some(checksum) = header.plain_checksum(&frame, &layout) {
+            proptest::prop_assert_eq!(Ok((None, checksum)), header.check_rules(&frame, Ok(&layout)));
+        }
+    }
+}
+
+/// The commonest headers take the few compares: a partial TCP or UDP checksum, DATA_VALID
+/// and no flag at all, on a frame that parsed.
+#[test]
+fn plain_checksum_takes_the_common_headers() {
+    for (frame, offset) in [(tcp4_frame(100), 16), (udp4_frame(100), 6), (tcp6_frame(100), 16)] {
+        let layout = parse_frame(&frame).unwrap();
+        let partial = Header::needs_csum(&layout).unwrap();
+        let start = layout.ip.l4_offset;
+        assert_eq!(
+            partial.plain_checksum(&frame, &layout),
+            Some(ChecksumState::Partial { start, offset: offset as usize })
+        );
+        let valid = Header::data_valid();
+        assert_eq!(valid.plain_checksum(&frame, &layout), Some(ChecksumState::Valid));
+        assert_eq!(Header::none().plain_checksum(&frame, &layout), Some(ChecksumState::Complete));
+    }
+}

@@ -87,6 +87,7 @@ impl Header {
     /// layout back: what a datapath that keeps its own layout (the C API) needs. The
     /// layout is large enough that copying it in and out cost a GSO call through the C
     /// API about 5 % of its time (277 against 290 M segments/s, Zen 5).
+    #[inline]
     pub fn validate_parsed(
         &self,
         frame: &[u8],
@@ -95,7 +96,20 @@ impl Header {
         self.check(frame, Ok(layout))
     }
 
+    #[inline]
     fn check(
+        &self,
+        frame: &[u8],
+        parsed: Result<&Layout, &ParseError>,
+    ) -> Result<(Option<GsoRequest>, ChecksumState), VirtioError> {
+        match parsed.ok().and_then(|layout| self.plain_checksum(frame, layout)) {
+            Some(checksum) => Ok((None, checksum)),
+            None => self.check_rules(frame, parsed),
+        }
+    }
+
+    /// Every rule, one by one.
+    pub(super) fn check_rules(
         &self,
         frame: &[u8],
         parsed: Result<&Layout, &ParseError>,
@@ -121,6 +135,41 @@ impl Header {
     }
 }
 
+impl Header {
+    /// The header nearly every frame of a stream carries, decided in a few compares: no
+    /// GSO, no tunnel fields, a frame that parsed (not tunnelled, not a fragment), and no
+    /// checksum flag, DATA_VALID, or NEEDS_CSUM naming the transport checksum inside the
+    /// packet. `None` for anything else, which `check` then decides rule by rule; where it
+    /// answers, the rules give the same answer (`plain_checksum_agrees_with_the_rules`).
+    /// The rules one by one cost a W5 GRO frame ~75 instructions.
+    #[inline(always)]
+    pub(super) fn plain_checksum(&self, frame: &[u8], layout: &Layout) -> Option<ChecksumState> {
+        let plain = self.tunnel.is_none()
+            && self.gso_type == GsoType::None
+            && !self.gso_ecn
+            && self.gso_size == 0
+            && layout.tunnel.is_none()
+            && !layout.ip.is_fragment
+            && layout.ip.end <= frame.len();
+        if !plain {
+            return None;
+        }
+        if self.flags == Flags::NEEDS_CSUM {
+            let (start, offset) = (usize::from(self.csum_start), usize::from(self.csum_offset));
+            let named = start == layout.ip.l4_offset
+                && start >= LINUX_MIN_CSUM_START
+                && transport_csum_offset(layout) == Some(self.csum_offset)
+                && start + offset + 2 <= layout.ip.end;
+            return named.then_some(ChecksumState::Partial { start, offset });
+        }
+        if self.flags == Flags::DATA_VALID {
+            return Some(ChecksumState::Valid);
+        }
+        (self.flags == Flags::NONE).then_some(ChecksumState::Complete)
+    }
+}
+
+#[inline]
 fn check_flags(flags: Flags) -> Result<(), VirtioError> {
     if flags.0 & !Flags::KNOWN != 0 {
         return Err(VirtioError::UnknownFlags(flags.0 & !Flags::KNOWN));
@@ -134,6 +183,7 @@ fn check_flags(flags: Flags) -> Result<(), VirtioError> {
     Ok(())
 }
 
+#[inline]
 fn gso_kind(header: &Header) -> Result<Option<GsoKind>, VirtioError> {
     let kind = match header.gso_type {
         GsoType::None => None,
@@ -150,6 +200,7 @@ fn gso_kind(header: &Header) -> Result<Option<GsoKind>, VirtioError> {
 }
 
 /// The offset of the checksum field inside the innermost transport header.
+#[inline]
 fn transport_csum_offset(layout: &Layout) -> Option<u16> {
     match layout.ip.l4 {
         L4Proto::Tcp => Some(TCP_CSUM_OFFSET),
@@ -158,6 +209,7 @@ fn transport_csum_offset(layout: &Layout) -> Option<u16> {
     }
 }
 
+#[inline]
 fn check_checksum(
     header: &Header,
     frame: &[u8],

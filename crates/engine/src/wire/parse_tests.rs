@@ -362,3 +362,52 @@ fn layout_lists_ip_layers_outermost_first() {
     assert_eq!(plain.outer_ip(), &plain.ip);
     assert_eq!(plain.ip_layers().count(), 1);
 }
+
+/// A plain TCP/IPv4 frame (20-byte TCP header, or with options) with `payload`.
+fn plain_tcp4(payload: &[u8], tcp_options: usize) -> Vec<u8> {
+    let mut segment = tcp(&[]);
+    segment[12] = ((20 + tcp_options) / 4 << 4) as u8;
+    segment.resize(20 + tcp_options, 1);
+    segment.extend_from_slice(payload);
+    concat(&[&eth(0x0800), &ipv4(6, &segment)])
+}
+
+#[test]
+fn plain_tcp4_is_read_at_fixed_offsets() {
+    for options in [0, 12, 40] {
+        let frame = plain_tcp4(&[0x5a; 100], options);
+        let fast = parse_plain_tcp4(&frame).expect("a plain TCP/IPv4 frame takes the fixed-offset read");
+        assert_eq!(Ok(fast), walk(&frame, &ParseOptions::DEFAULT));
+        assert_eq!(fast.headers_len(), 54 + options);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, ..Default::default() })]
+
+    /// The fixed-offset read never decides otherwise than the walk: wherever it answers,
+    /// the walk gives the same layout, on frames with any header byte changed (version,
+    /// IHL, lengths, flags, protocol, data offset, ethertype), cut short or padded.
+    #[test]
+    fn plain_tcp4_read_agrees_with_the_walk(
+        options in 0usize..=10,
+        payload in 0usize..200,
+        edits in proptest::collection::vec((0usize..80, proptest::num::u8::ANY), 0..4),
+        cut in 0usize..300,
+        padding in 0usize..20,
+    ) {
+        let mut frame = plain_tcp4(&vec![0xa5; payload], options * 4);
+        for (at, value) in edits {
+            if let Some(byte) = frame.get_mut(at) {
+                *byte = value;
+            }
+        }
+        frame.truncate(cut.max(1));
+        frame.resize(frame.len() + padding, 0);
+        let walked = walk(&frame, &ParseOptions::DEFAULT);
+        if let Some(fast) = parse_plain_tcp4(&frame) {
+            proptest::prop_assert_eq!(Ok(fast), walked);
+        }
+        proptest::prop_assert_eq!(parse_frame(&frame), walked);
+    }
+}
