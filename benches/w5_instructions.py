@@ -1,0 +1,174 @@
+"""W5's instructions per delivered segment, both backends, counted by callgrind.
+
+The VM has no PMU (`perf stat -e instructions` prints `<not supported>`), so the count
+comes from valgrind's callgrind, as the engine rows' do (benches/callgrind.py). Each
+backend runs under `valgrind --tool=callgrind` in W5's own harness (fwd_w5), on the
+same row, frames and settings as its timed runs (testpmd: W5's tuned setup for the row,
+on 4 KiB pages: valgrind cannot follow EAL onto hugepages).
+
+Both backends poll, so a whole-process count is mostly start-up and empty polls, whose
+number depends on time, not on packets. The count is therefore taken around the load
+only, and twice:
+
+- the counters are zeroed (`callgrind_control -z`) once the backend is ready and before
+  the load starts, and dumped (`callgrind_control -d`) as soon as the load has exited:
+  start-up, the prompt and shut-down are outside;
+- under valgrind the backend is many times slower than the (native) source and sink, so
+  for the whole load it finds full rings and never polls empty;
+- what is left around the traffic (the vhost-user connection, the first and last polls,
+  frames in flight when the load stops) does not grow with the load's length: two runs,
+  `LOW` and `HIGH` seconds of load, and the difference of their counts divided by the
+  difference of the segments the sink counted is the steady cost per delivered segment.
+
+Segments are MSS-size TCP segments of payload the sink received (payload / MSS), the
+unit of W5's other per-segment columns, so GRO rows (merged frames) and GSO rows (split
+super-packets) compare. Python standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import fwd_w5
+
+# Load seconds of the two runs whose difference is the steady cost.
+SECONDS = (2.0, 6.0)
+# The rows counted by default: GRO 8 flows, no GSO, GSO partial, pass (`make bench`).
+ROWS = ("gro_f8", "nogso", "gso_partial", "pass_tso")
+# valgrind: `--fair-sched=yes` hands the big lock round in turn; without it the polling
+# lcore starves testpmd's vhost-user message thread and the ports never start queuing.
+VALGRIND = ("valgrind", "--tool=callgrind", "--fair-sched=yes")
+# EAL's start-up under valgrind (mempools on 4 KiB pages) takes minutes, not seconds.
+START_TIMEOUT = 600
+
+
+def available() -> bool:
+    return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
+
+
+def dump_total(text: str) -> int:
+    """Instructions in a callgrind dump (its `totals:` line, else `summary:`)."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("totals", "summary") and value.strip():
+            found.setdefault(key, int(value.split()[0]))
+    if not found:
+        raise ValueError("callgrind dump has neither a totals: nor a summary: line")
+    return found.get("totals", found.get("summary"))
+
+
+def segments(line: dict) -> float:
+    """MSS-size segments of payload the sink counted in a run."""
+    return line["payload_bytes"] / line["mss"]
+
+
+def per_segment(lines: list[dict]) -> float | None:
+    """Steady instructions per delivered segment from one side's runs of one row: the
+    difference between its longest and shortest load's counts over the difference of
+    their segments (None with fewer than two lengths or no more segments)."""
+    if len({l["load_seconds"] for l in lines}) < 2:
+        return None
+    low = min(lines, key=lambda l: l["load_seconds"])
+    high = max(lines, key=lambda l: l["load_seconds"])
+    extra = segments(high) - segments(low)
+    return (high["instructions"] - low["instructions"]) / extra if extra > 0 else None
+
+
+def control(pid: int, flag: str) -> None:
+    """`callgrind_control` on the backend: -z zeroes the counters, -d dumps them."""
+    proc = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True,
+                          text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"callgrind_control {flag} {pid}: {proc.stderr.strip()}")
+
+
+def start(side: str, row: fwd_w5.Row, sockets: list[str], out: str):
+    under = (*VALGRIND, f"--callgrind-out-file={out}")
+    if side == "testpmd":
+        setup = fwd_w5.testpmd_setup(row)
+        proc, lines = fwd_w5.start_testpmd(setup, row, sockets, f"ofl-w5cg-{os.getpid()}",
+                                           under, START_TIMEOUT)
+        return proc, lines, setup.name
+    proc, lines = fwd_w5.start_fwd(row, sockets, under, START_TIMEOUT)
+    return proc, lines, "offlab-fwd"
+
+
+def stop(side: str, proc, lines) -> None:
+    """Ends the backend; its counts were dumped already, so a kill loses nothing."""
+    if side == "testpmd":
+        try:
+            proc.stdin.write("stop\nquit\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+    else:
+        proc.send_signal(signal.SIGTERM)
+    lines.rest(60)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def load(row: fwd_w5.Row, sockets: list[str], seconds: float) -> dict:
+    """The source/sink for `seconds`, all of them counted (no warm-up: the backend's
+    counts cover the whole load)."""
+    cmd = ["taskset", "-c", fwd_w5.LOAD_CPU, str(fwd_w5.LOAD_BIN), "--source", sockets[0],
+           "--sink", sockets[1], *row.load, "--seconds", str(seconds), "--warmup", "0",
+           "--connect-wait", "120"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def count(side: str, row: fwd_w5.Row, seconds: float) -> dict:
+    """One callgrind run: the backend's instructions around `seconds` of load, and what
+    the sink counted."""
+    with tempfile.TemporaryDirectory(prefix="ofl-w5cg-") as tmp:
+        sockets = [os.path.join(tmp, "a.sock"), os.path.join(tmp, "b.sock")]
+        out = os.path.join(tmp, "callgrind.out")
+        began = time.monotonic()
+        proc, lines, config = start(side, row, sockets, out)
+        try:
+            control(proc.pid, "-z")
+            result = load(row, sockets, seconds)
+            control(proc.pid, "-d")
+        finally:
+            stop(side, proc, lines)
+        dumps = sorted(Path(tmp).glob("callgrind.out.*"))
+        if not dumps:
+            raise RuntimeError(f"{side} on {row.key}: callgrind wrote no dump")
+        instructions = dump_total(dumps[0].read_text())
+    return {"side": side, "workload": row.key, "config": config, "load_seconds": seconds,
+            "instructions": instructions, "payload_bytes": result["payload_bytes"],
+            "sent_payload_bytes": result["sent_payload_bytes"], "mss": result["mss"],
+            "frames": result["frames"], "depth": result["merge_depth"],
+            "digest": result["input_digest"], "verified": result["verified"],
+            "mismatches": result["mismatches"], "wall_seconds": time.monotonic() - began}
+
+
+def collect(keys: list[str], seconds: tuple[float, ...] = SECONDS) -> list[dict]:
+    """Every row in `keys` on both backends, one run per load length, the order of the
+    backends alternated between rows."""
+    rows = [r for r in fwd_w5.ROWS if r.key in keys]
+    unknown = set(keys) - {r.key for r in rows}
+    if unknown:
+        raise SystemExit(f"unknown W5 rows for callgrind: {', '.join(sorted(unknown))} "
+                         f"(rows: {', '.join(r.key for r in fwd_w5.ROWS)})")
+    lines = []
+    for i, row in enumerate(rows):
+        for side in fwd_w5.order(i):
+            for secs in seconds:
+                print(f"W5 callgrind: {row.key} on {side}, {secs} s of load", file=sys.stderr,
+                      flush=True)
+                lines.append(count(side, row, secs))
+    return lines
