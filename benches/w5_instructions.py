@@ -95,26 +95,33 @@ def start(side: str, row: fwd_w5.Row, sockets: list[str], out: str):
     under = (*VALGRIND, f"--callgrind-out-file={out}")
     if side == "testpmd":
         setup = fwd_w5.testpmd_setup(row)
-        proc, lines = fwd_w5.start_testpmd(setup, row, sockets, f"ofl-w5cg-{os.getpid()}",
+        proc, lines = fwd_w5.start_testpmd(setup, row, sockets, runtime_prefix(),
                                            under, START_TIMEOUT)
         return proc, lines, setup.name
     proc, lines = fwd_w5.start_fwd(row, sockets, under, START_TIMEOUT)
     return proc, lines, "offlab-fwd"
 
 
+def runtime_prefix() -> str:
+    """testpmd's --file-prefix: its EAL runtime directory is /var/run/dpdk/<prefix>."""
+    return f"ofl-w5cg-{os.getpid()}"
+
+
 def stop(side: str, proc, lines) -> None:
-    """Ends the backend; its counts were dumped already, so a kill loses nothing."""
+    """Ends the backend once its counts are dumped. testpmd is killed: its `quit` under
+    valgrind polls on for minutes (and the window's counts are already on disk); the
+    EAL runtime directory it would have removed is removed here."""
     if side == "testpmd":
-        try:
-            proc.stdin.write("stop\nquit\n")
-            proc.stdin.flush()
-        except BrokenPipeError:
-            pass
-    else:
-        proc.send_signal(signal.SIGTERM)
+        proc.kill()
+        proc.wait()
+        runtime = Path("/var/run/dpdk") / runtime_prefix()
+        if runtime.exists():
+            shutil.rmtree(runtime)
+        return
+    proc.send_signal(signal.SIGTERM)
     lines.rest(60)
     if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
+        proc.kill()
     proc.wait()
 
 
