@@ -592,6 +592,9 @@ def main() -> None:
                              "both backends; ~15 min after the timed runs)")
     parser.add_argument("--w5-instr-rows", default=",".join(w5_instructions.ROWS),
                         help="W5 rows counted by callgrind (comma-separated keys)")
+    parser.add_argument("--w5-instructions-only", action="store_true",
+                        help="time nothing: count --w5-instr-rows with callgrind, merge the "
+                             "counts into the last raw file's and rewrite the W5 table")
     parser.add_argument("--w5-from-raw", action="store_true",
                         help="measure nothing: rewrite the W5 table from the raw lines")
     args = parser.parse_args()
@@ -639,12 +642,20 @@ def w5_measure(args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
     if w5_subset(args) and W5_RAW.exists():
         lines = merge_w5(read_w5_raw(), lines)
     write_raw(lines, W5_RAW, args)
+    kept = read_w5_raw(W5_INSTR_RAW) if w5_subset(args) and W5_INSTR_RAW.exists() else []
+    return lines, w5_count(args, kept)
+
+
+def w5_count(args: argparse.Namespace, kept: list[dict]) -> list[dict]:
+    """Callgrind's counts of this run's rows merged into `kept` (the rows it counts
+    replaced), written to the raw file."""
     keys = w5_instr_keys(args)
-    instr = stamped(w5_instructions.collect(keys)) if keys else []
-    if w5_subset(args) and W5_INSTR_RAW.exists():
-        instr = merge_w5(read_w5_raw(W5_INSTR_RAW), instr, needs="instructions")
+    if keys:
+        fwd_w5.build()
+    instr = merge_w5(kept, stamped(w5_instructions.collect(keys)) if keys else [],
+                     needs="instructions")
     write_raw(instr, W5_INSTR_RAW, args)
-    return lines, instr
+    return instr
 
 
 def stamped(lines: list[dict]) -> list[dict]:
@@ -678,20 +689,24 @@ def read_w5_raw(path: Path = W5_RAW) -> list[dict]:
 
 
 def w5_raw_text(args: argparse.Namespace, counted: bool) -> str:
-    """Where the table's raw lines are: the timed runs', and callgrind's if counted."""
-    def where(recorded: Path) -> str:
-        path = recorded if args.w5_from_raw else raw_out(recorded, args)
+    """Where the table's raw lines are: the timed runs', and callgrind's if counted
+    (the recorded files when read back, else where this run wrote them)."""
+    def where(recorded: Path, read_back: bool) -> str:
+        path = recorded if read_back else raw_out(recorded, args)
         return f"`{path.relative_to(ROOT)}`"
-    return (f"Raw lines: {where(W5_RAW)}"
-            + (f", callgrind's {where(W5_INSTR_RAW)}" if counted else "") + ".")
+    timed = where(W5_RAW, args.w5_from_raw or args.w5_instructions_only)
+    return (f"Raw lines: {timed}"
+            + (f", callgrind's {where(W5_INSTR_RAW, args.w5_from_raw)}" if counted else "") + ".")
 
 
 def run_w5(args: argparse.Namespace) -> None:
     """W5 rows: built, run (or, with --w5-from-raw, read back from the raw file),
     written to their own section of docs/benchmarks.md."""
-    if args.w5_from_raw:
+    if args.w5_from_raw or args.w5_instructions_only:
         lines = read_w5_raw()
         instr = read_w5_raw(W5_INSTR_RAW) if W5_INSTR_RAW.exists() else []
+        if args.w5_instructions_only:
+            instr = w5_count(args, instr)
     elif not fwd_w5.testpmd_available():
         print(f"W5 not run: {fwd_w5.TESTPMD} is missing (Debian package dpdk-dev; "
               "`make bench` installs it)", file=sys.stderr)
@@ -710,9 +725,10 @@ def run_w5(args: argparse.Namespace) -> None:
         "", w5_raw_text(args, bool(instr)), "",
         benchdoc.notes_line("w5", now, cpu)])
     print(section)
-    if not args.no_write and (args.w5_pairs >= 5 or args.w5_from_raw):
+    from_raw = args.w5_from_raw or args.w5_instructions_only
+    if not args.no_write and (args.w5_pairs >= 5 or from_raw):
         benchdoc.write_doc(section, W5_BEGIN, W5_END, series="w5",
-                           extends_old=w5_subset(args) or args.w5_from_raw)
+                           extends_old=w5_subset(args) or from_raw)
     refused = [row for row in w5_report.table_rows(lines) if "refused" in row[-1]]
     if refused:
         raise SystemExit("W5 rows refused (frames differ or failed the sink's checks): "

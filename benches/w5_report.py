@@ -131,8 +131,9 @@ def instructions(lines: list[dict], instr: list[dict]) -> dict[tuple[str, str], 
 
 
 def instruction_rows(lines: list[dict], instr: list[dict]) -> list[list[str]]:
-    """Per row and side counted: instructions per delivered segment, the load lengths
-    and segments behind it, merge depth, and why it was refused, if it was."""
+    """Per row and side counted: instructions per delivered segment (or why it was
+    refused), the load lengths, segments and counts behind it, merge depth, testpmd's
+    configuration, when it was counted."""
     timed, counted, out = _by(lines), _by(instr), []
     for row in ROWS:
         for side, name in SIDES:
@@ -146,7 +147,7 @@ def instruction_rows(lines: list[dict], instr: list[dict]) -> list[list[str]]:
                         " / ".join(f"{w5_instructions.segments(l):,.0f}" for l in runs),
                         " / ".join(f"{l['instructions'] / 1e9:.2f}" for l in runs),
                         _depth(_median([l["depth"] for l in runs])),
-                        runs[-1]["config"]])
+                        runs[-1]["config"], runs[-1].get("run_at", "unrecorded")])
     return out
 
 
@@ -271,7 +272,7 @@ def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
         instruction_text(),
         "",
         markdown_table(["row", "backend", "instr/seg", "load s (runs)", "segments delivered",
-                        "instructions (10⁹)", "depth", "config"],
+                        "instructions (10⁹)", "depth", "config", "counted"],
                        instruction_rows(lines, instr)) if instr
         else "(instructions not counted in this run)",
         "",
