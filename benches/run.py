@@ -598,6 +598,8 @@ def main() -> None:
     parser.add_argument("--w5-from-raw", action="store_true",
                         help="measure nothing: rewrite the W5 table from the raw lines")
     args = parser.parse_args()
+    # Before anything is measured: a typo would otherwise end the run after the timed part.
+    w5_instructions.check_rows([k for k in args.w5_instr_rows.split(",") if k])
     if not args.no_w5:
         run_w5(args)
     if args.w5_only:

@@ -163,14 +163,19 @@ def count(side: str, row: fwd_w5.Row, seconds: float) -> dict:
             "mismatches": result["mismatches"], "wall_seconds": time.monotonic() - began}
 
 
-def collect(keys: list[str], seconds: tuple[float, ...] = SECONDS) -> list[dict]:
-    """Every row in `keys` on both backends, one run per load length, the order of the
-    backends alternated between rows."""
-    rows = [r for r in fwd_w5.ROWS if r.key in keys]
-    unknown = set(keys) - {r.key for r in rows}
+def check_rows(keys: list[str]) -> None:
+    """Refuses row keys W5 does not have, with the list of those it has."""
+    unknown = set(keys) - {r.key for r in fwd_w5.ROWS}
     if unknown:
         raise SystemExit(f"unknown W5 rows for callgrind: {', '.join(sorted(unknown))} "
                          f"(rows: {', '.join(r.key for r in fwd_w5.ROWS)})")
+
+
+def collect(keys: list[str], seconds: tuple[float, ...] = SECONDS) -> list[dict]:
+    """Every row in `keys` on both backends, one run per load length, the order of the
+    backends alternated between rows."""
+    check_rows(keys)
+    rows = [r for r in fwd_w5.ROWS if r.key in keys]
     lines = []
     for i, row in enumerate(rows):
         for side in fwd_w5.order(i):
