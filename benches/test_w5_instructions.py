@@ -85,6 +85,31 @@ class ControlTest(unittest.TestCase):
             self.assertEqual(waited, 0)
 
 
+# Lines of `callgrind_annotate --inclusive=yes` on a testpmd dump (valgrind 3.19).
+ANNOTATED = """--------------------------------------------------------------------------------
+Ir                      file:function
+--------------------------------------------------------------------------------
+7,979,730,242 (100.0%)  ???:0x0000000000049f20 [/usr/bin/dpdk-testpmd]
+  912,345,678 (11.43%)  ???:rte_delay_us_block [/usr/lib/x86_64-linux-gnu/librte_eal.so.23.0]
+      123,456 ( 0.00%)  ???:rte_delay_us_block'2 [/usr/lib/x86_64-linux-gnu/librte_eal.so.23.0]
+"""
+
+
+class BusyWaitTest(unittest.TestCase):
+    def test_a_functions_inclusive_count_is_read_by_name(self):
+        self.assertEqual(w5_instructions.inclusive(ANNOTATED, "rte_delay_us_block"), 912345678)
+
+    def test_a_function_that_never_ran_counts_nothing(self):
+        self.assertEqual(w5_instructions.inclusive(ANNOTATED, "rte_delay_us_sleep"), 0)
+
+    def test_busy_waits_are_left_out_of_the_count_per_segment(self):
+        low = counted("testpmd", "gso_partial", 2.0, 10**9 + 3000 * 1000, 1000 * 1448)
+        high = counted("testpmd", "gso_partial", 6.0, 10**9 + 3000 * 4000 + 5 * 10**8,
+                       4000 * 1448)
+        high["busy_wait"] = 5 * 10**8
+        self.assertEqual(w5_instructions.per_segment([low, high]), 3000)
+
+
 class PerSegmentTest(unittest.TestCase):
     def test_the_steady_cost_is_the_difference_of_two_load_lengths(self):
         # 1 G instructions of set-up in both; 2000 per segment on top.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,10 @@ ROWS = ("gro_f8", "nogso", "gso_partial", "pass_tso")
 # valgrind: `--fair-sched=yes` hands the big lock round in turn; without it the polling
 # lcore starves testpmd's vhost-user message thread and the ports never start queuing.
 VALGRIND = ("valgrind", "--tool=callgrind", "--fair-sched=yes")
+# testpmd's transmit retry waits in this function (`rte_delay_us`, by default a busy
+# loop on the TSC): its instructions grow with time, not with packets, so they are
+# counted apart and left out of instructions per segment.
+BUSY_WAIT = "rte_delay_us_block"
 # EAL's start-up under valgrind (mempools on 4 KiB pages) takes minutes, not seconds.
 START_TIMEOUT = 600
 
@@ -66,6 +71,23 @@ def dump_total(text: str) -> int:
     return found.get("totals", found.get("summary"))
 
 
+def inclusive(annotated: str, function: str) -> int:
+    """A function's inclusive instructions in `callgrind_annotate --inclusive=yes`'s
+    output (0 when it never ran)."""
+    for line in annotated.splitlines():
+        match = re.match(r"\s*([\d,]+) \(.*?\)\s+(\S+) \[", line)
+        if match and match.group(2).rsplit(":", 1)[-1] == function:
+            return int(match.group(1).replace(",", ""))
+    return 0
+
+
+def busy_wait(dump: Path) -> int:
+    """Instructions a dump has in the busy wait of testpmd's transmit retry."""
+    proc = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
+                          capture_output=True, text=True, timeout=600, check=True)
+    return inclusive(proc.stdout, BUSY_WAIT)
+
+
 def segments(line: dict) -> float:
     """MSS-size segments of payload the sink counted in a run."""
     return line["payload_bytes"] / line["mss"]
@@ -73,14 +95,16 @@ def segments(line: dict) -> float:
 
 def per_segment(lines: list[dict]) -> float | None:
     """Steady instructions per delivered segment from one side's runs of one row: the
-    difference between its longest and shortest load's counts over the difference of
-    their segments (None with fewer than two lengths or no more segments)."""
+    difference between its longest and shortest load's counts (without busy waits)
+    over the difference of their segments (None with fewer than two lengths or no more
+    segments)."""
     if len({l["load_seconds"] for l in lines}) < 2:
         return None
     low = min(lines, key=lambda l: l["load_seconds"])
     high = max(lines, key=lambda l: l["load_seconds"])
     extra = segments(high) - segments(low)
-    return (high["instructions"] - low["instructions"]) / extra if extra > 0 else None
+    worked = [l["instructions"] - l.get("busy_wait", 0) for l in (low, high)]
+    return (worked[1] - worked[0]) / extra if extra > 0 else None
 
 
 def control(pid: int, flag: str) -> None:
@@ -155,8 +179,9 @@ def count(side: str, row: fwd_w5.Row, seconds: float) -> dict:
         if not dumps:
             raise RuntimeError(f"{side} on {row.key}: callgrind wrote no dump")
         instructions = dump_total(dumps[0].read_text())
+        waited = busy_wait(dumps[0]) if side == "testpmd" else 0
     return {"side": side, "workload": row.key, "config": config, "load_seconds": seconds,
-            "instructions": instructions, "payload_bytes": result["payload_bytes"],
+            "instructions": instructions, "busy_wait": waited, "payload_bytes": result["payload_bytes"],
             "sent_payload_bytes": result["sent_payload_bytes"], "mss": result["mss"],
             "frames": result["frames"], "depth": result["merge_depth"],
             "digest": result["input_digest"], "verified": result["verified"],

@@ -146,6 +146,7 @@ def instruction_rows(lines: list[dict], instr: list[dict]) -> list[list[str]]:
                         " / ".join(f"{l['load_seconds']:g}" for l in runs),
                         " / ".join(f"{w5_instructions.segments(l):,.0f}" for l in runs),
                         " / ".join(f"{l['instructions'] / 1e9:.2f}" for l in runs),
+                        " / ".join(f"{l.get('busy_wait', 0) / 1e9:.2f}" for l in runs),
                         _depth(_median([l["depth"] for l in runs])),
                         runs[-1]["config"], runs[-1].get("run_at", "unrecorded")])
     return out
@@ -247,7 +248,10 @@ def instruction_text() -> str:
         "Under valgrind the backend is the slow end, so it finds full rings and does not "
         "poll empty in the window; what does not grow with the load (connection, first "
         "and last polls, frames in flight at the end) cancels. After the timed runs; "
-        "deterministic per path, not a timing (the VM has no PMU, so no cycles):")
+        "deterministic per path, not a timing (the VM has no PMU, so no cycles). "
+        f"testpmd's transmit retry waits in `{w5_instructions.BUSY_WAIT}`, a busy loop "
+        "whose instructions grow with time, not packets: they are listed apart and left "
+        "out of instr/seg:")
 
 
 def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
@@ -272,7 +276,8 @@ def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
         instruction_text(),
         "",
         markdown_table(["row", "backend", "instr/seg", "load s (runs)", "segments delivered",
-                        "instructions (10⁹)", "depth", "config", "counted"],
+                        "instructions (10⁹)", "of them busy wait", "depth", "config",
+                        "counted"],
                        instruction_rows(lines, instr)) if instr
         else "(instructions not counted in this run)",
         "",
