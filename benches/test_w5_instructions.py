@@ -153,6 +153,7 @@ class TableTest(unittest.TestCase):
 
     def test_counts_on_other_frames_or_failed_checks_are_refused(self):
         for changes, why in (({"digest": "other"}, "digest differs"),
+                             ({"payload_bytes": 0}, "delivered nothing"),
                              ({"mismatches": {"payload": 1}}, "sink found"),
                              ({"verified": 0}, "nothing verified")):
             instr = self.instr(**changes)

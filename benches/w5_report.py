@@ -109,10 +109,12 @@ def _ir(value: float | None) -> str:
 
 def instruction_refusal(timed: list[dict], counted: list[dict]) -> str | None:
     """Why a side's callgrind runs of a row cannot stand beside its timed runs: other
-    frames than the timed runs', frames that failed the sink's checks, or no frame
-    verified."""
+    frames than the timed runs', a run that delivered nothing, frames that failed the
+    sink's checks, or no frame verified."""
     if timed and {l["digest"] for l in counted} - {l["digest"] for l in timed}:
         return "input digest differs from the timed runs'"
+    if not all(l["payload_bytes"] for l in counted):
+        return "a run delivered nothing (the vhost links came up after its load ended)"
     bad = {k: v for l in counted for k, v in l["mismatches"].items()}
     if bad:
         return f"sink found {bad}"
