@@ -31,8 +31,12 @@ import w5_testpmd
 ROOT = Path(__file__).resolve().parent.parent
 TESTPMD = w5_testpmd.TESTPMD
 BUILD = ["cargo", "build", "--release", "-p", "offlab-fwd", "-p", "offlab-vhostload"]
-FWD_BIN = ROOT / "target" / "release" / "offlab-fwd"
-LOAD_BIN = ROOT / "target" / "release" / "offlab-vhostload"
+# Already built binaries (OFFLAB_FWD and OFFLAB_VHOSTLOAD, both set) are used as they are
+# and nothing is built: a bench of a given build, or of main's from a worktree.
+PREBUILT = bool(os.environ.get("OFFLAB_FWD") and os.environ.get("OFFLAB_VHOSTLOAD"))
+FWD_BIN = Path(os.environ["OFFLAB_FWD"]) if PREBUILT else ROOT / "target" / "release" / "offlab-fwd"
+LOAD_BIN = (Path(os.environ["OFFLAB_VHOSTLOAD"]) if PREBUILT
+            else ROOT / "target" / "release" / "offlab-vhostload")
 FWD_CPU, LOAD_CPU = "1", "0"
 WARMUP = 0.5
 # testpmd's mbufs on 2 MiB hugepages (reserved per run, given back after it).
@@ -94,6 +98,10 @@ SEED004 = [("GRO, 8 flows", "gro_f8", "nogro_f8"), ("GSO, csum partial", "gso_pa
 
 
 def build() -> None:
+    if PREBUILT:
+        print(f"W5 uses {FWD_BIN} and {LOAD_BIN} (OFFLAB_FWD, OFFLAB_VHOSTLOAD); nothing built",
+              file=sys.stderr)
+        return
     proc = subprocess.run(BUILD, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
@@ -146,16 +154,19 @@ def testpmd_setup(row: Row, huge_dir: str | None = None) -> w5_testpmd.Setup:
     return w5_testpmd.with_retry(setup, retry) if retry else setup
 
 
-def start_testpmd(setup: w5_testpmd.Setup, row: Row, sockets: list[str], prefix: str):
+def start_testpmd(setup: w5_testpmd.Setup, row: Row, sockets: list[str], prefix: str,
+                  under: tuple[str, ...] = (), timeout: float = 90):
+    """testpmd forwarding; `under`: a command it runs under (valgrind), `timeout`: seconds
+    to wait for its forwarding to start."""
     # stdbuf: testpmd's stdout is a pipe here, and its prompt lines must arrive as printed.
-    cmd = ["stdbuf", "-oL", *setup.argv(sockets, prefix)]
+    cmd = ["stdbuf", "-oL", *under, *setup.argv(sockets, prefix)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     lines = Lines(proc)
     proc.stdin.write(setup.commands(row.gro, row.gso))
     proc.stdin.flush()
     # "csum packet forwarding - ports=2 …", or "… forwarding with retry - ports=2 …".
-    if not lines.wait_for(" - ports=", 90):
+    if not lines.wait_for(" - ports=", timeout):
         stop(proc)
         raise NotStarted("testpmd did not start forwarding:\n" + "".join(lines.seen)[-3000:])
     return proc, lines
@@ -173,12 +184,13 @@ def stop_testpmd(proc, lines: Lines) -> dict:
     return w5_testpmd.port_counters(out)
 
 
-def start_fwd(row: Row, sockets: list[str]):
-    cmd = [str(FWD_BIN), "--port", f"vhost-user:{sockets[0]}", "--port",
+def start_fwd(row: Row, sockets: list[str], under: tuple[str, ...] = (), timeout: float = 30):
+    """offlab-fwd forwarding; `under` and `timeout` as for start_testpmd."""
+    cmd = [*under, str(FWD_BIN), "--port", f"vhost-user:{sockets[0]}", "--port",
            f"vhost-user:{sockets[1]}", "--mode", row.fwd_mode, "--cpu", FWD_CPU]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = Lines(proc)
-    if not lines.wait_for('"ready"', 30):
+    if not lines.wait_for('"ready"', timeout):
         stop(proc)
         raise RuntimeError("offlab-fwd did not start:\n" + "".join(lines.seen)[-3000:])
     return proc, lines

@@ -318,3 +318,26 @@ class RawLinesTest(unittest.TestCase):
                 self.assertEqual((Path(tmp) / "target" / "last-run.jsonl").read_text(), '{"trial": 1}\n')
                 run.write_raw([{"kept": 2}], recorded, argparse.Namespace(no_write=False))
                 self.assertEqual(recorded.read_text(), '{"kept": 2}\n')
+
+
+class W5InstructionRowsTest(unittest.TestCase):
+    def args(self, **changes):
+        base = dict(w5_no_instructions=False, w5_rows="", w5_instr_rows="gro_f8,nogso,gso_partial")
+        return argparse.Namespace(**{**base, **changes})
+
+    @unittest.skipUnless(run.w5_instructions.available(), "valgrind is not installed")
+    def test_the_counted_rows_are_the_instr_rows_within_the_timed_rows(self):
+        self.assertEqual(run.w5_instr_keys(self.args()), ["gro_f8", "nogso", "gso_partial"])
+        self.assertEqual(run.w5_instr_keys(self.args(w5_rows="gro,nogro")), ["gro_f8"])
+
+    def test_no_instructions_counts_nothing(self):
+        self.assertEqual(run.w5_instr_keys(self.args(w5_no_instructions=True)), [])
+
+    def test_a_count_replaces_only_the_rows_it_counted(self):
+        old = [{"workload": "gro_f8", "instructions": 1, "run_at": "03:00"},
+               {"workload": "nogso", "instructions": 1, "run_at": "03:00"},
+               {"workload": "nogso", "loss": 0.0}]  # a timed line in the wrong file
+        new = [{"workload": "nogso", "instructions": 2, "run_at": "06:00"}]
+        merged = run.merge_w5(old, new, needs="instructions")
+        self.assertEqual([(l["workload"], l["run_at"]) for l in merged],
+                         [("gro_f8", "03:00"), ("nogso", "06:00")])

@@ -7,7 +7,7 @@ W5 rows with W5's own harness, or one binary under callgrind for instructions pe
     flock /tmp/offlab-measure.lock python3 benches/w5_levers.py callgrind \\
         nogro_f8 /path/new/offlab-fwd --out /tmp/cg.out
     flock /tmp/offlab-measure.lock python3 benches/w5_levers.py callgrind \\
-        nogro_f8 testpmd --out /tmp/cg-testpmd.out
+        nogro_f8 testpmd --out unused   # as `make bench` counts it (w5_instructions)
 
 Python standard library only; prints one JSON object per run.
 """
@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import fwd_w5
+import w5_instructions
 import w5_testpmd
 
 
@@ -116,33 +117,16 @@ def callgrind(key: str, binary: str, out: str, seconds: float) -> None:
                       **{f"{k}_ir_per_frame": round(v / frames) for k, v in ir.items()}}))
 
 
-def callgrind_testpmd(key: str, out: str, seconds: float) -> None:
-    """W5's tuned testpmd (without hugepages: valgrind cannot follow DPDK onto them) under
-    callgrind; instructions per frame its port 0 received and per frame port 1 sent."""
-    with tempfile.TemporaryDirectory(prefix="ofl-w5cg-") as tmp:
-        wrapper = Path(tmp) / "dpdk-testpmd"
-        wrapper.write_text(f"#!/bin/sh\nexec valgrind --tool=callgrind "
-                           f"--callgrind-out-file={out} {w5_testpmd.TESTPMD} \"$@\"\n")
-        wrapper.chmod(0o755)
-        w5_testpmd.TESTPMD = str(wrapper)
-        fwd_w5.TESTPMD_HUGEPAGES = False
-        stats: list[str] = []
-        stop = fwd_w5.stop_testpmd
-
-        def stop_testpmd(proc, lines):
-            counters = stop(proc, lines)
-            stats.append("".join(lines.seen))
-            return counters
-
-        fwd_w5.stop_testpmd = stop_testpmd
-        fwd_w5.run_one("testpmd", row(key), seconds, 0)
-    packets = {name: [int(v) for v in re.findall(rf"{name}:\s+(\d+)", stats[-1])]
-               for name in ("RX-packets", "TX-packets")}
-    received, sent = packets["RX-packets"][0], packets["TX-packets"][1]
-    total = inclusive_ir(out)["total"]
-    print(json.dumps({"row": key, "binary": "testpmd", "received": received, "sent": sent,
-                      "total_ir_per_received": round(total / received) if received else None,
-                      "total_ir_per_sent": round(total / sent) if sent else None}))
+def callgrind_testpmd(key: str) -> None:
+    """W5's tuned testpmd under callgrind, counted as `make bench` counts it
+    (benches/w5_instructions.py): one JSON line per load length, then instructions per
+    delivered segment."""
+    runs = [w5_instructions.count("testpmd", row(key), secs)
+            for secs in w5_instructions.SECONDS]
+    for run in runs:
+        print(json.dumps(run))
+    print(json.dumps({"row": key, "binary": "testpmd",
+                      "instructions_per_segment": w5_instructions.per_segment(runs)}))
 
 
 def main() -> None:
@@ -157,14 +141,15 @@ def main() -> None:
     alt.add_argument("--seconds", type=float, default=1.0)
     cg = sub.add_parser("callgrind")
     cg.add_argument("row")
-    cg.add_argument("binary", help="an offlab-fwd binary, or testpmd (W5's tuned setup)")
+    cg.add_argument("binary", help="an offlab-fwd binary, or testpmd (W5's tuned setup, "
+                    "counted as make bench counts it; --out and --seconds unused)")
     cg.add_argument("--out", required=True)
     cg.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()
     if args.what == "alternate":
         alternate(args.rows.split(","), args.sides.split(","), args.rounds, args.seconds)
     elif args.binary == "testpmd":
-        callgrind_testpmd(args.row, os.path.abspath(args.out), args.seconds)
+        callgrind_testpmd(args.row)
     else:
         callgrind(args.row, os.path.abspath(args.binary), args.out, args.seconds)
 

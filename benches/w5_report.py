@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 
 import fwd_w5
+import w5_instructions
 from fwd_w5 import ROWS, SEED004
 
 # A side "loses" when more than this share of the payload its source offered in the
@@ -71,10 +72,12 @@ def verdict(row: fwd_w5.Row, dpdk: list[dict], fwd: list[dict]) -> str:
     return "yes" if row.goal is None or statistics.median(ratios) >= row.goal else "**no**"
 
 
-def table_rows(lines: list[dict]) -> list[list[str]]:
+def table_rows(lines: list[dict], instr: list[dict] | None = None) -> list[list[str]]:
     """Per row: both sides' delivered Gbit/s and loss, the ratio (median, min-max, pairs),
-    merge depths, goal, verdict."""
+    merge depths, instructions per delivered segment of both sides (callgrind lines
+    `instr`, "–" where not counted or refused), goal, verdict."""
     groups, out = _by(lines), []
+    counted = instructions(lines, instr or [])
     for row in ROWS:
         dpdk, fwd = groups.get(("testpmd", row.key)), groups.get(("fwd", row.key))
         if not dpdk or not fwd:
@@ -90,8 +93,64 @@ def table_rows(lines: list[dict]) -> list[list[str]]:
                     _pct(_median([l["loss"] for l in fwd])),
                     f"{_median([l['depth'] for l in dpdk]):.2f}",
                     f"{_median([l['depth'] for l in fwd]):.2f}",
+                    *(_ir(counted.get((side, row.key))) for side in ("testpmd", "fwd")),
                     "–" if row.goal is None else f"≥ {row.goal}×",
                     verdict(row, dpdk, fwd)])
+    return out
+
+
+def _depth(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _ir(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def instruction_refusal(timed: list[dict], counted: list[dict]) -> str | None:
+    """Why a side's callgrind runs of a row cannot stand beside its timed runs: other
+    frames than the timed runs', a run that delivered nothing, frames that failed the
+    sink's checks, or no frame verified."""
+    if timed and {l["digest"] for l in counted} - {l["digest"] for l in timed}:
+        return "input digest differs from the timed runs'"
+    if not all(l["payload_bytes"] for l in counted):
+        return "a run delivered nothing (the vhost links came up after its load ended)"
+    bad = {k: v for l in counted for k, v in l["mismatches"].items()}
+    if bad:
+        return f"sink found {bad}"
+    if not all(l["verified"] for l in counted):
+        return "nothing verified"
+    return None
+
+
+def instructions(lines: list[dict], instr: list[dict]) -> dict[tuple[str, str], float]:
+    """Instructions per delivered segment by (side, row), from the callgrind lines of
+    every side and row that passed `instruction_refusal`."""
+    timed, counted = _by(lines), _by(instr)
+    return {key: value for key, runs in counted.items()
+            if instruction_refusal(timed.get(key, []), runs) is None
+            and (value := w5_instructions.per_segment(runs)) is not None}
+
+
+def instruction_rows(lines: list[dict], instr: list[dict]) -> list[list[str]]:
+    """Per row and side counted: instructions per delivered segment (or why it was
+    refused), the load lengths, segments and counts behind it, merge depth, testpmd's
+    configuration, when it was counted."""
+    timed, counted, out = _by(lines), _by(instr), []
+    for row in ROWS:
+        for side, name in SIDES:
+            runs = sorted(counted.get((side, row.key), []), key=lambda l: l["load_seconds"])
+            if not runs:
+                continue
+            why = instruction_refusal(timed.get((side, row.key), []), runs)
+            value = None if why else w5_instructions.per_segment(runs)
+            out.append([row.key, name, "**refused** (" + why + ")" if why else _ir(value),
+                        " / ".join(f"{l['load_seconds']:g}" for l in runs),
+                        " / ".join(f"{w5_instructions.segments(l):,.0f}" for l in runs),
+                        " / ".join(f"{l['instructions'] / 1e9:.2f}" for l in runs),
+                        " / ".join(f"{l.get('busy_wait', 0) / 1e9:.2f}" for l in runs),
+                        _depth(_median([l["depth"] for l in runs])),
+                        runs[-1]["config"], runs[-1].get("run_at", "unrecorded")])
     return out
 
 
@@ -179,8 +238,28 @@ def commands(huge: bool) -> str:
                      for (line, typed), keys in seen.items())
 
 
+def instruction_text() -> str:
+    low, high = w5_instructions.SECONDS
+    return (
+        "Instructions per delivered segment (instr/seg): each backend under `valgrind "
+        "--tool=callgrind --fair-sched=yes` in the same harness, row settings and frames "
+        "(testpmd on 4 KiB pages), counters zeroed (`callgrind_control -z`) when the "
+        "ports can carry frames (offlab-fwd: before the load; testpmd: when both vhost "
+        "links are up) and dumped (`callgrind_control -d`) when the load exits; two runs "
+        f"with {low:g} s and {high:g} s of load (no warm-up), instr/seg = the difference "
+        "of the two counts / the difference of the MSS-size segments the sink received. "
+        "Under valgrind the backend is the slow end, so it nearly always finds a full "
+        "ring; what does not grow with the load (frames moved before the zeroing, last "
+        "polls, frames in flight at the end) cancels. After the timed runs; "
+        "deterministic per path, not a timing (the VM has no PMU, so no cycles). "
+        f"testpmd's transmit retry waits in `{w5_instructions.BUSY_WAIT}`, a busy loop "
+        "whose instructions grow with time, not packets: they are listed apart and left "
+        "out of instr/seg:")
+
+
 def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
-            huge: bool = False) -> str:
+            huge: bool = False, instr: list[dict] | None = None) -> str:
+    instr = instr or []
     return "\n".join([
         f"W5: offlab-fwd vs DPDK testpmd (tuned, see above) as the vhost-user backend, "
         f"{pairs} pairs per row in ABBA order (testpmd first in even pairs, offlab-fwd in odd "
@@ -194,7 +273,16 @@ def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
         "",
         markdown_table(["workload", "DPDK testpmd", "offlab-fwd", "ratio (median)",
                         "ratio min–max", "pairs", "loss DPDK", "loss offlab", "depth DPDK",
-                        "depth offlab", "goal", "met?"], table_rows(lines)),
+                        "depth offlab", "instr/seg DPDK", "instr/seg offlab", "goal",
+                        "met?"], table_rows(lines, instr)),
+        "",
+        instruction_text(),
+        "",
+        markdown_table(["row", "backend", "instr/seg", "load s (runs)", "segments delivered",
+                        "instructions (10⁹)", "of them busy wait", "depth", "config",
+                        "counted"],
+                       instruction_rows(lines, instr)) if instr
+        else "(instructions not counted in this run)",
         "",
         "Per side: payload offered by the source and delivered to the sink (Gbit/s, "
         "medians), loss; CPU per delivered MSS-size segment in ns — the backend's (its "
