@@ -20,7 +20,7 @@ pytestmark = pytest.mark.alone  # an A/A comparison: a neighbour's load would be
 
 PLAN = """
 name = "compare-live"
-runs = 4
+runs = 6
 duration = 0.5
 warmup = 0.5
 scenarios = ["bare"]
