@@ -134,7 +134,7 @@ readme-excerpt: venv
 ##      timeouts count wall time, from waiting on a compiler;
 ##   3. the measuring tests, alone (test-python-alone).
 ## Every step runs whatever an earlier one found; the exit status is non-zero if any failed.
-BATCH_NICE ?= 10
+BATCH_NICE ?= 19
 test: deps
 	@$(MAKE) --no-print-directory -j4 --output-sync=target venv-test guest engine-tools test-binaries
 	@status=0; \
