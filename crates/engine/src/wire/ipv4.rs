@@ -26,6 +26,8 @@ pub const IPV4_MIN_HEADER_LEN: usize = 20;
 const FLAG_DONT_FRAG: u16 = 0x4000;
 const FLAG_MORE_FRAGS: u16 = 0x2000;
 const FRAG_OFFSET_MASK: u16 = 0x1fff;
+/// The bits that make a packet a fragment: MF or a non-zero offset.
+pub(super) const FRAGMENT_BITS: u16 = FLAG_MORE_FRAGS | FRAG_OFFSET_MASK;
 
 /// A view of an IPv4 packet. `new_checked` guarantees the header (with options) and the
 /// total length it announces lie inside the buffer, so no getter can panic.
@@ -141,7 +143,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// True for any fragment: MF set or a non-zero offset.
     #[inline]
     pub fn is_fragment(&self) -> bool {
-        get_u16(self.data(), field::FLAGS_FRAG) & (FLAG_MORE_FRAGS | FRAG_OFFSET_MASK) != 0
+        get_u16(self.data(), field::FLAGS_FRAG) & FRAGMENT_BITS != 0
     }
 
     #[inline]

@@ -9,7 +9,7 @@ use super::ethernet::{EtherType, EthernetFrame, VlanTag, ETHERNET_HEADER_LEN, VL
 use super::geneve::{GeneveHeader, GENEVE_PORT};
 use super::gre::GreHeader;
 use super::ip::IpProtocol;
-use super::ipv4::Ipv4Packet;
+use super::ipv4::{Ipv4Packet, FRAGMENT_BITS, IPV4_MIN_HEADER_LEN};
 use super::ipv6::{Ipv6Packet, IPV6_HEADER_LEN};
 use super::ipv6ext::{is_extension_header, Ipv6ExtHeader, Ipv6FragmentHeader};
 use super::layout::{IpLayer, IpVersion, L4Proto, Layout, TunnelKind, TunnelLayer};
@@ -178,17 +178,15 @@ fn walk(frame: &[u8], options: &ParseOptions) -> Result<Layout, ParseError> {
 #[inline(always)]
 fn parse_plain_tcp4(frame: &[u8]) -> Option<Layout> {
     const IP: usize = ETHERNET_HEADER_LEN;
-    const IPV4_PLAIN_HEADER_LEN: usize = 20;
-    const L4: usize = IP + IPV4_PLAIN_HEADER_LEN;
+    const L4: usize = IP + IPV4_MIN_HEADER_LEN;
     // Version 4, IHL 5; protocol 6; neither MF nor a fragment offset.
     const VER_IHL: u8 = 0x45;
     const TCP: u8 = 6;
     const ETHERTYPE_IPV4: u16 = 0x0800;
-    const MF_AND_OFFSET: u16 = 0x3fff;
     let h: &[u8; L4 + TCP_MIN_HEADER_LEN] = frame.get(..L4 + TCP_MIN_HEADER_LEN)?.try_into().ok()?;
     let ethertype = u16::from_be_bytes([h[12], h[13]]);
     let flags_frag = u16::from_be_bytes([h[IP + 6], h[IP + 7]]);
-    if ethertype != ETHERTYPE_IPV4 || h[IP] != VER_IHL || h[IP + 9] != TCP || flags_frag & MF_AND_OFFSET != 0 {
+    if ethertype != ETHERTYPE_IPV4 || h[IP] != VER_IHL || h[IP + 9] != TCP || flags_frag & FRAGMENT_BITS != 0 {
         return None;
     }
     let end = IP + usize::from(u16::from_be_bytes([h[IP + 2], h[IP + 3]]));
@@ -204,7 +202,7 @@ fn parse_plain_tcp4(frame: &[u8]) -> Option<Layout> {
         ip: IpLayer {
             version: IpVersion::V4,
             offset: IP,
-            header_len: IPV4_PLAIN_HEADER_LEN,
+            header_len: IPV4_MIN_HEADER_LEN,
             end,
             is_fragment: false,
             l4: L4Proto::Tcp,
