@@ -323,8 +323,10 @@ test-python-unit: venv-test
 	$(PY) -m unittest discover -s benches -p 'test_*.py'
 	@$(TEST_BINARY_ENV); $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 --ignore=tests/integration
 
-test-python-integration: test-python-lanes
-	@$(MAKE) --no-print-directory test-python-alone
+# the measuring tests run even when a lane failed, as in `make test`
+test-python-integration:
+	@status=0; $(MAKE) --no-print-directory test-python-lanes || status=1; \
+	$(MAKE) --no-print-directory test-python-alone || status=1; exit $$status
 
 ## test-python-lanes: the integration tests' two lanes at once (their output when both end)
 test-python-lanes: venv-test
