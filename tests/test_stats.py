@@ -208,7 +208,26 @@ def test_outliers_need_five_values():
     assert modified_z_outliers([1.0, 1.0, 1.01, 0.99, 9.0]) == (4,)
 
 
-def test_the_report_adjusts_a_family_with_statsmodels_holm_and_bh():
+def test_the_family_adjustment_gives_statsmodels_values_holm_and_bh():
+    import random
+
+    from statsmodels.stats.multitest import multipletests
+
+    from offlab.analysis.stats import adjusted_p_values
+
+    rng = random.Random(20261129)
+    for family in range(500):
+        m = rng.randint(1, 40)
+        pool = [rng.choice((0.0, 1.0, 0.05)) if rng.random() < 0.05 else rng.random() ** 3 for _ in range(m)]
+        # ties (drawn from a few values) in a third of the families
+        p_values = [rng.choice(pool[:3]) for _ in range(m)] if family % 3 == 0 else pool
+        for method in ("holm", "fdr_bh"):
+            expected = multipletests(p_values, alpha=0.05, method=method)[1]
+            assert adjusted_p_values(p_values, method) == pytest.approx(tuple(expected), abs=1e-12), \
+                (method, p_values)
+
+
+def test_the_report_adjusts_a_family_holm_and_bh():
     from offlab.analysis.stats import adjusted_p_values
 
     # Holm: the smallest p times the family size, then step-down, kept monotone.

@@ -94,9 +94,30 @@ impl Workload {
     }
 }
 
-/// Payload byte at `offset` of `flow`'s run.
+/// Payload byte at `offset` of `flow`'s run: flow 0's byte there, XOR the flow's key.
 pub fn pattern(flow: u16, offset: usize) -> u8 {
-    ((offset as u32).wrapping_mul(131).wrapping_add((offset / 251) as u32) as u8) ^ (flow as u8).wrapping_mul(37)
+    flow_zero_byte(offset) ^ flow_key(flow)
+}
+
+fn flow_zero_byte(offset: usize) -> u8 {
+    (offset as u32).wrapping_mul(131).wrapping_add((offset / 251) as u32) as u8
+}
+
+/// What a flow's payload bytes are XORed with (`pattern`).
+pub fn flow_key(flow: u16) -> u8 {
+    (flow as u8).wrapping_mul(37)
+}
+
+/// The longest run a workload can have: IPv4 without VXLAN at the largest MTU
+/// `Workload::validate` takes (9000), 45 segments of 9000 − 20 − 32 bytes.
+pub const LONGEST_RUN: usize = (9000 - 20 - TCP_HEADER_LEN) * SEGMENTS_PER_RUN;
+
+/// Flow 0's bytes at every offset of the longest run, computed once: the sink checks a
+/// payload against a slice of it in one pass (`verify`), where a byte-by-byte
+/// `pattern` with its division took most of the load's CPU at 1 flow.
+pub fn flow_zero_run() -> &'static [u8] {
+    static RUN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| (0..LONGEST_RUN).map(flow_zero_byte).collect())
 }
 
 pub fn isn(flow: u16) -> u32 {

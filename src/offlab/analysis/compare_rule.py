@@ -132,6 +132,6 @@ def chance_bound(tests: int, alpha: float = ALPHA) -> int:
 
 
 def benjamini_hochberg(p_values: Sequence[float], q: float) -> list[bool]:
-    """Which p-values are discoveries at false discovery rate q (statsmodels'
-    Benjamini–Hochberg adjustment: a discovery's adjusted p is at most q)."""
+    """Which p-values are discoveries at false discovery rate q (the Benjamini–Hochberg
+    adjustment, stats.adjusted_p_values: a discovery's adjusted p is at most q)."""
     return [p <= q for p in adjusted_p_values(p_values, "fdr_bh")]

@@ -22,8 +22,8 @@ Methods (all standard, cited so a reader can check them):
 - Runs needed for a target CI half-width: smallest n with ``t(0.975, n-1) · s/√n ≤ target``.
 - Many tests at once: Holm's step-down adjustment (Holm 1979), which holds the chance
   that any of the family's rejections is false at 5 % whatever the tests' dependence, or
-  Benjamini–Hochberg's false discovery rate (1995); both from statsmodels'
-  ``multipletests`` (``adjusted_p_values``).
+  Benjamini–Hochberg's false discovery rate (1995) (``adjusted_p_values``: the values
+  statsmodels' ``multipletests`` gives, which the tests check it against).
 
 Quantities that cannot be estimated (the spread of a single run, a CI from one sample)
 are ``None``, never ``nan``, so callers must decide how to show them.
@@ -338,17 +338,32 @@ METHOD_NAMES = {"holm": "Holm", "fdr_bh": "Benjamini–Hochberg"}
 
 
 def adjusted_p_values(p_values: Sequence[float], method: str = FAMILY_METHOD) -> tuple[float, ...]:
-    """The p-values adjusted for being one family of tests (statsmodels'
-    ``multipletests``: "holm" or "fdr_bh"); a test holds at 5 % when its adjusted p is
-    below 0.05. An empty family gives an empty tuple."""
+    """The p-values adjusted for being one family of tests, "holm" or "fdr_bh"; a test
+    holds at 5 % when its adjusted p is below 0.05. An empty family gives an empty tuple.
+
+    The same values as statsmodels' ``multipletests`` (tests/test_stats.py compares them
+    on 500 random families of 1–40 tests, ties included), computed here: importing statsmodels
+    pulls in scipy.stats and pandas, 1.2–1.3 s of CPU, the largest single part of writing
+    a report, for two loops over a sorted list."""
     if method not in METHOD_NAMES:
         raise ValueError(f"unknown multiple-testing method {method!r}")
-    if not p_values:
-        return ()
-    from statsmodels.stats.multitest import multipletests  # as scipy: imported on first use
-
-    _, adjusted, _, _ = multipletests([float(p) for p in p_values], alpha=1.0 - CONFIDENCE, method=method)
-    return tuple(float(p) for p in adjusted)
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    if method == "holm":
+        # step-down: the k-th smallest p (from 0) times the m − k hypotheses left, never
+        # below the one before it
+        running = 0.0
+        for k, i in enumerate(order):
+            running = max(running, min(1.0, (m - k) * float(p_values[i])))
+            adjusted[i] = running
+    else:
+        # step-up: the k-th smallest p times m / (k + 1), never above the one after it
+        running = 1.0
+        for k in range(m - 1, -1, -1):
+            running = min(running, m / (k + 1) * float(p_values[order[k]]))
+            adjusted[order[k]] = running
+    return tuple(adjusted)
 
 
 def runs_needed(
