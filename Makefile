@@ -24,7 +24,7 @@ BENCH_APT_PKGS := libdpdk-dev dpdk-dev pkg-config valgrind
 .PHONY: setup setup-demo setup-test deps deps-demo venv venv-test build capi-so engine-tools guest \
         engine-check-miri engine-check-fuzz engine-check-msrv \
         demo readme-excerpt test test-build test-rust test-engine-checks test-python test-python-unit \
-        test-python-integration test-python-lanes test-python-alone test-batch test-batch-cpu test-batch-unit \
+        test-python-integration test-python-lanes test-python-alone test-batch \
         test-rust-run test-binaries bench fuzz install clean
 
 ## setup: everything — what `make demo` installs and what `make test` installs
@@ -125,40 +125,34 @@ readme-excerpt: venv
 	$(PY) scripts/readme-excerpt.py $(RUN)
 
 ## test: every test (Rust unit/property/kernel-differential, Python unit/integration),
-## packed onto two cores in two steps after the apt packages, each printing a target's
-## output whole when it ends (--output-sync):
-##   1. the integration tests' two lanes (test-python-lanes) as soon as what they need is
-##      there (the venv, the guest, the lab's two binaries: the critical path), and from
-##      the start, beside them at a lower priority (nice $(BATCH_NICE)), everything that
-##      only needs CPU (test-batch: the Rust tests' build and run, the engine checks after
-##      engine-tools' downloads; the Python unit tests once the venv is there). The lanes
+## packed onto two cores in three steps, each printing a target's output whole when it
+## ends (--output-sync):
+##   1. what the integration tests need: the venv and the guest (downloads) beside the
+##      build of the lab's two binaries (test-binaries); engine-tools' downloads are the
+##      batch's, before the engine checks (the lanes do not need them);
+##   2. the integration tests' two lanes (test-python-lanes) and, beside them at a lower
+##      priority (nice $(BATCH_NICE)), everything that only needs CPU (test-batch: the
+##      Rust tests' build and run, the engine checks, the Python unit tests). The lanes
 ##      spend much of their time waiting on a watchdog's delay, an SSH round trip or a
 ##      guest's boot (about 1.2 of the 2 cores when they ran alone), and the batch fills
-##      those gaps and the setup's downloads; the lower priority keeps the lanes'
-##      controllers, whose watchdogs and timeouts count wall time, from waiting on a
-##      compiler. Not the idle scheduling class (chrt --idle): it starved a unit test's
-##      `offlab run` past its 60 s timeout while the lanes ran (docs/design-notes.md);
-##   2. the measuring tests, alone (test-python-alone).
-## The second step runs whatever the first found; the exit status is non-zero if any failed.
+##      those gaps; the lower priority keeps the lanes' controllers, whose watchdogs and
+##      timeouts count wall time, from waiting on a compiler;
+##   3. the measuring tests, alone (test-python-alone).
+## Every step runs whatever an earlier one found; the exit status is non-zero if any failed.
 BATCH_NICE ?= 19
 test: deps
+	@$(MAKE) --no-print-directory -j3 --output-sync=target venv-test guest test-binaries
 	@status=0; \
-	$(MAKE) --no-print-directory -k -j6 --output-sync=target test-python-lanes test-batch-cpu test-batch-unit \
-	  || status=1; \
+	$(MAKE) --no-print-directory -k -j2 --output-sync=target test-python-lanes test-batch || status=1; \
 	$(MAKE) --no-print-directory test-python-alone || status=1; \
 	echo "engine checks: $$(cat $(addprefix $(ENGINE_CHECKS_DIR)/,$(addsuffix .txt,$(ENGINE_CHECKS))) 2>/dev/null | paste -sd, | sed 's/,/, /g')"; \
 	exit $$status
 
 ## test-batch: what `make test` runs beside the integration lanes, niced: the Rust tests
-## (build, then run) and the three engine checks (after engine-tools) from the start
-## (test-batch-cpu), the Python unit tests once the venv and the binaries are there
-## (test-batch-unit)
-test-batch: test-batch-cpu test-batch-unit
-test-batch-cpu:
-	@nice -n $(BATCH_NICE) $(MAKE) --no-print-directory -k -j4 --output-sync=target \
-	  test-rust-run $(ENGINE_CHECK_TARGETS)
-test-batch-unit: venv-test test-binaries
-	@nice -n $(BATCH_NICE) $(MAKE) --no-print-directory test-python-unit
+## (build, then run), the three engine checks and the Python unit tests, at once
+test-batch: venv-test
+	@nice -n $(BATCH_NICE) $(MAKE) --no-print-directory -k -j5 --output-sync=target \
+	  test-rust-run $(ENGINE_CHECK_TARGETS) test-python-unit
 
 ## test-rust-run: the Rust tests of the workspace, built and run (test-rust without the
 ## engine checks)
