@@ -239,3 +239,48 @@ def test_a_closed_journal_leaves_the_servers_copy_first_so_a_kill_between_never_
     journal.discard()
     assert copy.local_kept_until_removed is True
     assert not journal.path.exists()
+
+
+class _RefusedServer:
+    """A held server whose hold is gone: its beat is the real fenced `touch`, refused by
+    the real token check (as ServerRun.beat through SshHost). `raced`: the main thread's
+    own command is refused at the same moment and reaches the fence first."""
+
+    def __init__(self, tmp_path, raced: bool):
+        self.fence = Fence(str(_held(tmp_path, "run B")), "run A", "rx")
+        self.raced = raced
+        self.beats = 0
+
+    @property
+    def lost(self):
+        return self.fence.lost
+
+    def beat(self):
+        self.beats += 1
+        done = _sh(self.fence.wrap(["touch", "heartbeat"]))
+        assert done.returncode == LEASE_LOST_STATUS
+        if self.raced:
+            self.fence.lose("refused to the main thread's command")
+        raise self.fence.lose_from(done.stderr)
+
+
+@pytest.mark.parametrize("raced", [False, True])
+def test_the_heartbeat_stops_the_run_only_when_it_learnt_of_the_loss_first(tmp_path, raced):
+    """The heartbeat's stop (a SIGTERM to the main thread) is for a run that does not
+    know yet; a run whose own command was refused is already unwinding, and a signal
+    would land in its restore (test_host_lease's frozen-controller test, once, under load:
+    controller A's journal left behind)."""
+    import threading
+    import time
+    from offlab.hosts.server import Heartbeat
+
+    server = _RefusedServer(tmp_path, raced)
+    told = threading.Event()
+    heartbeat = Heartbeat([server], 0.01, on_lost=lambda lost: told.set()).start()  # type: ignore[list-item]
+    deadline = time.monotonic() + 10
+    while server.beats == 0 or (not raced and not told.is_set()):
+        assert time.monotonic() < deadline, "the heartbeat never beat"
+        time.sleep(0.01)
+    time.sleep(0.05)  # a second beat would have been due: a lost server is not beaten again
+    heartbeat.stop()
+    assert told.is_set() is not raced and server.beats == 1

@@ -50,9 +50,12 @@ class LeaseLost(BaseException):
     touch nothing there. A BaseException, like a signal's Interrupted, so that no
     `except Exception` on the way to the runner swallows it."""
 
-    def __init__(self, host: str, reason: str):
+    def __init__(self, host: str, reason: str, first: bool = False):
         self.host = host
         self.reason = reason
+        self.first = first
+        """Whether this refusal is how the run learnt of the loss (Fence.lose): only the
+        first one may stop the run; a later one finds the run already stopping."""
         super().__init__(f"{host}: lease lost ({reason})")
 
 
@@ -83,9 +86,10 @@ class Fence:
 
     def lose(self, reason: str) -> LeaseLost:
         with self._lock:
-            if self.lost is None:
+            first = self.lost is None
+            if first:
                 self.lost = reason
-        return LeaseLost(self.host, self.lost)
+        return LeaseLost(self.host, self.lost, first=first)
 
     def lose_from(self, stderr: str) -> LeaseLost:
         line = next((line for line in stderr.splitlines() if MARKER in line), stderr.strip())

@@ -33,7 +33,7 @@ from ..hosts.ssh import SshHost
 from ..hosts.offloads import Interface
 from ..records import Params
 from .bare import MTU_WIRE_SENDER
-from .base import Endpoint, Topology, TopologyError
+from .base import Endpoint, Topology, TopologyError, deferred_signals
 from .tunnel import INNER_V6, KINDS, TX_TUNNEL
 
 REMOTE_SCENARIOS = ("bare", *KINDS, "qemu")
@@ -222,16 +222,19 @@ class RemotePair(Topology):
     def teardown(self) -> None:
         """Every host back as its journal says; a host that fails does not keep the
         other changed (its journal stays, here and on the server, for `offlab restore`
-        and the server's watchdog)."""
+        and the server's watchdog). A signal waits until every host is back, as in a
+        local topology's teardown: one that arrives after the run began unwinding for
+        another reason (a lost lease, an error) would otherwise cut a restore in half."""
         failed = []
-        for name, journal in list(self.journals.items()):
-            try:
-                journal.restore()
-                del self.journals[name]
-                self.session.drift += journal.drift
-            except Exception as err:  # one host's failure must not keep the other changed
-                failed.append(f"{name}: {err}")
-            finally:
-                self.remote[name].journal = None
+        with deferred_signals():
+            for name, journal in list(self.journals.items()):
+                try:
+                    journal.restore()
+                    del self.journals[name]
+                    self.session.drift += journal.drift
+                except Exception as err:  # one host's failure must not keep the other changed
+                    failed.append(f"{name}: {err}")
+                finally:
+                    self.remote[name].journal = None
         if failed:
             raise TopologyError("could not restore " + "; ".join(failed) + "; run `offlab restore`")

@@ -40,7 +40,7 @@ from ..hosts.journal import Journal, read_identity
 from ..hosts.router import forwarding_path, forwarding_refusal, own_address
 from ..hosts.session import RemoteSession
 from ..hosts.ssh import SshHost
-from .base import TopologyError
+from .base import TopologyError, deferred_signals
 from .fwd import FwdConfig
 from .middlebox import NODES, End, MiddleboxSite
 from .remote_fwd import RemoteForwarder, install_binary
@@ -178,14 +178,16 @@ class OnServers(MiddleboxSite):
 
     def restore(self) -> list[str]:
         """Every server as its journals say; a server that fails does not keep the
-        others changed (its journal stays for `offlab restore`)."""
+        others changed (its journal stays for `offlab restore`). Signals wait until
+        every server is back (remote.py's teardown says why)."""
         failed = []
-        for journal in reversed(self.journals):
-            try:
-                journal.restore()
-                self.session.drift += journal.drift
-            except Exception as err:  # one server's failure must not keep another changed
-                failed.append(str(err))
+        with deferred_signals():
+            for journal in reversed(self.journals):
+                try:
+                    journal.restore()
+                    self.session.drift += journal.drift
+                except Exception as err:  # one server's failure must not keep another changed
+                    failed.append(str(err))
         self.journals.clear()
         self.node_journal.clear()
         for host in self.remote.values():
