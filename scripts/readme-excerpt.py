@@ -110,13 +110,20 @@ def latest_run(store: str) -> str:
     return found
 
 
-def rewrite(readme: Path, block: str) -> None:
+def around_excerpt(readme: Path) -> tuple[str, str]:
+    """The README's text before and after its excerpt; checked before the report is
+    written (seconds of charts), so a README without its markers is one line at once."""
     text = readme.read_text()
     if text.count(EXCERPT_BEGIN) != 1 or text.count(EXCERPT_END) != 1:
         raise ExcerptError(f"{readme} must hold one line {EXCERPT_BEGIN!r} and one {EXCERPT_END!r} "
                            "around the excerpt")
     head, rest = text.split(EXCERPT_BEGIN)
     _, tail = rest.split(EXCERPT_END)
+    return head, tail
+
+
+def rewrite(readme: Path, block: str) -> None:
+    head, tail = around_excerpt(readme)
     readme.write_text(f"{head}{EXCERPT_BEGIN}\n\n{block}\n\n{EXCERPT_END}{tail}")
 
 
@@ -127,6 +134,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     args = parser.parse_args(argv[1:])
     try:
+        around_excerpt(args.readme)
         if args.run_id is None:
             args.run_id = latest_run(args.store)
         with tempfile.TemporaryDirectory(prefix="offlab-excerpt-") as scratch:
