@@ -4,6 +4,7 @@ prints in another form. The whole lease on live sshd servers:
 tests/integration/test_host_lease.py."""
 
 import subprocess
+import sys
 
 import pytest
 
@@ -284,3 +285,36 @@ def test_the_heartbeat_stops_the_run_only_when_it_learnt_of_the_loss_first(tmp_p
     time.sleep(0.05)  # a second beat would have been due: a lost server is not beaten again
     heartbeat.stop()
     assert told.is_set() is not raced and server.beats == 1
+
+
+_HELD_SIGNAL = """
+import os, signal, sys, time
+from offlab.hosts.server import Heartbeat
+from offlab.topology.base import deferred_signals
+seen = []
+signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(time.monotonic()))
+heartbeat = Heartbeat([], 0.05).start()
+time.sleep(0.1)  # the heartbeat's thread is running
+with deferred_signals():
+    os.kill(os.getpid(), signal.SIGTERM)  # to the process, as `kill` or a terminal sends it
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        pass  # bytecode running: a handler that was due would run here
+    held = not seen
+end = time.monotonic() + 5
+while not seen and time.monotonic() < end:
+    time.sleep(0.01)  # delivered once the mask is back
+released = bool(seen)
+heartbeat.stop()
+print(held, released)
+"""
+
+
+def test_a_signal_to_the_process_waits_for_the_restore_while_the_heartbeat_runs():
+    """deferred_signals blocks the termination signals in the main thread only; the
+    kernel hands a signal sent to the process to any thread that does not block it,
+    and Python then runs the handler in the main thread all the same. The heartbeat's
+    thread blocks them, so a restore under deferred_signals is not cut by a Ctrl-C."""
+    done = subprocess.run([sys.executable, "-c", _HELD_SIGNAL], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"], done.stdout

@@ -24,6 +24,7 @@ behind a check of the owner under `flock <run dir>.lock`, which the watchdog tak
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -262,6 +263,10 @@ class Heartbeat:
         return self
 
     def _loop(self) -> None:
+        # A Ctrl-C or SIGTERM sent to the process goes to a thread that does not block
+        # it; blocked here, it always reaches the main thread, whose mask holds it while
+        # the servers are put back (topology/base.py deferred_signals).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         while not self._stop.wait(self.interval_s):
             for server in self.servers:
                 if server.lost is not None:
