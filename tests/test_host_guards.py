@@ -295,3 +295,44 @@ def test_a_lower_device_in_another_namespace_counts_only_when_that_namespace_is_
     assert on_root == {"web": True, "db": False}
     in_web = {link["netns"]: link["lower_here"] for link in _namespace_links(RecordingHost("s", answers("web\n")))}
     assert in_web == {"web": False, "db": True}
+
+
+def test_a_runtime_directory_too_long_for_sshs_control_socket_is_one_line_and_makes_nothing(monkeypatch):
+    """ssh makes its control socket as `<dir>/<40 hex>.<16 random>` first; a unix socket's
+    path holds 107 bytes (the kernel is the oracle here: a socket at the longest allowed
+    path binds, one byte more does not). Past that every ssh command failed with "path
+    too long"; now the run says which variable to shorten, before making anything."""
+    import shutil
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    from offlab.hosts import ssh
+
+    base = Path(tempfile.mkdtemp(prefix="ofl-", dir="/tmp"))  # short: pytest's tmp_path alone is too long
+    try:
+        room = ssh.CONTROL_DIR_MAX - len("/ssh-1234567-") - 8  # the run's part under the root, pid 1234567
+        root = base / ("r" * (room - len(str(base)) - 1))
+        monkeypatch.setattr(ssh, "RUNTIME_ROOT", root)
+        monkeypatch.setattr(ssh.os, "getpid", lambda: 1234567)
+        made = ssh._control_dir()
+        assert len(str(made)) == ssh.CONTROL_DIR_MAX
+        for extra, binds in ((0, True), (1, False)):
+            path = f"{made}/{'c' * 40}.{'x' * (16 + extra)}"
+            with socket.socket(socket.AF_UNIX) as sock:
+                try:
+                    sock.bind(path)
+                    bound = True
+                except OSError:
+                    bound = False
+            assert bound is binds, (len(path), extra)
+
+        too_long = base / ("r" * (room - len(str(base))))
+        monkeypatch.setattr(ssh, "RUNTIME_ROOT", too_long)
+        with pytest.raises(HostError) as refused:
+            ssh._control_dir()
+        said = str(refused.value)
+        assert "OFFLAB_RUNTIME_DIR" in said and f"at most {len(str(root))} characters" in said and "\n" not in said
+        assert not too_long.exists()
+    finally:
+        shutil.rmtree(base)

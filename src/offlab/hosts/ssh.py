@@ -107,15 +107,27 @@ class AuditLog:
             out.write(line + "\n")
 
 
+CONTROL_DIR_MAX = 107 - len("/") - 40 - len(".") - 16
+"""The longest control directory ssh can listen in: a unix socket's path holds 107 bytes,
+and ssh first makes the socket as `<dir>/<%C: 40 hex>.<16 random characters>`."""
+
+
 def _control_dir() -> Path:
     """A directory for the connection's control socket: under the run's runtime directory
     when there is one, else its own under /run/offlab; named after this pid either way, so
-    `runscope.reclaim_stale` removes it after a kill."""
+    `runscope.reclaim_stale` removes it after a kill. A runtime directory too long for a
+    socket under it is one line before anything is made (ssh would refuse every command
+    with "path too long")."""
     runtime = RUNTIME_ROOT / f"run-{os.getpid()}"
-    if runtime.is_dir():
-        return Path(tempfile.mkdtemp(prefix="ssh-", dir=runtime))
-    RUNTIME_ROOT.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"ssh-{os.getpid()}-", dir=RUNTIME_ROOT))
+    parent, prefix = (runtime, "ssh-") if runtime.is_dir() else (RUNTIME_ROOT, f"ssh-{os.getpid()}-")
+    length = len(str(parent)) + len("/") + len(prefix) + 8  # mkdtemp's 8 random characters
+    if length > CONTROL_DIR_MAX:
+        longest = CONTROL_DIR_MAX - (length - len(str(RUNTIME_ROOT)))
+        raise HostError(f"the runtime directory {RUNTIME_ROOT} is too long for ssh's control socket under "
+                        f"it (a unix socket's path holds 107 bytes): set OFFLAB_RUNTIME_DIR to a path of "
+                        f"at most {longest} characters")
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
 
 
 class RemoteProcess:
