@@ -13,8 +13,11 @@ fn main() {
     // metadata` on it, which resolves the engine from the registry, and a build script
     // must not rewrite a package's sources.
     if dir.join("Cargo.toml.orig").exists() {
-        std::fs::copy(dir.join("include/offlab_engine.h"), out_dir.join("offlab_engine.h"))
-            .expect("the packaged header");
+        std::fs::copy(
+            dir.join("include/offlab_engine.h"),
+            out_dir.join("offlab_engine.h"),
+        )
+        .expect("the packaged header");
         return;
     }
     let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
