@@ -12,21 +12,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The line both threads write in turn, alone in its cache line.
-#[repr(align(64))]
+/// The line both threads write in turn, alone in its 128 bytes: the CPU fetches lines
+/// in adjacent pairs, and a neighbour written by either thread would be timed too.
+#[repr(align(128))]
 struct Line(AtomicU64);
 
-/// Mean time of one round trip (A writes, B sees it and answers, A sees the answer)
-/// over `rounds` round trips, with A on `cpus.0` and B on `cpus.1` (None: not pinned).
-pub fn round_trip(cpus: Option<(usize, usize)>, rounds: u64) -> io::Result<Duration> {
+/// Times of `repeat` measurements, each the mean of `rounds` round trips (A writes, B
+/// sees it and answers, A sees the answer), with A on `cpus.0` and B on `cpus.1` (None:
+/// not pinned). One answering thread serves every measurement, as the first one showed
+/// the thread's start in a probe that spawned one per measurement.
+pub fn round_trips(
+    cpus: Option<(usize, usize)>,
+    rounds: u64,
+    repeat: u32,
+) -> io::Result<Vec<Duration>> {
     let line = Arc::new(Line(AtomicU64::new(0)));
+    let total = rounds * u64::from(repeat);
     let answerer = {
         let line = Arc::clone(&line);
         std::thread::spawn(move || -> io::Result<()> {
             // Unpinned, it still answers every round, so the other side never waits
             // for ever; the error is returned after.
             let pinned = cpus.map_or(Ok(()), |(_, b)| pin(b));
-            for i in 0..rounds {
+            for i in 0..total {
                 wait_for(&line.0, 2 * i + 1);
                 line.0.store(2 * i + 2, Ordering::Release);
             }
@@ -34,19 +42,21 @@ pub fn round_trip(cpus: Option<(usize, usize)>, rounds: u64) -> io::Result<Durat
         })
     };
     let pinned = cpus.map_or(Ok(()), |(a, _)| pin(a));
-    let start = Instant::now();
-    for i in 0..rounds {
-        line.0.store(2 * i + 1, Ordering::Release);
-        wait_for(&line.0, 2 * i + 2);
+    let mut times = Vec::with_capacity(repeat as usize);
+    for r in 0..u64::from(repeat) {
+        let start = Instant::now();
+        for i in r * rounds..(r + 1) * rounds {
+            line.0.store(2 * i + 1, Ordering::Release);
+            wait_for(&line.0, 2 * i + 2);
+        }
+        let mean = start.elapsed().as_nanos() / u128::from(rounds.max(1));
+        times.push(Duration::from_nanos(mean as u64));
     }
-    let elapsed = start.elapsed();
     let answered = answerer
         .join()
         .map_err(|_| io::Error::other("the answering thread panicked"))?;
     pinned.and(answered)?;
-    Ok(Duration::from_nanos(
-        (elapsed.as_nanos() / u128::from(rounds.max(1))) as u64,
-    ))
+    Ok(times)
 }
 
 fn wait_for(line: &AtomicU64, value: u64) {
@@ -83,13 +93,14 @@ mod tests {
     #[test]
     fn every_round_is_answered_and_a_time_comes_back() {
         // No pinning: the threads meet wherever the scheduler puts them.
-        let took = round_trip(None, 200).unwrap();
-        assert!(took > Duration::ZERO);
+        let times = round_trips(None, 200, 3).unwrap();
+        assert_eq!(times.len(), 3);
+        assert!(times.iter().all(|t| *t > Duration::ZERO));
     }
 
     #[test]
     fn a_cpu_that_does_not_exist_is_an_error_not_a_hang() {
-        let err = round_trip(Some((libc::CPU_SETSIZE as usize, 0)), 50).unwrap_err();
+        let err = round_trips(Some((libc::CPU_SETSIZE as usize, 0)), 50, 2).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
     }
 }

@@ -28,16 +28,13 @@ fn parse_cpus(text: &str) -> Result<(usize, usize), String> {
 
 fn main() {
     let args = Args::parse();
-    let mut times = Vec::new();
-    for _ in 0..args.repeat {
-        match rtt::round_trip(Some(args.cpus), args.rounds) {
-            Ok(took) => times.push(took.as_nanos() as u64),
-            Err(err) => {
-                eprintln!("offlab-vcpu-rtt: cpus {:?}: {err}", args.cpus);
-                std::process::exit(1);
-            }
+    let times: Vec<u64> = match rtt::round_trips(Some(args.cpus), args.rounds, args.repeat) {
+        Ok(times) => times.iter().map(|t| t.as_nanos() as u64).collect(),
+        Err(err) => {
+            eprintln!("offlab-vcpu-rtt: cpus {:?}: {err}", args.cpus);
+            std::process::exit(1);
         }
-    }
+    };
     println!(
         "{}",
         json!({"cpus": [args.cpus.0, args.cpus.1], "rounds": args.rounds, "round_trip_ns": times})
