@@ -37,6 +37,9 @@ PREBUILT = bool(os.environ.get("OFFLAB_FWD") and os.environ.get("OFFLAB_VHOSTLOA
 FWD_BIN = Path(os.environ["OFFLAB_FWD"]) if PREBUILT else ROOT / "target" / "release" / "offlab-fwd"
 LOAD_BIN = (Path(os.environ["OFFLAB_VHOSTLOAD"]) if PREBUILT
             else ROOT / "target" / "release" / "offlab-vhostload")
+# The probe of where the host put the vCPUs (crates/vhostload/src/rtt.rs), built with
+# the load generator; a prebuilt load directory without it records no probe.
+RTT_BIN = LOAD_BIN.parent / "offlab-vcpu-rtt"
 FWD_CPU, LOAD_CPU = "1", "0"
 WARMUP = 0.5
 # testpmd's mbufs on 2 MiB hugepages (reserved per run, given back after it).
@@ -245,6 +248,20 @@ def run_load(row: Row, sockets: list[str], seconds: float, backend_pid: int) -> 
     return result
 
 
+def vcpu_rtt(binary: Path = RTT_BIN) -> float | None:
+    """Median round trip (ns) of one cache line between the load's CPU and the backend's.
+    Every backend's cost per segment follows it (the host moves this VM's vCPUs between
+    placements whose round trips differ up to 5x), so each run records it before and after."""
+    if not binary.exists():
+        return None
+    proc = subprocess.run([str(binary), "--cpus", f"{LOAD_CPU},{FWD_CPU}"], capture_output=True,
+                          text=True, timeout=30)
+    if proc.returncode != 0:
+        print(f"{binary.name}: {proc.stderr.strip()}", file=sys.stderr)
+        return None
+    return statistics.median(json.loads(proc.stdout)["round_trip_ns"])
+
+
 def run_one(side: str, row: Row, seconds: float, pair: int, setup=None) -> dict:
     """One run of one row on one backend (`setup`: a testpmd configuration; W5's tuned
     one, on hugepages when they can be reserved, unless given)."""
@@ -258,6 +275,7 @@ def run_one(side: str, row: Row, seconds: float, pair: int, setup=None) -> dict:
                 print(f"testpmd on hugepages did not start, run without: {err}"[:300],
                       file=sys.stderr)
         setup = testpmd_setup(row)
+    rtt_before = vcpu_rtt()
     with tempfile.TemporaryDirectory(prefix="ofl-w5-") as tmp:
         sockets = [os.path.join(tmp, "a.sock"), os.path.join(tmp, "b.sock")]
         if side == "testpmd":
@@ -271,11 +289,13 @@ def run_one(side: str, row: Row, seconds: float, pair: int, setup=None) -> dict:
             backend = (stop_testpmd(proc, lines) if side == "testpmd"
                        else stop_fwd(proc, lines, sockets))
     config = "offlab-fwd" if side == "fwd" else setup.name + ("+huge" if setup.huge_dir else "")
-    return measured(side, row, pair, result, backend, config)
+    return measured(side, row, pair, result, backend, config, (rtt_before, vcpu_rtt()))
 
 
-def measured(side: str, row: Row, pair: int, result: dict, backend: dict, config: str) -> dict:
-    """One raw line: throughput, loss, per-segment CPU of both sides, the sink's checks."""
+def measured(side: str, row: Row, pair: int, result: dict, backend: dict, config: str,
+             vcpu_rtt_ns: tuple = (None, None)) -> dict:
+    """One raw line: throughput, loss, per-segment CPU of both sides, the sink's checks,
+    the vCPU round trip before and after the run."""
     copies = (backend["copied"] / backend["delivered"]
               if backend["copied"] is not None and backend["delivered"] else None)
     secs, mss = result["seconds"], result["mss"]
@@ -297,6 +317,7 @@ def measured(side: str, row: Row, pair: int, result: dict, backend: dict, config
             "mismatches": result["mismatches"], "gso_types": result["gso_types"],
             "over_mtu_without_gso": result["over_mtu_without_gso"],
             "copies_per_byte": copies, "backend_dropped": backend["dropped"],
+            "vcpu_rtt_ns": list(vcpu_rtt_ns),
             "negotiated": [result["source_negotiated"], result["sink_negotiated"]]}
 
 

@@ -86,6 +86,23 @@ class MeasuredTest(unittest.TestCase):
         self.assertAlmostEqual(out["backend_ns_per_segment"], 1e9 / 900)
         self.assertEqual((out["source_busy_share"], out["sink_busy_share"]), (0.25, 0.5))
 
+    def test_the_vcpu_round_trip_before_and_after_is_kept_with_the_run(self):
+        backend = {"copied": None, "delivered": None, "dropped": 0}
+        out = fwd_w5.measured("fwd", ROW["gso_full"], 0, self.RESULT, backend, "offlab-fwd",
+                              (63.0, 331.0))
+        self.assertEqual(out["vcpu_rtt_ns"], [63.0, 331.0])
+
+    def test_without_the_probe_binary_no_round_trip_is_recorded(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertIsNone(fwd_w5.vcpu_rtt(Path(tmp) / "offlab-vcpu-rtt"))
+
+    def test_the_round_trip_is_the_median_of_the_probes_measurements(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = Path(tmp) / "offlab-vcpu-rtt"
+            probe.write_text('#!/bin/sh\necho \'{"round_trip_ns": [90, 340, 85, 88, 500]}\'\n')
+            probe.chmod(0o755)
+            self.assertEqual(fwd_w5.vcpu_rtt(probe), 90)
+
 
 class OrderTest(unittest.TestCase):
     def test_pairs_alternate_which_backend_runs_first(self):

@@ -7,6 +7,7 @@ pub mod frames;
 pub mod guest;
 pub mod load;
 pub mod memory;
+pub mod rtt;
 pub mod session;
 pub mod verify;
 pub mod virtq;
