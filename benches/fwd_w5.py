@@ -75,11 +75,13 @@ def _tso(sink: str, flows: int = 1) -> tuple[str, ...]:
             "--sink-features", sink)
 
 
+# Goals: issue 41's (offlab-fwd at least 1.5x a fairly configured testpmd in the GRO and
+# GSO rows, 1.2x where MTU frames are forwarded); the pass row keeps W5's first 1.5x.
 ROWS: list[Row] = [
     Row("gro_f1", "W5 fwd GRO 1 flow: MTU segments in, guest_tso4 sink", _mtu(1, SINK_TSO),
-        "gro", gro=True, goal=2.0),
-    Row("gro_f8", "W5 fwd GRO 8 flows", _mtu(8, SINK_TSO), "gro", gro=True, goal=2.0),
-    Row("gro_f64", "W5 fwd GRO 64 flows", _mtu(64, SINK_TSO), "gro", gro=True, goal=2.0),
+        "gro", gro=True, goal=1.5),
+    Row("gro_f8", "W5 fwd GRO 8 flows", _mtu(8, SINK_TSO), "gro", gro=True, goal=1.5),
+    Row("gro_f64", "W5 fwd GRO 64 flows", _mtu(64, SINK_TSO), "gro", gro=True, goal=1.5),
     Row("gso_partial", "W5 fwd GSO 64 KiB TSO in, sink without guest_tso4, csum partial",
         _tso(SINK_CSUM), "gso", gso=True, goal=1.5),
     Row("gso_full", "W5 fwd GSO 64 KiB TSO in, sink without guest_csum, full csums",
@@ -89,11 +91,11 @@ ROWS: list[Row] = [
     # Seed 004's own comparison: the same MTU frames without backend GRO, and the
     # guest segmenting itself (host_tso4 off) instead of backend GSO.
     Row("nogro_f8", "W5 fwd no GRO, 8 flows (seed 004 baseline)", _mtu(8, SINK_TSO), "pass",
-        goal=1.5),
+        goal=1.2),
     Row("nogso", "W5 fwd no GSO: guest sends MTU frames (host_tso4 off)", _mtu(1, SINK_CSUM),
-        "pass", goal=1.5),
+        "pass", goal=1.2),
     Row("vxlan_nogro_f8", "W5 fwd VXLAN MTU frames, 8 flows, forwarded (no VXLAN offload "
-        "over vhost-user on either side)", ("--vxlan",) + _mtu(8, SINK_TSO), "pass", goal=1.5),
+        "over vhost-user on either side)", ("--vxlan",) + _mtu(8, SINK_TSO), "pass", goal=1.2),
 ]
 
 # Seed 004's figures: (label, backend-offload row, baseline row).

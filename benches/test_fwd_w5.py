@@ -55,6 +55,11 @@ class VerdictTest(unittest.TestCase):
         lines = [line("testpmd", "gro_f8", 10.0, 0, depth=7.0), line("fwd", "gro_f8", 50.0, 0, depth=3.0)]
         self.assertEqual(row_of(w5_report.table_rows(lines), "gro_f8")[-1], "**no** (merges less)")
 
+    def test_a_side_that_merges_more_is_not_at_equal_depth(self):
+        lines = [line("testpmd", "gro_f1", 10.0, 0, depth=19.07), line("fwd", "gro_f1", 50.0, 0, depth=26.67)]
+        self.assertEqual(row_of(w5_report.table_rows(lines), "gro_f1")[-1],
+                         "**no** (merges more: not at equal depth)")
+
     def test_a_side_that_loses_payload_cannot_meet_the_goal(self):
         lines = [line("testpmd", "gso_full", 10.0, 0), line("fwd", "gso_full", 50.0, 0, loss=0.03)]
         row = row_of(w5_report.table_rows(lines), "gso_full")
