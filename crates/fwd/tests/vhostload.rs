@@ -51,7 +51,7 @@ fn lab(mode: &str) -> Lab {
 }
 
 fn workload(shape: Shape, ip: Ip, flows: u16, checksum: SourceChecksum) -> Workload {
-    Workload { ip, vxlan: false, flows, shape, checksum, mtu: 1500 }
+    Workload { ip, vxlan: false, flows, shape, checksum, mtu: 1500, runs: 1 }
 }
 
 /// Both guests of a run, connected until dropped.
@@ -111,6 +111,17 @@ fn gro_merges_mtu_segments_into_verified_super_packets_for_a_guest_tso4_sink() {
     assert!(negotiated.contains("guest_tso4") && negotiated.contains("mrg_rxbuf"), "{negotiated}");
     assert!(direction(&stats, &lab)["merged_super_packets"].as_u64().unwrap() > 0);
     assert_eq!(common::drops_in(&stats, "virtio") + common::drops_in(&stats, "parse"), 0, "{stats}");
+}
+
+#[test]
+fn gro_of_a_stream_that_continues_across_runs_is_verified() {
+    // Four runs before the sequence repeats: offlab-fwd may merge a run's tail with the
+    // next run's head, and every byte must still be where the stream puts it.
+    let lab = lab("gro");
+    let w = Workload { runs: 4, ..workload(Shape::Mtu, Ip::V4, 1, SourceChecksum::Partial) };
+    let (counts, _, _, _guests) = run(&lab, w, "csum", SINK_TSO);
+    assert_all_verified(&counts);
+    assert!(counts.segments > 4 * counts.frames, "merge depth below 4: {counts:?}");
 }
 
 #[test]

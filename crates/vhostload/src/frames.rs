@@ -1,7 +1,8 @@
-//! The frames a guest sends, prepared once: TCP segments of N flows (each flow one run
-//! of `SEGMENTS_PER_RUN` MTU segments, interleaved flow by flow as a NIC or a switch
+//! The frames a guest sends, prepared once: TCP segments of N flows (each flow `runs`
+//! runs of `SEGMENTS_PER_RUN` MTU segments, interleaved flow by flow as a NIC or a switch
 //! hands them on) or the same runs as 64 KiB TSO super-packets with their virtio-net
-//! header, over IPv4 or IPv6, bare or inside VXLAN. Every payload byte is a function of
+//! header, over IPv4 or IPv6, bare or inside VXLAN. The source sends them in a cycle, so a
+//! flow's sequence numbers repeat every `runs` runs. Every payload byte is a function of
 //! its flow and stream offset, so the sink can check any frame it gets, however the
 //! backend merged or cut it.
 
@@ -44,6 +45,12 @@ pub struct Workload {
     pub checksum: SourceChecksum,
     /// The guest interface's MTU (of the outer packet with VXLAN).
     pub mtu: usize,
+    /// Runs per flow before its sequence numbers repeat. With one, a segment of the
+    /// next cycle follows the run's last in time but not in sequence, so no merge crosses
+    /// runs, and a GRO that may also prepend (DPDK's) splits runs where one that only
+    /// appends (offlab-fwd's) does not: merge depths differ for the source's sake, not
+    /// the backends'. More runs make the stream continue across them, as a real one does.
+    pub runs: u16,
 }
 
 impl Workload {
@@ -62,6 +69,11 @@ impl Workload {
         }
         if !(576..=9000).contains(&self.mtu) {
             return Err(format!("--mtu {}: give 576 to 9000", self.mtu));
+        }
+        let most = LONGEST_STREAM / self.run_len();
+        if self.runs == 0 || usize::from(self.runs) > most {
+            return Err(format!("--runs {}: give 1 to {most} at this MTU (the sink's check covers {LONGEST_STREAM} bytes of a flow)",
+                               self.runs));
         }
         Ok(())
     }
@@ -82,6 +94,11 @@ impl Workload {
 
     pub fn run_len(&self) -> usize {
         self.mss() * SEGMENTS_PER_RUN
+    }
+
+    /// A flow's bytes before its sequence numbers repeat.
+    pub fn stream_len(&self) -> usize {
+        self.run_len() * usize::from(self.runs)
     }
 
     /// Frame offset of the inner TCP header.
@@ -112,12 +129,16 @@ pub fn flow_key(flow: u16) -> u8 {
 /// `Workload::validate` takes (9000), 45 segments of 9000 − 20 − 32 bytes.
 pub const LONGEST_RUN: usize = (9000 - 20 - TCP_HEADER_LEN) * SEGMENTS_PER_RUN;
 
-/// Flow 0's bytes at every offset of the longest run, computed once: the sink checks a
-/// payload against a slice of it in one pass (`verify`), where a byte-by-byte
+/// The most bytes a flow may carry before its sequence numbers repeat (`runs` runs):
+/// 1 MiB, two longest runs and 16 of the 1500-byte MTU's.
+pub const LONGEST_STREAM: usize = 1 << 20;
+
+/// Flow 0's bytes at every offset of the longest stream, computed once: the sink checks
+/// a payload against a slice of it in one pass (`verify`), where a byte-by-byte
 /// `pattern` with its division took most of the load's CPU at 1 flow.
-pub fn flow_zero_run() -> &'static [u8] {
-    static RUN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    RUN.get_or_init(|| (0..LONGEST_RUN).map(flow_zero_byte).collect())
+pub fn flow_zero_stream() -> &'static [u8] {
+    static STREAM: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    STREAM.get_or_init(|| (0..LONGEST_STREAM).map(flow_zero_byte).collect())
 }
 
 pub fn isn(flow: u16) -> u32 {
@@ -130,16 +151,19 @@ pub const DEST_PORT: u16 = 5201;
 /// Every frame of one cycle of the workload, each with its 12-byte virtio-net header.
 pub fn build(w: &Workload) -> Vec<Vec<u8>> {
     match w.shape {
-        Shape::Mtu => (0..SEGMENTS_PER_RUN)
+        Shape::Mtu => (0..SEGMENTS_PER_RUN * usize::from(w.runs))
             .flat_map(|seg| (0..w.flows).map(move |flow| (flow, seg)))
             .map(|(flow, seg)| segment(w, flow, seg * w.mss(), w.mss(), seg as u16))
             .collect(),
-        Shape::Tso => (0..w.flows).map(|flow| segment(w, flow, 0, w.run_len(), 0)).collect(),
+        Shape::Tso => (0..usize::from(w.runs))
+            .flat_map(|run| (0..w.flows).map(move |flow| (flow, run)))
+            .map(|(flow, run)| segment(w, flow, run * w.run_len(), w.run_len(), 0))
+            .collect(),
     }
 }
 
 /// One frame of `flow`: `len` payload bytes from stream offset `offset`.
-fn segment(w: &Workload, flow: u16, offset: usize, len: usize, ip_id: u16) -> Vec<u8> {
+pub(crate) fn segment(w: &Workload, flow: u16, offset: usize, len: usize, ip_id: u16) -> Vec<u8> {
     let mut f = vec![0u8; 12];
     if w.vxlan {
         let inner_len = 14 + w.ip.header_len() + TCP_HEADER_LEN + len;
@@ -202,4 +226,45 @@ pub fn vnet_header(flags: u8, gso: u8, hdr_len: u16, gso_size: u16, csum_start: 
 /// sent the same frames.
 pub fn digest(frames: &[Vec<u8>]) -> u64 {
     frames.iter().flatten().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mtu_workload(flows: u16, runs: u16) -> Workload {
+        Workload { ip: Ip::V4, vxlan: false, flows, shape: Shape::Mtu, checksum: SourceChecksum::Partial,
+                   mtu: 1500, runs }
+    }
+
+    fn seq(w: &Workload, frame: &[u8]) -> u32 {
+        let at = 12 + w.tcp_offset() + 4;
+        u32::from_be_bytes(frame[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn a_flows_sequence_continues_across_its_runs_and_repeats_only_with_the_cycle() {
+        let w = mtu_workload(2, 3);
+        let frames = build(&w);
+        assert_eq!(frames.len(), 2 * 3 * SEGMENTS_PER_RUN);
+        for flow in 0..2u16 {
+            let seqs: Vec<u32> = frames.iter().skip(usize::from(flow)).step_by(2).map(|f| seq(&w, f)).collect();
+            // one segment after the other, run after run: the next cycle's first repeats it
+            let expected: Vec<u32> = (0..3 * SEGMENTS_PER_RUN)
+                .map(|n| isn(flow).wrapping_add((n * w.mss()) as u32))
+                .collect();
+            assert_eq!(seqs, expected, "flow {flow}");
+        }
+        // one run: the sequence repeats every run, as before
+        assert_eq!(build(&mtu_workload(2, 1)).len(), 2 * SEGMENTS_PER_RUN);
+    }
+
+    #[test]
+    fn runs_beyond_what_the_sinks_check_covers_are_refused() {
+        assert!(mtu_workload(1, 0).validate().unwrap_err().contains("--runs 0"));
+        let most = LONGEST_STREAM / mtu_workload(1, 1).run_len();
+        assert_eq!(most, 16);
+        assert!(mtu_workload(1, 16).validate().is_ok());
+        assert!(mtu_workload(1, 17).validate().unwrap_err().contains("give 1 to 16"));
+    }
 }

@@ -43,6 +43,10 @@ struct Args {
     checksum: ChecksumArg,
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
+    /// Runs of 45 segments per flow before the flow's sequence numbers repeat (1: every
+    /// run is the same; more: the stream continues across runs, and GRO can merge across).
+    #[arg(long, default_value_t = 1)]
+    runs: u16,
     /// virtio-net features the sending guest's driver wants (QEMU's names).
     #[arg(long, default_value = "csum,host_tso4,host_tso6")]
     source_features: String,
@@ -79,6 +83,7 @@ fn run(args: &Args) -> Result<(), String> {
         shape: match args.shape { ShapeArg::Mtu => Shape::Mtu, ShapeArg::Tso => Shape::Tso },
         checksum: match args.checksum { ChecksumArg::Partial => SourceChecksum::Partial, ChecksumArg::Full => SourceChecksum::Full },
         mtu: args.mtu,
+        runs: args.runs,
     };
     let setup = Setup {
         source: &args.source,

@@ -28,7 +28,7 @@ pub fn connect(setup: &Setup) -> Result<(Source, Sink), String> {
     if !setup.queue_size.is_power_of_two() || !(64..=1024).contains(&setup.queue_size) {
         return Err(format!("queue size {}: a power of two from 64 to 1024", setup.queue_size));
     }
-    let frames_size = usize::from(w.flows) * (w.run_len() + 4096 * 45);
+    let frames_size = usize::from(w.flows) * usize::from(w.runs) * (w.run_len() + 4096 * 45);
     let source = Guest::connect(setup.source, setup.source_features, frames_size + (4 << 20),
                                 setup.queue_size, setup.connect_wait).map_err(|e| e.to_string())?;
     check_source_features(&source, w)?;

@@ -78,8 +78,8 @@ pub fn facts(w: &Workload, frame: &[u8]) -> Result<Facts, &'static str> {
     }
     let offset = be32(frame, tcp + 4).wrapping_sub(frames::isn(flow)) as usize;
     let payload_len = frame.len() - w.headers_len();
-    if offset + payload_len > w.run_len() {
-        return Err("sequence number outside the flow's run");
+    if offset + payload_len > w.stream_len() {
+        return Err("sequence number outside the flow's stream");
     }
     Ok(Facts { flow, payload_len, offset })
 }
@@ -117,8 +117,8 @@ pub fn verify(w: &Workload, sink: SinkOffloads, header: &Header, frame: &[u8]) -
     }
     // Every byte compared, in one pass without an early exit (the compiler vectorises it).
     let payload = &frame[w.headers_len()..];
-    let Some(expected) = frames::flow_zero_run().get(facts.offset..facts.offset + payload.len()) else {
-        return Err("payload past the longest run a workload can have");
+    let Some(expected) = frames::flow_zero_stream().get(facts.offset..facts.offset + payload.len()) else {
+        return Err("payload past the longest stream a workload can have");
     };
     let key = frames::flow_key(facts.flow);
     if payload.iter().zip(expected).fold(0u8, |differs, (&got, &want)| differs | (got ^ key ^ want)) != 0 {
@@ -182,7 +182,7 @@ mod tests {
     use crate::frames::{build, Shape, SourceChecksum};
 
     fn workload(shape: Shape, ip: Ip, vxlan: bool, checksum: SourceChecksum) -> Workload {
-        Workload { ip, vxlan, flows: 3, shape, checksum, mtu: 1500 }
+        Workload { ip, vxlan, flows: 3, shape, checksum, mtu: 1500, runs: 1 }
     }
 
     fn sink(csum: bool, tso: bool) -> SinkOffloads {
@@ -198,13 +198,33 @@ mod tests {
             (Shape::Tso, Ip::V4, false, SourceChecksum::Partial),
             (Shape::Tso, Ip::V6, false, SourceChecksum::Partial),
         ] {
-            let w = workload(shape, ip, vxlan, checksum);
-            for frame in build(&w) {
-                let header = Header::parse(&frame[..12]);
-                let facts = verify(&w, sink(true, true), &header, &frame[12..]).unwrap();
-                assert!(facts.payload_len == w.mss() || facts.payload_len == w.run_len());
+            for runs in [1, 3] {
+                let w = Workload { runs, ..workload(shape, ip, vxlan, checksum) };
+                for frame in build(&w) {
+                    let header = Header::parse(&frame[..12]);
+                    let facts = verify(&w, sink(true, true), &header, &frame[12..]).unwrap();
+                    assert!(facts.payload_len == w.mss() || facts.payload_len == w.run_len());
+                }
             }
         }
+    }
+
+    #[test]
+    fn a_super_packet_across_two_runs_verifies_and_one_past_the_stream_does_not() {
+        // What a GRO that merges across runs hands on: the run's last segment and the
+        // next run's first as one super-packet (built as the source builds its frames).
+        let w = Workload { runs: 2, ..workload(Shape::Tso, Ip::V4, false, SourceChecksum::Partial) };
+        let across = frames::segment(&w, 1, w.run_len() - w.mss(), 2 * w.mss(), 0);
+        let header = Header::parse(&across[..12]);
+        let facts = verify(&w, sink(true, true), &header, &across[12..]).unwrap();
+        assert_eq!((facts.flow, facts.offset, facts.payload_len), (1, w.run_len() - w.mss(), 2 * w.mss()));
+        let past = frames::segment(&w, 1, w.stream_len() - w.mss(), 2 * w.mss(), 0);
+        assert_eq!(verify(&w, sink(true, true), &Header::parse(&past[..12]), &past[12..]).unwrap_err(),
+                   "sequence number outside the flow's stream");
+        // With one run the same bytes are outside the flow's stream: its sequence repeats.
+        let one_run = Workload { runs: 1, ..w };
+        assert_eq!(verify(&one_run, sink(true, true), &header, &across[12..]).unwrap_err(),
+                   "sequence number outside the flow's stream");
     }
 
     #[test]
@@ -249,7 +269,7 @@ mod tests {
     fn any_one_changed_payload_bit_is_found_at_every_offset_of_a_super_packet() {
         // Partial checksums: no checksum over the payload, so the payload check alone must
         // find it, whichever byte and bit: a 64 KiB super-packet, and at the jumbo MTU the
-        // last segment of the longest run there is (its last byte is the table's last).
+        // last segment of the longest run there is.
         let super_packet = workload(Shape::Tso, Ip::V4, false, SourceChecksum::Partial);
         let jumbo = Workload { mtu: 9000, ..workload(Shape::Mtu, Ip::V4, false, SourceChecksum::Partial) };
         assert_eq!(jumbo.run_len(), frames::LONGEST_RUN);
