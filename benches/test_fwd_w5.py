@@ -74,6 +74,23 @@ class VerdictTest(unittest.TestCase):
         self.assertIn("TCP checksum wrong", row_of(w5_report.table_rows(bad), "gso_full")[-1])
 
 
+class PlacementTest(unittest.TestCase):
+    def test_pairs_are_grouped_by_where_both_runs_had_the_vcpus(self):
+        def at(side, pair, value, rtt):
+            return dict(line(side, "gro_f8", value, pair), vcpu_rtt_ns=rtt)
+        lines = [at("testpmd", 0, 10.0, [80, 90]), at("fwd", 0, 20.0, [85, 95]),     # near: 2.0
+                 at("testpmd", 1, 10.0, [330, 340]), at("fwd", 1, 11.0, [335, 328]),  # far: 1.1
+                 at("testpmd", 2, 10.0, [80, 340]), at("fwd", 2, 30.0, [85, 90]),     # moved: mixed
+                 at("testpmd", 3, 10.0, [330, 340]), at("fwd", 3, 19.0, [85, 90]),    # one each: mixed
+                 at("testpmd", 4, 10.0, [None, None]), at("fwd", 4, 99.0, [85, 90])]  # no reading
+        self.assertEqual(row_of(w5_report.placement_rows(lines), "gro_f8")[1:],
+                         ["2.00× (1)", "1.10× (1)", "2.45× (2)"])
+
+    def test_rows_without_readings_are_left_out(self):
+        lines = [line("testpmd", "gro_f8", 10.0, 0), line("fwd", "gro_f8", 20.0, 0)]
+        self.assertEqual(w5_report.placement_rows(lines), [])
+
+
 class MeasuredTest(unittest.TestCase):
     RESULT = {"seconds": 1.0, "mss": 1000, "sent_payload_bytes": 1_000_000,
               "payload_bytes": 900_000, "gbps": 0.0072, "merge_depth": 1.0,

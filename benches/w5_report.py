@@ -55,6 +55,42 @@ def spread(lines: list[dict], key: str) -> float:
     return max(ratios) / min(ratios) if ratios and min(ratios) > 0 else 1.0
 
 
+NEAR_RTT_NS = 200
+"""The host moves this VM's two vCPUs: the CPU 0 <-> CPU 1 cache-line round trip
+(`offlab-vcpu-rtt`, before and after each run) reads 63-103 ns at the near placements
+and 325-345 ns at the far one, and both backends' cost per segment follows it."""
+
+
+def placement(line: dict) -> str | None:
+    """"near" or "far" when both readings of a run agree, "mixed" when the host moved the
+    vCPUs across the line during it; None for a run without readings."""
+    readings = line.get("vcpu_rtt_ns") or []
+    if len(readings) != 2 or None in readings:
+        return None
+    near = [value < NEAR_RTT_NS for value in readings]
+    return "near" if all(near) else "far" if not any(near) else "mixed"
+
+
+def placement_rows(lines: list[dict]) -> list[list[str]]:
+    """Per row: the median ratio (and count) of the pairs whose two runs were both near,
+    both far, or neither; rows without readings are left out."""
+    groups, out = _by(lines), []
+    for row in ROWS:
+        dpdk, fwd = groups.get(("testpmd", row.key), []), groups.get(("fwd", row.key), [])
+        by_pair = {l["pair"]: l for l in dpdk}
+        cells: dict[str, list[float]] = {"near": [], "far": [], "mixed": []}
+        for run in fwd:
+            peer = by_pair.get(run["pair"])
+            if peer is None or not peer["value"] or None in (placement(run), placement(peer)):
+                continue
+            kind = placement(run) if placement(run) == placement(peer) != "mixed" else "mixed"
+            cells[kind].append(run["value"] / peer["value"])
+        if any(cells.values()):
+            out.append([row.label, *(f"{statistics.median(v):.2f}× ({len(v)})" if v else "–"
+                                     for v in cells.values())])
+    return out
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f} %"
 
@@ -280,6 +316,14 @@ def section(lines: list[dict], pairs: int, seconds: float, markdown_table,
                         "ratio min–max", "pairs", "loss DPDK", "loss offlab", "depth DPDK",
                         "depth offlab", "instr/seg DPDK", "instr/seg offlab", "goal",
                         "met?"], table_rows(lines, instr)),
+        "",
+        "The same ratios by where the host had put the two vCPUs for both runs of a pair: "
+        "the CPU 0 ↔ CPU 1 cache-line round trip read before and after each run "
+        f"(`offlab-vcpu-rtt`), near below {NEAR_RTT_NS} ns, far above; a pair is mixed when "
+        "its four readings are not all on one side. Median ratio (pairs); rows measured "
+        "before the readings existed are not listed:",
+        "",
+        markdown_table(["workload", "both near", "both far", "mixed"], placement_rows(lines)),
         "",
         instruction_text(),
         "",
