@@ -27,6 +27,7 @@ import psycopg
 import psycopg.sql
 
 from offlab.runscope import pid_alive
+from hangguard import HANG_S
 
 USER, PASSWORD = "offlab", "lab-secret"
 ROOT_PREFIX = "offlab-pg-"
@@ -52,7 +53,7 @@ def _free_port() -> int:
 
 def _as_postgres(*argv: str) -> None:
     subprocess.run(["runuser", "-u", "postgres", "--", *argv], check=True, capture_output=True,
-                   text=True, timeout=60)
+                   text=True, timeout=HANG_S)
 
 
 class PgServer:
@@ -101,7 +102,7 @@ class PgServer:
         """The database as pg_dump writes it (schema and every row)."""
         done = subprocess.run(["runuser", "-u", "postgres", "--", str(self.bindir / "pg_dump"),
                                "-h", str(self.root), "-p", str(self.port), dbname],
-                              check=True, capture_output=True, text=True, timeout=120)
+                              check=True, capture_output=True, text=True, timeout=HANG_S)
         return done.stdout
 
     def restart(self) -> None:
@@ -152,7 +153,7 @@ def reap_orphans(bindir: Path) -> list[Path]:
             # immediate: nothing in a dead session's scratch database is worth a checkpoint
             subprocess.run(["runuser", "-u", "postgres", "--", str(bindir / "pg_ctl"), "-D",
                             str(root / "data"), "-m", "immediate", "-w", "stop"],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=HANG_S)
         shutil.rmtree(root, ignore_errors=True)
         reaped.append(root)
     return reaped

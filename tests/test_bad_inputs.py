@@ -16,6 +16,7 @@ import pytest
 
 from offlab.hosts.naming import our_namespaces
 from tests.fixtures.make_store import build_store
+from hangguard import HANG_S
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -26,7 +27,7 @@ def offlab(*args: str, cwd: Path, as_nobody: bool = False) -> subprocess.Complet
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     if as_nobody:
         env["HOME"] = str(cwd)  # a user of their own, not root's home
-    return subprocess.run([*prefix, *OFFLAB, *args], capture_output=True, text=True, timeout=60,
+    return subprocess.run([*prefix, *OFFLAB, *args], capture_output=True, text=True, timeout=HANG_S,
                           cwd=cwd, env=env)
 
 
@@ -181,11 +182,11 @@ def test_a_ctrl_c_that_stopped_an_extension_import_is_one_line(tmp_path: Path):
               "offlab.cli.main = stopped\n"
               "offlab.entry.main()\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=HANG_S)
     assert (done.returncode, done.stderr) == (130, "offlab: interrupted\n")
     other = script.replace("from ctrl_c", "from None")
     done = subprocess.run([sys.executable, "-c", other], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=HANG_S)
     assert done.returncode == 1 and "ImportError: initialization failed" in done.stderr
 
 
@@ -203,7 +204,7 @@ def test_ctrl_c_at_any_moment_of_a_dry_run_is_one_line(tmp_path: Path):
                                 preexec_fn=_default_sigint)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=30)
+        stdout, stderr = proc.communicate(timeout=HANG_S)
         # The dry run probes the plan's VXLAN in a namespace of its own: gone, whenever it stopped.
         assert our_namespaces(proc.pid) == [], delay
         if proc.returncode == 0:

@@ -4,12 +4,13 @@ import subprocess
 import sys
 
 import pytest
+from hangguard import HANG_S
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 
 
 def offlab(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([*OFFLAB, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+    return subprocess.run([*OFFLAB, *args], capture_output=True, text=True, timeout=HANG_S, cwd=cwd)
 
 
 @pytest.mark.parametrize("args, status, text", [

@@ -14,6 +14,7 @@ from fixtures.make_store import build_store, fixture_cases, fixture_run_info, ma
 from offlab.analysis.adaptive import AdaptiveOutcome
 from offlab.store.runcopy import copy_runs
 from offlab.store.store import Store, StoreError
+from hangguard import HANG_S
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 
@@ -86,11 +87,11 @@ def test_the_copy_command(tmp_path, pg_url):
     laptop = tmp_path / "laptop.sqlite"
     run_ids = _laptop(laptop)
     done = subprocess.run([*OFFLAB, "copy", *run_ids, "--store", str(laptop), "--to", pg_url],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("fixture-run: copied (") and "lab-secret" not in done.stdout
     again = subprocess.run([*OFFLAB, "copy", "fixture-run", "--store", str(laptop), "--to", pg_url],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=HANG_S)
     assert again.returncode == 0 and "already in" in again.stdout
 
 

@@ -17,6 +17,7 @@ from offlab.report.history_report import history_table, render_markdown
 from offlab.report.model import build_rows
 from offlab.store.tables import sample
 from offlab.store.store import RunAggregates, RunResults, Store
+from hangguard import HANG_S
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 NIC = {"nic driver": "ice", "nic version": "6.12", "nic firmware-version": "4.20"}
@@ -135,14 +136,14 @@ def test_nothing_changed_is_no_change():
 def test_the_history_command(tmp_path, pg_url):
     _store(pg_url)
     done = subprocess.run([*OFFLAB, "history", "tcp", "--store", pg_url, "--out", str(tmp_path / "h")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert "sender nic firmware-version: 4.20 → 4.40" in done.stdout
     md = (tmp_path / "h" / "history.md").read_text()
     assert md.startswith("# offlab history: tcp") and "## " in md
     assert "<img" in (tmp_path / "h" / "history.html").read_text()
     none = subprocess.run([*OFFLAB, "history", "nosuchcase", "--store", pg_url], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
+                          text=True, timeout=HANG_S, cwd=tmp_path)
     assert none.returncode == 1 and none.stderr.count("\n") == 1 and "no stored case matches" in none.stderr
 
 

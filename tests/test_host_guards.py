@@ -15,6 +15,7 @@ from offlab.hosts.hostsfile import HostsFileError, check_ssh_config, parse
 from offlab.hosts.journal import Record, undo_script
 from offlab.hosts.ssh import ssh_command
 from offlab.hosts.base import HostError
+from hangguard import HANG_S
 
 DOC = {"sender": {"ssh": "s1", "interface": "ens1f0", "address": "192.0.2.1", "peer": "192.0.2.2", "app_core": 2},
        "receiver": {"ssh": "s2", "interface": "ens1f0", "address": "192.0.2.2", "peer": "192.0.2.1", "app_core": 3}}
@@ -226,7 +227,7 @@ def test_a_dry_run_refuses_what_the_run_would(tmp_path):
                     'traffic = ["udp1472"]\nsequences = ["all-on"]\nudp_rate = "2G"\n')
     done = subprocess.run([sys.executable, "-c", "from offlab.entry import main; main()", "run", "--hosts",
                            str(hosts), "--plan", str(plan), "--dry-run"], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+                          timeout=HANG_S, cwd=tmp_path)
     assert done.returncode == 1 and "above the cap of 1 Gbit/s" in done.stderr.strip().splitlines()[-1], done
 
 

@@ -16,6 +16,7 @@ from offlab.hosts.journal import Identity, Journal, Mirror
 from offlab.hosts.journal import forget
 from offlab.hosts.base import HostError
 from offlab.hosts.lease import LEASE_LOST_STATUS, Fence, LeaseLost
+from hangguard import HANG_S
 
 
 def _held(tmp_path, token: str):
@@ -315,6 +316,6 @@ def test_a_signal_to_the_process_waits_for_the_restore_while_the_heartbeat_runs(
     kernel hands a signal sent to the process to any thread that does not block it,
     and Python then runs the handler in the main thread all the same. The heartbeat's
     thread blocks them, so a restore under deferred_signals is not cut by a Ctrl-C."""
-    done = subprocess.run([sys.executable, "-c", _HELD_SIGNAL], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([sys.executable, "-c", _HELD_SIGNAL], capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"], done.stdout

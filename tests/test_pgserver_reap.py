@@ -10,6 +10,7 @@ from pathlib import Path
 
 
 from pgserver import reap_orphans, server_bindir
+from hangguard import HANG_S
 
 _START_AND_HANG = """
 import sys, time
@@ -43,7 +44,7 @@ def test_a_killed_sessions_server_is_stopped_and_removed_and_a_live_ones_is_kept
         root = Path(session.stdout.readline().strip())
     finally:
         session.send_signal(signal.SIGKILL)
-        session.wait(timeout=30)
+        session.wait(timeout=HANG_S)
     assert root.name.startswith("offlab-pg-"), root
     postmaster = _postmaster_pid(root)
     assert _alive(postmaster), "the killed session's server should still be running before the reap"

@@ -6,12 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from hangguard import HANG_S
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "plan-needs.py"
 
 
 def _needs(plan: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), plan], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, str(SCRIPT), plan], capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_the_quick_plan_needs_nothing_built():

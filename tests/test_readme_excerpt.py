@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from fixtures.make_store import build_store
+from hangguard import HANG_S
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "readme-excerpt.py"
 BEGIN = "<!-- excerpt: written by scripts/readme-excerpt.py from a `make demo` run; do not edit by hand -->"
@@ -17,7 +18,7 @@ END = "<!-- excerpt end -->"
 
 def _excerpt(run_id: str, store: Path, readme: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), run_id, "--store", str(store), "--readme", str(readme)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_the_excerpt_names_the_machine_and_quotes_the_report(tmp_path):
@@ -69,6 +70,6 @@ def test_without_a_run_id_the_latest_run_is_quoted(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"{BEGIN}\n{END}\n")
     done = subprocess.run([sys.executable, str(SCRIPT), "--store", str(store), "--readme", str(readme)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert f"run `{latest}`" in readme.read_text()

@@ -13,6 +13,7 @@ import pytest
 
 from offlab.measure import foreign
 from offlab.runscope import BusyError, MachineLock, RunScope, cgroup2_root, reclaim_stale
+from hangguard import HANG_S
 
 ROOT = cgroup2_root()
 needs_cgroup2 = pytest.mark.skipif(ROOT is None or os.geteuid() != 0,
@@ -31,7 +32,7 @@ def test_a_second_lock_is_refused_naming_the_first(tmp_path: Path):
                 "except BusyError as e:\n print(e); sys.exit(3)")
         src = str(Path(__file__).resolve().parents[1] / "src")
         done = subprocess.run([sys.executable, "-c", code, str(tmp_path), src],
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True, timeout=HANG_S)
         assert done.returncode == 3
         assert "run 20261123-120000-42" in done.stdout and f"pid {os.getpid()}" in done.stdout
         assert "--wait" in done.stdout

@@ -11,6 +11,7 @@ import pytest
 from fixtures.make_store import fixture_cases, fixture_run_info, make_samples
 from offlab.records import CpuShare, Sample
 from offlab.store.store import Store, StoreError
+from hangguard import HANG_S
 
 
 def test_round_trip_rebuilds_identical_records(store_at):
@@ -178,7 +179,7 @@ def test_three_writers_at_once_lose_and_mix_no_sample(store_at):
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(store_at), f"w{n}"], cwd=tests,
                                 stderr=subprocess.PIPE, text=True) for n in range(3)]
     for writer in writers:
-        assert writer.wait(timeout=120) == 0, writer.stderr.read()
+        assert writer.wait(timeout=HANG_S) == 0, writer.stderr.read()
     with Store(store_at, readonly=True) as store:
         assert [(r.id, r.status, r.samples) for r in store.runs()] == [(f"w{n}", "complete", 20) for n in range(3)]
         for n in range(3):

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from fixtures.make_store import build_store
+from hangguard import HANG_S
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 
 
 def offlab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*OFFLAB, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([*OFFLAB, *args], capture_output=True, text=True, timeout=HANG_S, cwd=cwd)
 
 
 def _closed_port() -> int:

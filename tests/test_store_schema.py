@@ -20,6 +20,7 @@ from offlab.run.store_health import upgrade_store
 from offlab.store.location import parse
 from offlab.store.schema import FORMAT_VERSION, head_revision
 from offlab.store.store import Store, StoreError
+from hangguard import HANG_S
 
 V2_FIXTURE = Path(__file__).parent / "fixtures" / "v2_store.sql.gz"
 
@@ -156,7 +157,7 @@ def test_on_postgresql_only_store_upgrade_changes_the_schema(pg_empty_url, tmp_p
     assert _sql(pg_empty_url, "SELECT version_num FROM alembic_version") == [("0001",)]
     upgraded = subprocess.run([sys.executable, "-c", "from offlab.entry import main; main()", "store",
                                "upgrade", "--store", pg_empty_url], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+                              timeout=HANG_S, cwd=tmp_path)
     assert upgraded.returncode == 0, upgraded.stderr
     assert f"0001 → {head_revision()}" in upgraded.stdout and "lab-secret" not in upgraded.stdout
     Store(pg_empty_url, readonly=readonly).close()

@@ -20,13 +20,14 @@ from offlab.store.masking import (mask_argv, mask_command_line, mask_url, passwo
                                   without_password)
 from offlab.store.store import Store
 from sqlalchemy import text
+from hangguard import HANG_S
 
 OFFLAB = [sys.executable, "-c", "from offlab.entry import main; main()"]
 SECRET = "SECRET/with:slash"  # a '/' is what a hand-written mask missed
 
 
 def offlab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*OFFLAB, *args], capture_output=True, text=True, timeout=180, cwd=cwd)
+    return subprocess.run([*OFFLAB, *args], capture_output=True, text=True, timeout=HANG_S, cwd=cwd)
 
 
 @pytest.mark.parametrize("given", [
@@ -50,7 +51,7 @@ def test_a_command_line_masks_every_url_argument():
 def test_a_campaign_hands_its_pairs_the_password_in_the_environment_not_in_argv(pg_url, tmp_path):
     argv, env = password_to_environment(["run", "--plan", "quick", "--store", pg_url, "--yes"])
     assert "lab-secret" not in " ".join(argv) and env == {"PGPASSWORD": "lab-secret"}
-    child = subprocess.run([*OFFLAB, "doctor", *argv[3:5]], capture_output=True, text=True, timeout=60,
+    child = subprocess.run([*OFFLAB, "doctor", *argv[3:5]], capture_output=True, text=True, timeout=HANG_S,
                            env={**__import__("os").environ, **env}, cwd=tmp_path)
     assert child.returncode == 0, child.stderr  # libpq took the password from PGPASSWORD
 
