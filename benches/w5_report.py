@@ -43,9 +43,14 @@ def refusal(dpdk: list[dict], fwd: list[dict]) -> str | None:
     return None
 
 
+def pairs(dpdk: list[dict], fwd: list[dict]) -> list[tuple[dict, dict]]:
+    """(testpmd's run, offlab-fwd's run) of each pair whose testpmd run delivered."""
+    by_pair = {l["pair"]: l for l in dpdk}
+    return [(by_pair[l["pair"]], l) for l in fwd if l["pair"] in by_pair and by_pair[l["pair"]]["value"]]
+
+
 def ratio_cells(dpdk: list[dict], fwd: list[dict]) -> list[float]:
-    by_pair = {l["pair"]: l["value"] for l in dpdk}
-    return [l["value"] / by_pair[l["pair"]] for l in fwd if by_pair.get(l["pair"])]
+    return [run["value"] / peer["value"] for peer, run in pairs(dpdk, fwd)]
 
 
 def spread(lines: list[dict], key: str) -> float:
@@ -76,14 +81,12 @@ def placement_rows(lines: list[dict]) -> list[list[str]]:
     both far, or neither; rows without readings are left out."""
     groups, out = _by(lines), []
     for row in ROWS:
-        dpdk, fwd = groups.get(("testpmd", row.key), []), groups.get(("fwd", row.key), [])
-        by_pair = {l["pair"]: l for l in dpdk}
         cells: dict[str, list[float]] = {"near": [], "far": [], "mixed": []}
-        for run in fwd:
-            peer = by_pair.get(run["pair"])
-            if peer is None or not peer["value"] or None in (placement(run), placement(peer)):
+        for peer, run in pairs(groups.get(("testpmd", row.key), []), groups.get(("fwd", row.key), [])):
+            both = placement(peer), placement(run)
+            if None in both:
                 continue
-            kind = placement(run) if placement(run) == placement(peer) != "mixed" else "mixed"
+            kind = both[0] if both[0] == both[1] else "mixed"
             cells[kind].append(run["value"] / peer["value"])
         if any(cells.values()):
             out.append([row.label, *(f"{statistics.median(v):.2f}× ({len(v)})" if v else "–"
